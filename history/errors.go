@@ -1,0 +1,53 @@
+package history
+
+import "fmt"
+
+// ErrorKind classifies a failure recorded in history.
+type ErrorKind string
+
+const (
+	// ErrorApplication is an error returned (or a panic raised) by user code.
+	// Orchestrations can catch it.
+	ErrorApplication ErrorKind = "application"
+	// ErrorCanceled means the instance or the task was canceled.
+	ErrorCanceled ErrorKind = "canceled"
+	// ErrorPoison means a message exceeded its maximum delivery attempts.
+	ErrorPoison ErrorKind = "poison"
+	// ErrorNondeterminism means the code no longer replays its own history.
+	ErrorNondeterminism ErrorKind = "nondeterminism"
+	// ErrorConfiguration means something is not registered or misconfigured.
+	ErrorConfiguration ErrorKind = "configuration"
+	// ErrorInfrastructure means the store or the runtime failed.
+	ErrorInfrastructure ErrorKind = "infrastructure"
+	// ErrorTimeout means a deadline passed.
+	ErrorTimeout ErrorKind = "timeout"
+)
+
+var errorKinds = map[ErrorKind]bool{
+	ErrorApplication: true, ErrorCanceled: true, ErrorPoison: true, ErrorNondeterminism: true,
+	ErrorConfiguration: true, ErrorInfrastructure: true, ErrorTimeout: true,
+}
+
+// ErrorDetails describes a failure stored in history and in queue messages.
+type ErrorDetails struct {
+	Kind    ErrorKind `json:"kind"`
+	Message string    `json:"message"`
+	// Type is the Go type of the original error, when known (for example
+	// "*fs.PathError"); informational.
+	Type string `json:"type,omitempty"`
+	// Details holds extra text such as a panic's stack trace.
+	Details string `json:"details,omitempty"`
+}
+
+// Error implements the error interface.
+func (d *ErrorDetails) Error() string {
+	return fmt.Sprintf("%s: %s", d.Kind, d.Message)
+}
+
+// Validate reports whether d has a known kind. The error wraps ErrInvalid.
+func (d *ErrorDetails) Validate() error {
+	if !errorKinds[d.Kind] {
+		return fmt.Errorf("%w: unknown error kind %q", ErrInvalid, d.Kind)
+	}
+	return nil
+}

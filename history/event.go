@@ -1,0 +1,229 @@
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is wrapped by every decoding and validation error of this package.
+var ErrInvalid = errors.New("invalid history data")
+
+// EventKind names the kind of an Event. It is the JSON "type" field and the
+// event_type column of the stores. Values are part of the storage contract.
+type EventKind string
+
+// Lifecycle events.
+const (
+	// OrchestrationStarted is always event 1 of an execution. Fields: Name,
+	// Version, Input, Parent (for sub-orchestrations).
+	OrchestrationStarted EventKind = "OrchestrationStarted"
+	// OrchestrationCompleted is terminal. Fields: Output.
+	OrchestrationCompleted EventKind = "OrchestrationCompleted"
+	// OrchestrationFailed is terminal. Fields: Error. Cancellation is a
+	// failure with Error.Kind == ErrorCanceled.
+	OrchestrationFailed EventKind = "OrchestrationFailed"
+	// OrchestrationContinuedAsNew ends an execution; the next one starts with
+	// Input. Fields: Input, Version (empty = same version).
+	OrchestrationContinuedAsNew EventKind = "OrchestrationContinuedAsNew"
+	// OrchestrationCancelRequested records a consumed cancel request. Fields: Reason.
+	OrchestrationCancelRequested EventKind = "OrchestrationCancelRequested"
+)
+
+// Activity and timer events.
+const (
+	// ActivityScheduled schedules an activity; its EventID is the activity
+	// id. Fields: Name, Input, SessionID.
+	ActivityScheduled EventKind = "ActivityScheduled"
+	// ActivityCompleted: SourceEventID, Output.
+	ActivityCompleted EventKind = "ActivityCompleted"
+	// ActivityFailed: SourceEventID, Error.
+	ActivityFailed EventKind = "ActivityFailed"
+	// ActivityCancelRequested: SourceEventID, Reason. A completion may still follow.
+	ActivityCancelRequested EventKind = "ActivityCancelRequested"
+	// TimerCreated schedules a timer. Fields: FireAtMs.
+	TimerCreated EventKind = "TimerCreated"
+	// TimerFired: SourceEventID, FireAtMs.
+	TimerFired EventKind = "TimerFired"
+)
+
+// External events.
+const (
+	// ExternalSubscribed records a wait for the external event Name.
+	ExternalSubscribed EventKind = "ExternalSubscribed"
+	// ExternalEvent records the arrival of external event Name with Data.
+	ExternalEvent EventKind = "ExternalEvent"
+	// ExternalSubscribedCancelled: SourceEventID, Reason.
+	ExternalSubscribedCancelled EventKind = "ExternalSubscribedCancelled"
+)
+
+// Sub-orchestration events.
+const (
+	// SubOrchestrationScheduled: Name, Version, ChildInstanceID, Input.
+	SubOrchestrationScheduled EventKind = "SubOrchestrationScheduled"
+	// SubOrchestrationCompleted: SourceEventID, Output.
+	SubOrchestrationCompleted EventKind = "SubOrchestrationCompleted"
+	// SubOrchestrationFailed: SourceEventID, Error.
+	SubOrchestrationFailed EventKind = "SubOrchestrationFailed"
+	// SubOrchestrationCancelRequested: SourceEventID, Reason.
+	SubOrchestrationCancelRequested EventKind = "SubOrchestrationCancelRequested"
+)
+
+// Metadata and deterministic-value events.
+const (
+	// CustomStatusUpdated: CustomStatus (absent = cleared).
+	CustomStatusUpdated EventKind = "CustomStatusUpdated"
+	// NowRecorded records the value returned by OrchestrationContext.Now.
+	// Fields: TimeMs.
+	NowRecorded EventKind = "NowRecorded"
+	// GUIDRecorded records the value returned by OrchestrationContext.NewGUID.
+	// Fields: GUID.
+	GUIDRecorded EventKind = "GUIDRecorded"
+)
+
+// EventKinds lists every known event kind, in declaration order.
+var EventKinds = []EventKind{
+	OrchestrationStarted, OrchestrationCompleted, OrchestrationFailed,
+	OrchestrationContinuedAsNew, OrchestrationCancelRequested,
+	ActivityScheduled, ActivityCompleted, ActivityFailed, ActivityCancelRequested,
+	TimerCreated, TimerFired,
+	ExternalSubscribed, ExternalEvent, ExternalSubscribedCancelled,
+	SubOrchestrationScheduled, SubOrchestrationCompleted, SubOrchestrationFailed,
+	SubOrchestrationCancelRequested,
+	CustomStatusUpdated, NowRecorded, GUIDRecorded,
+}
+
+// Known reports whether k is a kind this release understands.
+func (k EventKind) Known() bool {
+	_, ok := eventRules[k]
+	return ok
+}
+
+// IsTerminal reports whether an event of kind k ends its execution.
+func (k EventKind) IsTerminal() bool {
+	return k == OrchestrationCompleted || k == OrchestrationFailed || k == OrchestrationContinuedAsNew
+}
+
+// ParentRef identifies the scheduling event of a sub-orchestration in its
+// parent: which instance, which execution of it, and which event.
+type ParentRef struct {
+	InstanceID  string `json:"instanceId"`
+	ExecutionID int64  `json:"executionId"`
+	EventID     int64  `json:"eventId"`
+}
+
+// Event is one entry of an execution's history. Which fields are set depends
+// on Kind; see the Kind constants. Unused fields are zero and omitted from JSON.
+type Event struct {
+	EventID int64     `json:"eventId"`
+	Kind    EventKind `json:"type"`
+	// SourceEventID links a completion or breadcrumb to its scheduling event.
+	SourceEventID int64 `json:"sourceEventId,omitempty"`
+	// TimestampMs is the wall-clock creation time in epoch milliseconds. It is
+	// informational: replay never depends on it.
+	TimestampMs int64 `json:"timestampMs"`
+
+	Name            string          `json:"name,omitempty"`
+	Version         string          `json:"version,omitempty"`
+	Input           json.RawMessage `json:"input,omitempty"`
+	Output          json.RawMessage `json:"output,omitempty"`
+	Error           *ErrorDetails   `json:"error,omitempty"`
+	Data            json.RawMessage `json:"data,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	FireAtMs        int64           `json:"fireAtMs,omitempty"`
+	SessionID       string          `json:"sessionId,omitempty"`
+	ChildInstanceID string          `json:"childInstanceId,omitempty"`
+	Parent          *ParentRef      `json:"parent,omitempty"`
+	CustomStatus    json.RawMessage `json:"customStatus,omitempty"`
+	TimeMs          int64           `json:"timeMs,omitempty"`
+	GUID            string          `json:"guid,omitempty"`
+}
+
+// field requirements per kind.
+type rule struct {
+	name, source, errDetails, fireAt, child, timeMs, guid bool
+}
+
+var eventRules = map[EventKind]rule{
+	OrchestrationStarted:            {name: true},
+	OrchestrationCompleted:          {},
+	OrchestrationFailed:             {errDetails: true},
+	OrchestrationContinuedAsNew:     {},
+	OrchestrationCancelRequested:    {},
+	ActivityScheduled:               {name: true},
+	ActivityCompleted:               {source: true},
+	ActivityFailed:                  {source: true, errDetails: true},
+	ActivityCancelRequested:         {source: true},
+	TimerCreated:                    {fireAt: true},
+	TimerFired:                      {source: true, fireAt: true},
+	ExternalSubscribed:              {name: true},
+	ExternalEvent:                   {name: true},
+	ExternalSubscribedCancelled:     {source: true},
+	SubOrchestrationScheduled:       {name: true, child: true},
+	SubOrchestrationCompleted:       {source: true},
+	SubOrchestrationFailed:          {source: true, errDetails: true},
+	SubOrchestrationCancelRequested: {source: true},
+	CustomStatusUpdated:             {},
+	NowRecorded:                     {timeMs: true},
+	GUIDRecorded:                    {guid: true},
+}
+
+// Validate reports whether e is well formed for its kind. The error wraps
+// ErrInvalid.
+func (e *Event) Validate() error {
+	r, ok := eventRules[e.Kind]
+	if !ok {
+		return fmt.Errorf("%w: unknown event type %q", ErrInvalid, e.Kind)
+	}
+	if e.EventID < 1 {
+		return fmt.Errorf("%w: %s event has eventId %d, want >= 1", ErrInvalid, e.Kind, e.EventID)
+	}
+	if e.SourceEventID < 0 || (r.source && e.SourceEventID == 0) {
+		return fmt.Errorf("%w: %s event %d has sourceEventId %d", ErrInvalid, e.Kind, e.EventID, e.SourceEventID)
+	}
+	switch {
+	case r.name && e.Name == "":
+		return fmt.Errorf("%w: %s event %d has no name", ErrInvalid, e.Kind, e.EventID)
+	case r.errDetails && e.Error == nil:
+		return fmt.Errorf("%w: %s event %d has no error", ErrInvalid, e.Kind, e.EventID)
+	case r.fireAt && e.FireAtMs <= 0:
+		return fmt.Errorf("%w: %s event %d has no fireAtMs", ErrInvalid, e.Kind, e.EventID)
+	case r.child && e.ChildInstanceID == "":
+		return fmt.Errorf("%w: %s event %d has no childInstanceId", ErrInvalid, e.Kind, e.EventID)
+	case r.timeMs && e.TimeMs == 0:
+		return fmt.Errorf("%w: %s event %d has no timeMs", ErrInvalid, e.Kind, e.EventID)
+	case r.guid && e.GUID == "":
+		return fmt.Errorf("%w: %s event %d has no guid", ErrInvalid, e.Kind, e.EventID)
+	}
+	if e.Error != nil {
+		if err := e.Error.Validate(); err != nil {
+			return fmt.Errorf("%s event %d: %w", e.Kind, e.EventID, err)
+		}
+	}
+	return nil
+}
+
+// EncodeEvent returns the storage JSON of e after validating it.
+func EncodeEvent(e *Event) ([]byte, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding %s event %d: %v", ErrInvalid, e.Kind, e.EventID, err)
+	}
+	return b, nil
+}
+
+// DecodeEvent parses and validates the storage JSON of one event. Every
+// failure wraps ErrInvalid.
+func DecodeEvent(data []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Event{}, fmt.Errorf("%w: decoding event: %v", ErrInvalid, err)
+	}
+	if err := e.Validate(); err != nil {
+		return Event{}, err
+	}
+	return e, nil
+}

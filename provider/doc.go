@@ -1,0 +1,53 @@
+// Package provider defines the storage contract of duroxide-go: the Provider
+// interface every store implements, the optional Admin capability, their
+// parameter and result types, and the sentinel errors. It holds no
+// implementation; see provider/sqlite and provider/postgres, and
+// provider/providertest for the conformance suite every store passes.
+//
+// # Guarantees a provider gives
+//
+//   - Nothing accepted is lost: an enqueue, an ack or a purge is one
+//     transaction; it either happened completely or not at all.
+//   - One worker per instance: an orchestration fetch takes an instance lock
+//     (insert, or steal only when expired) and is the only way to get the
+//     instance's messages. A lock that is not renewed expires, so a crashed
+//     worker's turn is retried elsewhere; its late ack is rejected with
+//     ErrLockLost and writes nothing.
+//   - Late arrivals survive: a fetch tags the messages it delivers with its
+//     lock token, and the ack deletes exactly those. Messages enqueued while
+//     the instance is locked wait for the next turn.
+//   - Activity completion is atomic: deleting the worker row and enqueueing
+//     its completion happen in one transaction, so an activity result is
+//     neither lost nor delivered twice by the store.
+//   - Timers are messages with delayed visibility (VisibleAt); there is no
+//     timer queue.
+//   - Every fetch increments the attempt count of what it delivers, so the
+//     runtime can detect poison messages that crash or time out repeatedly.
+//   - No head-of-line blocking: a message that cannot be decoded is moved to
+//     the dead-letter list; a message for an unknown instance is delivered
+//     with Instance == nil so the runtime can consume it.
+//
+// # Envelopes, not parsing
+//
+// The runtime computes how every message is routed (which queue, instance,
+// execution, activity, session, visibility time) and whether it creates an
+// instance, and passes that as an OrchestratorMessage or WorkerMessage. The
+// provider stores payloads opaquely and never inspects events or work items
+// to decide what to do. Likewise the instance's status, output and custom
+// status come from TurnAck.Metadata, never from scanning history.
+//
+// # Batching
+//
+// Fetch and ack calls take and return slices so a store can lock several
+// ready instances or activities in one query and commit many turns in one
+// transaction (group commit). Each ack in a batch succeeds or fails on its
+// own. The FetchOrchestrationItem-style helpers in this package wrap the
+// batch calls for one item.
+//
+// # Errors
+//
+// Errors wrap the sentinels in errors.go; IsRetryable tells transient
+// failures (ErrBusy, ErrUnavailable) from permanent ones. Providers translate
+// driver errors into these sentinels at their boundary, so callers never
+// match error strings.
+package provider

@@ -1,0 +1,356 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+)
+
+// Provider is a durable store for orchestration state: histories, the
+// orchestrator queue, the worker queue, instance locks and sessions.
+//
+// All methods are safe for concurrent use by many goroutines and, for stores
+// that support it, many processes. All times are taken from the provider's
+// own clock (an option of each implementation), never mixed with a database
+// server's clock. Errors wrap the sentinels of this package.
+//
+// A lock token is handed out by a fetch and stays valid until it is acked,
+// abandoned, or expires (its LockedUntil passes without renewal). Once a
+// fetch has returned a lease, the caller must ack or abandon it; a fetch that
+// returns an error holds no lock.
+type Provider interface {
+	// FetchOrchestrationItems locks up to opts.Max instances that have visible
+	// messages (VisibleAt <= now) and whose instance lock is free or expired,
+	// oldest message first. For each it tags every currently visible message of
+	// the instance with a fresh lock token, increments each tagged message's
+	// attempt count, and loads the instance row and the current execution's
+	// history. Messages enqueued after the fetch are not part of the batch;
+	// they stay queued for the next turn.
+	//
+	// It returns an empty slice only when no instance is eligible: losing a
+	// race for one candidate moves on to the next. Stored history that cannot
+	// be decoded does not fail the fetch: the item carries HistoryError and no
+	// history, so the caller can count attempts and poison it. A message row
+	// that cannot be decoded is moved to the dead-letter list in the same
+	// transaction and never blocks the messages behind it.
+	FetchOrchestrationItems(ctx context.Context, opts FetchOptions) ([]*OrchestrationItem, error)
+
+	// AckOrchestrationItems commits a batch of turns, each atomically, in as
+	// few transactions as the store allows (group commit). The returned slice
+	// has one entry per ack: nil when that ack committed, or its error (for
+	// example ErrLockLost, ErrDuplicateEvent, ErrInstanceExists,
+	// ErrInvalidArgument); a failed ack writes nothing and leaves its lock as
+	// it was. The second result reports a failure of the whole batch, in which
+	// case nothing was written.
+	//
+	// One ack, in one atomic step: (a) check that LockToken holds an unexpired
+	// instance lock, else ErrLockLost; (b) create the instance row if it is
+	// missing, from Metadata; update its name and version when given; (c)
+	// insert the execution row ExecutionID if missing, with status Running;
+	// (d) make ExecutionID the current execution if it is newer; (e) append
+	// History as given, insert only, rejecting event IDs the execution already
+	// has (ErrDuplicateEvent); (f) apply Metadata (status, input, output,
+	// error, custom status); (g) insert WorkerItems; (h) then delete the worker
+	// rows named in CancelledActivities (unknown ones are ignored, and an item
+	// both inserted and cancelled is gone); (i) insert OrchestratorItems,
+	// creating instances they ask for; (j) delete exactly the messages tagged
+	// with LockToken; (k) release the instance lock. If the instance was
+	// purged while locked, the lock is gone: the ack fails with ErrLockLost
+	// and recreates nothing.
+	AckOrchestrationItems(ctx context.Context, acks []*TurnAck) ([]error, error)
+
+	// AbandonOrchestrationItem releases the instance lock without committing
+	// anything. The tagged messages become fetchable again at now+opts.Delay
+	// (untagged messages keep their own visibility). With opts.IgnoreAttempt
+	// their attempt counts are decremented (never below 0). An unknown or
+	// expired token returns ErrLockLost.
+	AbandonOrchestrationItem(ctx context.Context, lockToken string, opts AbandonOptions) error
+
+	// RenewOrchestrationItemLock extends a valid instance lock to
+	// now+extendFor. An unknown or expired token returns ErrLockLost.
+	RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error
+
+	// Enqueue inserts orchestrator-queue messages atomically: all or none.
+	// A message with Create set also creates its instance row (state
+	// Pending); if the ID is taken, its OnExists message is inserted instead,
+	// or, when OnExists is nil, the whole call fails with ErrInstanceExists
+	// and writes nothing. Enqueue never checks instance locks: messages for a
+	// locked instance wait for the next turn.
+	Enqueue(ctx context.Context, msgs ...*OrchestratorMessage) error
+
+	// FetchWorkItems locks up to opts.Max worker-queue rows that are visible
+	// and unlocked (or whose lock expired), oldest first, each with its own
+	// token, and increments their attempt counts. With opts.Session nil only
+	// rows without a session are eligible. With a session config, rows without
+	// a session are eligible, and so are rows whose session is owned by
+	// opts.Session.OwnerID or is claimable (no session row with an unexpired
+	// lease); fetching such a row claims or refreshes the session lease for
+	// the owner in the same transaction. Rows that cannot be decoded are
+	// dead-lettered, never returned and never blocking. The provider does not
+	// look at orchestration status: activities of finished or purged
+	// instances are served like any other.
+	FetchWorkItems(ctx context.Context, opts WorkFetchOptions) ([]*WorkItemLease, error)
+
+	// AckWorkItems completes a batch of activities, each atomically: delete
+	// the worker row, which must still be locked by LockToken with an
+	// unexpired lock, and, when Completion is set, enqueue the completion on
+	// the orchestrator queue, in one transaction. It also refreshes the
+	// session's last activity time where the session lease is valid. Results
+	// are as for AckOrchestrationItems: ErrLockLost for a missing, expired or
+	// stolen row (that is how a worker learns its activity was canceled).
+	AckWorkItems(ctx context.Context, acks []*WorkAck) ([]error, error)
+
+	// AbandonWorkItem unlocks a worker row, making it visible at
+	// now+opts.Delay; with opts.IgnoreAttempt the attempt count is
+	// decremented (never below 0). An unknown or expired token returns ErrLockLost.
+	AbandonWorkItem(ctx context.Context, lockToken string, opts AbandonOptions) error
+
+	// RenewWorkItemLock extends a valid worker lock to now+extendFor and
+	// refreshes its session's last activity time. An unknown, expired or
+	// deleted row returns ErrLockLost: the worker must treat it as
+	// cancellation of the activity.
+	RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error
+
+	// EnqueueWork inserts worker-queue messages atomically (used by tests and
+	// tools; the runtime enqueues activities through turn acks).
+	EnqueueWork(ctx context.Context, msgs ...*WorkerMessage) error
+
+	// RenewSessionLocks extends to now+extendFor the leases of the sessions
+	// owned by any of ownerIDs whose lease is still valid and which saw
+	// activity within idleTimeout. Idle sessions are left to lapse so their
+	// affinity is released. It returns how many were renewed.
+	RenewSessionLocks(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error)
+
+	// CleanupOrphanedSessions deletes sessions whose lease has expired and
+	// which no worker row references. It returns how many were deleted.
+	CleanupOrphanedSessions(ctx context.Context) (int, error)
+
+	// ReadHistory returns the events of one execution ordered by event ID;
+	// executionID 0 means the current execution. An unknown instance or
+	// execution returns ErrNotFound; an instance whose first execution has not
+	// started yet returns an empty slice. Undecodable rows return
+	// ErrCorruptData, never a partial history.
+	ReadHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error)
+
+	// Close releases the store's resources. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Status is the state of an instance or of one of its executions.
+type Status string
+
+const (
+	// StatusPending: the instance exists but its first execution has not run a turn.
+	StatusPending Status = "Pending"
+	// StatusRunning: the current execution is live.
+	StatusRunning Status = "Running"
+	// StatusCompleted: finished with an output.
+	StatusCompleted Status = "Completed"
+	// StatusFailed: finished with an error.
+	StatusFailed Status = "Failed"
+	// StatusCanceled: finished by cancellation.
+	StatusCanceled Status = "Canceled"
+	// StatusContinuedAsNew: an execution (never an instance) that handed over
+	// to the next one. An instance whose current execution continued as new is
+	// Running.
+	StatusContinuedAsNew Status = "ContinuedAsNew"
+)
+
+// IsTerminal reports whether s ends an instance.
+func (s Status) IsTerminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCanceled
+}
+
+// Valid reports whether s is one of the defined statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCanceled, StatusContinuedAsNew:
+		return true
+	}
+	return false
+}
+
+// FetchOptions tunes FetchOrchestrationItems.
+type FetchOptions struct {
+	// LockTimeout is how long the instance locks are held. Required (> 0).
+	LockTimeout time.Duration
+	// Max is the most instances to lock in one call. 0 means 1.
+	Max int
+}
+
+// WorkFetchOptions tunes FetchWorkItems.
+type WorkFetchOptions struct {
+	// LockTimeout is how long each row lock is held. Required (> 0).
+	LockTimeout time.Duration
+	// Max is the most rows to lock in one call. 0 means 1.
+	Max int
+	// Session enables session-bound rows; nil serves only rows without a session.
+	Session *SessionOptions
+}
+
+// SessionOptions identifies the session owner fetching work.
+type SessionOptions struct {
+	// OwnerID identifies the worker (process or slot) that owns claimed sessions.
+	OwnerID string
+	// LockTimeout is the lease given to a claimed or refreshed session. Required (> 0).
+	LockTimeout time.Duration
+}
+
+// AbandonOptions tunes the abandon calls.
+type AbandonOptions struct {
+	// Delay postpones the messages' visibility; 0 makes them visible at once.
+	Delay time.Duration
+	// IgnoreAttempt undoes the attempt-count increment of the fetch.
+	IgnoreAttempt bool
+}
+
+// InstanceMeta is the stored row of an instance, as seen by a fetch.
+type InstanceMeta struct {
+	OrchestrationName    string
+	OrchestrationVersion string
+	Status               Status
+	// CurrentExecutionID is 0 while no execution has been acked.
+	CurrentExecutionID int64
+	ParentInstanceID   string
+	ParentExecutionID  int64
+}
+
+// OrchestrationItem is one locked instance with the messages of its turn.
+type OrchestrationItem struct {
+	InstanceID  string
+	LockToken   string
+	LockedUntil time.Time
+	// AttemptCount is the highest attempt count among the batch's messages
+	// (1 on a first delivery).
+	AttemptCount int
+	// Instance is the stored instance row, or nil if none exists (a message
+	// for an unknown instance; the runtime decides what to do with it).
+	Instance *InstanceMeta
+	// History is the current execution's history ordered by event ID.
+	History []history.Event
+	// HistoryError is set (wrapping ErrCorruptData) when the stored history
+	// cannot be decoded; History is then nil.
+	HistoryError error
+	// Messages are the tagged messages in enqueue order.
+	Messages []history.WorkItem
+}
+
+// TurnAck is the result of one orchestration turn. The runtime computes
+// everything in it, including how each queued message is routed, so the
+// provider never inspects events or work items to decide what to store.
+type TurnAck struct {
+	LockToken string
+	// ExecutionID is the execution the History belongs to. A ContinueAsNew
+	// start turn acks ExecutionID N+1, creating that execution.
+	ExecutionID int64
+	// History is appended as given; event IDs must be new to the execution.
+	History []history.Event
+	// Metadata updates the instance and execution rows.
+	Metadata ExecutionMetadata
+	// WorkerItems are enqueued on the worker queue.
+	WorkerItems []*WorkerMessage
+	// CancelledActivities are deleted from the worker queue after WorkerItems
+	// are inserted.
+	CancelledActivities []ActivityRef
+	// OrchestratorItems are enqueued on the orchestrator queue (timers,
+	// sub-orchestration starts, completions to parents, continue-as-new).
+	OrchestratorItems []*OrchestratorMessage
+}
+
+// ExecutionMetadata describes the instance and execution after a turn.
+// Zero fields leave the stored value unchanged.
+type ExecutionMetadata struct {
+	OrchestrationName    string
+	OrchestrationVersion string
+	// Status of the execution after this turn: Running, or a terminal status
+	// (Completed, Failed, Canceled, ContinuedAsNew). Terminal statuses set the
+	// execution's completion time. Empty leaves it unchanged (a new execution
+	// starts Running).
+	Status Status
+	// Input is the execution's input, recorded when it starts.
+	Input json.RawMessage
+	// Output is the orchestration's result (Completed).
+	Output json.RawMessage
+	// Error describes a failure (Failed, Canceled).
+	Error *history.ErrorDetails
+	// ParentInstanceID and ParentExecutionID link a sub-orchestration to the
+	// execution of its parent; used when the instance row is created.
+	ParentInstanceID  string
+	ParentExecutionID int64
+	// CustomStatus, when non-nil, replaces the instance's custom status and
+	// increments its version.
+	CustomStatus *CustomStatusUpdate
+}
+
+// CustomStatusUpdate sets (Value non-nil) or clears (Value nil) the custom status.
+type CustomStatusUpdate struct {
+	Value json.RawMessage
+}
+
+// ActivityRef identifies one scheduled activity.
+type ActivityRef struct {
+	InstanceID  string
+	ExecutionID int64
+	ActivityID  int64
+}
+
+// OrchestratorMessage is a message for the orchestrator queue with its
+// routing computed by the runtime.
+type OrchestratorMessage struct {
+	// InstanceID is the instance the message is for.
+	InstanceID string
+	// VisibleAt delays visibility (timers, delayed starts); zero means now.
+	VisibleAt time.Time
+	// Item is the payload, stored opaquely.
+	Item history.WorkItem
+	// Create, when set, creates InstanceID (state Pending) with the message.
+	Create *NewInstance
+}
+
+// NewInstance describes an instance created by a message.
+type NewInstance struct {
+	OrchestrationName    string
+	OrchestrationVersion string
+	Input                json.RawMessage
+	ParentInstanceID     string
+	ParentExecutionID    int64
+	// OnExists, if non-nil, is enqueued instead of the message when the
+	// instance ID is already taken (a parent uses it to fail its own task on a
+	// child-ID collision). If nil, a taken ID fails the call with ErrInstanceExists.
+	OnExists *OrchestratorMessage
+}
+
+// WorkerMessage is a message for the worker queue with its identity and
+// routing computed by the runtime.
+type WorkerMessage struct {
+	InstanceID  string
+	ExecutionID int64
+	ActivityID  int64
+	// SessionID pins the activity to the worker owning that session; "" for none.
+	SessionID string
+	// VisibleAt delays visibility; zero means now.
+	VisibleAt time.Time
+	Item      history.WorkItem
+}
+
+// WorkItemLease is one locked worker-queue row.
+type WorkItemLease struct {
+	LockToken    string
+	LockedUntil  time.Time
+	AttemptCount int
+	InstanceID   string
+	ExecutionID  int64
+	ActivityID   int64
+	SessionID    string
+	Item         history.WorkItem
+}
+
+// WorkAck completes one activity.
+type WorkAck struct {
+	LockToken string
+	// Completion is enqueued on the orchestrator queue in the same
+	// transaction as the deletion; nil deletes without enqueueing.
+	Completion *OrchestratorMessage
+}
