@@ -1,0 +1,3 @@
+package providertest
+
+var sessionCases = []testCase{}
