@@ -21,7 +21,7 @@
 // The JSON form is one flat object with a "type" discriminator and
 // camelCase fields, for example:
 //
-//	{"eventId":2,"type":"ActivityScheduled","timestampMs":1732170000000,"name":"Hello","input":"\"Ada\""}
+//	{"eventId":2,"type":"ActivityScheduled","timestampMs":1732170000000,"name":"Hello","input":"Ada"}
 //
 // Payloads (Input, Output, Data, CustomStatus) are JSON documents carried as
 // json.RawMessage, so a payload is stored once, never double-encoded.

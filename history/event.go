@@ -171,6 +171,9 @@ var eventRules = map[EventKind]rule{
 // Validate reports whether e is well formed for its kind. The error wraps
 // ErrInvalid.
 func (e *Event) Validate() error {
+	if e == nil {
+		return fmt.Errorf("%w: nil event", ErrInvalid)
+	}
 	r, ok := eventRules[e.Kind]
 	if !ok {
 		return fmt.Errorf("%w: unknown event type %q", ErrInvalid, e.Kind)

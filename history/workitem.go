@@ -93,6 +93,9 @@ func (k WorkItemKind) Known() bool {
 
 // Validate reports whether w is well formed for its kind. The error wraps ErrInvalid.
 func (w *WorkItem) Validate() error {
+	if w == nil {
+		return fmt.Errorf("%w: nil work item", ErrInvalid)
+	}
 	r, ok := workRules[w.Kind]
 	if !ok {
 		return fmt.Errorf("%w: unknown work item type %q", ErrInvalid, w.Kind)
