@@ -1,0 +1,453 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Admin limits.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// cursorPrefix versions the opaque ListInstances cursor.
+const cursorPrefix = "v1:"
+
+func encodeCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+func decodeCursor(c string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, invalid("malformed cursor %q", c)
+	}
+	s, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		return 0, invalid("malformed cursor %q", c)
+	}
+	seq, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || seq < 1 {
+		return 0, invalid("malformed cursor %q", c)
+	}
+	return seq, nil
+}
+
+// nullJSON returns a stored JSON column as a RawMessage, nil for NULL.
+func nullJSON(s sql.NullString) json.RawMessage {
+	if !s.Valid {
+		return nil
+	}
+	return json.RawMessage(s.String)
+}
+
+// nullError decodes a stored ErrorDetails column.
+func nullError(s sql.NullString) (*history.ErrorDetails, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var d history.ErrorDetails
+	if err := json.Unmarshal([]byte(s.String), &d); err != nil {
+		return nil, fmt.Errorf("%w: error details: %w", provider.ErrCorruptData, err)
+	}
+	return &d, nil
+}
+
+// scanInstanceInfo scans the columns of instanceColumns, after extra.
+func scanInstanceInfo(r interface{ Scan(...any) error }, extra ...any) (*provider.InstanceInfo, error) {
+	var (
+		in                          provider.InstanceInfo
+		status                      string
+		input, output, errJ, custom sql.NullString
+		created, updated            int64
+	)
+	dest := append(extra, &in.InstanceID, &in.OrchestrationName, &in.OrchestrationVersion, &status,
+		&in.CurrentExecutionID, &input, &output, &errJ, &custom, &in.CustomStatusVersion,
+		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated)
+	if err := r.Scan(dest...); err != nil {
+		return nil, err
+	}
+	in.Status = provider.Status(status)
+	in.Input, in.Output, in.CustomStatus = nullJSON(input), nullJSON(output), nullJSON(custom)
+	var err error
+	if in.Error, err = nullError(errJ); err != nil {
+		return nil, fmt.Errorf("instance %q: %w", in.InstanceID, err)
+	}
+	in.CreatedAt, in.UpdatedAt = msTime(created), msTime(updated)
+	return &in, nil
+}
+
+func scanExecutionInfo(r interface{ Scan(...any) error }) (*provider.ExecutionInfo, error) {
+	var (
+		e                   provider.ExecutionInfo
+		status              string
+		input, output, errJ sql.NullString
+		started             int64
+		completed           sql.NullInt64
+	)
+	if err := r.Scan(&e.ExecutionID, &status, &input, &output, &errJ, &started, &completed, &e.EventCount); err != nil {
+		return nil, err
+	}
+	e.Status = provider.Status(status)
+	e.Input, e.Output = nullJSON(input), nullJSON(output)
+	var err error
+	if e.Error, err = nullError(errJ); err != nil {
+		return nil, fmt.Errorf("execution %d: %w", e.ExecutionID, err)
+	}
+	e.StartedAt = msTime(started)
+	if completed.Valid {
+		e.CompletedAt = msTime(completed.Int64)
+	}
+	return &e, nil
+}
+
+// ListInstances returns one page of instances, newest first; see provider.Admin.
+func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstancesOptions) (*provider.InstancePage, error) {
+	const op = "listing instances"
+	limit := opts.Limit
+	switch {
+	case limit < 0:
+		return nil, p.fail(op, invalid("Limit %d is negative", limit))
+	case limit == 0:
+		limit = defaultPageSize
+	case limit > maxPageSize:
+		limit = maxPageSize
+	}
+	q := sqlListInstancesBase
+	var args []any
+	if opts.Cursor != "" {
+		seq, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return nil, p.fail(op, err)
+		}
+		q += sqlListFilterCursor
+		args = append(args, seq)
+	}
+	if len(opts.Statuses) > 0 {
+		ss := make([]string, len(opts.Statuses))
+		for i, s := range opts.Statuses {
+			if !s.Valid() {
+				return nil, p.fail(op, invalid("unknown status %q", s))
+			}
+			ss[i] = string(s)
+		}
+		q += sqlListFilterStatuses
+		args = append(args, jsonStrings(ss))
+	}
+	if opts.Orchestration != "" {
+		q += sqlListFilterName
+		args = append(args, opts.Orchestration)
+	}
+	if opts.ParentInstanceID != "" {
+		q += sqlListFilterParent
+		args = append(args, opts.ParentInstanceID)
+	}
+	q += sqlListInstancesOrderBy
+	args = append(args, limit+1)
+
+	page := &provider.InstancePage{Instances: []provider.InstanceInfo{}}
+	var lastSeq int64
+	err := p.read(ctx, op, func() error {
+		rows, err := p.readers.QueryContext(ctx, q, args...)
+		if err != nil {
+			return interpretError(err, nil)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if len(page.Instances) == limit {
+				page.NextCursor = encodeCursor(lastSeq)
+				break
+			}
+			in, err := scanInstanceInfo(rows, &lastSeq)
+			if err != nil {
+				return interpretError(err, nil)
+			}
+			page.Instances = append(page.Instances, *in)
+		}
+		return interpretError(rows.Err(), nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// GetInstance returns one instance; see provider.Admin.
+func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
+	const op = "getting instance"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var in *provider.InstanceInfo
+	err := p.read(ctx, op, func() error {
+		var err error
+		in, err = scanInstanceInfo(p.rstmts[rGetInstance].QueryRowContext(ctx, instanceID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
+		}
+		return interpretError(err, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// ListExecutions returns an instance's executions in order; see provider.Admin.
+func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
+	const op = "listing executions"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var out []provider.ExecutionInfo
+	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
+		if err := instanceExists(ctx, tx, p, instanceID); err != nil {
+			return err
+		}
+		out = []provider.ExecutionInfo{}
+		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rListExecutions]), func(r *sql.Rows) error {
+			e, err := scanExecutionInfo(r)
+			if err != nil {
+				return err
+			}
+			out = append(out, *e)
+			return nil
+		}, instanceID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func instanceExists(ctx context.Context, tx *sql.Tx, p *Provider, instanceID string) error {
+	var n int
+	if err := tx.StmtContext(ctx, p.rstmts[rInstanceExists]).QueryRowContext(ctx, instanceID).Scan(&n); err != nil {
+		return interpretError(err, nil)
+	}
+	if n == 0 {
+		return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
+	}
+	return nil
+}
+
+// GetExecution returns one execution; see provider.Admin.
+func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
+	const op = "getting execution"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var e *provider.ExecutionInfo
+	err := p.read(ctx, op, func() error {
+		var err error
+		e, err = scanExecutionInfo(p.rstmts[rGetExecution].QueryRowContext(ctx, instanceID, executionID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("instance %q execution %d: %w", instanceID, executionID, provider.ErrNotFound)
+		}
+		return interpretError(err, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// ListChildren returns the IDs of an instance's direct sub-orchestrations;
+// see provider.Admin.
+func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
+	const op = "listing children"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var ids []string
+	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
+		if err := instanceExists(ctx, tx, p, instanceID); err != nil {
+			return err
+		}
+		ids = []string{}
+		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rListChildren]), func(r *sql.Rows) error {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			return nil
+		}, instanceID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// PurgeInstances deletes instances and all their descendants in one
+// transaction; see provider.Admin.
+func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opts provider.PurgeOptions) (*provider.PurgeResult, error) {
+	const op = "purging instances"
+	for _, id := range instanceIDs {
+		if id == "" {
+			return nil, p.fail(op, invalid("empty instance ID"))
+		}
+	}
+	res := &provider.PurgeResult{}
+	if len(instanceIDs) == 0 {
+		if p.closed.Load() {
+			return nil, p.fail(op, provider.ErrClosed)
+		}
+		return res, nil
+	}
+	err := p.write(ctx, op, func(w *wtx) error {
+		*res = provider.PurgeResult{} // this may be a re-run (see writer.go)
+		// The named instances and, recursively, their children.
+		var tree []string
+		err := w.query(sPurgeTree, func(r *sql.Rows) error {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			tree = append(tree, id)
+			return nil
+		}, jsonStrings(instanceIDs))
+		if err != nil {
+			return err
+		}
+		inTree := make(map[string]bool, len(tree))
+		for _, id := range tree {
+			inTree[id] = true
+		}
+		type row struct {
+			status, parent string
+			parentExists   bool
+		}
+		rows := make(map[string]row, len(tree))
+		treeJSON := jsonStrings(tree)
+		err = w.query(sPurgeRows, func(r *sql.Rows) error {
+			var id string
+			var x row
+			if err := r.Scan(&id, &x.status, &x.parent, &x.parentExists); err != nil {
+				return err
+			}
+			rows[id] = x
+			return nil
+		}, treeJSON)
+		if err != nil {
+			return err
+		}
+		for _, id := range instanceIDs {
+			x, ok := rows[id]
+			if !ok {
+				return fmt.Errorf("instance %q: %w", id, provider.ErrNotFound)
+			}
+			if x.parent != "" && x.parentExists && !inTree[x.parent] {
+				return fmt.Errorf("instance %q (parent %q): %w", id, x.parent, provider.ErrChildInstance)
+			}
+		}
+		if !opts.Force {
+			for _, id := range tree {
+				if s := provider.Status(rows[id].status); s == provider.StatusPending || s == provider.StatusRunning {
+					return fmt.Errorf("instance %q is %s: %w", id, s, provider.ErrStillRunning)
+				}
+			}
+		}
+		if err := w.query(sPurgeCountExecutions, func(r *sql.Rows) error { return r.Scan(&res.Executions) }, treeJSON); err != nil {
+			return err
+		}
+		if err := w.query(sPurgeCountEvents, func(r *sql.Rows) error { return r.Scan(&res.Events) }, treeJSON); err != nil {
+			return err
+		}
+		for _, s := range []stmtID{sPurgeDeleteHistory, sPurgeDeleteExecutions, sPurgeDeleteOrch, sPurgeDeleteWork, sPurgeDeleteLocks, sPurgeDeleteInstances} {
+			n, err := w.exec(s, nil, treeJSON)
+			if err != nil {
+				return err
+			}
+			switch s {
+			case sPurgeDeleteOrch, sPurgeDeleteWork:
+				res.Messages += n
+			case sPurgeDeleteInstances:
+				res.Instances = n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// QueueDepths counts the messages of both queues; see provider.Admin.
+func (p *Provider) QueueDepths(ctx context.Context) (*provider.QueueDepths, error) {
+	d := &provider.QueueDepths{}
+	err := p.read(ctx, "reading queue depths", func() error {
+		return interpretError(p.rstmts[rQueueDepths].QueryRowContext(ctx, p.now()).Scan(
+			&d.OrchestratorReady, &d.OrchestratorDelayed, &d.OrchestratorLocked,
+			&d.WorkerReady, &d.WorkerDelayed, &d.WorkerLocked), nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Counts returns store-wide totals; see provider.Admin.
+func (p *Provider) Counts(ctx context.Context) (*provider.Counts, error) {
+	c := &provider.Counts{ByStatus: map[provider.Status]int64{}}
+	err := p.readTx(ctx, "counting", func(tx *sql.Tx) error {
+		if err := tx.StmtContext(ctx, p.rstmts[rCounts]).QueryRowContext(ctx).Scan(&c.Instances, &c.Executions, &c.HistoryEvents); err != nil {
+			return interpretError(err, nil)
+		}
+		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rCountsByStatus]), func(r *sql.Rows) error {
+			var s string
+			var n int64
+			if err := r.Scan(&s, &n); err != nil {
+				return err
+			}
+			c.ByStatus[provider.Status(s)] = n
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ListDeadLetters returns dead-lettered messages, newest first; see provider.Admin.
+func (p *Provider) ListDeadLetters(ctx context.Context, limit int) ([]provider.DeadLetter, error) {
+	const op = "listing dead letters"
+	switch {
+	case limit < 0:
+		return nil, p.fail(op, invalid("limit %d is negative", limit))
+	case limit == 0:
+		limit = defaultPageSize
+	case limit > maxPageSize:
+		limit = maxPageSize
+	}
+	out := []provider.DeadLetter{}
+	err := p.read(ctx, op, func() error {
+		return queryRows(ctx, p.rstmts[rDeadLetters], func(r *sql.Rows) error {
+			var d provider.DeadLetter
+			var at int64
+			if err := r.Scan(&d.ID, &d.Queue, &d.InstanceID, &d.Payload, &d.Error, &at); err != nil {
+				return err
+			}
+			d.DeadAt = msTime(at)
+			out = append(out, d)
+			return nil
+		}, limit)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,285 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+const benchBatch = 16
+
+func openBench(b *testing.B) *Provider {
+	b.Helper()
+	p, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), &Options{Logger: quietLogger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func reportRate(b *testing.B, perOp float64, unit string) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	if perOp != 1 {
+		b.ReportMetric(perOp*float64(b.N)/b.Elapsed().Seconds(), unit)
+	}
+}
+
+var benchInput = json.RawMessage(`{"order":42,"customer":"Ada Lovelace","items":["a","b","c"]}`)
+
+func benchStart(id string) *provider.OrchestratorMessage {
+	return &provider.OrchestratorMessage{
+		InstanceID: id,
+		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1,
+			Name: "Bench", Version: "1.0.0", Input: benchInput},
+		Create: &provider.NewInstance{OrchestrationName: "Bench", OrchestrationVersion: "1.0.0", Input: benchInput},
+	}
+}
+
+func benchActivity(id string, act int64) *provider.WorkerMessage {
+	return &provider.WorkerMessage{
+		InstanceID: id, ExecutionID: 1, ActivityID: act,
+		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: 1, ID: act,
+			Name: "Charge", Input: benchInput},
+	}
+}
+
+// benchTurn is a first turn: started, a custom status, one activity scheduled.
+func benchTurn(it *provider.OrchestrationItem) *provider.TurnAck {
+	now := time.Now().UnixMilli()
+	id := it.InstanceID
+	return &provider.TurnAck{
+		LockToken: it.LockToken, ExecutionID: 1,
+		History: []history.Event{
+			{EventID: 1, Kind: history.OrchestrationStarted, TimestampMs: now, Name: "Bench", Version: "1.0.0", Input: benchInput},
+			{EventID: 2, Kind: history.NowRecorded, TimestampMs: now, TimeMs: now},
+			{EventID: 3, Kind: history.ActivityScheduled, TimestampMs: now, Name: "Charge", Input: benchInput},
+		},
+		Metadata: provider.ExecutionMetadata{
+			OrchestrationName: "Bench", OrchestrationVersion: "1.0.0", Status: provider.StatusRunning, Input: benchInput,
+		},
+		WorkerItems: []*provider.WorkerMessage{benchActivity(id, 3)},
+	}
+}
+
+func benchCompletion(l *provider.WorkItemLease) *provider.WorkAck {
+	return &provider.WorkAck{
+		LockToken: l.LockToken,
+		Completion: &provider.OrchestratorMessage{
+			InstanceID: l.InstanceID,
+			Item: history.WorkItem{Kind: history.WorkActivityCompleted, InstanceID: l.InstanceID,
+				ExecutionID: l.ExecutionID, ID: l.ActivityID, Output: json.RawMessage(`{"charged":true}`)},
+		},
+	}
+}
+
+var benchFetch = provider.FetchOptions{LockTimeout: time.Minute}
+var benchWorkFetch = provider.WorkFetchOptions{LockTimeout: time.Minute}
+
+// BenchmarkTurnFetchAck: enqueue a start, fetch the turn, ack it with three
+// events and one activity (three transactions per op).
+func BenchmarkTurnFetchAck(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := "turn-" + strconv.Itoa(i)
+		if err := p.Enqueue(ctx, benchStart(id)); err != nil {
+			b.Fatal(err)
+		}
+		it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+		if err != nil || it == nil {
+			b.Fatalf("fetch: %v, %v", it, err)
+		}
+		if err := provider.AckOrchestrationItem(ctx, p, benchTurn(it)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, 1, "")
+}
+
+// BenchmarkTurnFetchAckBatch: enqueue 16 starts, fetch them with Max 16,
+// ack all 16 turns in one AckOrchestrationItems.
+func BenchmarkTurnFetchAckBatch(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	opts := benchFetch
+	opts.Max = benchBatch
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		msgs := make([]*provider.OrchestratorMessage, benchBatch)
+		for j := range msgs {
+			msgs[j] = benchStart("batch-" + strconv.Itoa(i) + "-" + strconv.Itoa(j))
+		}
+		if err := p.Enqueue(ctx, msgs...); err != nil {
+			b.Fatal(err)
+		}
+		items, err := p.FetchOrchestrationItems(ctx, opts)
+		if err != nil || len(items) != benchBatch {
+			b.Fatalf("fetch: %d items, %v", len(items), err)
+		}
+		acks := make([]*provider.TurnAck, len(items))
+		for j, it := range items {
+			acks[j] = benchTurn(it)
+		}
+		errs, err := p.AckOrchestrationItems(ctx, acks)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != nil {
+				b.Fatal(e)
+			}
+		}
+	}
+	reportRate(b, benchBatch, "turns/s")
+}
+
+func fillWork(b *testing.B, p *Provider, n int) {
+	b.Helper()
+	const chunk = 500
+	for i := 0; i < n; i += chunk {
+		var msgs []*provider.WorkerMessage
+		for j := i; j < min(n, i+chunk); j++ {
+			msgs = append(msgs, benchActivity("act-"+strconv.Itoa(j/10), int64(j%10)+1))
+		}
+		if err := p.EnqueueWork(context.Background(), msgs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkActivityFetchAck: fetch one activity, ack it with its completion.
+func BenchmarkActivityFetchAck(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	fillWork(b, p, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l, err := provider.FetchWorkItem(ctx, p, benchWorkFetch)
+		if err != nil || l == nil {
+			b.Fatalf("fetch: %v, %v", l, err)
+		}
+		if err := provider.AckWorkItem(ctx, p, benchCompletion(l)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, 1, "")
+}
+
+// BenchmarkActivityFetchAckBatch: fetch 16 activities, ack them with their
+// completions in one AckWorkItems.
+func BenchmarkActivityFetchAckBatch(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	fillWork(b, p, b.N*benchBatch)
+	opts := benchWorkFetch
+	opts.Max = benchBatch
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		leases, err := p.FetchWorkItems(ctx, opts)
+		if err != nil || len(leases) != benchBatch {
+			b.Fatalf("fetch: %d leases, %v", len(leases), err)
+		}
+		acks := make([]*provider.WorkAck, len(leases))
+		for j, l := range leases {
+			acks[j] = benchCompletion(l)
+		}
+		errs, err := p.AckWorkItems(ctx, acks)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != nil {
+				b.Fatal(e)
+			}
+		}
+	}
+	reportRate(b, benchBatch, "activities/s")
+}
+
+// BenchmarkEnqueue: one external event per Enqueue call.
+func BenchmarkEnqueue(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := "ev-" + strconv.Itoa(i%100)
+		err := p.Enqueue(ctx, &provider.OrchestratorMessage{
+			InstanceID: id,
+			Item:       history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: "approval", Data: json.RawMessage(`true`)},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, 1, "")
+}
+
+// BenchmarkParallelActivityFetchAck: 16 goroutines each fetch one activity
+// and ack it with its completion, as independent worker slots do. Group
+// commit lets their transactions share commits.
+func BenchmarkParallelActivityFetchAck(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	fillWork(b, p, b.N+64)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l, err := provider.FetchWorkItem(ctx, p, benchWorkFetch)
+			if err != nil || l == nil {
+				b.Errorf("fetch: %v, %v", l, err)
+				return
+			}
+			if err := provider.AckWorkItem(ctx, p, benchCompletion(l)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportRate(b, 1, "")
+}
+
+// BenchmarkParallelTurnFetchAck: 16 goroutines each enqueue a start, fetch
+// one turn and ack it.
+func BenchmarkParallelTurnFetchAck(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := "pturn-" + strconv.FormatInt(n.Add(1), 10)
+			if err := p.Enqueue(ctx, benchStart(id)); err != nil {
+				b.Error(err)
+				return
+			}
+			it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+			if err != nil || it == nil {
+				b.Errorf("fetch: %v, %v", it, err)
+				return
+			}
+			if err := provider.AckOrchestrationItem(ctx, p, benchTurn(it)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	reportRate(b, 1, "")
+}

@@ -1,0 +1,57 @@
+// Package sqlite is the embedded store of duroxide-go: a provider.Provider
+// (and provider.Admin) kept in one SQLite file, with no server to run. It
+// uses the pure-Go driver modernc.org/sqlite, so it needs no cgo.
+//
+//	store, err := sqlite.Open(ctx, "app.db", nil) // nil options: the defaults below
+//	if err != nil { ... }
+//	defer store.Close()
+//
+// # What it guarantees
+//
+// Everything the provider contract promises (see package provider): every
+// enqueue, fetch, ack, abandon, renewal and purge is one transaction, so it
+// happens completely or not at all; one worker per instance (instance locks
+// that are taken, or stolen only once expired, in the same transaction that
+// tags the turn's messages); late messages survive a turn; an activity's
+// completion is enqueued in the transaction that deletes the activity; a
+// message that cannot be decoded is moved to the dead-letter list instead of
+// blocking its queue. A batch of acks is committed in one transaction, each
+// ack in its own savepoint, so one failing ack leaves the others committed.
+//
+// Group commit: all writes go through one writer connection, run by one
+// goroutine. Calls that arrive while a transaction runs are committed
+// together in the next one, each in its own savepoint, so concurrent
+// callers share the cost of a commit; each still succeeds or fails on its
+// own, and none returns before its writes are committed. Callers never see
+// SQLITE_BUSY from contention inside one process: every write transaction
+// starts with BEGIN IMMEDIATE on that one connection. Several processes (or several Providers) may share one
+// file; a write then waits up to Options.BusyTimeout for the other's
+// transaction and fails with provider.ErrBusy (retryable) only after that.
+// Instance and row locks stay exclusive across processes.
+//
+// Every time the store compares or records comes from Options.Clock, never
+// from SQLite's clock, and is stored as INTEGER epoch milliseconds.
+//
+// # Defaults and configuration
+//
+//   - Journal mode WAL: readers never block the writer or each other.
+//   - synchronous=NORMAL (Options.Synchronous "FULL" makes every commit
+//     durable against power loss, at several times the cost per commit).
+//   - busy_timeout 5s (Options.BusyTimeout), for locks held by other processes.
+//   - One writer connection plus a pool of Options.MaxReaders (default 4)
+//     read-only connections for ReadHistory and the Admin methods.
+//   - Open applies pending schema migrations (numbered files embedded from
+//     migrations/, each in its own transaction, recorded in
+//     schema_migrations). With Options.NoMigrate it does not; call
+//     Provider.Migrate before use, for example from a CLI command.
+//
+// The path "" or ":memory:" opens a private in-memory store, which lives
+// until Close. It runs on a single connection (reads and writes are
+// serialized), which suits tests and short-lived tools.
+//
+// Driver errors are translated to the sentinels of package provider in one
+// place: SQLITE_BUSY and SQLITE_LOCKED become provider.ErrBusy, I/O errors
+// provider.ErrUnavailable, duplicate history events
+// provider.ErrDuplicateEvent. The driver's error stays reachable with
+// errors.As.
+package sqlite

@@ -1,0 +1,682 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Queue names used in dead_letters.queue.
+const (
+	queueOrchestrator = "orchestrator"
+	queueWorker       = "worker"
+)
+
+// deadLetter records a message moved out of a queue, for logging after commit.
+type deadLetter struct {
+	queue, instanceID string
+	id                int64
+	err               error
+}
+
+func (p *Provider) logDeadLetters(dls []deadLetter) {
+	for _, d := range dls {
+		p.log.Warn("sqlite: moved an undecodable message to the dead-letter list",
+			logKeyQueue, d.queue, logKeyInstance, d.instanceID, logKeyError, d.err)
+	}
+}
+
+// deadLetter moves one undecodable queue row to dead_letters.
+func (w *wtx) deadLetter(queue string, del stmtID, id int64, instanceID string, payload []byte, cause error) error {
+	if payload == nil {
+		payload = []byte{}
+	}
+	if _, err := w.exec(sInsertDeadLetter, nil, queue, instanceID, payload, cause.Error(), w.now); err != nil {
+		return err
+	}
+	_, err := w.exec(del, nil, id)
+	return err
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", provider.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// fetchedMsg is one tagged orchestrator-queue row.
+type fetchedMsg struct {
+	id       int64
+	data     []byte
+	attempts int
+}
+
+// FetchOrchestrationItems locks up to opts.Max ready instances in one
+// transaction; see provider.Provider.
+func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
+	const op = "fetching orchestration items"
+	if opts.LockTimeout <= 0 {
+		return nil, p.fail(op, invalid("LockTimeout %v must be positive", opts.LockTimeout))
+	}
+	limit := opts.Max
+	switch {
+	case limit < 0:
+		return nil, p.fail(op, invalid("Max %d must not be negative", limit))
+	case limit == 0:
+		limit = 1
+	}
+	var (
+		items     []*provider.OrchestrationItem
+		histories map[string][]storedEvent
+		dead      []deadLetter
+	)
+	err := p.write(ctx, op, func(w *wtx) error {
+		var err error
+		items, histories, dead, err = w.fetchTurns(limit, durMs(opts.LockTimeout))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.logDeadLetters(dead)
+	// Decode histories after commit: the instance locks keep them stable and
+	// the writer is free sooner.
+	for _, it := range items {
+		if it.Instance == nil {
+			it.History = []history.Event{}
+			continue
+		}
+		rows := histories[it.InstanceID]
+		slices.SortFunc(rows, func(a, b storedEvent) int { return cmpInt64(a.id, b.id) })
+		evs, herr := decodeStoredEvents(rows)
+		if herr != nil {
+			it.HistoryError = fmt.Errorf("instance %q execution %d: %w", it.InstanceID, it.Instance.CurrentExecutionID, herr)
+			continue
+		}
+		it.History = evs
+	}
+	return items, nil
+}
+
+func (w *wtx) fetchTurns(limit int, lockMs int64) ([]*provider.OrchestrationItem, map[string][]storedEvent, []deadLetter, error) {
+	until := w.now + lockMs
+	prefix := newTokenPrefix()
+	var (
+		items []*provider.OrchestrationItem
+		dead  []deadLetter
+		skip  []string // candidates lost or emptied by dead-lettering
+	)
+	for len(items) < limit {
+		var cands []string
+		err := w.query(sOrchCandidates, func(r *sql.Rows) error {
+			var id string
+			var first int64
+			if err := r.Scan(&id, &first); err != nil {
+				return err
+			}
+			cands = append(cands, id)
+			return nil
+		}, w.now, jsonStrings(skip), limit-len(items))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if len(cands) == 0 {
+			break
+		}
+
+		locked := make(map[string]bool, len(cands))
+		err = w.query(sLockInstances, func(r *sql.Rows) error {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			locked[id] = true
+			return nil
+		}, prefix, jsonStrings(cands), until, w.now)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		lockedIDs := make([]string, 0, len(locked))
+		for _, id := range cands {
+			if locked[id] {
+				lockedIDs = append(lockedIDs, id)
+			} else {
+				skip = append(skip, id) // lost the race: try the next one
+			}
+		}
+		if len(lockedIDs) == 0 {
+			continue
+		}
+
+		msgs := make(map[string][]fetchedMsg, len(lockedIDs))
+		err = w.query(sTagMessages, func(r *sql.Rows) error {
+			var m fetchedMsg
+			var inst string
+			if err := r.Scan(&m.id, &inst, &m.data, &m.attempts); err != nil {
+				return err
+			}
+			msgs[inst] = append(msgs[inst], m)
+			return nil
+		}, prefix, jsonStrings(lockedIDs), until, w.now)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+
+		for _, inst := range lockedIDs {
+			batch := msgs[inst]
+			slices.SortFunc(batch, func(a, b fetchedMsg) int { return cmpInt64(a.id, b.id) })
+			it := &provider.OrchestrationItem{
+				InstanceID:  inst,
+				LockToken:   prefix + inst,
+				LockedUntil: msTime(until),
+				Messages:    make([]history.WorkItem, 0, len(batch)),
+			}
+			for _, m := range batch {
+				wi, derr := history.DecodeWorkItem(m.data)
+				if derr != nil {
+					if err := w.deadLetter(queueOrchestrator, sDeleteMessage, m.id, inst, m.data, derr); err != nil {
+						return nil, nil, nil, err
+					}
+					dead = append(dead, deadLetter{queue: queueOrchestrator, instanceID: inst, id: m.id, err: derr})
+					continue
+				}
+				it.Messages = append(it.Messages, wi)
+				it.AttemptCount = max(it.AttemptCount, m.attempts)
+			}
+			if len(it.Messages) == 0 {
+				// Nothing deliverable: release the lock and move on.
+				if _, err := w.exec(sReleaseLock, nil, inst, it.LockToken); err != nil {
+					return nil, nil, nil, err
+				}
+				skip = append(skip, inst)
+				continue
+			}
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		return nil, nil, dead, nil
+	}
+
+	ids := make([]string, len(items))
+	byID := make(map[string]*provider.OrchestrationItem, len(items))
+	for i, it := range items {
+		ids[i] = it.InstanceID
+		byID[it.InstanceID] = it
+	}
+	idsJSON := jsonStrings(ids)
+	err := w.query(sInstanceMetas, func(r *sql.Rows) error {
+		var id, status string
+		m := &provider.InstanceMeta{}
+		if err := r.Scan(&id, &m.OrchestrationName, &m.OrchestrationVersion, &status,
+			&m.CurrentExecutionID, &m.ParentInstanceID, &m.ParentExecutionID); err != nil {
+			return err
+		}
+		m.Status = provider.Status(status)
+		if it := byID[id]; it != nil {
+			it.Instance = m
+		}
+		return nil
+	}, idsJSON)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	histories := make(map[string][]storedEvent, len(items))
+	err = w.query(sHistoriesOf, func(r *sql.Rows) error {
+		var id string
+		var ev storedEvent
+		if err := r.Scan(&id, &ev.id, &ev.data); err != nil {
+			return err
+		}
+		histories[id] = append(histories[id], ev)
+		return nil
+	}, idsJSON)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return items, histories, dead, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// encMsg is an orchestrator message validated and encoded before the
+// transaction.
+type encMsg struct {
+	instanceID string
+	item       []byte
+	visibleAt  int64 // 0: now
+	create     *encCreate
+}
+
+type encCreate struct {
+	name, version string
+	input         any // string or nil
+	parent        any // string or nil
+	parentExec    int64
+	onExists      *encMsg
+}
+
+// encodeMessage validates and encodes m.
+func encodeMessage(m *provider.OrchestratorMessage) (*encMsg, error) {
+	if m == nil {
+		return nil, invalid("nil orchestrator message")
+	}
+	if m.InstanceID == "" {
+		return nil, invalid("orchestrator message has no InstanceID")
+	}
+	data, err := history.EncodeWorkItem(&m.Item)
+	if err != nil {
+		return nil, fmt.Errorf("%w: message for %q: %w", provider.ErrInvalidArgument, m.InstanceID, err)
+	}
+	e := &encMsg{instanceID: m.InstanceID, item: data}
+	if !m.VisibleAt.IsZero() {
+		e.visibleAt = m.VisibleAt.UnixMilli()
+	}
+	if c := m.Create; c != nil {
+		input, err := optJSON(c.Input, "Create.Input")
+		if err != nil {
+			return nil, err
+		}
+		if c.ParentExecutionID < 0 {
+			return nil, invalid("Create.ParentExecutionID %d is negative", c.ParentExecutionID)
+		}
+		e.create = &encCreate{
+			name: c.OrchestrationName, version: c.OrchestrationVersion,
+			input: input, parent: optString(c.ParentInstanceID), parentExec: c.ParentExecutionID,
+		}
+		if c.OnExists != nil {
+			if e.create.onExists, err = encodeMessage(c.OnExists); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return e, nil
+}
+
+// optJSON returns raw as a string for storage, nil when empty; raw must be
+// valid JSON.
+func optJSON(raw json.RawMessage, what string) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(raw) {
+		return nil, invalid("%s is not valid JSON", what)
+	}
+	return string(raw), nil
+}
+
+// optString returns s, or nil (SQL NULL) when empty.
+func optString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// insertMessage enqueues m, creating its instance if asked: when the ID is
+// taken it enqueues OnExists instead, or fails with ErrInstanceExists.
+func (w *wtx) insertMessage(m *encMsg) error {
+	if c := m.create; c != nil {
+		n, err := w.exec(sCreateInstance, nil, m.instanceID, c.name, c.version, c.input, c.parent, c.parentExec, w.now)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if c.onExists != nil {
+				return w.insertMessage(c.onExists)
+			}
+			return fmt.Errorf("creating instance %q: %w", m.instanceID, provider.ErrInstanceExists)
+		}
+	}
+	visible := m.visibleAt
+	if visible == 0 {
+		visible = w.now
+	}
+	_, err := w.exec(sInsertMessage, nil, m.instanceID, m.item, visible, w.now)
+	return err
+}
+
+// Enqueue inserts orchestrator messages atomically; see provider.Provider.
+func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
+	const op = "enqueueing"
+	enc := make([]*encMsg, len(msgs))
+	for i, m := range msgs {
+		e, err := encodeMessage(m)
+		if err != nil {
+			return p.fail(op, err)
+		}
+		enc[i] = e
+	}
+	if len(enc) == 0 {
+		if p.closed.Load() {
+			return p.fail(op, provider.ErrClosed)
+		}
+		return nil
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		for _, e := range enc {
+			if err := w.insertMessage(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// encEvent is a history event validated and encoded before the transaction.
+type encEvent struct {
+	id   int64
+	kind string
+	data []byte
+}
+
+// encAck is a turn ack validated and encoded before the transaction.
+type encAck struct {
+	token       string
+	executionID int64
+
+	// Metadata.
+	name, version any // string or nil
+	status        any // execution status or nil
+	terminal      bool
+	input, output any // JSON string or nil
+	errJSON       any // JSON string or nil
+	setCustom     int64
+	custom        any // JSON string or nil
+	parent        any
+	parentExec    int64
+
+	events    []encEvent
+	work      []*encWork
+	cancelled []provider.ActivityRef
+	msgs      []*encMsg
+}
+
+func encodeAck(a *provider.TurnAck) (*encAck, error) {
+	if a == nil {
+		return nil, invalid("nil turn ack")
+	}
+	if a.LockToken == "" {
+		return nil, invalid("turn ack has no LockToken")
+	}
+	if a.ExecutionID < 1 {
+		return nil, invalid("turn ack ExecutionID %d, want >= 1", a.ExecutionID)
+	}
+	md := &a.Metadata
+	e := &encAck{
+		token: a.LockToken, executionID: a.ExecutionID,
+		name: optString(md.OrchestrationName), version: optString(md.OrchestrationVersion),
+		parent: optString(md.ParentInstanceID), parentExec: md.ParentExecutionID,
+	}
+	switch md.Status {
+	case "":
+	case provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusCanceled, provider.StatusContinuedAsNew:
+		e.status = string(md.Status)
+		e.terminal = md.Status != provider.StatusRunning
+	default:
+		return nil, invalid("Metadata.Status %q is not an execution status", md.Status)
+	}
+	if md.ParentExecutionID < 0 {
+		return nil, invalid("Metadata.ParentExecutionID %d is negative", md.ParentExecutionID)
+	}
+	var err error
+	if e.input, err = optJSON(md.Input, "Metadata.Input"); err != nil {
+		return nil, err
+	}
+	if e.output, err = optJSON(md.Output, "Metadata.Output"); err != nil {
+		return nil, err
+	}
+	if md.Error != nil {
+		if err := md.Error.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: Metadata.Error: %w", provider.ErrInvalidArgument, err)
+		}
+		b, err := json.Marshal(md.Error)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Metadata.Error: %w", provider.ErrInvalidArgument, err)
+		}
+		e.errJSON = string(b)
+	}
+	if cs := md.CustomStatus; cs != nil {
+		e.setCustom = 1
+		if e.custom, err = optJSON(cs.Value, "Metadata.CustomStatus"); err != nil {
+			return nil, err
+		}
+	}
+	e.events = make([]encEvent, len(a.History))
+	for i := range a.History {
+		ev := &a.History[i]
+		data, err := history.EncodeEvent(ev)
+		if err != nil {
+			return nil, fmt.Errorf("%w: history: %w", provider.ErrInvalidArgument, err)
+		}
+		e.events[i] = encEvent{id: ev.EventID, kind: string(ev.Kind), data: data}
+	}
+	e.work = make([]*encWork, len(a.WorkerItems))
+	for i, m := range a.WorkerItems {
+		if e.work[i], err = encodeWork(m); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range a.CancelledActivities {
+		if c.InstanceID == "" {
+			return nil, invalid("cancelled activity has no InstanceID")
+		}
+	}
+	e.cancelled = a.CancelledActivities
+	e.msgs = make([]*encMsg, len(a.OrchestratorItems))
+	for i, m := range a.OrchestratorItems {
+		if e.msgs[i], err = encodeMessage(m); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// ackErrors are the errors that fail one ack of a batch; any other error
+// fails the whole batch.
+var ackErrors = []error{
+	provider.ErrLockLost, provider.ErrDuplicateEvent, provider.ErrInstanceExists,
+	provider.ErrInvalidArgument, provider.ErrNotFound,
+}
+
+func isAckError(err error) bool {
+	for _, s := range ackErrors {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// AckOrchestrationItems commits a batch of turns in one transaction, each
+// in its own savepoint; see provider.Provider.
+func (p *Provider) AckOrchestrationItems(ctx context.Context, acks []*provider.TurnAck) ([]error, error) {
+	const op = "acking turns"
+	errs := make([]error, len(acks))
+	enc := make([]*encAck, len(acks))
+	pending := 0
+	for i, a := range acks {
+		e, err := encodeAck(a)
+		if err != nil {
+			errs[i] = p.fail(op, err)
+			continue
+		}
+		enc[i] = e
+		pending++
+	}
+	if pending == 0 {
+		if p.closed.Load() {
+			return nil, p.fail(op, provider.ErrClosed)
+		}
+		return errs, nil
+	}
+	err := p.write(ctx, op, func(w *wtx) error {
+		for i, e := range enc {
+			if e == nil {
+				continue
+			}
+			errs[i] = nil // this may be a re-run (see writer.go)
+			err := w.savepoint(func() error { return w.applyAck(e) })
+			if err != nil {
+				if !isAckError(err) {
+					return err
+				}
+				errs[i] = p.fail(op, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// applyAck performs steps (a) to (k) of one turn ack.
+func (w *wtx) applyAck(e *encAck) error {
+	// (a) The lock must be held and unexpired.
+	inst, ok := tokenInstance(e.token)
+	if !ok {
+		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
+	}
+	var held int
+	err := w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&held) }, inst, e.token, w.now)
+	if err != nil {
+		return err
+	}
+	if held == 0 {
+		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
+	}
+
+	// (c) Insert or update the execution; its status decides the instance's.
+	var completed any
+	if e.terminal {
+		completed = w.now
+	}
+	var execStatus string
+	err = w.query(sUpsertExecution, func(r *sql.Rows) error { return r.Scan(&execStatus) },
+		inst, e.executionID, e.status, e.input, e.output, e.errJSON, w.now, completed)
+	if err != nil {
+		return err
+	}
+	instStatus := execStatus
+	if execStatus == string(provider.StatusContinuedAsNew) {
+		instStatus = string(provider.StatusRunning)
+	}
+
+	// (b), (d), (f) Create or update the instance.
+	_, err = w.exec(sUpsertInstance, nil, inst, e.name, e.version, instStatus, e.executionID,
+		e.input, e.output, e.errJSON, e.custom, e.setCustom, e.parent, e.parentExec, w.now)
+	if err != nil {
+		return err
+	}
+	// On an existing row, the indexed columns change only when they differ
+	// (on a row just created these match and write nothing).
+	if _, err := w.exec(sSetInstanceStatus, nil, inst, instStatus, e.executionID); err != nil {
+		return err
+	}
+	if e.name != nil || e.version != nil {
+		if _, err := w.exec(sSetInstanceName, nil, inst, e.name, e.version); err != nil {
+			return err
+		}
+	}
+
+	// (e) Append history, insert only.
+	for _, ev := range e.events {
+		if _, err := w.exec(sInsertEvent, provider.ErrDuplicateEvent, inst, e.executionID, ev.id, ev.kind, ev.data, w.now); err != nil {
+			return fmt.Errorf("appending event %d to %q execution %d: %w", ev.id, inst, e.executionID, err)
+		}
+	}
+
+	// (g) Worker items, then (h) cancellations.
+	for _, wk := range e.work {
+		if err := w.insertWork(wk); err != nil {
+			return err
+		}
+	}
+	for _, c := range e.cancelled {
+		if _, err := w.exec(sCancelActivity, nil, c.InstanceID, c.ExecutionID, c.ActivityID); err != nil {
+			return err
+		}
+	}
+
+	// (i) Orchestrator items.
+	for _, m := range e.msgs {
+		if err := w.insertMessage(m); err != nil {
+			return err
+		}
+	}
+
+	// (j) Delete exactly the messages of this turn, (k) release the lock.
+	if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
+		return err
+	}
+	_, err = w.exec(sDeleteLock, nil, inst, e.token)
+	return err
+}
+
+// AbandonOrchestrationItem releases an instance lock without committing;
+// see provider.Provider.
+func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
+	const op = "abandoning turn"
+	if opts.Delay < 0 {
+		return p.fail(op, invalid("Delay %v is negative", opts.Delay))
+	}
+	undo := 0
+	if opts.IgnoreAttempt {
+		undo = 1
+	}
+	inst, ok := tokenInstance(lockToken)
+	if !ok {
+		return p.fail(op, provider.ErrLockLost)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		n, err := w.exec(sAbandonLock, nil, inst, lockToken, w.now)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return provider.ErrLockLost
+		}
+		_, err = w.exec(sUntagMessages, nil, inst, lockToken, w.now+durMs(opts.Delay), undo)
+		return err
+	})
+}
+
+// RenewOrchestrationItemLock extends a valid instance lock; see
+// provider.Provider.
+func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	const op = "renewing turn lock"
+	if extendFor <= 0 {
+		return p.fail(op, invalid("extendFor %v must be positive", extendFor))
+	}
+	inst, ok := tokenInstance(lockToken)
+	if !ok {
+		return p.fail(op, provider.ErrLockLost)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		until := w.now + durMs(extendFor)
+		n, err := w.exec(sRenewLock, nil, inst, lockToken, w.now, until)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return provider.ErrLockLost
+		}
+		_, err = w.exec(sRenewTagged, nil, inst, lockToken, until)
+		return err
+	})
+}

@@ -1,0 +1,404 @@
+package sqlite
+
+// All SQL of the store lives in this file and in migrations/. Parameters are
+// numbered (?1, ?2...) so one value can be used several times. Lists of
+// values are passed as one JSON array and expanded with json_each, so every
+// statement has a fixed text and is prepared once per connection.
+//
+// Times are epoch milliseconds from the provider's clock, passed in; no
+// statement reads SQLite's own clock.
+
+// Migration bookkeeping.
+const (
+	sqlCreateMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    applied_at INTEGER NOT NULL
+)`
+	sqlMigrationApplied = `SELECT count(*) FROM schema_migrations WHERE version = ?1`
+	sqlInsertMigration  = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)`
+	sqlMaxMigration     = `SELECT coalesce(max(version), 0) FROM schema_migrations`
+	sqlJournalMode      = `PRAGMA journal_mode`
+)
+
+// stmtID names a statement prepared once per connection.
+type stmtID int
+
+// Statements of the writer connection.
+const (
+	sSavepoint stmtID = iota
+	sRelease
+	sRollbackTo
+	sGroupSavepoint
+	sGroupRelease
+	sGroupRollbackTo
+
+	// Fetching turns.
+	sOrchCandidates
+	sLockInstances
+	sTagMessages
+	sDeleteMessage
+	sReleaseLock
+	sInstanceMetas
+	sHistoriesOf
+	sInsertDeadLetter
+
+	// Acking turns.
+	sCheckLock
+	sUpsertExecution
+	sUpsertInstance
+	sSetInstanceStatus
+	sSetInstanceName
+	sInsertEvent
+	sInsertWork
+	sCancelActivity
+	sCreateInstance
+	sInsertMessage
+	sDeleteTagged
+	sDeleteLock
+
+	// Abandoning and renewing turns.
+	sAbandonLock
+	sUntagMessages
+	sRenewLock
+	sRenewTagged
+
+	// Worker queue.
+	sWorkCandidatesNoSession
+	sWorkCandidatesSession
+	sClaimSession
+	sLockWork
+	sDeleteWork
+	sAckWork
+	sTouchSession
+	sAbandonWork
+	sRenewWork
+
+	// Sessions.
+	sRenewSessions
+	sCleanupSessions
+
+	// Purge.
+	sPurgeTree
+	sPurgeRows
+	sPurgeCountExecutions
+	sPurgeCountEvents
+	sPurgeDeleteHistory
+	sPurgeDeleteExecutions
+	sPurgeDeleteOrch
+	sPurgeDeleteWork
+	sPurgeDeleteLocks
+	sPurgeDeleteInstances
+
+	numWriterStmts
+)
+
+// Statements of the reader pool.
+const (
+	rInstanceCurrent stmtID = iota
+	rExecutionExists
+	rHistory
+	rGetInstance
+	rInstanceExists
+	rListExecutions
+	rGetExecution
+	rListChildren
+	rQueueDepths
+	rCounts
+	rCountsByStatus
+	rDeadLetters
+
+	numReaderStmts
+)
+
+// writerSQL is indexed by the writer stmtIDs.
+var writerSQL = [numWriterStmts]string{
+	sSavepoint:  `SAVEPOINT ack`,
+	sRelease:    `RELEASE ack`,
+	sRollbackTo: `ROLLBACK TO ack`,
+
+	// One request of a group commit (see writer.go).
+	sGroupSavepoint:  `SAVEPOINT request`,
+	sGroupRelease:    `RELEASE request`,
+	sGroupRollbackTo: `ROLLBACK TO request`,
+
+	// Instances with a visible message and no unexpired lock, oldest first.
+	// Only the visible range of the queue is read (future timers are not);
+	// the planner would otherwise walk the whole instance index to avoid
+	// sorting for GROUP BY. ?1 now, ?2 JSON array of instance IDs to skip,
+	// ?3 limit.
+	sOrchCandidates: `SELECT q.instance_id, min(q.id) AS first_id
+FROM orchestrator_queue AS q INDEXED BY orchestrator_queue_visible
+WHERE q.visible_at <= ?1
+GROUP BY q.instance_id
+HAVING NOT EXISTS (SELECT 1 FROM instance_locks AS l WHERE l.instance_id = q.instance_id AND l.locked_until > ?1)
+   AND q.instance_id NOT IN (SELECT value FROM json_each(?2))
+ORDER BY first_id
+LIMIT ?3`,
+
+	// Take the locks of several instances: insert, or steal an expired lock.
+	// Returns the instances actually locked. The token of each is ?1 ||
+	// instance_id. ?1 token prefix, ?2 JSON array of instance IDs, ?3
+	// locked_until, ?4 now.
+	sLockInstances: `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
+SELECT value, ?1 || value, ?3, ?4 FROM json_each(?2) WHERE true
+ON CONFLICT (instance_id) DO UPDATE
+SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at
+WHERE instance_locks.locked_until <= ?4
+RETURNING instance_id`,
+
+	// Tag every visible message of the locked instances with the instance's
+	// token and count the delivery. ?1 token prefix, ?2 JSON array of
+	// instance IDs, ?3 locked_until, ?4 now.
+	sTagMessages: `UPDATE orchestrator_queue
+SET lock_token = ?1 || instance_id, locked_until = ?3, attempt_count = attempt_count + 1
+WHERE instance_id IN (SELECT value FROM json_each(?2)) AND visible_at <= ?4
+RETURNING id, instance_id, work_item, attempt_count`,
+
+	sDeleteMessage: `DELETE FROM orchestrator_queue WHERE id = ?1`,
+
+	sReleaseLock: `DELETE FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2`,
+
+	// ?1 JSON array of instance IDs.
+	sInstanceMetas: `SELECT instance_id, orchestration_name, orchestration_version, status,
+       current_execution_id, coalesce(parent_instance_id, ''), parent_execution_id
+FROM instances
+WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+
+	// Current-execution histories of several instances (the caller orders
+	// each by event_id). ?1 JSON array of instance IDs.
+	sHistoriesOf: `SELECT h.instance_id, h.event_id, h.event_data
+FROM instances AS i
+JOIN history AS h ON h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
+
+	// ?1 queue, ?2 instance, ?3 payload, ?4 error, ?5 now.
+	sInsertDeadLetter: `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`,
+
+	// ?1 instance, ?2 token, ?3 now.
+	sCheckLock: `SELECT count(*) FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
+
+	// Insert the execution or update it from the turn's metadata; returns its
+	// status after the turn. ?1 instance, ?2 execution, ?3 status (NULL:
+	// unchanged, Running when new), ?4 input, ?5 output, ?6 error, ?7 now,
+	// ?8 completed_at (NULL unless terminal).
+	sUpsertExecution: `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
+VALUES (?1, ?2, coalesce(?3, 'Running'), ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (instance_id, execution_id) DO UPDATE
+SET status = coalesce(?3, status),
+    input = coalesce(?4, input),
+    output = coalesce(?5, output),
+    error = coalesce(?6, error),
+    completed_at = coalesce(?8, completed_at)
+RETURNING status`,
+
+	// Create the instance from the turn's metadata or update it. Fields of
+	// an older execution than the current one leave the instance alone.
+	// Indexed columns (status, name) are set by sSetInstanceStatus and
+	// sSetInstanceName only when they change: assigning an indexed column,
+	// even to its old value, rewrites its index entry.
+	// ?1 instance, ?2 name, ?3 version, ?4 instance status, ?5 execution,
+	// ?6 input, ?7 output, ?8 error, ?9 custom status, ?10 1 when the custom
+	// status is set, ?11 parent instance (NULL: none), ?12 parent execution,
+	// ?13 now.
+	sUpsertInstance: `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
+    current_execution_id, input, output, error, custom_status, custom_status_version,
+    parent_instance_id, parent_execution_id, created_at, updated_at)
+VALUES (?1, coalesce(?2, ''), coalesce(?3, ''), ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)
+ON CONFLICT (instance_id) DO UPDATE
+SET input = CASE WHEN ?5 >= current_execution_id THEN coalesce(?6, input) ELSE input END,
+    output = CASE WHEN ?5 >= current_execution_id THEN coalesce(?7, output) ELSE output END,
+    error = CASE WHEN ?5 >= current_execution_id THEN coalesce(?8, error) ELSE error END,
+    custom_status = CASE WHEN ?10 THEN ?9 ELSE custom_status END,
+    custom_status_version = custom_status_version + ?10,
+    current_execution_id = max(current_execution_id, ?5),
+    updated_at = ?13`,
+
+	// Set the status derived from the current execution, if it changed.
+	// ?1 instance, ?2 status, ?3 execution.
+	sSetInstanceStatus: `UPDATE instances SET status = ?2
+WHERE instance_id = ?1 AND status <> ?2 AND current_execution_id <= ?3`,
+
+	// Set name and version when given (NULL: unchanged), if they changed.
+	// ?1 instance, ?2 name, ?3 version.
+	sSetInstanceName: `UPDATE instances
+SET orchestration_name = coalesce(?2, orchestration_name),
+    orchestration_version = coalesce(?3, orchestration_version)
+WHERE instance_id = ?1
+  AND (orchestration_name <> coalesce(?2, orchestration_name)
+       OR orchestration_version <> coalesce(?3, orchestration_version))`,
+
+	// ?1 instance, ?2 execution, ?3 event id, ?4 type, ?5 data, ?6 now.
+	sInsertEvent: `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+
+	// ?1 instance, ?2 execution, ?3 activity, ?4 session (NULL: none),
+	// ?5 work item, ?6 visible_at, ?7 now.
+	sInsertWork: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+
+	sCancelActivity: `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 AND activity_id = ?3`,
+
+	// Create a Pending instance unless the ID is taken (0 rows then).
+	// ?1 instance, ?2 name, ?3 version, ?4 input, ?5 parent (NULL: none),
+	// ?6 parent execution, ?7 now.
+	sCreateInstance: `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, input,
+    parent_instance_id, parent_execution_id, created_at, updated_at)
+VALUES (?1, ?2, ?3, 'Pending', ?4, ?5, ?6, ?7, ?7)
+ON CONFLICT (instance_id) DO NOTHING`,
+
+	// ?1 instance, ?2 work item, ?3 visible_at, ?4 now.
+	sInsertMessage: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES (?1, ?2, ?3, ?4)`,
+
+	// ?1 instance, ?2 token.
+	sDeleteTagged: `DELETE FROM orchestrator_queue WHERE instance_id = ?1 AND lock_token = ?2`,
+
+	// ?1 instance, ?2 token.
+	sDeleteLock: `DELETE FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2`,
+
+	// ?1 instance, ?2 token, ?3 now.
+	sAbandonLock: `DELETE FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
+
+	// ?1 instance, ?2 token, ?3 visible_at, ?4 1 to undo the attempt.
+	sUntagMessages: `UPDATE orchestrator_queue
+SET lock_token = NULL, locked_until = NULL, visible_at = ?3,
+    attempt_count = max(attempt_count - ?4, 0)
+WHERE instance_id = ?1 AND lock_token = ?2`,
+
+	// ?1 instance, ?2 token, ?3 now, ?4 new locked_until.
+	sRenewLock: `UPDATE instance_locks SET locked_until = ?4 WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
+
+	// ?1 instance, ?2 token, ?3 new locked_until.
+	sRenewTagged: `UPDATE orchestrator_queue SET locked_until = ?3 WHERE instance_id = ?1 AND lock_token = ?2`,
+
+	// Rows without a session, oldest first. ?1 now, ?2 after this id, ?3 limit.
+	sWorkCandidatesNoSession: `SELECT id, NULL FROM worker_queue
+WHERE session_id IS NULL AND id > ?2 AND visible_at <= ?1
+ORDER BY id
+LIMIT ?3`,
+
+	// Rows without a session, of sessions the owner holds, or of claimable
+	// sessions, oldest first. ?1 now, ?2 after this id, ?3 limit, ?4 owner.
+	sWorkCandidatesSession: `SELECT q.id, q.session_id FROM worker_queue AS q
+WHERE q.id > ?2 AND q.visible_at <= ?1
+  AND (q.session_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM sessions AS s
+        WHERE s.session_id = q.session_id AND s.locked_until > ?1 AND s.owner_id <> ?4))
+ORDER BY q.id
+LIMIT ?3`,
+
+	// Claim or refresh a session lease; 0 rows if another owner holds it.
+	// ?1 session, ?2 owner, ?3 locked_until, ?4 now.
+	sClaimSession: `INSERT INTO sessions (session_id, owner_id, locked_until, last_activity_at)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (session_id) DO UPDATE
+SET owner_id = excluded.owner_id, locked_until = excluded.locked_until, last_activity_at = excluded.last_activity_at
+WHERE sessions.locked_until <= ?4 OR sessions.owner_id = excluded.owner_id`,
+
+	// Lock worker rows, each with token ?1 || id. ?1 token prefix, ?2 JSON
+	// array of ids, ?3 locked_until.
+	sLockWork: `UPDATE worker_queue
+SET lock_token = ?1 || id, locked_until = ?3, visible_at = ?3, attempt_count = attempt_count + 1
+WHERE id IN (SELECT value FROM json_each(?2))
+RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(session_id, ''), work_item, attempt_count`,
+
+	sDeleteWork: `DELETE FROM worker_queue WHERE id = ?1`,
+
+	// ?1 id, ?2 token, ?3 now.
+	sAckWork: `DELETE FROM worker_queue WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3 RETURNING session_id`,
+
+	// ?1 session, ?2 now.
+	sTouchSession: `UPDATE sessions SET last_activity_at = ?2 WHERE session_id = ?1 AND locked_until > ?2`,
+
+	// ?1 id, ?2 token, ?3 now, ?4 visible_at, ?5 1 to undo the attempt.
+	sAbandonWork: `UPDATE worker_queue
+SET lock_token = NULL, locked_until = NULL, visible_at = ?4, attempt_count = max(attempt_count - ?5, 0)
+WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
+
+	// ?1 id, ?2 token, ?3 now, ?4 new locked_until.
+	sRenewWork: `UPDATE worker_queue SET locked_until = ?4, visible_at = ?4
+WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3
+RETURNING session_id`,
+
+	// ?1 JSON array of owners, ?2 now, ?3 locked_until, ?4 idle cutoff.
+	sRenewSessions: `UPDATE sessions SET locked_until = ?3
+WHERE owner_id IN (SELECT value FROM json_each(?1)) AND locked_until > ?2 AND last_activity_at > ?4`,
+
+	// ?1 now.
+	sCleanupSessions: `DELETE FROM sessions
+WHERE locked_until <= ?1
+  AND NOT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.session_id = sessions.session_id)`,
+
+	// The named instances and all their descendants. ?1 JSON array of IDs.
+	sPurgeTree: `WITH RECURSIVE tree (id) AS (
+    SELECT value FROM json_each(?1)
+    UNION
+    SELECT i.instance_id FROM instances AS i JOIN tree ON i.parent_instance_id = tree.id
+)
+SELECT id FROM tree`,
+
+	// Rows of the instances to purge. ?1 JSON array of IDs.
+	sPurgeRows: `SELECT i.instance_id, i.status, coalesce(i.parent_instance_id, ''),
+       EXISTS (SELECT 1 FROM instances AS p WHERE p.instance_id = i.parent_instance_id)
+FROM instances AS i
+WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
+
+	sPurgeCountExecutions:  `SELECT count(*) FROM executions WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeCountEvents:      `SELECT count(*) FROM history WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteHistory:    `DELETE FROM history WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteExecutions: `DELETE FROM executions WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteOrch:       `DELETE FROM orchestrator_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteWork:       `DELETE FROM worker_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteLocks:      `DELETE FROM instance_locks WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteInstances:  `DELETE FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+}
+
+// instanceColumns are the columns scanned by scanInstanceInfo.
+const instanceColumns = `instance_id, orchestration_name, orchestration_version, status, current_execution_id,
+       input, output, error, custom_status, custom_status_version,
+       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at`
+
+// executionColumns are the columns scanned by scanExecutionInfo; e is the executions table.
+const executionColumns = `e.execution_id, e.status, e.input, e.output, e.error, e.started_at, e.completed_at,
+       (SELECT count(*) FROM history AS h WHERE h.instance_id = e.instance_id AND h.execution_id = e.execution_id)`
+
+// readerSQL is indexed by the reader stmtIDs.
+var readerSQL = [numReaderStmts]string{
+	rInstanceCurrent: `SELECT current_execution_id FROM instances WHERE instance_id = ?1`,
+	rExecutionExists: `SELECT count(*) FROM executions WHERE instance_id = ?1 AND execution_id = ?2`,
+	rHistory:         `SELECT event_data FROM history WHERE instance_id = ?1 AND execution_id = ?2 ORDER BY event_id`,
+
+	rGetInstance:    `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = ?1`,
+	rInstanceExists: `SELECT count(*) FROM instances WHERE instance_id = ?1`,
+	rListExecutions: `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 ORDER BY e.execution_id`,
+	rGetExecution:   `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 AND e.execution_id = ?2`,
+	rListChildren:   `SELECT instance_id FROM instances WHERE parent_instance_id = ?1 ORDER BY seq`,
+
+	// ?1 now.
+	rQueueDepths: `SELECT
+  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.visible_at <= ?1
+     AND NOT EXISTS (SELECT 1 FROM instance_locks AS l WHERE l.instance_id = q.instance_id AND l.locked_until > ?1)),
+  (SELECT count(*) FROM orchestrator_queue WHERE visible_at > ?1 AND (lock_token IS NULL OR locked_until <= ?1)),
+  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.lock_token IS NOT NULL
+     AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > ?1)),
+  (SELECT count(*) FROM worker_queue WHERE visible_at <= ?1),
+  (SELECT count(*) FROM worker_queue WHERE visible_at > ?1 AND (lock_token IS NULL OR locked_until <= ?1)),
+  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1)`,
+
+	rCounts:         `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history)`,
+	rCountsByStatus: `SELECT status, count(*) FROM instances GROUP BY status`,
+
+	// ?1 limit.
+	rDeadLetters: `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT ?1`,
+}
+
+// ListInstances is assembled from these fragments (its filters are optional).
+const (
+	sqlListInstancesBase    = `SELECT seq, ` + instanceColumns + ` FROM instances WHERE 1 = 1`
+	sqlListFilterCursor     = ` AND seq < ?`
+	sqlListFilterStatuses   = ` AND status IN (SELECT value FROM json_each(?))`
+	sqlListFilterName       = ` AND orchestration_name = ?`
+	sqlListFilterParent     = ` AND parent_instance_id = ?`
+	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT ?`
+)

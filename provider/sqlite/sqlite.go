@@ -1,0 +1,514 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Compile-time interface checks.
+var (
+	_ provider.Provider = (*Provider)(nil)
+	_ provider.Admin    = (*Provider)(nil)
+)
+
+// Options configures a Provider. The zero value (or a nil *Options) gives
+// the documented defaults.
+type Options struct {
+	// Clock is the source of every time the store compares or records (lock
+	// expiry, message visibility, timestamps). Default: time.Now. SQLite's
+	// own clock is never used.
+	Clock func() time.Time
+
+	// Synchronous is the SQLite synchronous mode of the writer: "NORMAL"
+	// (default; with WAL, a commit survives a process crash and the database
+	// never corrupts, but the last commits may roll back on power loss) or
+	// "FULL" (every commit is durable on power loss, and slower). Other
+	// values are rejected.
+	Synchronous string
+
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// process before giving up with provider.ErrBusy. Default: 5s. Inside one
+	// process the store never contends with itself: it has one writer
+	// connection.
+	BusyTimeout time.Duration
+
+	// MaxReaders is the size of the read-only connection pool used by
+	// ReadHistory and the Admin methods. Default: 4. In-memory stores use
+	// their single connection for everything and ignore it.
+	MaxReaders int
+
+	// Logger receives the store's diagnostics (migrations applied, messages
+	// dead-lettered). Default: warnings and errors to standard error.
+	Logger *slog.Logger
+
+	// NoMigrate, when true, makes Open skip applying pending schema
+	// migrations; call Provider.Migrate (for example from a CLI command)
+	// before using the store. Default: false (Open migrates).
+	NoMigrate bool
+}
+
+// Defaults of Options.
+const (
+	DefaultSynchronous = "NORMAL"
+	DefaultBusyTimeout = 5 * time.Second
+	DefaultMaxReaders  = 4
+)
+
+// Log attribute keys.
+const (
+	logKeyMigration = "migration"
+	logKeyQueue     = "queue"
+	logKeyInstance  = "instance_id"
+	logKeyError     = "error"
+	logKeyPath      = "path"
+)
+
+// Provider is the embedded SQLite store. It is safe for concurrent use; see
+// the package documentation for its guarantees.
+type Provider struct {
+	path   string
+	memory bool
+	clock  func() time.Time
+	log    *slog.Logger
+
+	writer  *sql.DB // one connection; every transaction is BEGIN IMMEDIATE
+	readers *sql.DB // read-only pool; == writer for in-memory stores
+
+	prepMu  sync.Mutex
+	prepped atomic.Bool
+	wstmts  [numWriterStmts]*sql.Stmt
+	rstmts  [numReaderStmts]*sql.Stmt
+
+	// Group commit (see writer.go): requests waiting for the writer, whether
+	// a caller is running transactions (the leader), and whether Close
+	// stopped taking requests. wcond signals the leader's end.
+	wmu     sync.Mutex
+	wcond   *sync.Cond
+	pending []*writeReq
+	leading bool
+	wclosed bool
+
+	// Group-commit statistics and a test hook run before a request is
+	// queued for the writer.
+	groups, brokenGroups atomic.Int64
+	testHookSubmit       func()
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	closeErr  error
+}
+
+// Open opens (creating if needed) the store at path and, unless
+// opts.NoMigrate, applies pending migrations. path "" or ":memory:" opens a
+// private in-memory store that lives until Close. A nil opts means defaults.
+func Open(ctx context.Context, path string, opts *Options) (*Provider, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{
+		path:   path,
+		memory: path == "" || path == ":memory:",
+		clock:  o.Clock,
+		log:    o.Logger,
+	}
+	p.wcond = sync.NewCond(&p.wmu)
+	if err := p.openDBs(ctx, o); err != nil {
+		_ = p.closeDBs()
+		return nil, err
+	}
+	if !o.NoMigrate {
+		if err := p.Migrate(ctx); err != nil {
+			_ = p.closeDBs()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Clock == nil {
+		r.Clock = time.Now
+	}
+	switch strings.ToUpper(r.Synchronous) {
+	case "":
+		r.Synchronous = DefaultSynchronous
+	case "NORMAL", "FULL":
+		r.Synchronous = strings.ToUpper(r.Synchronous)
+	default:
+		return r, fmt.Errorf("sqlite: invalid Options.Synchronous %q: want \"NORMAL\" or \"FULL\"", r.Synchronous)
+	}
+	switch {
+	case r.BusyTimeout == 0:
+		r.BusyTimeout = DefaultBusyTimeout
+	case r.BusyTimeout < 0:
+		return r, fmt.Errorf("sqlite: invalid Options.BusyTimeout %v: must not be negative", r.BusyTimeout)
+	case r.BusyTimeout < time.Millisecond:
+		return r, fmt.Errorf("sqlite: invalid Options.BusyTimeout %v: must be at least 1ms", r.BusyTimeout)
+	}
+	switch {
+	case r.MaxReaders == 0:
+		r.MaxReaders = DefaultMaxReaders
+	case r.MaxReaders < 0:
+		return r, fmt.Errorf("sqlite: invalid Options.MaxReaders %d: must not be negative", r.MaxReaders)
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return r, nil
+}
+
+// dsn builds a connection string: pragmas are set per connection by the
+// driver, so every pooled connection has them.
+func dsn(path string, pragmas []string, params map[string]string) string {
+	q := url.Values{}
+	for _, pr := range pragmas {
+		q.Add("_pragma", pr)
+	}
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	// A "file:" URI, so the path may hold any character once escaped.
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?" + q.Encode()
+}
+
+func (p *Provider) openDBs(ctx context.Context, o Options) error {
+	busy := "busy_timeout(" + strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10) + ")"
+	if p.memory {
+		// One private in-memory database on one connection that is never
+		// recycled: everything is serialized, nothing can be busy.
+		db, err := sql.Open("sqlite", dsn(":memory:", []string{busy, "temp_store(memory)"}, nil))
+		if err != nil {
+			return fmt.Errorf("sqlite: opening in-memory store: %w", err)
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		p.writer, p.readers = db, db
+		if err := db.PingContext(ctx); err != nil {
+			return fmt.Errorf("sqlite: opening in-memory store: %w", interpretError(err, nil))
+		}
+		return nil
+	}
+
+	w, err := sql.Open("sqlite", dsn(p.path, []string{
+		busy,
+		"journal_mode(WAL)",
+		"synchronous(" + o.Synchronous + ")",
+		"foreign_keys(0)",
+		"temp_store(memory)",
+		"cache_size(-32768)",
+	}, map[string]string{"_txlock": "immediate"}))
+	if err != nil {
+		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	p.writer = w
+	var mode string
+	if err := w.QueryRowContext(ctx, sqlJournalMode).Scan(&mode); err != nil {
+		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: opening %s: journal mode is %q, WAL could not be enabled", p.path, mode)
+	}
+
+	r, err := sql.Open("sqlite", dsn(p.path, []string{
+		busy,
+		"query_only(1)",
+		"temp_store(memory)",
+		"cache_size(-8192)",
+	}, nil))
+	if err != nil {
+		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
+	}
+	r.SetMaxOpenConns(o.MaxReaders)
+	r.SetMaxIdleConns(o.MaxReaders)
+	r.SetConnMaxLifetime(0)
+	p.readers = r
+	if err := r.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
+	}
+	return nil
+}
+
+// Close releases the store's connections. It is idempotent; afterwards
+// every method returns provider.ErrClosed.
+func (p *Provider) Close() error {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		p.stopWriter()
+		p.prepMu.Lock()
+		for _, s := range p.wstmts {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+		for _, s := range p.rstmts {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+		p.prepMu.Unlock()
+		p.closeErr = p.closeDBs()
+	})
+	return p.closeErr
+}
+
+func (p *Provider) closeDBs() error {
+	var errs []error
+	if p.readers != nil && p.readers != p.writer {
+		errs = append(errs, p.readers.Close())
+	}
+	if p.writer != nil {
+		errs = append(errs, p.writer.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// prepare prepares every statement once, outside any transaction (the
+// writer's only connection must be free). It is retried until it succeeds,
+// so a store opened with NoMigrate works once migrated.
+func (p *Provider) prepare(ctx context.Context) error {
+	if p.prepped.Load() {
+		return nil
+	}
+	p.prepMu.Lock()
+	defer p.prepMu.Unlock()
+	if p.prepped.Load() {
+		return nil
+	}
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	for i, q := range writerSQL {
+		if p.wstmts[i] != nil {
+			continue
+		}
+		s, err := p.writer.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("preparing statements (is the schema migrated?): %w", interpretError(err, nil))
+		}
+		p.wstmts[i] = s
+	}
+	for i, q := range readerSQL {
+		if p.rstmts[i] != nil {
+			continue
+		}
+		s, err := p.readers.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("preparing statements (is the schema migrated?): %w", interpretError(err, nil))
+		}
+		p.rstmts[i] = s
+	}
+	p.prepped.Store(true)
+	return nil
+}
+
+// now returns the clock's time in epoch milliseconds.
+func (p *Provider) now() int64 { return p.clock().UnixMilli() }
+
+// msTime converts stored epoch milliseconds to a time.Time in UTC.
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// durMs converts a duration to milliseconds, rounding up so a positive
+// duration is never zero.
+func durMs(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if time.Duration(ms)*time.Millisecond < d {
+		ms++
+	}
+	return ms
+}
+
+// Lock tokens are a random prefix (32 hex digits and a dot, fresh for each
+// fetch) followed by the identity of what they lock: the instance ID for an
+// instance lock, the row id for a worker row. A fetch builds all its tokens
+// in one statement, and a token leads straight to its row by primary key,
+// so no index on lock_token is needed. The tokens stay opaque to callers.
+const tokenPrefixLen = 33
+
+// newTokenPrefix returns a fresh random lock-token prefix.
+func newTokenPrefix() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + "."
+}
+
+// tokenInstance returns the instance an orchestration lock token names.
+func tokenInstance(token string) (string, bool) {
+	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
+		return "", false
+	}
+	return token[tokenPrefixLen:], true
+}
+
+// tokenRow returns the worker row id a work lock token names.
+func tokenRow(token string) (int64, bool) {
+	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(token[tokenPrefixLen:], 10, 64)
+	return id, err == nil
+}
+
+// fail turns an error of operation op into what the caller sees: ErrClosed
+// once the store is closed, otherwise the error (already interpreted at the
+// statement) with the operation as context.
+func (p *Provider) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if p.closed.Load() && !errors.Is(err, provider.ErrClosed) {
+		return fmt.Errorf("sqlite: %s: %w", op, provider.ErrClosed)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, interpretError(err, nil))
+}
+
+// wtx is one request's view of a write transaction on the writer
+// connection.
+type wtx struct {
+	ctx context.Context
+	tx  *sql.Tx
+	p   *Provider
+	now int64
+	// stmts caches the statements bound to tx, shared by the requests of
+	// one transaction.
+	stmts *txStmts
+}
+
+type txStmts [numWriterStmts]*sql.Stmt
+
+func (w *wtx) stmt(id stmtID) *sql.Stmt {
+	if s := w.stmts[id]; s != nil {
+		return s
+	}
+	s := w.tx.StmtContext(w.ctx, w.p.wstmts[id])
+	w.stmts[id] = s
+	return s
+}
+
+// exec runs a statement and returns the rows it affected. conflict is what
+// a unique-constraint violation means here (nil: ErrInvalidArgument).
+func (w *wtx) exec(id stmtID, conflict error, args ...any) (int64, error) {
+	res, err := w.stmt(id).ExecContext(w.ctx, args...)
+	if err != nil {
+		return 0, interpretError(err, conflict)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, interpretError(err, nil)
+	}
+	return n, nil
+}
+
+// query runs a statement returning rows; scan is called for each.
+func (w *wtx) query(id stmtID, scan func(*sql.Rows) error, args ...any) error {
+	return queryRows(w.ctx, w.stmt(id), scan, args...)
+}
+
+func queryRows(ctx context.Context, s *sql.Stmt, scan func(*sql.Rows) error, args ...any) error {
+	rows, err := s.QueryContext(ctx, args...)
+	if err != nil {
+		return interpretError(err, nil)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return interpretError(err, nil)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return interpretError(err, nil)
+	}
+	return interpretError(rows.Close(), nil)
+}
+
+// savepoint runs fn inside a savepoint: if fn fails, only its writes are
+// rolled back and the transaction goes on.
+func (w *wtx) savepoint(fn func() error) error {
+	if _, err := w.exec(sSavepoint, nil); err != nil {
+		return err
+	}
+	ferr := fn()
+	if ferr != nil {
+		if _, err := w.exec(sRollbackTo, nil); err != nil {
+			return errors.Join(ferr, err)
+		}
+	}
+	if _, err := w.exec(sRelease, nil); err != nil {
+		return errors.Join(ferr, err)
+	}
+	return ferr
+}
+
+// read runs fn with the reader statements (and, for in-memory stores, the
+// single connection).
+func (p *Provider) read(ctx context.Context, op string, fn func() error) error {
+	if p.closed.Load() {
+		return fmt.Errorf("sqlite: %s: %w", op, provider.ErrClosed)
+	}
+	if err := p.prepare(ctx); err != nil {
+		return p.fail(op, err)
+	}
+	return p.fail(op, fn())
+}
+
+// readTx runs fn in one read transaction, so its queries see one snapshot.
+func (p *Provider) readTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return p.read(ctx, op, func() error {
+		tx, err := p.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return interpretError(err, nil)
+		}
+		defer func() { _ = tx.Rollback() }()
+		return fn(tx)
+	})
+}
+
+// jsonStrings encodes ids as a JSON array for json_each.
+func jsonStrings(ids []string) string {
+	if len(ids) == 0 {
+		return "[]" // not "null": json_each('null') yields one NULL row
+	}
+	b, _ := json.Marshal(ids) // strings always encode
+	return string(b)
+}
+
+// jsonInts encodes ids as a JSON array for json_each.
+func jsonInts(ids []int64) string {
+	b := make([]byte, 0, 8*len(ids)+2)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}

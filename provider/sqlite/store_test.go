@@ -1,0 +1,589 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+func openFile(t *testing.T, path string, opts *Options) *Provider {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = quietLogger
+	}
+	p, err := Open(t.Context(), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func TestOpenRejectsInvalidOptions(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		opts Options
+	}{
+		{"synchronous OFF", Options{Synchronous: "OFF"}},
+		{"synchronous garbage", Options{Synchronous: "sometimes"}},
+		{"negative busy timeout", Options{BusyTimeout: -time.Second}},
+		{"sub-millisecond busy timeout", Options{BusyTimeout: time.Microsecond}},
+		{"negative readers", Options{MaxReaders: -1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "x.db")
+			p, err := Open(t.Context(), path, &c.opts)
+			if err == nil {
+				_ = p.Close()
+				t.Fatalf("Open with %+v succeeded, want an error", c.opts)
+			}
+		})
+	}
+}
+
+func TestOpenAcceptsValidOptions(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		opts     *Options
+		wantSync int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{
+		{"nil options", nil, 1},
+		{"zero options", &Options{}, 1},
+		{"full, lower case", &Options{Synchronous: "full"}, 2},
+		{"normal", &Options{Synchronous: "NORMAL", BusyTimeout: time.Second, MaxReaders: 1}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var opts *Options
+			if c.opts != nil {
+				o := *c.opts
+				o.Logger = quietLogger
+				opts = &o
+			}
+			p, err := Open(t.Context(), filepath.Join(t.TempDir(), "x.db"), opts)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer p.Close()
+			var sync int
+			if err := p.writer.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil {
+				t.Fatal(err)
+			}
+			if sync != c.wantSync {
+				t.Fatalf("PRAGMA synchronous = %d, want %d", sync, c.wantSync)
+			}
+		})
+	}
+}
+
+func TestWALModeAndPragmasOnEveryConnection(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "wal.db"), &Options{BusyTimeout: 1234 * time.Millisecond, MaxReaders: 3})
+	var mode string
+	if err := p.writer.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Fatalf("journal_mode = %q, want wal", mode)
+	}
+	// Hold several reader connections at once so each is a distinct one.
+	ctx := t.Context()
+	var conns []*sql.Conn
+	for range 3 {
+		c, err := p.readers.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		var busy, queryOnly int
+		if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(ctx, "PRAGMA query_only").Scan(&queryOnly); err != nil {
+			t.Fatal(err)
+		}
+		if busy != 1234 || queryOnly != 1 {
+			t.Fatalf("reader %d: busy_timeout %d, query_only %d; want 1234, 1", i, busy, queryOnly)
+		}
+		_ = c.Close()
+	}
+}
+
+func migrationRows(t *testing.T, p *Provider) []int {
+	t.Helper()
+	rows, err := p.writer.QueryContext(t.Context(), "SELECT version FROM schema_migrations ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+func TestMigrationsRecordedAndIdempotent(t *testing.T) {
+	t.Parallel()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for _, m := range ms {
+		want = append(want, m.version)
+	}
+	path := filepath.Join(t.TempDir(), "m.db")
+	p := openFile(t, path, nil)
+	if got := migrationRows(t, p); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("schema_migrations = %v, want %v", got, want)
+	}
+	if err := p.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate on a migrated store: %v", err)
+	}
+	_ = p.Close()
+	p2 := openFile(t, path, nil)
+	if got := migrationRows(t, p2); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after reopen, schema_migrations = %v, want %v", got, want)
+	}
+}
+
+func TestNoMigrateThenMigrate(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "n.db"), &Options{NoMigrate: true})
+	if err := p.Enqueue(t.Context(), testStart("a")); err == nil {
+		t.Fatal("Enqueue on an unmigrated store succeeded")
+	}
+	if err := p.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if err := p.Enqueue(t.Context(), testStart("a")); err != nil {
+		t.Fatalf("Enqueue after Migrate: %v", err)
+	}
+}
+
+func TestOpenRejectsNewerSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "newer.db")
+	p := openFile(t, path, nil)
+	if _, err := p.writer.ExecContext(t.Context(), "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future', 0)"); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close()
+	p2, err := Open(t.Context(), path, &Options{Logger: quietLogger})
+	if err == nil {
+		_ = p2.Close()
+		t.Fatal("Open of a store migrated by a newer release succeeded")
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "keep.db")
+	p := openFile(t, path, nil)
+	runFirstTurn(t, p, "kept")
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := p.ReadHistory(t.Context(), "kept", 0); !errors.Is(err, provider.ErrClosed) {
+		t.Fatalf("ReadHistory after Close: %v, want ErrClosed", err)
+	}
+
+	p2 := openFile(t, path, nil)
+	evs, err := p2.ReadHistory(t.Context(), "kept", 0)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("ReadHistory after reopen = %d events, %v; want 2", len(evs), err)
+	}
+	in, err := p2.GetInstance(t.Context(), "kept")
+	if err != nil || in.Status != provider.StatusRunning || in.CurrentExecutionID != 1 {
+		t.Fatalf("GetInstance after reopen = %+v, %v", in, err)
+	}
+	w, err := provider.FetchWorkItem(t.Context(), p2, provider.WorkFetchOptions{LockTimeout: time.Minute})
+	if err != nil || w == nil || w.ActivityID != 2 {
+		t.Fatalf("FetchWorkItem after reopen = %+v, %v", w, err)
+	}
+}
+
+// TestBusyFromAnotherProcessIsErrBusy holds the write lock from another
+// connection (another "process") and checks the driver's SQLITE_BUSY is
+// translated to the retryable provider.ErrBusy.
+func TestBusyFromAnotherProcessIsErrBusy(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	p := openFile(t, path, &Options{BusyTimeout: time.Millisecond})
+	other, err := sql.Open("sqlite", dsn(path, nil, map[string]string{"_txlock": "immediate"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	err = p.Enqueue(t.Context(), testStart("a"))
+	if !errors.Is(err, provider.ErrBusy) || !provider.IsRetryable(err) {
+		t.Fatalf("Enqueue while another process writes: %v, want retryable ErrBusy", err)
+	}
+}
+
+func TestInterpretErrorPassesThrough(t *testing.T) {
+	t.Parallel()
+	if err := interpretError(nil, nil); err != nil {
+		t.Fatalf("nil -> %v", err)
+	}
+	for _, e := range []error{context.Canceled, provider.ErrLockLost, fmt.Errorf("x: %w", provider.ErrNotFound)} {
+		if got := interpretError(e, nil); got != e {
+			t.Fatalf("interpretError(%v) = %v, want it unchanged", e, got)
+		}
+	}
+	if got := interpretError(sql.ErrConnDone, nil); !errors.Is(got, provider.ErrUnavailable) || !errors.Is(got, sql.ErrConnDone) {
+		t.Fatalf("interpretError(ErrConnDone) = %v", got)
+	}
+}
+
+// TestDuplicateEventIsErrDuplicateEvent checks the constraint-error mapping
+// through the driver.
+func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "dup.db"), nil)
+	runFirstTurn(t, p, "d")
+	if err := p.Enqueue(t.Context(), raised("d")); err != nil {
+		t.Fatal(err)
+	}
+	it := mustFetch(t, p)
+	err := provider.AckOrchestrationItem(t.Context(), p, &provider.TurnAck{
+		LockToken: it.LockToken, ExecutionID: 1,
+		History: []history.Event{{EventID: 2, Kind: history.NowRecorded, TimestampMs: 1, TimeMs: 1}},
+	})
+	if !errors.Is(err, provider.ErrDuplicateEvent) || provider.IsRetryable(err) {
+		t.Fatalf("ack re-appending event 2: %v, want permanent ErrDuplicateEvent", err)
+	}
+}
+
+// TestHotQueriesUseIndexes checks the plans of the fetch and ack paths: no
+// statement scans a table.
+func TestHotQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "plan.db"), nil)
+	hot := []stmtID{
+		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sCheckLock,
+		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sRenewLock, sCancelActivity,
+		sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
+		sTouchSession, sRenewSessions, sPurgeTree, sPurgeDeleteHistory, sPurgeDeleteOrch, sPurgeDeleteWork,
+	}
+	param := regexp.MustCompile(`\?(\d+)`)
+	// A SCAN is fine only over json_each, a CTE, or an index.
+	scan := regexp.MustCompile(`^SCAN (\w+)(.*)$`)
+	for _, id := range hot {
+		q := writerSQL[id]
+		n := 0
+		for _, m := range param.FindAllStringSubmatch(q, -1) {
+			k, _ := strconv.Atoi(m[1])
+			n = max(n, k)
+		}
+		rows, err := p.writer.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, make([]any, n)...)
+		if err != nil {
+			t.Fatalf("explain %q: %v", q, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var a, b, c int
+			var d string
+			if err := rows.Scan(&a, &b, &c, &d); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, d)
+		}
+		rows.Close()
+		for _, line := range plan {
+			m := scan.FindStringSubmatch(line)
+			if m == nil || m[1] == "json_each" || m[1] == "tree" || strings.Contains(m[2], "USING") {
+				continue
+			}
+			t.Errorf("statement %d scans a table:\n%s\nplan:\n  %s", id, q, strings.Join(plan, "\n  "))
+		}
+	}
+}
+
+// TestConcurrentHammerNeverBusy runs 16 goroutines enqueueing, fetching and
+// acking turns and activities on one store with the real clock: every call
+// succeeds and every message is consumed exactly once.
+func TestConcurrentHammerNeverBusy(t *testing.T) {
+	t.Parallel()
+	for _, memory := range []bool{false, true} {
+		t.Run(fmt.Sprintf("memory=%v", memory), func(t *testing.T) {
+			t.Parallel()
+			path := ":memory:"
+			if !memory {
+				path = filepath.Join(t.TempDir(), "hammer.db")
+			}
+			p := openFile(t, path, nil)
+			hammer(t, []*Provider{p}, 16, 20)
+		})
+	}
+}
+
+// TestTwoProvidersOnOneFileNeverDoubleLock opens the same file twice (two
+// "processes") and checks that no instance is ever held by two fetchers.
+func TestTwoProvidersOnOneFileNeverDoubleLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a := openFile(t, path, nil)
+	b := openFile(t, path, nil)
+	hammer(t, []*Provider{a, b}, 8, 20)
+}
+
+// hammer starts instances through the providers and has goroutines run
+// them to completion. An instance gets three messages (its start, its one
+// activity's completion, an external event), in as many turns as the
+// batches fall, and completes when it has seen all three. It fails on any
+// error, on an instance held by two fetchers at once, on a history that
+// does not match what was acked, and on a lost or repeated message.
+func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
+	t.Helper()
+	ctx := t.Context()
+	total := goroutines * perGoroutine
+	var (
+		mu       sync.Mutex
+		held     = map[string]bool{}
+		seen     = map[string]int{} // messages consumed per instance
+		histLen  = map[string]int{} // events acked per instance
+		done     atomic.Int64
+		failures atomic.Int64
+	)
+	fail := func(format string, args ...any) {
+		failures.Add(1)
+		t.Errorf(format, args...)
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := ps[g%len(ps)]
+			for i := range perGoroutine {
+				id := fmt.Sprintf("h-%d-%d", g, i)
+				if err := p.Enqueue(ctx, testStart(id)); err != nil {
+					fail("Enqueue: %v", err)
+					return
+				}
+			}
+			for done.Load() < int64(total) && failures.Load() == 0 {
+				items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 2})
+				if err != nil {
+					fail("FetchOrchestrationItems: %v", err)
+					return
+				}
+				for _, it := range items {
+					id := it.InstanceID
+					mu.Lock()
+					if held[id] {
+						mu.Unlock()
+						fail("instance %s fetched while held by another fetcher", id)
+						return
+					}
+					held[id] = true
+					prevSeen, prevLen := seen[id], histLen[id]
+					mu.Unlock()
+					if len(it.History) != prevLen {
+						fail("instance %s: fetched history has %d events, %d were acked", id, len(it.History), prevLen)
+						return
+					}
+					ack := hammerTurn(it, prevSeen)
+					// Clear the in-memory mark before the ack commits: it is
+					// the store's lock that must be exclusive.
+					mu.Lock()
+					delete(held, id)
+					seen[id] = prevSeen + len(it.Messages)
+					histLen[id] = prevLen + len(ack.History)
+					finished := seen[id] == 3
+					if seen[id] > 3 {
+						mu.Unlock()
+						fail("instance %s consumed %d messages, want 3", id, seen[id])
+						return
+					}
+					mu.Unlock()
+					if err := provider.AckOrchestrationItem(ctx, p, ack); err != nil {
+						fail("ack %s: %v", id, err)
+						return
+					}
+					if finished {
+						done.Add(1)
+					}
+				}
+				leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 2})
+				if err != nil {
+					fail("FetchWorkItems: %v", err)
+					return
+				}
+				for _, l := range leases {
+					if err := provider.AckWorkItem(ctx, p, completionAck(l)); err != nil {
+						fail("AckWorkItem: %v", err)
+						return
+					}
+					if err := p.Enqueue(ctx, raised(l.InstanceID)); err != nil {
+						fail("Enqueue event: %v", err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	c, err := ps[0].Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Instances != int64(total) || c.ByStatus[provider.StatusCompleted] != int64(total) || c.HistoryEvents != int64(5*total) {
+		t.Fatalf("counts = %+v, want %d completed instances with 5 events each", c, total)
+	}
+	d, err := ps[0].QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *d != (provider.QueueDepths{}) {
+		t.Fatalf("queues not empty after the run: %+v", d)
+	}
+}
+
+// hammerTurn acks the messages of one turn of a hammer instance that had
+// consumed seen messages before: the start schedules the activity, the
+// completion and the event are recorded, and the third message completes
+// the instance.
+func hammerTurn(it *provider.OrchestrationItem, seen int) *provider.TurnAck {
+	ts := time.Now().UnixMilli()
+	ack := &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}
+	next := int64(len(it.History)) + 1
+	add := func(ev history.Event) {
+		ev.EventID, ev.TimestampMs = next, ts
+		next++
+		ack.History = append(ack.History, ev)
+	}
+	for _, m := range it.Messages {
+		switch m.Kind {
+		case history.WorkStartOrchestration:
+			add(history.Event{Kind: history.OrchestrationStarted, Name: "T", Input: json.RawMessage(`1`)})
+			add(history.Event{Kind: history.ActivityScheduled, Name: "A"})
+			ack.Metadata = provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning}
+			ack.WorkerItems = []*provider.WorkerMessage{testActivity(it.InstanceID, 2)}
+		case history.WorkActivityCompleted:
+			add(history.Event{Kind: history.ActivityCompleted, SourceEventID: 2})
+		case history.WorkExternalRaised:
+			add(history.Event{Kind: history.ExternalEvent, Name: "go"})
+		}
+	}
+	if seen+len(it.Messages) == 3 {
+		add(history.Event{Kind: history.OrchestrationCompleted, Output: json.RawMessage(`"ok"`)})
+		ack.Metadata.Status = provider.StatusCompleted
+		ack.Metadata.Output = json.RawMessage(`"ok"`)
+	}
+	return ack
+}
+
+func testStart(id string) *provider.OrchestratorMessage {
+	return &provider.OrchestratorMessage{
+		InstanceID: id,
+		Item:       history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "T", Input: json.RawMessage(`1`)},
+		Create:     &provider.NewInstance{OrchestrationName: "T", Input: json.RawMessage(`1`)},
+	}
+}
+
+func raised(id string) *provider.OrchestratorMessage {
+	return &provider.OrchestratorMessage{
+		InstanceID: id,
+		Item:       history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: "go", Data: json.RawMessage(`true`)},
+	}
+}
+
+func testActivity(id string, act int64) *provider.WorkerMessage {
+	return &provider.WorkerMessage{
+		InstanceID: id, ExecutionID: 1, ActivityID: act,
+		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: 1, ID: act, Name: "A"},
+	}
+}
+
+func completionAck(l *provider.WorkItemLease) *provider.WorkAck {
+	return &provider.WorkAck{
+		LockToken: l.LockToken,
+		Completion: &provider.OrchestratorMessage{
+			InstanceID: l.InstanceID,
+			Item: history.WorkItem{Kind: history.WorkActivityCompleted, InstanceID: l.InstanceID,
+				ExecutionID: l.ExecutionID, ID: l.ActivityID, Output: json.RawMessage(`2`)},
+		},
+	}
+}
+
+func mustFetch(t *testing.T, p *Provider) *provider.OrchestrationItem {
+	t.Helper()
+	it, err := provider.FetchOrchestrationItem(t.Context(), p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil {
+		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
+	}
+	return it
+}
+
+// runFirstTurn starts id and acks its first turn (two events, one activity).
+func runFirstTurn(t *testing.T, p *Provider, id string) {
+	t.Helper()
+	if err := p.Enqueue(t.Context(), testStart(id)); err != nil {
+		t.Fatal(err)
+	}
+	it := mustFetch(t, p)
+	if err := provider.AckOrchestrationItem(t.Context(), p, hammerTurn(it, 0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenPathWithURICharacters(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "a dir?with#odd%chars")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "store 1.db")
+	p := openFile(t, path, nil)
+	runFirstTurn(t, p, "x")
+	_ = p.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("store file not at the given path: %v", err)
+	}
+	p2 := openFile(t, path, nil)
+	if _, err := p2.GetInstance(t.Context(), "x"); err != nil {
+		t.Fatalf("GetInstance after reopen: %v", err)
+	}
+}

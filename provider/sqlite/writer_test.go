@@ -1,0 +1,179 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// groupRound holds the writer loop busy until n more requests are about to
+// be handed over, so they are likely to run as one group, then runs them:
+// ops[i] is run by its own goroutine and its error stored in errs[i].
+func groupRound(t *testing.T, p *Provider, ops []func() error) []error {
+	t.Helper()
+	ctx := t.Context()
+	var submitted sync.WaitGroup
+	submitted.Add(len(ops) + 1)
+	p.testHookSubmit = func() { submitted.Done() }
+	defer func() { p.testHookSubmit = nil }()
+
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = p.write(ctx, "blocking", func(w *wtx) error {
+			close(blocked)
+			<-release
+			return nil
+		})
+	}()
+	<-blocked
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = op()
+		}()
+	}
+	submitted.Wait()
+	for range 100 {
+		runtime.Gosched() // let the submitters block on the hand-over
+	}
+	close(release)
+	wg.Wait()
+	return errs
+}
+
+func TestGroupCommitIsolatesFailingRequests(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "group.db"), nil)
+	ctx := t.Context()
+	for round := 0; round < 20 && p.groups.Load() == 0; round++ {
+		var ops []func() error
+		for i := range 6 {
+			id := fmt.Sprintf("g%d-%d", round, i)
+			ops = append(ops,
+				func() error { return p.Enqueue(ctx, testStart(id)) },
+				func() error { return p.Enqueue(ctx, testStart(id)) }, // the second fails: taken
+				func() error {
+					return p.AbandonOrchestrationItem(ctx, "0123456789abcdef0123456789abcdef.nobody", provider.AbandonOptions{})
+				},
+			)
+		}
+		errs := groupRound(t, p, ops)
+		created, exists := 0, 0
+		for i, err := range errs {
+			switch {
+			case i%3 == 2:
+				if !errors.Is(err, provider.ErrLockLost) {
+					t.Fatalf("bogus abandon: %v, want ErrLockLost", err)
+				}
+			case err == nil:
+				created++
+			case errors.Is(err, provider.ErrInstanceExists):
+				exists++
+			default:
+				t.Fatalf("enqueue: %v", err)
+			}
+		}
+		if created != 6 || exists != 6 {
+			t.Fatalf("round %d: %d enqueues created, %d found the ID taken; want 6 and 6", round, created, exists)
+		}
+	}
+	if p.groups.Load() == 0 {
+		t.Skip("the requests never ran as a group on this machine")
+	}
+	c, err := p.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Instances != d.OrchestratorReady {
+		t.Fatalf("%d instances but %d queued starts: a failed request leaked writes", c.Instances, d.OrchestratorReady)
+	}
+}
+
+// TestBrokenGroupReRunsEachRequestAlone breaks the shared transaction from
+// inside one request (as SQLite does when it rolls a transaction back on an
+// I/O error): the other requests must still commit, each on its own.
+func TestBrokenGroupReRunsEachRequestAlone(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "broken.db"), nil)
+	ctx := t.Context()
+	breakErr := errors.New("broke the transaction")
+	for round := 0; round < 20 && p.brokenGroups.Load() == 0; round++ {
+		ops := []func() error{
+			func() error { return p.Enqueue(ctx, testStart(fmt.Sprintf("b%d-1", round))) },
+			func() error {
+				return p.write(ctx, "breaking", func(w *wtx) error {
+					_, _ = w.tx.ExecContext(w.ctx, "ROLLBACK")
+					return breakErr
+				})
+			},
+			func() error { return p.Enqueue(ctx, testStart(fmt.Sprintf("b%d-2", round))) },
+		}
+		errs := groupRound(t, p, ops)
+		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], breakErr) {
+			t.Fatalf("round %d: errors %v, want nil, %v, nil", round, errs, breakErr)
+		}
+		for _, id := range []string{fmt.Sprintf("b%d-1", round), fmt.Sprintf("b%d-2", round)} {
+			if _, err := p.GetInstance(ctx, id); err != nil {
+				t.Fatalf("GetInstance(%s): %v", id, err)
+			}
+		}
+	}
+	if p.brokenGroups.Load() == 0 {
+		t.Skip("the requests never ran as a group on this machine")
+	}
+}
+
+// TestCloseDuringWrites closes the store while goroutines write: every call
+// returns nil or ErrClosed, and none hangs.
+func TestCloseDuringWrites(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "close.db"), nil)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	started := make(chan struct{}, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				err := p.Enqueue(ctx, testStart(fmt.Sprintf("c%d-%d", g, i)))
+				if i == 0 {
+					started <- struct{}{}
+				}
+				if errors.Is(err, provider.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("Enqueue: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-started
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	wg.Wait()
+	if _, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: 1}); !errors.Is(err, provider.ErrClosed) {
+		t.Fatalf("fetch after Close: %v, want ErrClosed", err)
+	}
+}
