@@ -1,3 +1,329 @@
 package providertest
 
-var badInputCases = []testCase{}
+import (
+	"errors"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// p2ackBatchErr acks one turn and returns its error, whether the provider
+// reports it per ack or for the whole batch.
+func (e *env) p2ackBatchErr(a *provider.TurnAck) error {
+	errs, err := e.p.AckOrchestrationItems(e.ctx, []*provider.TurnAck{a})
+	if err != nil {
+		return err
+	}
+	if len(errs) != 1 {
+		e.t.Fatalf("AckOrchestrationItems returned %d results for 1 ack", len(errs))
+	}
+	return errs[0]
+}
+
+// p2workAckBatchErr is p2ackBatchErr for worker acks.
+func (e *env) p2workAckBatchErr(a *provider.WorkAck) error {
+	errs, err := e.p.AckWorkItems(e.ctx, []*provider.WorkAck{a})
+	if err != nil {
+		return err
+	}
+	if len(errs) != 1 {
+		e.t.Fatalf("AckWorkItems returned %d results for 1 ack", len(errs))
+	}
+	return errs[0]
+}
+
+// p2lockedTurn creates instanceID, enqueues an event and returns its locked turn.
+func (e *env) p2lockedTurn(instanceID string) *provider.OrchestrationItem {
+	e.t.Helper()
+	e.createInstance(instanceID)
+	e.enqueue(eventMsg(instanceID, "go", 1))
+	return e.p2fetchFor(instanceID)
+}
+
+// p2rejectedAckKeepsLock asserts that a rejected ack of it wrote nothing and
+// left the lock held: the history is unchanged, nothing is queued, and a
+// valid ack with the same token still commits.
+func (e *env) p2rejectedAckKeepsLock(it *provider.OrchestrationItem) {
+	e.t.Helper()
+	mustEqual(e.t, "history after rejected ack", eventIDs(e.readHistory(it.InstanceID, 0)), []int64{1})
+	e.fetchNone()
+	e.fetchWorkNone(workOpts())
+	e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.scheduledEvent(2)}})
+	mustEqual(e.t, "history after valid ack", eventIDs(e.readHistory(it.InstanceID, 0)), []int64{1, 2})
+}
+
+// badInputCases cover malformed arguments (ErrInvalidArgument, nothing
+// written) and corrupt stored data (reported, dead-lettered, never blocking).
+var badInputCases = []testCase{
+	{name: "enqueue_empty_instance_id_rejected_whole_call", run: func(e *env) {
+		bad := eventMsg("", "x", 1)
+		err := e.p.Enqueue(e.ctx, startMsg("ok"), bad)
+		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue with empty instance ID")
+		e.fetchNone()
+	}},
+
+	{name: "enqueue_nil_message_rejected", run: func(e *env) {
+		err := e.p.Enqueue(e.ctx, startMsg("ok"), nil)
+		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue(nil)")
+		e.fetchNone()
+	}},
+
+	{name: "enqueue_invalid_work_item_rejected", run: func(e *env) {
+		bad := eventMsg("bad", "x", 1)
+		bad.Item.Kind = "NoSuchKind"
+		err := e.p.Enqueue(e.ctx, bad)
+		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue with unknown item kind")
+		noName := eventMsg("bad", "", 1) // ExternalRaised requires a name
+		e.wantErr(e.p.Enqueue(e.ctx, noName), provider.ErrInvalidArgument, "Enqueue with item failing Validate")
+		e.fetchNone()
+	}},
+
+	{name: "enqueue_work_empty_instance_id_rejected_whole_call", run: func(e *env) {
+		bad := activityMsg("", 2, "")
+		err := e.p.EnqueueWork(e.ctx, activityMsg("ok", 1, ""), bad)
+		e.wantErr(err, provider.ErrInvalidArgument, "EnqueueWork with empty instance ID")
+		e.fetchWorkNone(workOpts())
+	}},
+
+	{name: "enqueue_work_nil_or_invalid_item_rejected", run: func(e *env) {
+		e.wantErr(e.p.EnqueueWork(e.ctx, nil), provider.ErrInvalidArgument, "EnqueueWork(nil)")
+		bad := activityMsg("w", 1, "")
+		bad.Item.Name = "" // ActivityExecute requires a name
+		e.wantErr(e.p.EnqueueWork(e.ctx, bad), provider.ErrInvalidArgument, "EnqueueWork with item failing Validate")
+		e.fetchWorkNone(workOpts())
+	}},
+
+	{name: "fetch_with_zero_lock_timeout_rejected", run: func(e *env) {
+		e.enqueue(startMsg("z"))
+		_, err := e.p.FetchOrchestrationItems(e.ctx, provider.FetchOptions{})
+		e.wantErr(err, provider.ErrInvalidArgument, "FetchOrchestrationItems with zero LockTimeout")
+		e.p2attempt("first valid fetch", e.fetch().AttemptCount, 1)
+	}},
+
+	{name: "fetch_work_with_zero_lock_timeout_rejected", run: func(e *env) {
+		e.enqueueWork(activityMsg("z", 1, ""))
+		_, err := e.p.FetchWorkItems(e.ctx, provider.WorkFetchOptions{})
+		e.wantErr(err, provider.ErrInvalidArgument, "FetchWorkItems with zero LockTimeout")
+		e.p2attempt("first valid fetch", e.fetchWork().AttemptCount, 1)
+	}},
+
+	{name: "fetch_work_with_bad_session_options_rejected", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		noOwner := p2sess("")
+		_, err := e.p.FetchWorkItems(e.ctx, noOwner)
+		e.wantErr(err, provider.ErrInvalidArgument, "FetchWorkItems with empty session owner")
+		noLease := p2sess(p2ownerA)
+		noLease.Session.LockTimeout = 0
+		_, err = e.p.FetchWorkItems(e.ctx, noLease)
+		e.wantErr(err, provider.ErrInvalidArgument, "FetchWorkItems with zero session lease")
+		mustEqual(e.t, "B can still claim", e.fetchWorkWith(p2sess(p2ownerB)).AttemptCount, 1)
+	}},
+
+	{name: "ack_with_execution_id_zero_rejected_lock_kept", run: func(e *env) {
+		it := e.p2lockedTurn("x0")
+		err := e.p2ackBatchErr(&provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 0,
+			History:     []history.Event{e.scheduledEvent(2)},
+			WorkerItems: []*provider.WorkerMessage{activityMsg("x0", 2, "")},
+		})
+		e.wantErr(err, provider.ErrInvalidArgument, "ack with ExecutionID 0")
+		e.p2rejectedAckKeepsLock(it)
+	}},
+
+	{name: "ack_with_invalid_event_rejected_lock_kept", run: func(e *env) {
+		it := e.p2lockedTurn("xe")
+		bad := e.scheduledEvent(3)
+		bad.Name = "" // ActivityScheduled requires a name
+		err := e.p2ackBatchErr(&provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 1,
+			History:     []history.Event{e.scheduledEvent(2), bad},
+			WorkerItems: []*provider.WorkerMessage{activityMsg("xe", 2, "")},
+		})
+		e.wantErr(err, provider.ErrInvalidArgument, "ack with event failing Validate")
+		e.p2rejectedAckKeepsLock(it)
+	}},
+
+	{name: "ack_with_invalid_queued_items_rejected_lock_kept", run: func(e *env) {
+		it := e.p2lockedTurn("xq")
+		badWork := activityMsg("", 2, "")
+		err := e.p2ackBatchErr(&provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 1,
+			History: []history.Event{e.scheduledEvent(2)}, WorkerItems: []*provider.WorkerMessage{badWork},
+		})
+		e.wantErr(err, provider.ErrInvalidArgument, "ack with invalid worker item")
+		badOrch := eventMsg("xq", "x", 1)
+		badOrch.Item.Kind = "NoSuchKind"
+		err = e.p2ackBatchErr(&provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 1,
+			History: []history.Event{e.scheduledEvent(2)}, OrchestratorItems: []*provider.OrchestratorMessage{badOrch, nil},
+		})
+		e.wantErr(err, provider.ErrInvalidArgument, "ack with invalid orchestrator items")
+		e.p2rejectedAckKeepsLock(it)
+	}},
+
+	{name: "ack_nil_turn_rejected", run: func(e *env) {
+		errs, err := e.p.AckOrchestrationItems(e.ctx, []*provider.TurnAck{nil})
+		if err == nil {
+			if len(errs) != 1 {
+				e.t.Fatalf("AckOrchestrationItems returned %d results for 1 ack", len(errs))
+			}
+			err = errs[0]
+		}
+		e.wantErr(err, provider.ErrInvalidArgument, "ack(nil)")
+	}},
+
+	{name: "worker_ack_with_invalid_completion_rejected_row_kept", run: func(e *env) {
+		e.enqueueWork(activityMsg("wc", 1, ""))
+		w := e.fetchWork()
+		bad := completionMsg("wc", 1, "r")
+		bad.Item.ID = 0 // ActivityCompleted requires the activity id
+		err := e.p2workAckBatchErr(&provider.WorkAck{LockToken: w.LockToken, Completion: bad})
+		e.wantErr(err, provider.ErrInvalidArgument, "worker ack with invalid completion")
+		e.fetchNone()
+		e.fetchWorkNone(workOpts()) // still locked by w
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken, Completion: completionMsg("wc", 1, "r")})
+		mustEqual(e.t, "completion", e.p2fetchFor("wc").Messages[0].ID, 1)
+	}},
+
+	{name: "read_history_empty_instance_id_rejected", run: func(e *env) {
+		_, err := e.p.ReadHistory(e.ctx, "", 0)
+		e.wantErr(err, provider.ErrInvalidArgument, `ReadHistory("")`)
+	}},
+
+	{name: "list_dead_letters_negative_limit_rejected", run: func(e *env) {
+		_, err := e.admin().ListDeadLetters(e.ctx, -1)
+		e.wantErr(err, provider.ErrInvalidArgument, "ListDeadLetters(-1)")
+	}},
+
+	{name: "corrupt_history_fetch_reports_history_error", run: func(e *env) {
+		if e.h.CorruptHistory == nil {
+			e.t.Skip("Harness.CorruptHistory is nil")
+		}
+		e.createInstance("ch")
+		e.h.CorruptHistory(e.t, e.p, "ch")
+		e.enqueue(eventMsg("ch", "go", 1))
+		it := e.p2fetchFor("ch")
+		if !errors.Is(it.HistoryError, provider.ErrCorruptData) {
+			e.t.Fatalf("HistoryError = %v, want ErrCorruptData", it.HistoryError)
+		}
+		if it.History != nil {
+			e.t.Fatalf("History has %d events, want nil with HistoryError", len(it.History))
+		}
+		if it.Instance == nil || it.Instance.CurrentExecutionID != 1 {
+			e.t.Fatalf("Instance = %+v, want the stored row", it.Instance)
+		}
+		mustEqual(e.t, "kinds", kinds(it.Messages), []history.WorkItemKind{history.WorkExternalRaised})
+	}},
+
+	{name: "corrupt_history_attempt_count_climbs_on_refetch", run: func(e *env) {
+		if e.h.CorruptHistory == nil {
+			e.t.Skip("Harness.CorruptHistory is nil")
+		}
+		e.createInstance("cc")
+		e.h.CorruptHistory(e.t, e.p, "cc")
+		e.enqueue(eventMsg("cc", "go", 1))
+		for want := 1; want <= 3; want++ {
+			it := e.p2fetchFor("cc")
+			e.p2attempt("fetch of corrupt history", it.AttemptCount, want)
+			e.wantErr(it.HistoryError, provider.ErrCorruptData, "HistoryError")
+			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Second}), "abandon")
+			e.clock.Advance(time.Second)
+		}
+	}},
+
+	{name: "corrupt_history_ack_appending_failure_succeeds_and_fails_instance", run: func(e *env) {
+		if e.h.CorruptHistory == nil {
+			e.t.Skip("Harness.CorruptHistory is nil")
+		}
+		e.createInstance("ca")
+		e.h.CorruptHistory(e.t, e.p, "ca")
+		e.enqueue(eventMsg("ca", "go", 1))
+		it := e.p2fetchFor("ca")
+		fail := &history.ErrorDetails{Kind: history.ErrorPoison, Message: "history cannot be decoded"}
+		e.ack(&provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 1,
+			History:  []history.Event{{EventID: 99999, Kind: history.OrchestrationFailed, TimestampMs: ms(e.clock.Now()), Error: fail}},
+			Metadata: provider.ExecutionMetadata{Status: provider.StatusFailed, Error: fail},
+		})
+		e.enqueue(eventMsg("ca", "after", 2))
+		mustEqual(e.t, "status", e.p2fetchFor("ca").Instance.Status, provider.StatusFailed)
+		_, err := e.p.ReadHistory(e.ctx, "ca", 1)
+		e.wantErr(err, provider.ErrCorruptData, "ReadHistory after append (old rows still corrupt)")
+	}},
+
+	{name: "corrupt_history_read_history_corrupt_data", run: func(e *env) {
+		if e.h.CorruptHistory == nil {
+			e.t.Skip("Harness.CorruptHistory is nil")
+		}
+		e.createInstance("cr")
+		e.p2schedule("cr", 2)
+		e.h.CorruptHistory(e.t, e.p, "cr")
+		for _, exec := range []int64{0, 1} {
+			evs, err := e.p.ReadHistory(e.ctx, "cr", exec)
+			e.wantErr(err, provider.ErrCorruptData, "ReadHistory of corrupt history")
+			if len(evs) != 0 {
+				e.t.Fatalf("ReadHistory returned %d events with its error, want none", len(evs))
+			}
+		}
+	}},
+
+	{name: "corrupt_orchestrator_messages_dead_lettered_without_blocking", run: func(e *env) {
+		if e.h.CorruptOrchestratorMessages == nil {
+			e.t.Skip("Harness.CorruptOrchestratorMessages is nil")
+		}
+		e.enqueue(startMsg("bad"))
+		e.h.CorruptOrchestratorMessages(e.t, e.p, "bad")
+		e.enqueue(startMsg("good"))
+		mustEqual(e.t, "kinds", kinds(e.p2fetchFor("good").Messages), []history.WorkItemKind{history.WorkStartOrchestration})
+		e.fetchNone()
+		if a, ok := e.p.(provider.Admin); ok {
+			dl, err := a.ListDeadLetters(e.ctx, 0)
+			e.noErr(err, "ListDeadLetters")
+			e.p2wantCount("dead letters", len(dl), 1)
+			mustEqual(e.t, "dead letter", []any{dl[0].Queue, dl[0].InstanceID}, []any{"orchestrator", "bad"})
+			if dl[0].Error == "" || len(dl[0].Payload) == 0 {
+				e.t.Fatalf("dead letter lacks error or payload: %+v", dl[0])
+			}
+			e.p2sameTime("DeadAt", dl[0].DeadAt, e.clock.Now())
+			mustEqual(e.t, "orchestrator ready", e.p2depths().OrchestratorReady, 0)
+		}
+	}},
+
+	{name: "corrupt_message_skipped_later_good_message_of_same_instance_delivered", run: func(e *env) {
+		if e.h.CorruptOrchestratorMessages == nil {
+			e.t.Skip("Harness.CorruptOrchestratorMessages is nil")
+		}
+		e.createInstance("cm")
+		e.enqueue(eventMsg("cm", "a", 1))
+		e.h.CorruptOrchestratorMessages(e.t, e.p, "cm")
+		good := eventMsg("cm", "b", 2)
+		e.enqueue(good)
+		mustEqual(e.t, "messages", e.p2fetchFor("cm").Messages, []history.WorkItem{good.Item})
+	}},
+
+	{name: "corrupt_work_items_dead_lettered_other_activities_served", run: func(e *env) {
+		if e.h.CorruptWorkItems == nil {
+			e.t.Skip("Harness.CorruptWorkItems is nil")
+		}
+		e.enqueueWork(activityMsg("bad", 1, ""), activityMsg("bad", 2, ""))
+		e.h.CorruptWorkItems(e.t, e.p, "bad")
+		e.enqueueWork(activityMsg("good", 1, ""))
+		w := e.fetchWork()
+		mustEqual(e.t, "served", []any{w.InstanceID, w.ActivityID}, []any{"good", 1})
+		e.fetchWorkNone(workOpts())
+		e.expireLocks()
+		mustEqual(e.t, "redelivered", e.fetchWork().InstanceID, "good")
+		if a, ok := e.p.(provider.Admin); ok {
+			dl, err := a.ListDeadLetters(e.ctx, 0)
+			e.noErr(err, "ListDeadLetters")
+			e.p2wantCount("dead letters", len(dl), 2)
+			for _, d := range dl {
+				mustEqual(e.t, "dead letter", []any{d.Queue, d.InstanceID}, []any{"worker", "bad"})
+			}
+			one, err := a.ListDeadLetters(e.ctx, 1)
+			e.noErr(err, "ListDeadLetters(1)")
+			e.p2wantCount("dead letters with limit 1", len(one), 1)
+		}
+	}},
+}

@@ -302,4 +302,3 @@ func mustEqual(t testing.TB, what string, got, want any) {
 		t.Fatalf("%s = %s, want %s", what, js(got), js(want))
 	}
 }
-

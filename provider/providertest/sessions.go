@@ -1,3 +1,344 @@
 package providertest
 
-var sessionCases = []testCase{}
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Session owners and sessions of the session cases.
+const (
+	p2ownerA = "worker-a"
+	p2ownerB = "worker-b"
+	p2ownerC = "worker-c"
+)
+
+// p2enqueueSession enqueues activities ids of instance "si" on session.
+func (e *env) p2enqueueSession(session string, ids ...int64) {
+	e.t.Helper()
+	for _, id := range ids {
+		e.enqueueWork(activityMsg("si", id, session))
+	}
+}
+
+// p2pastLease advances the clock just past a session lease taken now.
+func (e *env) p2pastLease() { e.clock.Advance(p2sessionLease + time.Millisecond) }
+
+// sessionCases cover session affinity (reference §5.1): claiming, affinity,
+// leases, their renewal and expiry, last-activity tracking and the sweep of
+// orphaned sessions.
+var sessionCases = []testCase{
+	{name: "non_session_items_served_with_and_without_session_config", run: func(e *env) {
+		e.p2enqueueSession("", 1, 2)
+		mustEqual(e.t, "without session", e.fetchWorkWith(workOpts()).ActivityID, 1)
+		mustEqual(e.t, "with session", e.fetchWorkWith(p2sess(p2ownerA)).ActivityID, 2)
+	}},
+
+	{name: "nil_session_config_skips_session_items", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		e.p2enqueueSession("", 2)
+		mustEqual(e.t, "served", e.fetchWork().ActivityID, 2)
+		e.fetchWorkNone(workOpts())
+	}},
+
+	{name: "unclaimed_session_item_claimed_by_first_owner", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		mustEqual(e.t, "lease", []any{w.ActivityID, w.SessionID, w.Item.SessionID}, []any{1, "S1", "S1"})
+	}},
+
+	{name: "session_config_returns_session_and_non_session_items", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		e.p2enqueueSession("", 2)
+		mustEqual(e.t, "served", p2actIDs(e.p2fetchWorkN(p2sess(p2ownerA), 5)), []int64{1, 2})
+	}},
+
+	{name: "owner_keeps_getting_items_of_its_session", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken})
+		mustEqual(e.t, "next item", e.fetchWorkWith(p2sess(p2ownerA)).ActivityID, 2)
+	}},
+
+	{name: "other_owner_blocked_while_lease_valid", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.fetchWorkNone(p2sess(p2ownerB))
+		e.clock.Advance(p2sessionLease - time.Millisecond)
+		e.fetchWorkNone(p2sess(p2ownerB))
+	}},
+
+	{name: "two_sessions_owned_by_two_owners", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 3)
+		e.p2enqueueSession("S2", 2, 4)
+		mustEqual(e.t, "A claims S1", e.fetchWorkWith(p2sess(p2ownerA)).ActivityID, 1)
+		mustEqual(e.t, "B claims S2", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 2)
+		mustEqual(e.t, "A gets only S1", p2actIDs(e.p2fetchWorkN(p2sess(p2ownerA), 5)), []int64{3})
+		mustEqual(e.t, "B gets only S2", p2actIDs(e.p2fetchWorkN(p2sess(p2ownerB), 5)), []int64{4})
+	}},
+
+	{name: "other_owner_skips_owned_session_but_gets_non_session_items", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		e.p2enqueueSession("", 2)
+		e.p2enqueueSession("S1", 3)
+		e.p2enqueueSession("", 4)
+		mustEqual(e.t, "A claims", e.fetchWorkWith(p2sess(p2ownerA)).ActivityID, 1)
+		mustEqual(e.t, "B", p2actIDs(e.p2fetchWorkN(p2sess(p2ownerB), 5)), []int64{2, 4})
+		mustEqual(e.t, "A", p2actIDs(e.p2fetchWorkN(p2sess(p2ownerA), 5)), []int64{3})
+	}},
+
+	{name: "session_shared_by_instances", run: func(e *env) {
+		e.enqueueWork(activityMsg("x", 1, "S1"), activityMsg("y", 1, "S1"))
+		mustEqual(e.t, "A claims via x", e.fetchWorkWith(p2sess(p2ownerA)).InstanceID, "x")
+		e.fetchWorkNone(p2sess(p2ownerB))
+		mustEqual(e.t, "A gets y", e.fetchWorkWith(p2sess(p2ownerA)).InstanceID, "y")
+	}},
+
+	{name: "session_items_served_in_order", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2, 3, 4)
+		var got []int64
+		for range 4 {
+			got = append(got, e.fetchWorkWith(p2sess(p2ownerA)).ActivityID)
+		}
+		mustEqual(e.t, "order", got, []int64{1, 2, 3, 4})
+	}},
+
+	{name: "callers_sharing_owner_id_all_serve_the_session", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		slot1 := p2sess("node-1")
+		slot2 := provider.WorkFetchOptions{LockTimeout: time.Minute, Session: &provider.SessionOptions{OwnerID: "node-1", LockTimeout: p2sessionLease}}
+		w1 := e.fetchWorkWith(slot1)
+		w2 := e.fetchWorkWith(slot2)
+		mustEqual(e.t, "served", []int64{w1.ActivityID, w2.ActivityID}, []int64{1, 2})
+		e.ackWork(&provider.WorkAck{LockToken: w1.LockToken})
+		e.ackWork(&provider.WorkAck{LockToken: w2.LockToken})
+	}},
+
+	{name: "takeover_by_other_owner_after_lease_expiry", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2, 3)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken})
+		e.p2pastLease()
+		mustEqual(e.t, "B takes over", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 2)
+		e.fetchWorkNone(p2sess(p2ownerA))
+	}},
+
+	{name: "original_owner_reclaims_expired_session", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2, 3)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken})
+		e.p2pastLease()
+		mustEqual(e.t, "A reclaims", e.fetchWorkWith(p2sess(p2ownerA)).ActivityID, 2)
+		e.fetchWorkNone(p2sess(p2ownerB))
+	}},
+
+	{name: "fetch_refreshes_session_lease", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2, 3)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.clock.Advance(8 * time.Second)
+		e.fetchWorkWith(p2sess(p2ownerA)) // lease now runs to 18s
+		e.clock.Advance(4 * time.Second)  // 12s: past the first lease
+		e.fetchWorkNone(p2sess(p2ownerB))
+		e.clock.Advance(7 * time.Second) // 19s
+		mustEqual(e.t, "B after refreshed lease lapsed", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 3)
+	}},
+
+	{name: "concurrent_claims_have_a_single_winner", run: func(e *env) {
+		const owners = 8
+		e.p2enqueueSession("S1", 1, 2, 3, 4, 5)
+		got := make([][]int64, owners)
+		var wg sync.WaitGroup
+		for g := range owners {
+			wg.Go(func() {
+				opts := p2withMax(p2sess(fmt.Sprintf("racer-%d", g)), 5)
+				ls, err := p2retry(func() ([]*provider.WorkItemLease, error) { return e.p.FetchWorkItems(e.ctx, opts) })
+				if err != nil {
+					e.t.Errorf("owner %d: FetchWorkItems: %v", g, err)
+					return
+				}
+				got[g] = p2actIDs(ls)
+			})
+		}
+		wg.Wait()
+		winners, seen := 0, map[int64]bool{}
+		for _, ids := range got {
+			if len(ids) > 0 {
+				winners++
+			}
+			for _, id := range ids {
+				if seen[id] {
+					e.t.Fatalf("activity %d delivered twice", id)
+				}
+				seen[id] = true
+			}
+		}
+		if winners != 1 {
+			e.t.Fatalf("%d owners got items of one session, want exactly 1 (%v)", winners, got)
+		}
+	}},
+
+	{name: "abandon_keeps_session_affinity", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.noErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{}), "AbandonWorkItem")
+		e.fetchWorkNone(p2sess(p2ownerB))
+		again := e.fetchWorkWith(p2sess(p2ownerA))
+		mustEqual(e.t, "redelivery", []any{again.ActivityID, again.AttemptCount}, []any{1, 2})
+	}},
+
+	{name: "abandon_ignore_attempt_on_session_item_keeps_count", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.noErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "AbandonWorkItem")
+		e.p2attempt("redelivery", e.fetchWorkWith(p2sess(p2ownerA)).AttemptCount, 1)
+	}},
+
+	{name: "activity_lock_expiry_redelivers_to_session_owner", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		opts := p2sess(p2ownerA)
+		opts.LockTimeout = 5 * time.Second
+		opts.Session.LockTimeout = time.Minute
+		e.fetchWorkWith(opts)
+		e.clock.Advance(6 * time.Second) // activity lock expired, lease valid
+		bOpts := p2sess(p2ownerB)
+		e.fetchWorkNone(bOpts)
+		again := e.fetchWorkWith(opts)
+		mustEqual(e.t, "redelivery", []any{again.ActivityID, again.AttemptCount}, []any{1, 2})
+	}},
+
+	{name: "both_locks_expired_new_owner_gets_redelivery", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.expireLocks() // activity lock and session lease both expired
+		again := e.fetchWorkWith(p2sess(p2ownerB))
+		mustEqual(e.t, "redelivery", []any{again.ActivityID, again.AttemptCount}, []any{1, 2})
+		e.fetchWorkNone(p2sess(p2ownerA))
+	}},
+
+	{name: "expired_session_lease_does_not_gate_activity_ack", run: func(e *env) {
+		e.createInstance("si")
+		e.p2enqueueSession("S1", 2)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.p2pastLease() // lease gone, activity lock (30s) still held
+		e.noErr(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "RenewWorkItemLock")
+		done := completionMsg("si", 2, "ok")
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken, Completion: done})
+		mustEqual(e.t, "completion", e.p2fetchFor("si").Messages[0].ID, 2)
+	}},
+
+	{name: "renew_session_locks_renews_active_session", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.p2wantCount("renewed", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, time.Minute), 1)
+	}},
+
+	{name: "renew_session_locks_extends_past_original_lease", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.clock.Advance(8 * time.Second)
+		e.p2wantCount("renewed", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, time.Minute), 1)
+		e.clock.Advance(4 * time.Second) // 12s: the original lease has lapsed
+		e.fetchWorkNone(p2sess(p2ownerB))
+		e.clock.Advance(7 * time.Second) // 19s: the renewed one too
+		mustEqual(e.t, "B after renewed lease lapsed", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 2)
+	}},
+
+	{name: "renew_session_locks_skips_idle_session", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.clock.Advance(5 * time.Second)
+		e.p2wantCount("renewed", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, 2*time.Second), 0)
+		e.clock.Advance(6 * time.Second) // 11s: the unrenewed lease lapsed
+		mustEqual(e.t, "B claims idle session", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 2)
+	}},
+
+	{name: "renew_session_locks_without_sessions_returns_zero", run: func(e *env) {
+		e.p2wantCount("renewed on empty store", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, time.Minute), 0)
+		e.p2enqueueSession("S1", 1)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.p2wantCount("renewed for another owner", e.p2renewSessions([]string{p2ownerB}, p2sessionLease, time.Minute), 0)
+	}},
+
+	{name: "renew_session_locks_counts_only_listed_owners", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		e.p2enqueueSession("S2", 2)
+		e.p2enqueueSession("S3", 3)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.fetchWorkWith(p2sess(p2ownerB))
+		e.fetchWorkWith(p2sess(p2ownerC))
+		e.p2wantCount("renewed", e.p2renewSessions([]string{p2ownerA, p2ownerB}, p2sessionLease, time.Minute), 2)
+	}},
+
+	{name: "renew_session_locks_after_expiry_returns_zero_and_does_not_reacquire", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		e.fetchWorkWith(p2sess(p2ownerA))
+		e.p2pastLease()
+		e.p2wantCount("renewed", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, time.Minute), 0)
+		mustEqual(e.t, "B claims", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 2)
+	}},
+
+	{name: "ack_refreshes_session_last_activity", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA)) // last activity 0s
+		e.clock.Advance(4 * time.Second)
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken}) // last activity 4s
+		e.clock.Advance(2 * time.Second)
+		e.p2wantCount("renewed with 3s idle timeout at 6s", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, 3*time.Second), 1)
+	}},
+
+	{name: "work_item_renewal_refreshes_session_last_activity", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.clock.Advance(4 * time.Second)
+		e.noErr(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "RenewWorkItemLock")
+		e.clock.Advance(2 * time.Second)
+		e.p2wantCount("renewed with 3s idle timeout at 6s", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, 3*time.Second), 1)
+	}},
+
+	{name: "cleanup_removes_expired_session_without_items", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken})
+		e.p2pastLease()
+		e.p2wantCount("cleaned", e.p2cleanupSessions(), 1)
+		e.p2wantCount("cleaned again", e.p2cleanupSessions(), 0)
+	}},
+
+	{name: "cleanup_keeps_expired_session_with_queued_items", run: func(e *env) {
+		e.p2enqueueSession("S1", 1, 2)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken})
+		e.p2pastLease()
+		e.p2wantCount("cleaned", e.p2cleanupSessions(), 0)
+		mustEqual(e.t, "B claims the kept session", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 2)
+	}},
+
+	{name: "cleanup_keeps_expired_session_with_running_item", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		e.fetchWorkWith(p2sess(p2ownerA)) // activity lock 30s outlives the 10s lease
+		e.p2pastLease()
+		e.p2wantCount("cleaned", e.p2cleanupSessions(), 0)
+	}},
+
+	{name: "cleanup_keeps_session_with_valid_lease", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken})
+		e.p2wantCount("cleaned", e.p2cleanupSessions(), 0)
+		e.p2wantCount("still renewable", e.p2renewSessions([]string{p2ownerA}, p2sessionLease, time.Minute), 1)
+	}},
+
+	{name: "new_item_after_cleanup_recreates_session", run: func(e *env) {
+		e.p2enqueueSession("S1", 1)
+		w := e.fetchWorkWith(p2sess(p2ownerA))
+		e.ackWork(&provider.WorkAck{LockToken: w.LockToken})
+		e.p2pastLease()
+		e.p2wantCount("cleaned", e.p2cleanupSessions(), 1)
+		e.p2enqueueSession("S1", 2, 3)
+		mustEqual(e.t, "B claims anew", e.fetchWorkWith(p2sess(p2ownerB)).ActivityID, 2)
+		e.fetchWorkNone(p2sess(p2ownerA))
+		e.p2wantCount("renewed for B", e.p2renewSessions([]string{p2ownerB}, p2sessionLease, time.Minute), 1)
+	}},
+}
