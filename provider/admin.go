@@ -122,7 +122,8 @@ type PurgeResult struct {
 
 // QueueDepths counts queued messages.
 type QueueDepths struct {
-	// OrchestratorReady: visible messages of unlocked instances.
+	// OrchestratorReady: visible messages that no turn in progress holds,
+	// including late arrivals waiting for their instance's lock to be released.
 	OrchestratorReady int64
 	// OrchestratorDelayed: messages not yet visible (pending timers, delayed starts).
 	OrchestratorDelayed int64

@@ -47,7 +47,11 @@ type Provider interface {
 	//
 	// One ack, in one atomic step: (a) check that LockToken holds an unexpired
 	// instance lock, else ErrLockLost; (b) create the instance row if it is
-	// missing, from Metadata; update its name and version when given; (c)
+	// missing, from Metadata; update its name and version when given (an ack
+	// for an instance that has no row and no Metadata.OrchestrationName only
+	// consumes the turn's messages, steps (j) and (k): it creates nothing, and
+	// fails with ErrInvalidArgument if it carries history, items, or
+	// metadata); (c)
 	// insert the execution row ExecutionID if missing, with status Running;
 	// (d) make ExecutionID the current execution if it is newer; (e) append
 	// History as given, insert only, rejecting event IDs the execution already

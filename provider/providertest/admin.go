@@ -290,6 +290,14 @@ var adminCases = []testCase{
 		})
 	}},
 
+	{name: "queue_depths_count_late_arrival_for_locked_instance_as_ready", run: func(e *env) {
+		e.admin()
+		e.enqueue(eventMsg("busy", "a", 1))
+		e.p2fetchFor("busy")
+		e.enqueue(eventMsg("busy", "late", 2))
+		mustEqual(e.t, "depths", e.p2depths(), provider.QueueDepths{OrchestratorReady: 1, OrchestratorLocked: 1})
+	}},
+
 	{name: "queue_depths_zero_on_empty_store", run: func(e *env) {
 		e.admin()
 		mustEqual(e.t, "depths", e.p2depths(), provider.QueueDepths{})

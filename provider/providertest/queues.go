@@ -184,6 +184,26 @@ var queueCases = []testCase{
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1})
 		e.expireLocks()
 		e.fetchNone()
+		_, err := e.p.ReadHistory(e.ctx, "ghost", 0)
+		e.wantErr(err, provider.ErrNotFound, "ReadHistory after consuming an orphan message")
+		if a, ok := e.p.(provider.Admin); ok {
+			_, err := a.GetInstance(e.ctx, "ghost")
+			e.wantErr(err, provider.ErrNotFound, "GetInstance after consuming an orphan message")
+		}
+	}},
+
+	{name: "orphan_ack_without_orchestration_name_may_not_write_history", run: func(e *env) {
+		e.enqueue(eventMsg("ghost", "typo", 1))
+		it := e.p2fetchFor("ghost")
+		err := provider.AckOrchestrationItem(e.ctx, e.p, &provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()},
+		})
+		e.wantErr(err, provider.ErrInvalidArgument, "ack writing history for an unknown instance without a name")
+		_, err = e.p.ReadHistory(e.ctx, "ghost", 0)
+		e.wantErr(err, provider.ErrNotFound, "ReadHistory after the rejected ack")
+		// The lock is still held: the rejected ack changed nothing.
+		e.fetchNone()
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1})
 	}},
 
 	{name: "message_for_unknown_instance_does_not_block_later_instances", run: func(e *env) {

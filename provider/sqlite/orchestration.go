@@ -545,6 +545,14 @@ func (p *Provider) AckOrchestrationItems(ctx context.Context, acks []*provider.T
 	return errs, nil
 }
 
+// consumeOnly reports whether the ack writes nothing but the consumption of
+// its turn's messages.
+func (e *encAck) consumeOnly() bool {
+	return e.version == nil && e.status == nil && e.input == nil && e.output == nil && e.errJSON == nil &&
+		e.setCustom == 0 && e.parent == nil && e.parentExec == 0 &&
+		len(e.events) == 0 && len(e.work) == 0 && len(e.cancelled) == 0 && len(e.msgs) == 0
+}
+
 // applyAck performs steps (a) to (k) of one turn ack.
 func (w *wtx) applyAck(e *encAck) error {
 	// (a) The lock must be held and unexpired.
@@ -553,12 +561,25 @@ func (w *wtx) applyAck(e *encAck) error {
 		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
 	var held int
-	err := w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&held) }, inst, e.token, w.now)
+	var exists bool
+	err := w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&held, &exists) }, inst, e.token, w.now)
 	if err != nil {
 		return err
 	}
 	if held == 0 {
 		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
+	}
+	if !exists && e.name == nil {
+		// No instance and nothing to create it from: the turn only consumes
+		// messages sent to an unknown instance.
+		if !e.consumeOnly() {
+			return invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
+		}
+		if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
+			return err
+		}
+		_, err = w.exec(sDeleteLock, nil, inst, e.token)
+		return err
 	}
 
 	// (c) Insert or update the execution; its status decides the instance's.

@@ -176,7 +176,10 @@ WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
 	sInsertDeadLetter: `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`,
 
 	// ?1 instance, ?2 token, ?3 now.
-	sCheckLock: `SELECT count(*) FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
+	// Whether the lock is held, and whether the instance row exists.
+	// ?1 instance, ?2 token, ?3 now.
+	sCheckLock: `SELECT count(*), EXISTS (SELECT 1 FROM instances WHERE instance_id = ?1)
+FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
 
 	// Insert the execution or update it from the turn's metadata; returns its
 	// status after the turn. ?1 instance, ?2 execution, ?3 status (NULL:
@@ -377,7 +380,8 @@ var readerSQL = [numReaderStmts]string{
 	// ?1 now.
 	rQueueDepths: `SELECT
   (SELECT count(*) FROM orchestrator_queue AS q WHERE q.visible_at <= ?1
-     AND NOT EXISTS (SELECT 1 FROM instance_locks AS l WHERE l.instance_id = q.instance_id AND l.locked_until > ?1)),
+     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > ?1))),
   (SELECT count(*) FROM orchestrator_queue WHERE visible_at > ?1 AND (lock_token IS NULL OR locked_until <= ?1)),
   (SELECT count(*) FROM orchestrator_queue AS q WHERE q.lock_token IS NOT NULL
      AND EXISTS (SELECT 1 FROM instance_locks AS l
