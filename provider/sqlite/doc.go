@@ -18,16 +18,17 @@
 // blocking its queue. A batch of acks is committed in one transaction, each
 // ack in its own savepoint, so one failing ack leaves the others committed.
 //
-// Group commit: all writes go through one writer connection, run by one
-// goroutine. Calls that arrive while a transaction runs are committed
-// together in the next one, each in its own savepoint, so concurrent
-// callers share the cost of a commit; each still succeeds or fails on its
-// own, and none returns before its writes are committed. Callers never see
-// SQLITE_BUSY from contention inside one process: every write transaction
-// starts with BEGIN IMMEDIATE on that one connection. Several processes (or several Providers) may share one
-// file; a write then waits up to Options.BusyTimeout for the other's
-// transaction and fails with provider.ErrBusy (retryable) only after that.
-// Instance and row locks stay exclusive across processes.
+// Group commit: all writes go through one writer connection, one
+// transaction at a time. Calls that arrive while a transaction runs are
+// committed together in the next one, each in its own savepoint, so
+// concurrent callers share the cost of a commit; each still succeeds or
+// fails on its own, and none returns before its writes are committed.
+// Callers never see SQLITE_BUSY from contention inside one process: every
+// write transaction starts with BEGIN IMMEDIATE on that one connection.
+// Several processes (or several Providers) may share one file; a write then
+// waits up to Options.BusyTimeout for the other's transaction and fails with
+// provider.ErrBusy (retryable) only after that. Instance and row locks stay
+// exclusive across processes.
 //
 // Every time the store compares or records comes from Options.Clock, never
 // from SQLite's clock, and is stored as INTEGER epoch milliseconds.

@@ -351,10 +351,16 @@ func (w *wtx) insertMessage(m *encMsg) error {
 
 // Enqueue inserts orchestrator messages atomically; see provider.Provider.
 func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
-	const op = "enqueueing"
-	enc := make([]*encMsg, len(msgs))
+	return enqueueAll(ctx, p, "enqueueing", msgs, encodeMessage, (*wtx).insertMessage)
+}
+
+// enqueueAll validates and encodes msgs before the transaction, then
+// inserts them all in one: all or none.
+func enqueueAll[M, E any](ctx context.Context, p *Provider, op string, msgs []M,
+	encode func(M) (E, error), insert func(*wtx, E) error) error {
+	enc := make([]E, len(msgs))
 	for i, m := range msgs {
-		e, err := encodeMessage(m)
+		e, err := encode(m)
 		if err != nil {
 			return p.fail(op, err)
 		}
@@ -368,7 +374,7 @@ func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMe
 	}
 	return p.write(ctx, op, func(w *wtx) error {
 		for _, e := range enc {
-			if err := w.insertMessage(e); err != nil {
+			if err := insert(w, e); err != nil {
 				return err
 			}
 		}

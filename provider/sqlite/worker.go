@@ -352,29 +352,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 
 // EnqueueWork inserts worker messages atomically; see provider.Provider.
 func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
-	const op = "enqueueing work"
-	enc := make([]*encWork, len(msgs))
-	for i, m := range msgs {
-		e, err := encodeWork(m)
-		if err != nil {
-			return p.fail(op, err)
-		}
-		enc[i] = e
-	}
-	if len(enc) == 0 {
-		if p.closed.Load() {
-			return p.fail(op, provider.ErrClosed)
-		}
-		return nil
-	}
-	return p.write(ctx, op, func(w *wtx) error {
-		for _, e := range enc {
-			if err := w.insertWork(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return enqueueAll(ctx, p, "enqueueing work", msgs, encodeWork, (*wtx).insertWork)
 }
 
 // RenewSessionLocks extends the leases of the owners' active sessions; see
