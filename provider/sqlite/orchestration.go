@@ -345,7 +345,7 @@ func (w *wtx) insertMessage(m *encMsg) error {
 	if visible == 0 {
 		visible = w.now
 	}
-	_, err := w.exec(sInsertMessage, nil, m.instanceID, m.item, visible, w.now)
+	_, err := w.exec(sInsertMessage, nil, m.instanceID, string(m.item), visible, w.now)
 	return err
 }
 
@@ -623,7 +623,7 @@ func (w *wtx) applyAck(e *encAck) error {
 
 	// (e) Append history, insert only.
 	for _, ev := range e.events {
-		if _, err := w.exec(sInsertEvent, provider.ErrDuplicateEvent, inst, e.executionID, ev.id, ev.kind, ev.data, w.now); err != nil {
+		if _, err := w.exec(sInsertEvent, provider.ErrDuplicateEvent, inst, e.executionID, ev.id, ev.kind, string(ev.data), w.now); err != nil {
 			return fmt.Errorf("appending event %d to %q execution %d: %w", ev.id, inst, e.executionID, err)
 		}
 	}

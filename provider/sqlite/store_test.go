@@ -587,3 +587,35 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 		t.Fatalf("GetInstance after reopen: %v", err)
 	}
 }
+
+// JSON is stored as TEXT, so operators can query it with SQLite's JSON
+// functions (which read a BLOB as binary JSONB, not as JSON text).
+func TestJSONColumnsAreText(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "text.db"), nil)
+	ctx := context.Background()
+	if err := p.EnqueueWork(ctx, testActivity("txt", 7)); err != nil {
+		t.Fatal(err)
+	}
+	runFirstTurn(t, p, "txt")
+	for _, q := range []string{
+		`SELECT typeof(work_item) FROM worker_queue LIMIT 1`,
+		`SELECT typeof(event_data) FROM history LIMIT 1`,
+		`SELECT typeof(input) FROM instances LIMIT 1`,
+	} {
+		var typ string
+		if err := p.readers.QueryRowContext(ctx, q).Scan(&typ); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if typ != "text" {
+			t.Errorf("%s = %q, want text", q, typ)
+		}
+	}
+	if err := p.Enqueue(ctx, raised("txt")); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	if err := p.readers.QueryRowContext(ctx, `SELECT json_extract(work_item, '$.name') FROM orchestrator_queue LIMIT 1`).Scan(&name); err != nil || name != "go" {
+		t.Fatalf("json_extract(work_item, '$.name') = %q, %v; want \"go\"", name, err)
+	}
+}

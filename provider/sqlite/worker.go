@@ -50,7 +50,7 @@ func (w *wtx) insertWork(e *encWork) error {
 	if visible == 0 {
 		visible = w.now
 	}
-	_, err := w.exec(sInsertWork, nil, e.instanceID, e.executionID, e.activityID, e.sessionID, e.item, visible, w.now)
+	_, err := w.exec(sInsertWork, nil, e.instanceID, e.executionID, e.activityID, e.sessionID, string(e.item), visible, w.now)
 	return err
 }
 
