@@ -283,3 +283,82 @@ func BenchmarkParallelTurnFetchAck(b *testing.B) {
 	})
 	reportRate(b, 1, "")
 }
+
+// BenchmarkTurnFetchAckWithBacklog measures a turn (enqueue, fetch, ack)
+// while messages wait for other instances: a fetch must skip them. With
+// "locked", their instances are held by turns in progress (the worst case:
+// every fetch passes over them); with "delayed", they are timers not yet due;
+// with "ready", they are fetchable and older than the new turn (a burst of
+// starts), so the benchmark works through them.
+func BenchmarkTurnFetchAckWithBacklog(b *testing.B) {
+	for _, kind := range []string{"locked", "delayed", "ready"} {
+		for _, backlog := range []int{0, 1000, 10000} {
+			b.Run(kind+"/"+strconv.Itoa(backlog), func(b *testing.B) {
+				p := openBench(b)
+				ctx := context.Background()
+				const perInstance = 10
+				var msgs []*provider.OrchestratorMessage
+				for i := range backlog / perInstance {
+					id := "busy-" + strconv.Itoa(i)
+					for j := range perInstance {
+						m := &provider.OrchestratorMessage{
+							InstanceID: id,
+							Item: history.WorkItem{Kind: history.WorkActivityCompleted, InstanceID: id,
+								ExecutionID: 1, ID: int64(j + 1), Output: json.RawMessage(`1`)},
+						}
+						if kind == "delayed" {
+							m.VisibleAt = time.Now().Add(time.Hour)
+						}
+						msgs = append(msgs, m)
+					}
+				}
+				for len(msgs) > 0 {
+					n := min(len(msgs), 500)
+					if err := p.Enqueue(ctx, msgs[:n]...); err != nil {
+						b.Fatal(err)
+					}
+					msgs = msgs[n:]
+				}
+				if kind == "locked" {
+					// Lock every busy instance and keep the locks, then queue
+					// late arrivals behind them.
+					for {
+						items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Hour, Max: 100})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(items) == 0 {
+							break
+						}
+					}
+					for i := range backlog / perInstance {
+						id := "busy-" + strconv.Itoa(i)
+						late := make([]*provider.OrchestratorMessage, perInstance)
+						for j := range late {
+							late[j] = &provider.OrchestratorMessage{InstanceID: id, Item: history.WorkItem{
+								Kind: history.WorkActivityCompleted, InstanceID: id, ExecutionID: 1, ID: int64(100 + j), Output: json.RawMessage(`1`)}}
+						}
+						if err := p.Enqueue(ctx, late...); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if err := p.Enqueue(ctx, benchStart("free-"+strconv.Itoa(i))); err != nil {
+						b.Fatal(err)
+					}
+					it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+					if err != nil || it == nil {
+						b.Fatalf("fetch: %v, %v", it, err)
+					}
+					if err := provider.AckOrchestrationItem(ctx, p, benchTurn(it)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportRate(b, 1, "")
+			})
+		}
+	}
+}
