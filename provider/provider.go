@@ -23,7 +23,9 @@ import (
 type Provider interface {
 	// FetchOrchestrationItems locks up to opts.Max instances that have visible
 	// messages (VisibleAt <= now) and whose instance lock is free or expired,
-	// oldest message first. For each it tags every currently visible message of
+	// in the order they became ready (then oldest message first). Its cost
+	// must not grow with messages waiting for other or locked instances. For
+	// each it tags every currently visible message of
 	// the instance with a fresh lock token, increments each tagged message's
 	// attempt count, and loads the instance row and the current execution's
 	// history. Messages enqueued after the fetch are not part of the batch;

@@ -284,6 +284,7 @@ func historyHas(evs []history.Event, k history.EventKind) bool {
 // history; and that nothing completed twice.
 func checkCrashInvariants(t *testing.T, p *Provider) {
 	t.Helper()
+	checkReadyTable(t, p)
 	ctx := context.Background()
 	for i := range crashInstances {
 		id := "crash-" + strconv.Itoa(i)
@@ -375,5 +376,22 @@ func queryCount(t *testing.T, p *Provider, q string, dst *int, args ...any) {
 	t.Helper()
 	if err := p.readers.QueryRowContext(context.Background(), q, args...).Scan(dst); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("query %q: %v", q, err)
+	}
+}
+
+// checkReadyTable checks that orchestrator_ready, which triggers maintain,
+// equals its definition recomputed from the queue and the locks.
+func checkReadyTable(t *testing.T, p *Provider) {
+	t.Helper()
+	const recomputed = `SELECT q.instance_id,
+       max(min(q.visible_at), coalesce((SELECT l.locked_until FROM instance_locks AS l WHERE l.instance_id = q.instance_id), 0)),
+       min(q.id)
+FROM orchestrator_queue AS q GROUP BY q.instance_id`
+	const stored = `SELECT instance_id, ready_at, first_id FROM orchestrator_ready`
+	var diff int
+	queryCount(t, p, `SELECT (SELECT count(*) FROM (`+stored+` EXCEPT `+recomputed+`))
+     + (SELECT count(*) FROM (`+recomputed+` EXCEPT `+stored+`))`, &diff)
+	if diff != 0 {
+		t.Fatalf("orchestrator_ready differs from its recomputation in %d rows", diff)
 	}
 }

@@ -30,6 +30,11 @@
 // provider.ErrBusy (retryable) only after that. Instance and row locks stay
 // exclusive across processes.
 //
+// A fetch reads a small per-instance scheduling table (orchestrator_ready,
+// kept exact by triggers), not the queue itself, so its cost does not grow
+// with messages waiting for timers or for instances whose turn is in
+// progress.
+//
 // Every time the store compares or records comes from Options.Clock, never
 // from SQLite's clock, and is stored as INTEGER epoch milliseconds.
 //

@@ -122,18 +122,16 @@ var writerSQL = [numWriterStmts]string{
 	sGroupRelease:    `RELEASE request`,
 	sGroupRollbackTo: `ROLLBACK TO request`,
 
-	// Instances with a visible message and no unexpired lock, oldest first.
-	// Only the visible range of the queue is read (future timers are not);
-	// the planner would otherwise walk the whole instance index to avoid
-	// sorting for GROUP BY. ?1 now, ?2 JSON array of instance IDs to skip,
+	// Instances that can be taken now, in the order they became ready (see
+	// migration 0002: orchestrator_ready excludes locked instances until
+	// their lock expires). An index range scan that stops at the limit,
+	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip,
 	// ?3 limit.
-	sOrchCandidates: `SELECT q.instance_id, min(q.id) AS first_id
-FROM orchestrator_queue AS q INDEXED BY orchestrator_queue_visible
-WHERE q.visible_at <= ?1
-GROUP BY q.instance_id
-HAVING NOT EXISTS (SELECT 1 FROM instance_locks AS l WHERE l.instance_id = q.instance_id AND l.locked_until > ?1)
-   AND q.instance_id NOT IN (SELECT value FROM json_each(?2))
-ORDER BY first_id
+	sOrchCandidates: `SELECT r.instance_id, r.first_id
+FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
+WHERE r.ready_at <= ?1
+  AND r.instance_id NOT IN (SELECT value FROM json_each(?2))
+ORDER BY r.ready_at, r.first_id
 LIMIT ?3`,
 
 	// Take the locks of several instances: insert, or steal an expired lock.

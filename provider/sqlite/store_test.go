@@ -465,6 +465,7 @@ func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
 	if t.Failed() {
 		return
 	}
+	checkReadyTable(t, ps[0])
 	c, err := ps[0].Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -617,5 +618,56 @@ func TestJSONColumnsAreText(t *testing.T) {
 	var name string
 	if err := p.readers.QueryRowContext(ctx, `SELECT json_extract(work_item, '$.name') FROM orchestrator_queue LIMIT 1`).Scan(&name); err != nil || name != "go" {
 		t.Fatalf("json_extract(work_item, '$.name') = %q, %v; want \"go\"", name, err)
+	}
+}
+
+// A store created before migration 0002 gets its scheduling table filled
+// from the queued messages and locks it already has.
+func TestMigration0002BackfillsReadyTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	p := openFile(t, path, &Options{NoMigrate: true})
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.writer.ExecContext(ctx, sqlCreateMigrationsTable); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.applyMigration(ctx, ms[0]); err != nil {
+		t.Fatalf("applying %s: %v", ms[0].name, err)
+	}
+	// Data as release 0001 wrote it: messages for a free instance, a locked
+	// one with a late arrival, and a delayed timer.
+	for _, q := range []string{
+		`INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES
+			('free', '{}', 100, 100), ('free', '{}', 50, 100), ('busy', '{}', 10, 10), ('busy', '{}', 20, 20), ('later', '{}', 9000, 1)`,
+		`INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at) VALUES ('busy', 'tok', 5000, 10)`,
+	} {
+		if _, err := p.writer.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := p.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	checkReadyTable(t, p)
+	rows, err := p.readers.QueryContext(ctx, `SELECT instance_id, ready_at FROM orchestrator_ready ORDER BY ready_at, first_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id string
+		var at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s@%d", id, at))
+	}
+	if want := "[free@50 busy@5000 later@9000]"; fmt.Sprint(got) != want {
+		t.Fatalf("ready rows = %v, want %s", got, want)
 	}
 }
