@@ -135,7 +135,7 @@ var adminCases = []testCase{
 		t0 := e.clock.Now()
 		e.enqueue(startMsg("gi"))
 		e.clock.Advance(time.Second)
-		it := e.p2fetchFor("gi")
+		it := e.fetchFor("gi")
 		meta := runningMeta()
 		meta.Input = js("input-gi")
 		meta.CustomStatus = &provider.CustomStatusUpdate{Value: js("half")}
@@ -275,7 +275,7 @@ var adminCases = []testCase{
 	{name: "queue_depths_count_ready_delayed_locked_per_queue", run: func(e *env) {
 		e.admin()
 		e.enqueue(eventMsg("locked", "a", 1), eventMsg("locked", "b", 2))
-		e.p2fetchFor("locked")
+		e.fetchFor("locked")
 		e.enqueue(eventMsg("ready", "c", 3))
 		e.enqueue(timerMsg("delayed", 1, e.clock.Now().Add(time.Minute)))
 		e.enqueueWork(activityMsg("w", 1, ""))
@@ -293,7 +293,7 @@ var adminCases = []testCase{
 	{name: "queue_depths_count_late_arrival_for_locked_instance_as_ready", run: func(e *env) {
 		e.admin()
 		e.enqueue(eventMsg("busy", "a", 1))
-		e.p2fetchFor("busy")
+		e.fetchFor("busy")
 		e.enqueue(eventMsg("busy", "late", 2))
 		mustEqual(e.t, "depths", e.p2depths(), provider.QueueDepths{OrchestratorReady: 1, OrchestratorLocked: 1})
 	}},

@@ -14,10 +14,10 @@ var atomicityCases = []testCase{
 	{name: "FailedAckDuplicateEventWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(completionMsg("a", 2, "r"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		before := e.p1Snapshot("a", "child")
 		fireAt := e.clock.Now().Add(time.Second)
-		err := e.p1AckErr(&provider.TurnAck{
+		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			// Event 2 is new, event 1 is stored already: the whole ack must roll back.
 			History: []history.Event{e.scheduledEvent(2), e.startedEvent()},
@@ -44,9 +44,9 @@ var atomicityCases = []testCase{
 	{name: "DuplicateEventInsideOneAckWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		before := e.p1Snapshot("a")
-		err := e.p1AckErr(p1Turn(it, 1, e.scheduledEvent(2), e.scheduledEvent(3), e.p1ExternalEvent(2, "again")))
+		err := e.ackErr(p1Turn(it, 1, e.scheduledEvent(2), e.scheduledEvent(3), e.p1ExternalEvent(2, "again")))
 		if !errors.Is(err, provider.ErrDuplicateEvent) && !errors.Is(err, provider.ErrInvalidArgument) {
 			e.t.Fatalf("ack with event 2 twice: got %v, want ErrDuplicateEvent or ErrInvalidArgument", err)
 		}
@@ -56,7 +56,7 @@ var atomicityCases = []testCase{
 	}},
 	{name: "MultiPartAckCommitsEverything", run: func(e *env) {
 		e.enqueue(startMsg("p"))
-		it := e.p1FetchFor("p")
+		it := e.fetchFor("p")
 		fireAt := e.clock.Now().Add(10 * time.Second)
 		meta := runningMeta()
 		meta.CustomStatus = &provider.CustomStatusUpdate{Value: js("busy")}
@@ -78,7 +78,7 @@ var atomicityCases = []testCase{
 		mustEqual(e.t, "activity ids", []int64{w1.ActivityID, w2.ActivityID}, []int64{2, 3})
 		e.fetchWorkNone(workOpts())
 
-		child := e.p1FetchFor("p::child")
+		child := e.fetchFor("p::child")
 		mustEqual(e.t, "child messages", kinds(child.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		if child.Instance == nil || child.Instance.ParentInstanceID != "p" || child.Instance.ParentExecutionID != 1 {
 			e.t.Fatalf("child instance row = %+v, want parent p execution 1", child.Instance)
@@ -95,7 +95,7 @@ var atomicityCases = []testCase{
 		}
 
 		e.clock.Advance(10 * time.Second)
-		timer := e.p1FetchFor("p")
+		timer := e.fetchFor("p")
 		mustEqual(e.t, "timer turn", kinds(timer.Messages), []history.WorkItemKind{history.WorkTimerFired})
 		mustEqual(e.t, "timer id", timer.Messages[0].ID, int64(4))
 		if timer.Instance == nil || timer.Instance.Status != provider.StatusRunning || timer.Instance.CurrentExecutionID != 1 {
@@ -109,7 +109,7 @@ var atomicityCases = []testCase{
 		e.createInstance("a")
 		e.enqueueWork(activityMsg("a", 2, ""))
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		ack := p1Turn(it, 1, e.scheduledEvent(3), e.scheduledEvent(4))
 		ack.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 3, ""), activityMsg("a", 4, "")}
 		ack.CancelledActivities = []provider.ActivityRef{
@@ -125,34 +125,34 @@ var atomicityCases = []testCase{
 	{name: "LockReleasedOnlyOnSuccessfulAck", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
-		e.wantErr(e.p1AckErr(p1Turn(it, 1, e.startedEvent())), provider.ErrDuplicateEvent, "failing ack")
+		it := e.fetchFor("a")
+		e.wantErr(e.ackErr(p1Turn(it, 1, e.startedEvent())), provider.ErrDuplicateEvent, "failing ack")
 		e.fetchNone()
 		e.enqueue(eventMsg("a", "late", 2))
 		e.fetchNone()
 		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "next turn", p1Names(next.Messages), []string{"late"})
 	}},
 	{name: "SecondAckWithSameTokenLockLost", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
 		second := p1Turn(it, 1, e.p1ExternalEvent(3, "again"))
 		second.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 3, "")}
-		e.p1LockLost(e.p1AckErr(second), "second ack with the same token")
+		e.lockLost(e.ackErr(second), "second ack with the same token")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 		e.fetchWorkNone(workOpts())
 	}},
 	{name: "ConcurrentAcksWithOneTokenExactlyOneWins", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		names := []string{"first", "second"}
 		errs := make([]error, 2)
 		p1Parallel(2, func(i int) {
-			errs[i] = p1Retry(func() error { return e.p1AckErr(p1Turn(it, 1, e.p1ExternalEvent(2, names[i]))) })
+			errs[i] = retryErr(func() error { return e.ackErr(p1Turn(it, 1, e.p1ExternalEvent(2, names[i]))) })
 		})
 		winner := -1
 		for i, err := range errs {
@@ -176,7 +176,7 @@ var atomicityCases = []testCase{
 	{name: "SameTokenTwiceInOneBatchCommitsOnce", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		first := p1Turn(it, 1, e.p1ExternalEvent(2, "first"))
 		second := p1Turn(it, 1, e.p1ExternalEvent(3, "second"))
 		second.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 3, "")}
@@ -188,7 +188,7 @@ var atomicityCases = []testCase{
 		}
 		for _, err := range errs {
 			if err != nil {
-				e.p1LockLost(err, "losing ack of the batch")
+				e.lockLost(err, "losing ack of the batch")
 			}
 		}
 		h := e.readHistory("a", 0)
@@ -226,7 +226,7 @@ var atomicityCases = []testCase{
 		e.noErr(errs[0], "ack a")
 		e.wantErr(errs[1], provider.ErrDuplicateEvent, "ack b")
 		e.noErr(errs[2], "ack c")
-		e.p1LockLost(errs[3], "ack with unknown token")
+		e.lockLost(errs[3], "ack with unknown token")
 
 		mustEqual(e.t, "history a", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 		mustEqual(e.t, "history c", eventIDs(e.readHistory("c", 0)), []int64{1, 2})
@@ -243,11 +243,11 @@ var atomicityCases = []testCase{
 	{name: "InvalidEventAckRejectedWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		before := e.p1Snapshot("a")
 		bad := p1Turn(it, 1, e.scheduledEvent(2), e.p1InvalidEvent(3))
 		bad.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
-		err := e.p1AckErr(bad)
+		err := e.ackErr(bad)
 		e.wantErr(err, provider.ErrInvalidArgument, "ack with an invalid event")
 		e.p1Permanent(err, "ack with an invalid event")
 		e.p1Unchanged(before)
@@ -259,13 +259,13 @@ var atomicityCases = []testCase{
 	{name: "InvalidWorkerItemAckRejectedWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		before := e.p1Snapshot("a")
 		badItem := activityMsg("a", 3, "")
 		badItem.Item.Name = ""
 		bad := p1Turn(it, 1, e.scheduledEvent(2), e.scheduledEvent(3))
 		bad.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, ""), badItem}
-		e.wantErr(e.p1AckErr(bad), provider.ErrInvalidArgument, "ack with an invalid worker item")
+		e.wantErr(e.ackErr(bad), provider.ErrInvalidArgument, "ack with an invalid worker item")
 		e.p1Unchanged(before)
 		e.fetchWorkNone(workOpts())
 		e.fetchNone()
@@ -273,21 +273,21 @@ var atomicityCases = []testCase{
 	{name: "InvalidOrchestratorItemAckRejectedWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		before := e.p1Snapshot("a", "b")
 		bad := p1Turn(it, 1, e.scheduledEvent(2))
 		bad.OrchestratorItems = []*provider.OrchestratorMessage{startMsg("b"), p1InvalidMsg("b")}
-		e.wantErr(e.p1AckErr(bad), provider.ErrInvalidArgument, "ack with an invalid orchestrator item")
+		e.wantErr(e.ackErr(bad), provider.ErrInvalidArgument, "ack with an invalid orchestrator item")
 		e.p1Unchanged(before)
 		e.fetchNone() // a still locked, b not created
 	}},
 	{name: "FailedAckKeepsFetchedMessages", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "one", 1), eventMsg("a", "two", 2))
-		it := e.p1FetchFor("a")
-		e.wantErr(e.p1AckErr(p1Turn(it, 1, e.startedEvent())), provider.ErrDuplicateEvent, "failing ack")
+		it := e.fetchFor("a")
+		e.wantErr(e.ackErr(p1Turn(it, 1, e.startedEvent())), provider.ErrDuplicateEvent, "failing ack")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")
-		again := e.p1FetchFor("a")
+		again := e.fetchFor("a")
 		mustEqual(e.t, "redelivered messages", p1Names(again.Messages), []string{"one", "two"})
 		mustEqual(e.t, "attempt count", again.AttemptCount, 2)
 	}},
@@ -295,10 +295,10 @@ var atomicityCases = []testCase{
 		e.createInstance("a")
 		e.enqueueWork(activityMsg("a", 2, ""))
 		e.enqueue(eventMsg("a", "cancel", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		bad := p1Turn(it, 1, e.p1ExternalEvent(3, "cancel"), e.startedEvent())
 		bad.CancelledActivities = []provider.ActivityRef{{InstanceID: "a", ExecutionID: 1, ActivityID: 2}}
-		e.wantErr(e.p1AckErr(bad), provider.ErrDuplicateEvent, "failing ack")
+		e.wantErr(e.ackErr(bad), provider.ErrDuplicateEvent, "failing ack")
 		w := e.fetchWork()
 		mustEqual(e.t, "surviving activity", w.ActivityID, int64(2))
 	}},
@@ -309,17 +309,17 @@ var atomicityCases = []testCase{
 		e.createInstance("a")
 		e.createInstance("taken")
 		e.enqueue(eventMsg("a", "restart", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		before := e.p1Snapshot("a", "taken")
 		bad := p1Turn(it, 2, e.p1StartedEvent("v2"))
 		bad.OrchestratorItems = []*provider.OrchestratorMessage{startMsg("taken")}
-		err := e.p1AckErr(bad)
+		err := e.ackErr(bad)
 		e.wantErr(err, provider.ErrInstanceExists, "ack creating a taken instance")
 		e.p1Unchanged(before)
 		_, err = e.p.ReadHistory(e.ctx, "a", 2)
 		e.wantErr(err, provider.ErrNotFound, "ReadHistory(a, 2)")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")
-		again := e.p1FetchFor("a")
+		again := e.fetchFor("a")
 		if again.Instance == nil || again.Instance.CurrentExecutionID != 1 {
 			e.t.Fatalf("instance row = %+v, want current execution 1", again.Instance)
 		}

@@ -38,7 +38,7 @@ func (e *env) p2lockedTurn(instanceID string) *provider.OrchestrationItem {
 	e.t.Helper()
 	e.createInstance(instanceID)
 	e.enqueue(eventMsg(instanceID, "go", 1))
-	return e.p2fetchFor(instanceID)
+	return e.fetchFor(instanceID)
 }
 
 // p2rejectedAckKeepsLock asserts that a rejected ack of it wrote nothing and
@@ -183,7 +183,7 @@ var badInputCases = []testCase{
 		e.fetchNone()
 		e.fetchWorkNone(workOpts()) // still locked by w
 		e.ackWork(&provider.WorkAck{LockToken: w.LockToken, Completion: completionMsg("wc", 1, "r")})
-		mustEqual(e.t, "completion", e.p2fetchFor("wc").Messages[0].ID, 1)
+		mustEqual(e.t, "completion", e.fetchFor("wc").Messages[0].ID, 1)
 	}},
 
 	{name: "read_history_empty_instance_id_rejected", run: func(e *env) {
@@ -203,7 +203,7 @@ var badInputCases = []testCase{
 		e.createInstance("ch")
 		e.h.CorruptHistory(e.t, e.p, "ch")
 		e.enqueue(eventMsg("ch", "go", 1))
-		it := e.p2fetchFor("ch")
+		it := e.fetchFor("ch")
 		if !errors.Is(it.HistoryError, provider.ErrCorruptData) {
 			e.t.Fatalf("HistoryError = %v, want ErrCorruptData", it.HistoryError)
 		}
@@ -224,7 +224,7 @@ var badInputCases = []testCase{
 		e.h.CorruptHistory(e.t, e.p, "cc")
 		e.enqueue(eventMsg("cc", "go", 1))
 		for want := 1; want <= 3; want++ {
-			it := e.p2fetchFor("cc")
+			it := e.fetchFor("cc")
 			e.p2attempt("fetch of corrupt history", it.AttemptCount, want)
 			e.wantErr(it.HistoryError, provider.ErrCorruptData, "HistoryError")
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Second}), "abandon")
@@ -239,7 +239,7 @@ var badInputCases = []testCase{
 		e.createInstance("ca")
 		e.h.CorruptHistory(e.t, e.p, "ca")
 		e.enqueue(eventMsg("ca", "go", 1))
-		it := e.p2fetchFor("ca")
+		it := e.fetchFor("ca")
 		fail := &history.ErrorDetails{Kind: history.ErrorPoison, Message: "history cannot be decoded"}
 		e.ack(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
@@ -247,7 +247,7 @@ var badInputCases = []testCase{
 			Metadata: provider.ExecutionMetadata{Status: provider.StatusFailed, Error: fail},
 		})
 		e.enqueue(eventMsg("ca", "after", 2))
-		mustEqual(e.t, "status", e.p2fetchFor("ca").Instance.Status, provider.StatusFailed)
+		mustEqual(e.t, "status", e.fetchFor("ca").Instance.Status, provider.StatusFailed)
 		_, err := e.p.ReadHistory(e.ctx, "ca", 1)
 		e.wantErr(err, provider.ErrCorruptData, "ReadHistory after append (old rows still corrupt)")
 	}},
@@ -275,7 +275,7 @@ var badInputCases = []testCase{
 		e.enqueue(startMsg("bad"))
 		e.h.CorruptOrchestratorMessages(e.t, e.p, "bad")
 		e.enqueue(startMsg("good"))
-		mustEqual(e.t, "kinds", kinds(e.p2fetchFor("good").Messages), []history.WorkItemKind{history.WorkStartOrchestration})
+		mustEqual(e.t, "kinds", kinds(e.fetchFor("good").Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		e.fetchNone()
 		if a, ok := e.p.(provider.Admin); ok {
 			dl, err := a.ListDeadLetters(e.ctx, 0)
@@ -299,7 +299,7 @@ var badInputCases = []testCase{
 		e.h.CorruptOrchestratorMessages(e.t, e.p, "cm")
 		good := eventMsg("cm", "b", 2)
 		e.enqueue(good)
-		mustEqual(e.t, "messages", e.p2fetchFor("cm").Messages, []history.WorkItem{good.Item})
+		mustEqual(e.t, "messages", e.fetchFor("cm").Messages, []history.WorkItem{good.Item})
 	}},
 
 	{name: "corrupt_work_items_dead_lettered_other_activities_served", run: func(e *env) {

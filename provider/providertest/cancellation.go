@@ -128,7 +128,7 @@ var cancellationCases = []testCase{
 		w := e.fetchWork()
 		e.p2cancelTurn("c6", provider.ActivityRef{InstanceID: "c6", ExecutionID: 1, ActivityID: ids[0]})
 		err := e.p2ackWorkErr(&provider.WorkAck{LockToken: w.LockToken, Completion: completionMsg("c6", ids[0], "r")})
-		e.p2lockLostPermanent(err, "ack of cancelled activity")
+		e.lockLost(err, "ack of cancelled activity")
 		e.fetchNone()
 		e.expireLocks()
 		e.fetchWorkNone(workOpts())
@@ -140,7 +140,7 @@ var cancellationCases = []testCase{
 		w := e.fetchWork()
 		e.noErr(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "renew before cancellation")
 		e.p2cancelTurn("c7", provider.ActivityRef{InstanceID: "c7", ExecutionID: 1, ActivityID: ids[0]})
-		e.p2lockLostPermanent(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "renew of cancelled activity")
+		e.lockLost(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "renew of cancelled activity")
 	}},
 
 	{name: "worker_abandon_after_cancellation_lock_lost_and_not_requeued", run: func(e *env) {

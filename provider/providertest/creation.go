@@ -32,7 +32,7 @@ var creationCases = []testCase{
 	}},
 	{name: "FetchOfPendingInstanceCarriesItsRow", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		mustEqual(e.t, "instance row", it.Instance, &provider.InstanceMeta{
 			OrchestrationName: testOrch, OrchestrationVersion: testVersion, Status: provider.StatusPending,
 		})
@@ -48,7 +48,7 @@ var creationCases = []testCase{
 			_, err := a.GetInstance(e.ctx, "a")
 			e.wantErr(err, provider.ErrNotFound, "GetInstance(a)")
 		}
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		if it.Instance != nil {
 			e.t.Fatalf("Instance = %+v, want nil for a message without an instance row", it.Instance)
 		}
@@ -56,12 +56,12 @@ var creationCases = []testCase{
 	}},
 	{name: "AckCreatesMissingInstanceFromMetadata", run: func(e *env) {
 		e.enqueue(startMsgNoCreate("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		meta := runningMeta()
 		meta.OrchestrationVersion = "2.0.0"
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: meta})
 		e.enqueue(eventMsg("a", "next", 1))
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "instance row", next.Instance, &provider.InstanceMeta{
 			OrchestrationName: testOrch, OrchestrationVersion: "2.0.0", Status: provider.StatusRunning, CurrentExecutionID: 1,
 		})
@@ -77,12 +77,12 @@ var creationCases = []testCase{
 		e.createInstance("p")
 		child := "p::sub::2"
 		e.enqueue(startMsgNoCreate(child))
-		it := e.p1FetchFor(child)
+		it := e.fetchFor(child)
 		meta := runningMeta()
 		meta.ParentInstanceID, meta.ParentExecutionID = "p", 1
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: meta})
 		e.enqueue(eventMsg(child, "next", 1))
-		next := e.p1FetchFor(child)
+		next := e.fetchFor(child)
 		if next.Instance == nil || next.Instance.ParentInstanceID != "p" || next.Instance.ParentExecutionID != 1 {
 			e.t.Fatalf("child instance row = %+v, want parent p execution 1", next.Instance)
 		}
@@ -98,7 +98,7 @@ var creationCases = []testCase{
 	{name: "EnqueueCreateRecordsParentLink", run: func(e *env) {
 		e.createInstance("p")
 		e.enqueue(p1ChildStartMsg("p", 1, 2, "p::c"))
-		it := e.p1FetchFor("p::c")
+		it := e.fetchFor("p::c")
 		mustEqual(e.t, "child row", it.Instance, &provider.InstanceMeta{
 			OrchestrationName: testOrch, OrchestrationVersion: testVersion, Status: provider.StatusPending,
 			ParentInstanceID: "p", ParentExecutionID: 1,
@@ -114,31 +114,31 @@ var creationCases = []testCase{
 			e.noErr(err, "GetInstance(a)")
 			mustEqual(e.t, "version before the first turn", info.OrchestrationVersion, "")
 		}
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		mustEqual(e.t, "fetched version", []string{it.Instance.OrchestrationVersion, it.Messages[0].Version}, []string{"", ""})
 		e.p1AckStart(it) // metadata names version testVersion
 		e.enqueue(eventMsg("a", "next", 1))
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "version after the first turn", next.Instance.OrchestrationVersion, testVersion)
 	}},
 	{name: "AckUpdatesNameAndVersionFromMetadata", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "upgrade", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		meta := runningMeta()
 		meta.OrchestrationName, meta.OrchestrationVersion = "Renamed", "3.1.0"
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.p1ExternalEvent(2, "upgrade")}, Metadata: meta})
 		e.enqueue(eventMsg("a", "next", 1))
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "name and version", []string{next.Instance.OrchestrationName, next.Instance.OrchestrationVersion}, []string{"Renamed", "3.1.0"})
 	}},
 	{name: "AckWithEmptyMetadataLeavesInstanceUnchanged", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.p1ExternalEvent(2, "go")}})
 		e.enqueue(eventMsg("a", "next", 1))
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "instance row", next.Instance, &provider.InstanceMeta{
 			OrchestrationName: testOrch, OrchestrationVersion: testVersion, Status: provider.StatusRunning, CurrentExecutionID: 1,
 		})
@@ -156,7 +156,7 @@ var creationCases = []testCase{
 		e.clock.Advance(time.Hour - time.Millisecond)
 		e.fetchNone()
 		e.clock.Advance(time.Millisecond)
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 	}},
 	{name: "CreateOnTakenIDFailsAndWritesNothing", run: func(e *env) {
 		e.createInstance("a")
@@ -172,7 +172,7 @@ var creationCases = []testCase{
 		second := startMsg("a")
 		second.Create.Input = js("second")
 		e.wantErr(e.p.Enqueue(e.ctx, second), provider.ErrInstanceExists, "second create of a pending instance")
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		mustEqual(e.t, "messages", len(it.Messages), 1)
 		if a := e.p1Admin(); a != nil {
 			info, err := a.GetInstance(e.ctx, "a")
@@ -194,7 +194,7 @@ var creationCases = []testCase{
 		m.Create.OnExists = p1SubOrchFailedMsg("p", 1, 2, "c")
 		e.noErr(e.p.Enqueue(e.ctx, m), "Enqueue with OnExists on a taken ID")
 		mustEqual(e.t, "state of c", e.p1Snapshot("c").Instances["c"], before.Instances["c"])
-		it := e.p1FetchFor("p")
+		it := e.fetchFor("p")
 		mustEqual(e.t, "parent messages", kinds(it.Messages), []history.WorkItemKind{history.WorkSubOrchFailed})
 		mustEqual(e.t, "failed child", it.Messages[0].ChildInstanceID, "c")
 		e.fetchNone() // nothing was queued for c
@@ -204,7 +204,7 @@ var creationCases = []testCase{
 		m := p1ChildStartMsg("p", 1, 2, "c")
 		m.Create.OnExists = p1SubOrchFailedMsg("p", 1, 2, "c")
 		e.enqueue(m)
-		it := e.p1FetchFor("c")
+		it := e.fetchFor("c")
 		mustEqual(e.t, "child messages", kinds(it.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		if it.Instance == nil || it.Instance.Status != provider.StatusPending {
 			e.t.Fatalf("child row = %+v, want Pending", it.Instance)
@@ -214,7 +214,7 @@ var creationCases = []testCase{
 	{name: "AckCreatesChildPendingBeforeItsFirstFetch", run: func(e *env) {
 		e.createInstance("p")
 		e.enqueue(eventMsg("p", "spawn", 1))
-		it := e.p1FetchFor("p")
+		it := e.fetchFor("p")
 		ack := p1Turn(it, 1, e.p1SubOrchScheduledEvent(2, "p::c"))
 		ack.OrchestratorItems = []*provider.OrchestratorMessage{p1ChildStartMsg("p", 1, 2, "p::c")}
 		e.ack(ack)
@@ -231,7 +231,7 @@ var creationCases = []testCase{
 		e.createInstance("c")
 		before := e.p1Snapshot("c")
 		e.enqueue(eventMsg("p", "spawn", 1))
-		it := e.p1FetchFor("p")
+		it := e.fetchFor("p")
 		start := p1ChildStartMsg("p", 1, 2, "c")
 		start.Create.OnExists = p1SubOrchFailedMsg("p", 1, 2, "c")
 		ack := p1Turn(it, 1, e.p1SubOrchScheduledEvent(2, "c"))
@@ -239,7 +239,7 @@ var creationCases = []testCase{
 		e.ack(ack)
 		mustEqual(e.t, "parent history", eventIDs(e.readHistory("p", 0)), []int64{1, 2})
 		mustEqual(e.t, "state of c", e.p1Snapshot("c").Instances["c"], before.Instances["c"])
-		next := e.p1FetchFor("p")
+		next := e.fetchFor("p")
 		mustEqual(e.t, "parent messages", kinds(next.Messages), []history.WorkItemKind{history.WorkSubOrchFailed})
 		e.fetchNone() // nothing reached c
 	}},
@@ -247,12 +247,12 @@ var creationCases = []testCase{
 		e.createInstance("p")
 		e.createInstance("c")
 		e.enqueue(eventMsg("p", "spawn", 1))
-		it := e.p1FetchFor("p")
+		it := e.fetchFor("p")
 		before := e.p1Snapshot("p", "c", "d")
 		ack := p1Turn(it, 1, e.p1SubOrchScheduledEvent(2, "d"), e.p1SubOrchScheduledEvent(3, "c"))
 		ack.WorkerItems = []*provider.WorkerMessage{activityMsg("p", 4, "")}
 		ack.OrchestratorItems = []*provider.OrchestratorMessage{p1ChildStartMsg("p", 1, 2, "d"), p1ChildStartMsg("p", 1, 3, "c")}
-		err := e.p1AckErr(ack)
+		err := e.ackErr(ack)
 		e.wantErr(err, provider.ErrInstanceExists, "ack creating a taken child ID")
 		e.p1Unchanged(before)
 		e.fetchWorkNone(workOpts())

@@ -56,7 +56,7 @@ var deletionCases = []testCase{
 		e.enqueue(startMsg("pp"))
 		_, err := e.p2purge(false, "pp")
 		e.wantErr(err, provider.ErrStillRunning, "purge Pending")
-		it := e.p2fetchFor("pp")
+		it := e.fetchFor("pp")
 		mustEqual(e.t, "kinds", kinds(it.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 	}},
 
@@ -81,7 +81,7 @@ var deletionCases = []testCase{
 		e.p2createFinished("ru", provider.StatusCompleted)
 		e.p2mustPurge(false, "ru")
 		e.enqueue(startMsg("ru"))
-		it := e.p2fetchFor("ru")
+		it := e.fetchFor("ru")
 		if it.Instance == nil {
 			e.t.Fatal("recreated instance has no row")
 		}
@@ -173,9 +173,9 @@ var deletionCases = []testCase{
 		e.admin()
 		e.createInstance("pl")
 		e.enqueue(eventMsg("pl", "go", 1))
-		it := e.p2fetchFor("pl")
+		it := e.fetchFor("pl")
 		e.p2mustPurge(true, "pl")
-		err := e.p2ackErr(&provider.TurnAck{
+		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History:           []history.Event{e.scheduledEvent(2)},
 			Metadata:          runningMeta(),
@@ -193,7 +193,7 @@ var deletionCases = []testCase{
 		e.admin()
 		e.createInstance("pi")
 		e.enqueue(eventMsg("pi", "go", 1))
-		it := e.p2fetchFor("pi")
+		it := e.fetchFor("pi")
 		e.p2mustPurge(true, "pi")
 		e.wantErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), provider.ErrLockLost, "renew after purge")
 		e.wantErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), provider.ErrLockLost, "abandon after purge")
@@ -209,7 +209,7 @@ var deletionCases = []testCase{
 		e.enqueue(startMsg("pw"))
 		err := e.p2ackWorkErr(&provider.WorkAck{LockToken: w.LockToken, Completion: completionMsg("pw", ids[0], "stale")})
 		e.wantErr(err, provider.ErrLockLost, "old worker's ack after purge")
-		it := e.p2fetchFor("pw")
+		it := e.fetchFor("pw")
 		mustEqual(e.t, "kinds", kinds(it.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		mustEqual(e.t, "fresh instance", []any{it.Instance.Status, len(it.History)}, []any{provider.StatusPending, 0})
 	}},

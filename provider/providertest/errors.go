@@ -19,7 +19,7 @@ var errorCases = []testCase{
 			WorkerItems:       []*provider.WorkerMessage{activityMsg("a", 2, "")},
 			OrchestratorItems: []*provider.OrchestratorMessage{startMsg("b")},
 		}
-		e.p1LockLost(e.p1AckErr(ack), "ack with an unknown token")
+		e.lockLost(e.ackErr(ack), "ack with an unknown token")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1})
 		e.fetchWorkNone(workOpts())
 		e.fetchNone()
@@ -27,16 +27,16 @@ var errorCases = []testCase{
 	{name: "AbandonUnknownTokenLockLost", run: func(e *env) {
 		e.createInstance("a")
 		err := e.p.AbandonOrchestrationItem(e.ctx, "no-such-token", provider.AbandonOptions{Delay: time.Minute})
-		e.p1LockLost(err, "abandon with an unknown token")
+		e.lockLost(err, "abandon with an unknown token")
 	}},
 	{name: "RenewUnknownTokenLockLost", run: func(e *env) {
 		e.createInstance("a")
 		err := e.p.RenewOrchestrationItemLock(e.ctx, "no-such-token", lockTimeout)
-		e.p1LockLost(err, "renew with an unknown token")
+		e.lockLost(err, "renew with an unknown token")
 	}},
 	{name: "AckEmptyTokenFailsWritesNothing", run: func(e *env) {
 		e.createInstance("a")
-		err := e.p1AckErr(&provider.TurnAck{ExecutionID: 1, History: []history.Event{e.scheduledEvent(2)}})
+		err := e.ackErr(&provider.TurnAck{ExecutionID: 1, History: []history.Event{e.scheduledEvent(2)}})
 		if err == nil {
 			e.t.Fatal("ack with an empty token succeeded")
 		}
@@ -45,10 +45,10 @@ var errorCases = []testCase{
 	{name: "DuplicateEventIDRejectedNotOverwritten", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		dup := e.startedEvent()
 		dup.Name, dup.Input = "Other", js("other")
-		err := e.p1AckErr(p1Turn(it, 1, dup))
+		err := e.ackErr(p1Turn(it, 1, dup))
 		e.wantErr(err, provider.ErrDuplicateEvent, "ack re-appending event 1")
 		e.p1Permanent(err, "duplicate event")
 		h := e.readHistory("a", 0)
@@ -80,23 +80,23 @@ var errorCases = []testCase{
 		// even when nobody has taken the instance over yet.
 		e.createInstance("a")
 		e.enqueue(completionMsg("a", 2, "r"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.expireLocks()
 		before := e.p1Snapshot("a", "child")
 		meta := runningMeta()
 		meta.Status, meta.Output = provider.StatusCompleted, js("stale")
 		meta.CustomStatus = &provider.CustomStatusUpdate{Value: js("stale")}
-		err := e.p1AckErr(&provider.TurnAck{
+		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History:           []history.Event{e.scheduledEvent(2), e.completedEvent(3, "stale")},
 			Metadata:          meta,
 			WorkerItems:       []*provider.WorkerMessage{activityMsg("a", 2, "")},
 			OrchestratorItems: []*provider.OrchestratorMessage{startMsg("child")},
 		})
-		e.p1LockLost(err, "ack after lock expiry")
+		e.lockLost(err, "ack after lock expiry")
 		e.p1Unchanged(before)
 		e.fetchWorkNone(workOpts())
-		again := e.p1FetchFor("a")
+		again := e.fetchFor("a")
 		mustEqual(e.t, "redelivered messages", kinds(again.Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 		mustEqual(e.t, "attempt count", again.AttemptCount, 2)
 		e.fetchNone() // no child was created
@@ -120,28 +120,28 @@ var errorCases = []testCase{
 	{name: "TokenIsDeadAfterAck", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
-		e.p1LockLost(e.p1AckErr(p1Turn(it, 1, e.p1ExternalEvent(3, "again"))), "ack after ack")
-		e.p1LockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after ack")
-		e.p1LockLost(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon after ack")
+		e.lockLost(e.ackErr(p1Turn(it, 1, e.p1ExternalEvent(3, "again"))), "ack after ack")
+		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after ack")
+		e.lockLost(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon after ack")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 		e.fetchNone()
 	}},
 	{name: "TokenIsDeadAfterAbandon", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Minute}), "abandon")
 		late := p1Turn(it, 1, e.p1ExternalEvent(2, "go"))
 		late.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
-		e.p1LockLost(e.p1AckErr(late), "ack after abandon")
-		e.p1LockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after abandon")
-		e.p1LockLost(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon after abandon")
+		e.lockLost(e.ackErr(late), "ack after abandon")
+		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after abandon")
+		e.lockLost(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon after abandon")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1})
 		e.fetchWorkNone(workOpts())
 		e.clock.Advance(time.Minute)
-		again := e.p1FetchFor("a")
+		again := e.fetchFor("a")
 		mustEqual(e.t, "redelivered messages", p1Names(again.Messages), []string{"go"})
 	}},
 	{name: "CallsAfterCloseReturnErrClosed", run: func(e *env) {
@@ -152,7 +152,7 @@ var errorCases = []testCase{
 		e.wantErr(err, provider.ErrClosed, "FetchOrchestrationItems after Close")
 		_, err = e.p.ReadHistory(e.ctx, "a", 0)
 		e.wantErr(err, provider.ErrClosed, "ReadHistory after Close")
-		e.wantErr(e.p1AckErr(&provider.TurnAck{LockToken: "t", ExecutionID: 1}), provider.ErrClosed, "ack after Close")
+		e.wantErr(e.ackErr(&provider.TurnAck{LockToken: "t", ExecutionID: 1}), provider.ErrClosed, "ack after Close")
 		e.wantErr(e.p.RenewOrchestrationItemLock(e.ctx, "t", lockTimeout), provider.ErrClosed, "renew after Close")
 		e.p1Permanent(err, "ErrClosed")
 	}},

@@ -30,7 +30,7 @@ var executionCases = []testCase{
 	{name: "CurrentExecutionFollowsAckedIDs", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "x", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		mustEqual(e.t, "current execution", it.Instance.CurrentExecutionID, int64(1))
 		// Execution 1 hands over: until execution 2 is acked, 1 stays current.
 		e.ack(&provider.TurnAck{
@@ -41,12 +41,12 @@ var executionCases = []testCase{
 			Metadata:          provider.ExecutionMetadata{Status: provider.StatusContinuedAsNew},
 			OrchestratorItems: []*provider.OrchestratorMessage{p1ContinueAsNewMsg("a", 2, "next")},
 		})
-		it = e.p1FetchFor("a")
+		it = e.fetchFor("a")
 		mustEqual(e.t, "current execution before the new one is acked", it.Instance.CurrentExecutionID, int64(1))
 		mustEqual(e.t, "status of an instance that continued as new", it.Instance.Status, provider.StatusRunning)
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.p1StartedEvent("next")}, Metadata: runningMeta()})
 		e.enqueue(eventMsg("a", "y", 1))
-		it = e.p1FetchFor("a")
+		it = e.fetchFor("a")
 		mustEqual(e.t, "current execution", it.Instance.CurrentExecutionID, int64(2))
 		mustEqual(e.t, "history of the current execution", eventIDs(it.History), []int64{1})
 		mustEqual(e.t, "its input", it.History[0].Input, js("next"))
@@ -69,24 +69,24 @@ var executionCases = []testCase{
 		e.createInstance("a")
 		e.p1ContinueAsNew("a", 1, 1, "second")
 		e.enqueue(eventMsg("a", "late", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.p1ExternalEvent(3, "late")}})
 		mustEqual(e.t, "execution 1", eventIDs(e.readHistory("a", 1)), []int64{1, 2, 3})
 		mustEqual(e.t, "current history", e.readHistory("a", 0), e.readHistory("a", 2))
 		e.enqueue(eventMsg("a", "next", 1))
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "current execution", next.Instance.CurrentExecutionID, int64(2))
 	}},
 	{name: "SameEventIDsInDifferentExecutions", run: func(e *env) {
 		e.createInstance("a")
 		e.p1ContinueAsNew("a", 1, 1, "second")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(p1Turn(it, 2, e.p1ExternalEvent(2, "go"))) // event 2 exists in execution 1 only
 		mustEqual(e.t, "execution 2", eventIDs(e.readHistory("a", 2)), []int64{1, 2})
 		e.enqueue(eventMsg("a", "dup", 1))
-		it = e.p1FetchFor("a")
-		e.wantErr(e.p1AckErr(p1Turn(it, 2, e.p1ExternalEvent(2, "dup"))), provider.ErrDuplicateEvent, "event 2 again in execution 2")
+		it = e.fetchFor("a")
+		e.wantErr(e.ackErr(p1Turn(it, 2, e.p1ExternalEvent(2, "dup"))), provider.ErrDuplicateEvent, "event 2 again in execution 2")
 	}},
 	{name: "ListExecutionsReflectsStatuses", run: func(e *env) {
 		a := e.admin()
@@ -120,7 +120,7 @@ var executionCases = []testCase{
 		a := e.admin()
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "x", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History: []history.Event{{
@@ -141,7 +141,7 @@ var executionCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "finish", 1))
 		e.clock.Advance(3 * time.Second)
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History:  []history.Event{e.completedEvent(2, "out")},
@@ -161,7 +161,7 @@ var executionCases = []testCase{
 		a := e.admin()
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "boom", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		fail := &history.ErrorDetails{Kind: history.ErrorApplication, Message: "boom", Type: "*errors.errorString"}
 		e.ack(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
@@ -182,7 +182,7 @@ var executionCases = []testCase{
 		a := e.admin()
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "cancel", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		why := &history.ErrorDetails{Kind: history.ErrorCanceled, Message: "user asked"}
 		e.ack(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
@@ -212,14 +212,14 @@ var executionCases = []testCase{
 		a := e.admin()
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "x", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.ack(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History:           []history.Event{{EventID: 2, Kind: history.OrchestrationContinuedAsNew, TimestampMs: ms(e.clock.Now())}},
 			Metadata:          provider.ExecutionMetadata{Status: provider.StatusContinuedAsNew},
 			OrchestratorItems: []*provider.OrchestratorMessage{p1ContinueAsNewMsg("a", 2, nil)},
 		})
-		it = e.p1FetchFor("a")
+		it = e.fetchFor("a")
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.startedEvent()}})
 		ex, err := a.GetExecution(e.ctx, "a", 2)
 		e.noErr(err, "GetExecution(a, 2)")

@@ -14,7 +14,7 @@ import (
 var expiryCases = []testCase{
 	{name: "LockedUntilIsNowPlusLockTimeout", run: func(e *env) {
 		e.enqueue(startMsg("a"), startMsg("b"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		if want := e.clock.Now().Add(lockTimeout); !it.LockedUntil.Equal(want) {
 			e.t.Fatalf("LockedUntil = %v, want %v", it.LockedUntil, want)
 		}
@@ -30,11 +30,11 @@ var expiryCases = []testCase{
 	}},
 	{name: "LockExpiresAfterTimeout", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		first := e.p1FetchFor("a")
+		first := e.fetchFor("a")
 		e.clock.Advance(lockTimeout - time.Millisecond)
 		e.fetchNone()
 		e.clock.Advance(2 * time.Millisecond)
-		again := e.p1FetchFor("a")
+		again := e.fetchFor("a")
 		mustEqual(e.t, "redelivered messages", kinds(again.Messages), kinds(first.Messages))
 		mustEqual(e.t, "attempt count", again.AttemptCount, 2)
 	}},
@@ -45,13 +45,13 @@ var expiryCases = []testCase{
 		e.clock.Advance(5*time.Second - time.Millisecond)
 		e.fetchNone()
 		e.clock.Advance(2 * time.Millisecond)
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 	}},
 	{name: "AbandonReleasesLockImmediately", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		first := e.p1FetchFor("a")
+		first := e.fetchFor("a")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, first.LockToken, provider.AbandonOptions{}), "abandon")
-		again := e.p1FetchFor("a")
+		again := e.fetchFor("a")
 		mustEqual(e.t, "redelivered messages", again.Messages, first.Messages)
 		if again.LockToken == first.LockToken {
 			e.t.Fatal("refetch after abandon reused the abandoned token")
@@ -59,50 +59,50 @@ var expiryCases = []testCase{
 	}},
 	{name: "AbandonWithDelayHidesMessagesUntilDue", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: 10 * time.Second}), "abandon with delay")
 		e.fetchNone()
 		e.clock.Advance(10*time.Second - time.Millisecond)
 		e.fetchNone()
 		e.clock.Advance(time.Millisecond)
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 	}},
 	{name: "AbandonDelayLeavesLateArrivalsVisible", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.enqueue(eventMsg("a", "late", 1)) // untagged: keeps its own visibility
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Minute}), "abandon with delay")
-		late := e.p1FetchFor("a")
+		late := e.fetchFor("a")
 		mustEqual(e.t, "batch right after abandon", p1Names(late.Messages), []string{"late"})
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, late.LockToken, provider.AbandonOptions{}), "abandon")
 		e.clock.Advance(time.Minute)
-		all := e.p1FetchFor("a")
+		all := e.fetchFor("a")
 		mustEqual(e.t, "batch after the delay", kinds(all.Messages), []history.WorkItemKind{history.WorkStartOrchestration, history.WorkExternalRaised})
 	}},
 	{name: "AbandonAfterExpiryLockLostAndDelayIgnored", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.expireLocks()
 		err := e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Hour})
-		e.p1LockLost(err, "abandon after expiry")
-		e.p1FetchFor("a") // not hidden by the rejected delay
+		e.lockLost(err, "abandon after expiry")
+		e.fetchFor("a") // not hidden by the rejected delay
 	}},
 	{name: "RenewExtendsPastOriginalExpiry", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.clock.Advance(20 * time.Second)
 		e.noErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew")
 		e.clock.Advance(lockTimeout - 20*time.Second + time.Second) // 1s past the original expiry
 		e.fetchNone()
-		e.noErr(e.p1AckErr(p1Turn(it, 1, e.p1ExternalEvent(2, "go"))), "ack of a renewed lock after its original expiry")
+		e.noErr(e.ackErr(p1Turn(it, 1, e.p1ExternalEvent(2, "go"))), "ack of a renewed lock after its original expiry")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 		e.enqueue(eventMsg("a", "next", 2))
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 	}},
 	{name: "RenewedLockExpiresAtItsNewDeadline", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		start := e.clock.Now()
 		e.clock.Advance(20 * time.Second)
 		e.noErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew")
@@ -110,7 +110,7 @@ var expiryCases = []testCase{
 		e.clock.Advance(newDeadline.Add(-time.Millisecond).Sub(e.clock.Now()))
 		e.fetchNone()
 		e.clock.Advance(2 * time.Millisecond)
-		stolen := e.p1FetchFor("a")
+		stolen := e.fetchFor("a")
 		if stolen.LockToken == it.LockToken {
 			e.t.Fatal("fetch after the renewed lock expired reused its token")
 		}
@@ -118,67 +118,67 @@ var expiryCases = []testCase{
 	{name: "AckAfterRenewedLockExpiredLockLost", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.clock.Advance(20 * time.Second)
 		e.noErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew")
 		e.clock.Advance(lockTimeout + time.Millisecond)
 		before := e.p1Snapshot("a")
 		late := p1Turn(it, 1, e.p1ExternalEvent(2, "go"))
 		late.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
-		e.p1LockLost(e.p1AckErr(late), "ack after the renewed lock expired")
+		e.lockLost(e.ackErr(late), "ack after the renewed lock expired")
 		e.p1Unchanged(before)
 		e.fetchWorkNone(workOpts())
-		again := e.p1FetchFor("a")
+		again := e.fetchFor("a")
 		mustEqual(e.t, "redelivered messages", p1Names(again.Messages), []string{"go"})
 	}},
 	{name: "RenewSetsExpiryToNowPlusExtendFor", run: func(e *env) {
 		// Renewal sets the deadline to now+extendFor, even when that is
 		// earlier than the current one.
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.clock.Advance(5 * time.Second)
 		e.noErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, 10*time.Second), "renew for 10s")
 		e.clock.Advance(10*time.Second - time.Millisecond)
 		e.fetchNone()
 		e.clock.Advance(2 * time.Millisecond)
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 	}},
 	{name: "RenewAfterExpiryLockLost", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.expireLocks()
-		e.p1LockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after expiry")
-		e.p1FetchFor("a") // the failed renewal did not revive the lock
+		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after expiry")
+		e.fetchFor("a") // the failed renewal did not revive the lock
 	}},
 	{name: "RenewAfterAckLockLost", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.p1AckStart(it)
-		e.p1LockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after ack")
+		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after ack")
 		e.enqueue(eventMsg("a", "next", 1))
-		e.p1FetchFor("a") // the failed renewal did not lock the instance
+		e.fetchFor("a") // the failed renewal did not lock the instance
 	}},
 	{name: "AckReleasesLockSoNewMessagesAreFetchableAtOnce", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.p1AckStart(it)
 		e.fetchNone()
 		e.enqueue(eventMsg("a", "next", 1))
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "next turn", p1Names(next.Messages), []string{"next"})
 	}},
 	{name: "StolenLockOldHolderAckRenewAbandonAllFail", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		old := e.p1FetchFor("a")
+		old := e.fetchFor("a")
 		e.expireLocks()
-		thief := e.p1FetchFor("a")
+		thief := e.fetchFor("a")
 		mustEqual(e.t, "thief's batch", p1Names(thief.Messages), []string{"go"})
 		stale := p1Turn(old, 1, e.p1ExternalEvent(2, "old"))
 		stale.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
-		e.p1LockLost(e.p1AckErr(stale), "old holder's ack")
-		e.p1LockLost(e.p.RenewOrchestrationItemLock(e.ctx, old.LockToken, lockTimeout), "old holder's renew")
-		e.p1LockLost(e.p.AbandonOrchestrationItem(e.ctx, old.LockToken, provider.AbandonOptions{}), "old holder's abandon")
+		e.lockLost(e.ackErr(stale), "old holder's ack")
+		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, old.LockToken, lockTimeout), "old holder's renew")
+		e.lockLost(e.p.AbandonOrchestrationItem(e.ctx, old.LockToken, provider.AbandonOptions{}), "old holder's abandon")
 		e.fetchNone() // the old holder's abandon did not release the thief's lock
 		e.fetchWorkNone(workOpts())
 		e.ack(p1Turn(thief, 1, e.p1ExternalEvent(2, "thief")))
@@ -189,7 +189,7 @@ var expiryCases = []testCase{
 	}},
 	{name: "ConcurrentFetchersRespectExpiration", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 		count := func() int {
 			var mu sync.Mutex
 			var n int

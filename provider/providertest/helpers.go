@@ -3,6 +3,7 @@ package providertest
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -301,4 +302,49 @@ func mustEqual(t testing.TB, what string, got, want any) {
 	if !equal(got, want) {
 		t.Fatalf("%s = %s, want %s", what, js(got), js(want))
 	}
+}
+
+// fetchFor fetches one item and fails unless it is for instanceID.
+func (e *env) fetchFor(instanceID string) *provider.OrchestrationItem {
+	e.t.Helper()
+	it := e.fetch()
+	if it.InstanceID != instanceID {
+		e.t.Fatalf("fetched instance %q, want %q", it.InstanceID, instanceID)
+	}
+	return it
+}
+
+// ackErr commits one turn and returns its error.
+func (e *env) ackErr(a *provider.TurnAck) error {
+	return provider.AckOrchestrationItem(e.ctx, e.p, a)
+}
+
+// lockLost fails the case unless err is ErrLockLost and not retryable.
+func (e *env) lockLost(err error, what string) {
+	e.t.Helper()
+	e.wantErr(err, provider.ErrLockLost, what)
+	if provider.IsRetryable(err) {
+		e.t.Fatalf("%s: error %v is retryable, want permanent", what, err)
+	}
+}
+
+// retry calls f until it returns a non-retryable result (at most 1000
+// tries): under contention a store may answer with a retryable error
+// (ErrBusy), which the contract allows and callers retry.
+func retry[T any](f func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range 1000 {
+		if v, err = f(); !provider.IsRetryable(err) {
+			return v, err
+		}
+		runtime.Gosched()
+	}
+	return v, err
+}
+
+// retryErr is retry for calls that return only an error.
+func retryErr(f func() error) error {
+	_, err := retry(func() (struct{}, error) { return struct{}{}, f() })
+	return err
 }

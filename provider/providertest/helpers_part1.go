@@ -7,7 +7,6 @@ package providertest
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
@@ -103,21 +102,6 @@ func (e *env) p1Unchanged(before p1State) {
 	}
 	mustEqual(e.t, "queue depths", after.Depths, before.Depths)
 	mustEqual(e.t, "store counts", after.Counts, before.Counts)
-}
-
-// p1AckErr commits one turn and returns its error.
-func (e *env) p1AckErr(a *provider.TurnAck) error {
-	return provider.AckOrchestrationItem(e.ctx, e.p, a)
-}
-
-// p1FetchFor fetches one item and fails unless it is for instanceID.
-func (e *env) p1FetchFor(instanceID string) *provider.OrchestrationItem {
-	e.t.Helper()
-	it := e.fetch()
-	if it.InstanceID != instanceID {
-		e.t.Fatalf("fetched instance %q, want %q", it.InstanceID, instanceID)
-	}
-	return it
 }
 
 // p1FetchMax fetches up to max items in one call.
@@ -237,7 +221,7 @@ func (e *env) p1ContinueAsNew(instanceID string, exec, lastEvent int64, input an
 	e.t.Helper()
 	e.enqueue(eventMsg(instanceID, "restart", input))
 	e.clock.Advance(time.Second)
-	it := e.p1FetchFor(instanceID)
+	it := e.fetchFor(instanceID)
 	e.ack(&provider.TurnAck{
 		LockToken: it.LockToken, ExecutionID: exec,
 		History: []history.Event{{
@@ -248,7 +232,7 @@ func (e *env) p1ContinueAsNew(instanceID string, exec, lastEvent int64, input an
 		OrchestratorItems: []*provider.OrchestratorMessage{p1ContinueAsNewMsg(instanceID, exec+1, input)},
 	})
 	e.clock.Advance(time.Second)
-	it = e.p1FetchFor(instanceID)
+	it = e.fetchFor(instanceID)
 	mustEqual(e.t, "continue-as-new turn messages", kinds(it.Messages), []history.WorkItemKind{history.WorkContinueAsNew})
 	meta := runningMeta()
 	meta.Input = js(input)
@@ -284,13 +268,6 @@ func (e *env) p1Permanent(err error, what string) {
 	}
 }
 
-// p1LockLost asserts that err is a permanent ErrLockLost.
-func (e *env) p1LockLost(err error, what string) {
-	e.t.Helper()
-	e.wantErr(err, provider.ErrLockLost, what)
-	e.p1Permanent(err, what)
-}
-
 // p1Parallel runs f(0), ..., f(n-1) on n goroutines released at the same
 // moment, and waits for all of them.
 func p1Parallel(n int, f func(i int)) {
@@ -306,24 +283,10 @@ func p1Parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// p1Retry calls f until it returns nil or a permanent error: under
-// contention a store may answer with a retryable error (ErrBusy), which the
-// contract allows and callers retry.
-func p1Retry(f func() error) error {
-	var err error
-	for range 1000 {
-		if err = f(); err == nil || !provider.IsRetryable(err) {
-			return err
-		}
-		runtime.Gosched()
-	}
-	return err
-}
-
 // p1FetchRetry fetches up to max items, retrying retryable errors.
 func (e *env) p1FetchRetry(max int) ([]*provider.OrchestrationItem, error) {
 	var items []*provider.OrchestrationItem
-	err := p1Retry(func() error {
+	err := retryErr(func() error {
 		var err error
 		items, err = e.p.FetchOrchestrationItems(e.ctx, provider.FetchOptions{LockTimeout: lockTimeout, Max: max})
 		return err

@@ -31,16 +31,6 @@ func p2withMax(opts provider.WorkFetchOptions, n int) provider.WorkFetchOptions 
 	return opts
 }
 
-// p2fetchFor fetches one orchestration item and fails unless it is instanceID's.
-func (e *env) p2fetchFor(instanceID string) *provider.OrchestrationItem {
-	e.t.Helper()
-	it := e.fetch()
-	if it.InstanceID != instanceID {
-		e.t.Fatalf("fetched instance %q, want %q", it.InstanceID, instanceID)
-	}
-	return it
-}
-
 // p2fetchWorkN fetches up to max worker items with opts, failing on error.
 func (e *env) p2fetchWorkN(opts provider.WorkFetchOptions, max int) []*provider.WorkItemLease {
 	e.t.Helper()
@@ -66,7 +56,7 @@ func p2next(it *provider.OrchestrationItem) int64 {
 func (e *env) p2turn(instanceID string, build func(it *provider.OrchestrationItem, next int64) *provider.TurnAck) {
 	e.t.Helper()
 	e.enqueue(eventMsg(instanceID, "go", nil))
-	it := e.p2fetchFor(instanceID)
+	it := e.fetchFor(instanceID)
 	a := build(it, p2next(it))
 	a.LockToken = it.LockToken
 	if a.ExecutionID == 0 {
@@ -152,7 +142,7 @@ func (e *env) p2continueAsNew(instanceID string, input json.RawMessage) {
 			}},
 		}
 	})
-	it := e.p2fetchFor(instanceID)
+	it := e.fetchFor(instanceID)
 	started := e.startedEvent()
 	started.Input = input
 	meta := runningMeta()
@@ -174,7 +164,7 @@ func p2childStart(parent, child string) *provider.OrchestratorMessage {
 func (e *env) p2createChild(parent, child string) {
 	e.t.Helper()
 	e.enqueue(p2childStart(parent, child))
-	it := e.p2fetchFor(child)
+	it := e.fetchFor(child)
 	meta := runningMeta()
 	meta.ParentInstanceID = parent
 	meta.ParentExecutionID = 1
@@ -202,11 +192,6 @@ func (e *env) p2cancelTurn(instanceID string, refs ...provider.ActivityRef) {
 		}
 		return a
 	})
-}
-
-// p2ackErr commits one turn and returns its error.
-func (e *env) p2ackErr(a *provider.TurnAck) error {
-	return provider.AckOrchestrationItem(e.ctx, e.p, a)
 }
 
 // p2ackWorkErr completes one activity and returns its error.
@@ -333,26 +318,4 @@ func (e *env) p2wantCount(what string, got, want int) {
 	if got != want {
 		e.t.Fatalf("%s = %d, want %d", what, got, want)
 	}
-}
-
-// p2lockLostPermanent fails unless err is ErrLockLost and not retryable.
-func (e *env) p2lockLostPermanent(err error, what string) {
-	e.t.Helper()
-	e.wantErr(err, provider.ErrLockLost, what)
-	if provider.IsRetryable(err) {
-		e.t.Fatalf("%s: error %v is retryable, want permanent", what, err)
-	}
-}
-
-// p2retry calls f until it returns a non-retryable result (at most 1000 tries).
-func p2retry[T any](f func() (T, error)) (T, error) {
-	var v T
-	var err error
-	for range 1000 {
-		v, err = f()
-		if !provider.IsRetryable(err) {
-			return v, err
-		}
-	}
-	return v, err
 }

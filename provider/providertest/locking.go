@@ -16,12 +16,12 @@ import (
 var lockingCases = []testCase{
 	{name: "ExclusiveInstanceLock", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		first := e.p1FetchFor("a")
+		first := e.fetchFor("a")
 		e.fetchNone()
 		e.enqueue(eventMsg("a", "more", 1))
 		e.fetchNone()
 		e.expireLocks()
-		second := e.p1FetchFor("a")
+		second := e.fetchFor("a")
 		if second.LockToken == first.LockToken {
 			e.t.Fatal("a fetch after expiry reused the expired token")
 		}
@@ -41,7 +41,7 @@ var lockingCases = []testCase{
 		e.fetchNone()
 		for _, it := range items { // refetching after abandon must mint new tokens
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")
-			again := e.p1FetchFor(it.InstanceID)
+			again := e.fetchFor(it.InstanceID)
 			seen[again.LockToken] = true
 		}
 		mustEqual(e.t, "distinct tokens", len(seen), 2*n)
@@ -49,30 +49,30 @@ var lockingCases = []testCase{
 	{name: "BogusTokensDoNotDisturbTheRealLock", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		it := e.p1FetchFor("a")
-		e.p1LockLost(e.p1AckErr(p1Turn(&provider.OrchestrationItem{LockToken: "bogus"}, 1, e.p1ExternalEvent(2, "bogus"))), "ack with a bogus token")
-		e.p1LockLost(e.p.AbandonOrchestrationItem(e.ctx, "bogus", provider.AbandonOptions{}), "abandon with a bogus token")
-		e.p1LockLost(e.p.RenewOrchestrationItemLock(e.ctx, "bogus", lockTimeout), "renew with a bogus token")
+		it := e.fetchFor("a")
+		e.lockLost(e.ackErr(p1Turn(&provider.OrchestrationItem{LockToken: "bogus"}, 1, e.p1ExternalEvent(2, "bogus"))), "ack with a bogus token")
+		e.lockLost(e.p.AbandonOrchestrationItem(e.ctx, "bogus", provider.AbandonOptions{}), "abandon with a bogus token")
+		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, "bogus", lockTimeout), "renew with a bogus token")
 		e.fetchNone()
 		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 	}},
 	{name: "CrossInstanceLockIsolation", run: func(e *env) {
 		e.enqueue(startMsg("a"), startMsg("b"))
-		a := e.p1FetchFor("a")
-		b := e.p1FetchFor("b")
+		a := e.fetchFor("a")
+		b := e.fetchFor("b")
 		e.p1AckStart(b)
 		e.enqueue(eventMsg("b", "next", 1))
-		e.p1FetchFor("b") // acking b released b only: a is still locked
+		e.fetchFor("b") // acking b released b only: a is still locked
 		e.fetchNone()
 		e.p1AckStart(a)
 	}},
 	{name: "AckDeletesOnlyTheFetchedMessages", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		e.enqueue(eventMsg("a", "two", 2), eventMsg("a", "three", 3))
 		e.p1AckStart(it)
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "late arrivals", p1Names(next.Messages), []string{"two", "three"})
 		mustEqual(e.t, "attempt count of late arrivals", next.AttemptCount, 1)
 		e.ack(p1Turn(next, 1, e.p1ExternalEvent(2, "two"), e.p1ExternalEvent(3, "three")))
@@ -80,11 +80,11 @@ var lockingCases = []testCase{
 	}},
 	{name: "CompletionsDuringLockDeliveredAsOneBatchAfterExpiry", run: func(e *env) {
 		e.enqueue(startMsg("a"))
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 		e.enqueue(completionMsg("a", 2, 2), completionMsg("a", 3, 3), completionMsg("a", 4, 4))
 		e.fetchNone()
 		e.expireLocks()
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		mustEqual(e.t, "batch", kinds(it.Messages), []history.WorkItemKind{
 			history.WorkStartOrchestration, history.WorkActivityCompleted, history.WorkActivityCompleted, history.WorkActivityCompleted,
 		})
@@ -92,16 +92,16 @@ var lockingCases = []testCase{
 	}},
 	{name: "FetchTagsOnlyMessagesVisibleAtFetchTime", run: func(e *env) {
 		e.enqueue(startMsg("a"), timerMsg("a", 2, e.clock.Now().Add(5*time.Second)))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		mustEqual(e.t, "batch", kinds(it.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		e.clock.Advance(10 * time.Second) // the timer comes due while the lock is held
 		e.p1AckStart(it)
-		next := e.p1FetchFor("a")
+		next := e.fetchFor("a")
 		mustEqual(e.t, "next batch", kinds(next.Messages), []history.WorkItemKind{history.WorkTimerFired})
 	}},
 	{name: "FetchSkipsLockedInstanceToReachAnEligibleOne", run: func(e *env) {
 		e.enqueue(eventMsg("a", "0", 0))
-		e.p1FetchFor("a")
+		e.fetchFor("a")
 		for i := range 5 {
 			e.enqueue(eventMsg("a", fmt.Sprint(i+1), i))
 		}
@@ -130,7 +130,7 @@ var lockingCases = []testCase{
 		mustEqual(e.t, "instances, oldest message first", ids, []string{"b", "a", "c"})
 		mustEqual(e.t, "distinct tokens", len(tokens), 3)
 		mustEqual(e.t, "messages of b", p1Names(items[0].Messages), []string{"b1", "b2"})
-		e.p1FetchFor("d") // b, a and c are locked
+		e.fetchFor("d") // b, a and c are locked
 		e.fetchNone()
 		for _, it := range items {
 			e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: runningMeta()})
@@ -163,7 +163,7 @@ var lockingCases = []testCase{
 	}},
 	{name: "Seed000Scenario2NewMessagesDuringLock", run: func(e *env) {
 		e.enqueue(startMsg("foo"))
-		a := e.p1FetchFor("foo") // worker A
+		a := e.fetchFor("foo") // worker A
 		e.enqueue(completionMsg("foo", 2, "r"))
 		e.fetchNone() // worker B: foo is locked
 		e.ack(&provider.TurnAck{
@@ -172,18 +172,18 @@ var lockingCases = []testCase{
 			Metadata:    runningMeta(),
 			WorkerItems: []*provider.WorkerMessage{activityMsg("foo", 2, "")},
 		})
-		b := e.p1FetchFor("foo") // worker B again
+		b := e.fetchFor("foo") // worker B again
 		mustEqual(e.t, "B's batch", kinds(b.Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 		mustEqual(e.t, "history B sees", eventIDs(b.History), []int64{1, 2})
 	}},
 	{name: "Seed000Scenario3TimeoutValidationOnAck", run: func(e *env) {
 		e.createInstance("foo")
 		e.enqueue(eventMsg("foo", "go", 1))
-		a := e.p1FetchFor("foo")
+		a := e.fetchFor("foo")
 		e.clock.Advance(lockTimeout + 2*time.Second) // A is slow
-		b := e.p1FetchFor("foo")                     // B takes the expired lock
+		b := e.fetchFor("foo")                       // B takes the expired lock
 		mustEqual(e.t, "B's batch", p1Names(b.Messages), []string{"go"})
-		e.p1LockLost(e.p1AckErr(p1Turn(a, 1, e.p1ExternalEvent(2, "from A"))), "A's ack after expiry")
+		e.lockLost(e.ackErr(p1Turn(a, 1, e.p1ExternalEvent(2, "from A"))), "A's ack after expiry")
 		mustEqual(e.t, "history after A's stale ack", eventIDs(e.readHistory("foo", 0)), []int64{1})
 		e.ack(p1Turn(b, 1, e.p1ExternalEvent(2, "from B")))
 		h := e.readHistory("foo", 0)
@@ -192,15 +192,15 @@ var lockingCases = []testCase{
 	}},
 	{name: "Seed000Scenario4CompletionFlood", run: func(e *env) {
 		e.enqueue(startMsg("foo"))
-		a := e.p1FetchFor("foo")
+		a := e.fetchFor("foo")
 		var errs p1Errors
 		p1Parallel(10, func(i int) {
-			errs.add(p1Retry(func() error { return e.p.Enqueue(e.ctx, completionMsg("foo", int64(i)+2, i)) }))
+			errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, completionMsg("foo", int64(i)+2, i)) }))
 		})
 		errs.check(e)
 		e.fetchNone() // worker B: foo is locked
 		e.p1AckStart(a)
-		b := e.p1FetchFor("foo")
+		b := e.fetchFor("foo")
 		ids := map[int64]bool{}
 		for _, m := range b.Messages {
 			if m.Kind != history.WorkActivityCompleted {
@@ -265,7 +265,7 @@ var lockingCases = []testCase{
 						delivered[it.InstanceID+"/"+string(m.Kind)+"/"+m.Name]++
 					}
 					mu.Unlock()
-					errs.add(p1Retry(func() error { return e.p1AckErr(p1Turn(it, 1, e.startedEvent())) }))
+					errs.add(retryErr(func() error { return e.ackErr(p1Turn(it, 1, e.startedEvent())) }))
 				}
 			}
 		})
@@ -305,16 +305,16 @@ var lockingCases = []testCase{
 		// message must survive exactly once, in its producer's order.
 		const producers, each = 4, 10
 		e.enqueue(startMsg("a"))
-		it := e.p1FetchFor("a")
+		it := e.fetchFor("a")
 		var errs p1Errors
 		p1Parallel(producers+1, func(i int) {
 			if i == producers {
-				errs.add(p1Retry(func() error { return e.p1AckErr(p1Turn(it, 1, e.startedEvent())) }))
+				errs.add(retryErr(func() error { return e.ackErr(p1Turn(it, 1, e.startedEvent())) }))
 				return
 			}
 			for j := range each {
 				m := eventMsg("a", fmt.Sprintf("%d/%02d", i, j), j)
-				errs.add(p1Retry(func() error { return e.p.Enqueue(e.ctx, m) }))
+				errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, m) }))
 			}
 		})
 		errs.check(e)

@@ -32,24 +32,24 @@ var poisonCases = []testCase{
 	{name: "orchestration_attempts_counted_per_instance", run: func(e *env) {
 		e.enqueue(startMsg("hot"))
 		for range 3 {
-			it := e.p2fetchFor("hot")
+			it := e.fetchFor("hot")
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "AbandonOrchestrationItem")
 		}
-		hot := e.p2fetchFor("hot") // 4th delivery, now locked
+		hot := e.fetchFor("hot") // 4th delivery, now locked
 		e.p2attempt("hot", hot.AttemptCount, 4)
 		e.enqueue(startMsg("cold"))
-		e.p2attempt("cold", e.p2fetchFor("cold").AttemptCount, 1)
+		e.p2attempt("cold", e.fetchFor("cold").AttemptCount, 1)
 	}},
 
 	{name: "orchestration_batch_reports_max_over_old_and_new_messages", run: func(e *env) {
 		e.createInstance("mx")
 		e.enqueue(eventMsg("mx", "old", 1))
 		for range 2 {
-			it := e.p2fetchFor("mx")
+			it := e.fetchFor("mx")
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "AbandonOrchestrationItem")
 		}
 		e.enqueue(eventMsg("mx", "new", 2))
-		it := e.p2fetchFor("mx")
+		it := e.fetchFor("mx")
 		e.p2wantCount("messages", len(it.Messages), 2)
 		e.p2attempt("batch of old (3rd) and new (1st)", it.AttemptCount, 3)
 	}},
@@ -57,13 +57,13 @@ var poisonCases = []testCase{
 	{name: "message_arriving_during_turn_starts_at_one", run: func(e *env) {
 		e.createInstance("late")
 		e.enqueue(eventMsg("late", "a", 1))
-		it := e.p2fetchFor("late")
+		it := e.fetchFor("late")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "AbandonOrchestrationItem")
-		it = e.p2fetchFor("late")
+		it = e.fetchFor("late")
 		e.p2attempt("second delivery", it.AttemptCount, 2)
 		e.enqueue(eventMsg("late", "b", 2)) // not tagged by the turn in progress
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1})
-		it = e.p2fetchFor("late")
+		it = e.fetchFor("late")
 		e.p2attempt("untagged message", it.AttemptCount, 1)
 	}},
 

@@ -61,7 +61,7 @@ var queueCases = []testCase{
 		w := e.fetchWork()
 		done := completionMsg("wa", 2, map[string]any{"sum": 42, "note": "ok"})
 		e.ackWork(&provider.WorkAck{LockToken: w.LockToken, Completion: done})
-		it := e.p2fetchFor("wa")
+		it := e.fetchFor("wa")
 		mustEqual(e.t, "delivered messages", it.Messages, []history.WorkItem{done.Item})
 		e.expireLocks()
 		e.fetchWorkNone(workOpts())
@@ -75,7 +75,7 @@ var queueCases = []testCase{
 			Kind: history.WorkActivityFailed, InstanceID: "wf", ExecutionID: 1, ID: 2, Error: p2failure(history.ErrorApplication),
 		}}
 		e.ackWork(&provider.WorkAck{LockToken: w.LockToken, Completion: failed})
-		mustEqual(e.t, "delivered messages", e.p2fetchFor("wf").Messages, []history.WorkItem{failed.Item})
+		mustEqual(e.t, "delivered messages", e.fetchFor("wf").Messages, []history.WorkItem{failed.Item})
 	}},
 
 	{name: "worker_ack_without_completion_enqueues_nothing", run: func(e *env) {
@@ -97,7 +97,7 @@ var queueCases = []testCase{
 		e.clock.Advance(10*time.Second - time.Millisecond)
 		e.fetchNone()
 		e.clock.Advance(time.Millisecond)
-		it := e.p2fetchFor("tm")
+		it := e.fetchFor("tm")
 		mustEqual(e.t, "kinds", kinds(it.Messages), []history.WorkItemKind{history.WorkTimerFired})
 		mustEqual(e.t, "timer id", it.Messages[0].ID, 2)
 	}},
@@ -107,18 +107,18 @@ var queueCases = []testCase{
 		fire := e.clock.Now().Add(time.Minute)
 		e.enqueue(timerMsg("tt", 2, fire))
 		e.enqueue(eventMsg("tt", "ev", 1))
-		it := e.p2fetchFor("tt")
+		it := e.fetchFor("tt")
 		mustEqual(e.t, "kinds", kinds(it.Messages), []history.WorkItemKind{history.WorkExternalRaised})
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1})
 		e.fetchNone()
 		e.clock.Advance(time.Minute)
-		mustEqual(e.t, "kinds when due", kinds(e.p2fetchFor("tt").Messages), []history.WorkItemKind{history.WorkTimerFired})
+		mustEqual(e.t, "kinds when due", kinds(e.fetchFor("tt").Messages), []history.WorkItemKind{history.WorkTimerFired})
 	}},
 
 	{name: "message_with_past_visible_at_delivered_at_once", run: func(e *env) {
 		e.createInstance("past")
 		e.enqueue(timerMsg("past", 2, e.clock.Now().Add(-time.Hour)))
-		mustEqual(e.t, "kinds", kinds(e.p2fetchFor("past").Messages), []history.WorkItemKind{history.WorkTimerFired})
+		mustEqual(e.t, "kinds", kinds(e.fetchFor("past").Messages), []history.WorkItemKind{history.WorkTimerFired})
 	}},
 
 	{name: "worker_item_visible_immediately", run: func(e *env) {
@@ -170,13 +170,13 @@ var queueCases = []testCase{
 		for i, m := range msgs {
 			want[i] = m.Item
 		}
-		mustEqual(e.t, "messages", e.p2fetchFor("ord").Messages, want)
+		mustEqual(e.t, "messages", e.fetchFor("ord").Messages, want)
 	}},
 
 	{name: "message_for_unknown_instance_delivered_with_nil_instance_and_consumed", run: func(e *env) {
 		ghost := eventMsg("ghost", "typo", 1)
 		e.enqueue(ghost)
-		it := e.p2fetchFor("ghost")
+		it := e.fetchFor("ghost")
 		if it.Instance != nil {
 			e.t.Fatalf("Instance = %+v, want nil for an unknown instance", it.Instance)
 		}
@@ -194,7 +194,7 @@ var queueCases = []testCase{
 
 	{name: "orphan_ack_without_orchestration_name_may_not_write_history", run: func(e *env) {
 		e.enqueue(eventMsg("ghost", "typo", 1))
-		it := e.p2fetchFor("ghost")
+		it := e.fetchFor("ghost")
 		err := provider.AckOrchestrationItem(e.ctx, e.p, &provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()},
 		})
@@ -209,8 +209,8 @@ var queueCases = []testCase{
 	{name: "message_for_unknown_instance_does_not_block_later_instances", run: func(e *env) {
 		e.enqueue(eventMsg("ghost", "typo", 1))
 		e.enqueue(startMsg("real"))
-		first := e.p2fetchFor("ghost")
-		second := e.p2fetchFor("real")
+		first := e.fetchFor("ghost")
+		second := e.fetchFor("real")
 		e.ack(&provider.TurnAck{LockToken: first.LockToken, ExecutionID: 1})
 		e.ack(&provider.TurnAck{LockToken: second.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: runningMeta()})
 		e.fetchNone()
@@ -320,7 +320,7 @@ var queueCases = []testCase{
 		e.noErr(errs[0], "ack 0")
 		e.wantErr(errs[1], provider.ErrLockLost, "stale ack 1")
 		e.noErr(errs[2], "ack 2")
-		it := e.p2fetchFor("bat")
+		it := e.fetchFor("bat")
 		ids := []int64{}
 		for _, m := range it.Messages {
 			ids = append(ids, m.ID)
@@ -343,7 +343,7 @@ var queueCases = []testCase{
 		for range workers {
 			wg.Go(func() {
 				for {
-					ls, err := p2retry(func() ([]*provider.WorkItemLease, error) {
+					ls, err := retry(func() ([]*provider.WorkItemLease, error) {
 						return e.p.FetchWorkItems(e.ctx, provider.WorkFetchOptions{LockTimeout: lockTimeout, Max: 3})
 					})
 					if err != nil {
@@ -360,7 +360,7 @@ var queueCases = []testCase{
 						acks[i] = &provider.WorkAck{LockToken: l.LockToken}
 					}
 					mu.Unlock()
-					errs, err := p2retry(func() ([]error, error) { return e.p.AckWorkItems(e.ctx, acks) })
+					errs, err := retry(func() ([]error, error) { return e.p.AckWorkItems(e.ctx, acks) })
 					if err != nil {
 						e.t.Errorf("AckWorkItems: %v", err)
 						return

@@ -153,7 +153,7 @@ var sessionCases = []testCase{
 		for g := range owners {
 			wg.Go(func() {
 				opts := p2withMax(p2sess(fmt.Sprintf("racer-%d", g)), 5)
-				ls, err := p2retry(func() ([]*provider.WorkItemLease, error) { return e.p.FetchWorkItems(e.ctx, opts) })
+				ls, err := retry(func() ([]*provider.WorkItemLease, error) { return e.p.FetchWorkItems(e.ctx, opts) })
 				if err != nil {
 					e.t.Errorf("owner %d: FetchWorkItems: %v", g, err)
 					return
@@ -225,7 +225,7 @@ var sessionCases = []testCase{
 		e.noErr(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "RenewWorkItemLock")
 		done := completionMsg("si", 2, "ok")
 		e.ackWork(&provider.WorkAck{LockToken: w.LockToken, Completion: done})
-		mustEqual(e.t, "completion", e.p2fetchFor("si").Messages[0].ID, 2)
+		mustEqual(e.t, "completion", e.fetchFor("si").Messages[0].ID, 2)
 	}},
 
 	{name: "renew_session_locks_renews_active_session", run: func(e *env) {
