@@ -2,11 +2,15 @@ module github.com/duroxide/duroxide-go
 
 go 1.26.0
 
-require modernc.org/sqlite v1.61.1
+require (
+	github.com/google/uuid v1.6.0
+	github.com/jonboulle/clockwork v0.5.0
+	golang.org/x/mod v0.42.0
+	modernc.org/sqlite v1.61.1
+)
 
 require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect

@@ -91,6 +91,10 @@ type InstanceInfo struct {
 	ParentExecutionID   int64
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+	// LastError is why a live instance is not progressing, as recorded by
+	// the last AbandonOrchestrationItem with AbandonOptions.Error; nil once
+	// a turn commits.
+	LastError *history.ErrorDetails
 }
 
 // ExecutionInfo describes one execution of an instance.

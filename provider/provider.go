@@ -210,6 +210,33 @@ type AbandonOptions struct {
 	Delay time.Duration
 	// IgnoreAttempt undoes the attempt-count increment of the fetch.
 	IgnoreAttempt bool
+	// Error, when set on an orchestration abandon, is recorded on the
+	// instance as its LastError (why it is not progressing: parked after
+	// nondeterminism, orchestration not registered). The next committed
+	// turn of the instance clears it. Ignored by AbandonWorkItem and for
+	// instances that have no row.
+	Error *history.ErrorDetails
+}
+
+// Queue names one of the two queues.
+type Queue int
+
+const (
+	// QueueOrchestrator is the orchestrator queue (turns, timers).
+	QueueOrchestrator Queue = iota + 1
+	// QueueWorker is the worker queue (activities).
+	QueueWorker
+)
+
+// Waker is an optional capability that lets dispatchers sleep exactly
+// until work can appear instead of polling.
+type Waker interface {
+	// NextVisible returns the earliest time at which a fetch of queue q may
+	// find something it cannot find now: the earliest visibility of a
+	// queued message, or the expiry of a lock that holds queued work. A time
+	// at or before now means work may be fetchable now. The zero time means
+	// the queue is empty. It is a read: it locks nothing.
+	NextVisible(ctx context.Context, q Queue) (time.Time, error)
 }
 
 // InstanceMeta is the stored row of an instance, as seen by a fetch.

@@ -1,0 +1,373 @@
+package duroxide
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/dispatch"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// State is the lifecycle state of an instance.
+type State string
+
+// Instance states.
+const (
+	// StatePending: created, first turn not yet run (or a delayed start).
+	StatePending State = "Pending"
+	// StateRunning: the orchestration is live (waiting on tasks, or parked
+	// with LastError set).
+	StateRunning State = "Running"
+	// StateCompleted: returned an output.
+	StateCompleted State = "Completed"
+	// StateFailed: returned an error, panicked, or was poisoned.
+	StateFailed State = "Failed"
+	// StateCanceled: canceled by CancelInstance or by its parent.
+	StateCanceled State = "Canceled"
+)
+
+// IsTerminal reports whether s is final (Completed, Failed, Canceled).
+func (s State) IsTerminal() bool {
+	return s == StateCompleted || s == StateFailed || s == StateCanceled
+}
+
+// Status is a snapshot of an instance.
+type Status struct {
+	InstanceID    string          `json:"instanceId"`
+	Orchestration string          `json:"orchestration"`
+	Version       string          `json:"version,omitempty"`
+	State         State           `json:"status"`
+	ExecutionID   int64           `json:"executionId"`
+	Input         json.RawMessage `json:"input,omitempty"`
+	Output        json.RawMessage `json:"output,omitempty"`
+	// Error is the failure of a Failed or Canceled instance.
+	Error *ErrorInfo `json:"error,omitempty"`
+	// CustomStatus is the value last set by SetCustomStatus.
+	CustomStatus     json.RawMessage `json:"customStatus,omitempty"`
+	CreatedAt        time.Time       `json:"createdAt"`
+	UpdatedAt        time.Time       `json:"updatedAt"`
+	ParentInstanceID string          `json:"parentInstanceId,omitempty"`
+	// LastError is why a live instance is not progressing: it is parked
+	// after a nondeterminism failure, or its orchestration is not
+	// registered on any runtime that fetched it. The next committed turn
+	// clears it.
+	LastError *ErrorInfo `json:"lastError,omitempty"`
+}
+
+// Decode decodes the output of a Completed instance into out. For a Failed
+// or Canceled instance it returns *OrchestrationError (matching ErrCanceled
+// when canceled); for a live one, ErrNotTerminal.
+func (s *Status) Decode(out any) error {
+	switch s.State {
+	case StateCompleted:
+		return decodePayload(s.Output, out)
+	case StateFailed, StateCanceled:
+		e := &OrchestrationError{InstanceID: s.InstanceID, State: s.State}
+		if s.Error != nil {
+			e.Info = *s.Error
+		}
+		return e
+	}
+	return fmt.Errorf("instance %s is %s: %w", s.InstanceID, s.State, ErrNotTerminal)
+}
+
+// StartOptions tunes StartOrchestration. Nil means defaults.
+type StartOptions struct {
+	// Version pins the orchestration version ("" = the registry's default
+	// for new instances, resolved by the runtime that runs the first turn).
+	Version string
+	// StartAt delays the start until that time (zero = now).
+	StartAt time.Time
+}
+
+// ListOptions filters ListInstances. Nil lists everything, newest first.
+type ListOptions struct {
+	// States keeps instances in any of these states (empty = all).
+	States []State
+	// Orchestration keeps instances of this orchestration name.
+	Orchestration string
+	// ParentInstanceID keeps the children of this instance.
+	ParentInstanceID string
+	// Limit is the page size (default 100, max 1000).
+	Limit int
+	// Cursor continues from a previous page's NextCursor.
+	Cursor string
+}
+
+// InstancePage is one page of ListInstances.
+type InstancePage struct {
+	Instances  []Status `json:"instances"`
+	NextCursor string   `json:"nextCursor,omitempty"`
+}
+
+// Client controls orchestrations: it starts them, raises events, cancels,
+// reads status and history, and purges. It talks only to the store, so it
+// works from any process; in the process of a runtime on the same store it
+// also wakes that runtime at once.
+type Client struct {
+	p   provider.Provider
+	hub *dispatch.Hub
+}
+
+// NewClient returns a client of store.
+func NewClient(store provider.Provider) *Client {
+	return &Client{p: store, hub: dispatch.HubFor(store)}
+}
+
+// Store returns the client's provider.
+func (c *Client) Store() provider.Provider { return c.p }
+
+// StartOrchestration creates instanceID and starts the orchestration name
+// with input (JSON-encoded). It returns once the start is stored; the
+// runtime runs it. ErrInstanceExists if instanceID is taken.
+func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *StartOptions) error {
+	if opts == nil {
+		opts = &StartOptions{}
+	}
+	if instanceID == "" || name == "" {
+		return fmt.Errorf("%w: instance ID and orchestration name are required", ErrInvalidArgument)
+	}
+	raw, err := encodePayload(input)
+	if err != nil {
+		return fmt.Errorf("input of %s: %w", name, err)
+	}
+	msg := &provider.OrchestratorMessage{
+		InstanceID: instanceID,
+		VisibleAt:  opts.StartAt,
+		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: instanceID, ExecutionID: 1,
+			Name: name, Version: opts.Version, Input: raw},
+		Create: &provider.NewInstance{OrchestrationName: name, OrchestrationVersion: opts.Version, Input: raw},
+	}
+	if err := c.p.Enqueue(ctx, msg); err != nil {
+		if errors.Is(err, provider.ErrInstanceExists) {
+			return fmt.Errorf("starting %s: instance %q: %w", name, instanceID, ErrInstanceExists)
+		}
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	c.hub.WakeOrchestrator()
+	return nil
+}
+
+// RaiseEvent delivers the external event name with data (JSON-encoded) to
+// instanceID, where WaitForEvent(name) receives it. ErrNotFound if the
+// instance does not exist. An event for a finished instance is dropped.
+func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
+	if instanceID == "" || name == "" {
+		return fmt.Errorf("%w: instance ID and event name are required", ErrInvalidArgument)
+	}
+	raw, err := encodePayload(data)
+	if err != nil {
+		return fmt.Errorf("data of event %s: %w", name, err)
+	}
+	if _, err := c.instance(ctx, instanceID); err != nil {
+		return err
+	}
+	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw})
+}
+
+// CancelInstance asks instanceID to stop. The instance ends Canceled with
+// reason; its running activities are canceled and its children canceled in
+// turn. Canceling a finished instance does nothing. ErrNotFound if unknown.
+func (c *Client) CancelInstance(ctx context.Context, instanceID, reason string) error {
+	info, err := c.instance(ctx, instanceID)
+	if err != nil {
+		return err
+	}
+	if info.Status.IsTerminal() {
+		return nil
+	}
+	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: instanceID, Reason: reason})
+}
+
+func (c *Client) send(ctx context.Context, instanceID string, item history.WorkItem) error {
+	if err := c.p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: instanceID, Item: item}); err != nil {
+		return fmt.Errorf("sending %s to %s: %w", item.Kind, instanceID, err)
+	}
+	c.hub.WakeOrchestrator()
+	return nil
+}
+
+func (c *Client) admin() (provider.Admin, error) {
+	a, ok := c.p.(provider.Admin)
+	if !ok {
+		return nil, fmt.Errorf("%w: the store does not implement provider.Admin", ErrNotSupported)
+	}
+	return a, nil
+}
+
+func (c *Client) instance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
+	if instanceID == "" {
+		return nil, fmt.Errorf("%w: instance ID is required", ErrInvalidArgument)
+	}
+	a, err := c.admin()
+	if err != nil {
+		return nil, err
+	}
+	info, err := a.GetInstance(ctx, instanceID)
+	if err != nil {
+		if errors.Is(err, provider.ErrNotFound) {
+			return nil, fmt.Errorf("instance %q: %w", instanceID, ErrNotFound)
+		}
+		return nil, err
+	}
+	return info, nil
+}
+
+// GetStatus returns a snapshot of instanceID, or ErrNotFound.
+func (c *Client) GetStatus(ctx context.Context, instanceID string) (*Status, error) {
+	info, err := c.instance(ctx, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	return statusOf(info), nil
+}
+
+func statusOf(info *provider.InstanceInfo) *Status {
+	s := &Status{
+		InstanceID:       info.InstanceID,
+		Orchestration:    info.OrchestrationName,
+		Version:          info.OrchestrationVersion,
+		ExecutionID:      info.CurrentExecutionID,
+		Input:            info.Input,
+		Output:           info.Output,
+		Error:            errorInfo(info.Error),
+		CustomStatus:     info.CustomStatus,
+		CreatedAt:        info.CreatedAt,
+		UpdatedAt:        info.UpdatedAt,
+		ParentInstanceID: info.ParentInstanceID,
+		LastError:        errorInfo(info.LastError),
+	}
+	switch info.Status {
+	case provider.StatusPending:
+		s.State = StatePending
+	case provider.StatusCompleted:
+		s.State = StateCompleted
+	case provider.StatusFailed:
+		s.State = StateFailed
+	case provider.StatusCanceled:
+		s.State = StateCanceled
+	default: // Running, or between executions of a ContinueAsNew
+		s.State = StateRunning
+	}
+	if s.State != StateCompleted {
+		s.Output = nil
+	}
+	return s
+}
+
+// WaitForOrchestration blocks until instanceID is Completed, Failed or
+// Canceled, and returns its status; or until ctx ends (ctx's error). In the
+// process of a runtime on the same store it wakes as soon as the instance
+// finishes; otherwise it polls with backoff up to 250 ms.
+func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*Status, error) {
+	wait, stop := c.hub.WatchInstance(instanceID)
+	defer stop()
+	delay := 2 * time.Millisecond
+	for {
+		st, err := c.GetStatus(ctx, instanceID)
+		if err != nil {
+			return nil, err
+		}
+		if st.State.IsTerminal() {
+			return st, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-wait:
+		case <-t.C:
+			delay = min(delay*2, 250*time.Millisecond)
+		}
+		t.Stop()
+	}
+}
+
+// ListInstances lists instances, newest first, one page at a time.
+func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*InstancePage, error) {
+	if opts == nil {
+		opts = &ListOptions{}
+	}
+	a, err := c.admin()
+	if err != nil {
+		return nil, err
+	}
+	po := provider.ListInstancesOptions{Orchestration: opts.Orchestration, ParentInstanceID: opts.ParentInstanceID,
+		Limit: opts.Limit, Cursor: opts.Cursor}
+	for _, s := range opts.States {
+		switch s {
+		case StatePending, StateCompleted, StateFailed, StateCanceled:
+			po.Statuses = append(po.Statuses, provider.Status(s))
+		case StateRunning:
+			po.Statuses = append(po.Statuses, provider.StatusRunning, provider.StatusContinuedAsNew)
+		default:
+			return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidArgument, s)
+		}
+	}
+	page, err := a.ListInstances(ctx, po)
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
+	out := &InstancePage{Instances: make([]Status, 0, len(page.Instances)), NextCursor: page.NextCursor}
+	for i := range page.Instances {
+		out.Instances = append(out.Instances, *statusOf(&page.Instances[i]))
+	}
+	return out, nil
+}
+
+// GetHistory returns the events of one execution of instanceID (0 = the
+// current execution). ErrNotFound if the instance or execution is unknown.
+func (c *Client) GetHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error) {
+	if instanceID == "" || executionID < 0 {
+		return nil, fmt.Errorf("%w: instance ID is required and execution ID must be >= 0", ErrInvalidArgument)
+	}
+	evs, err := c.p.ReadHistory(ctx, instanceID, executionID)
+	if err != nil {
+		if errors.Is(err, provider.ErrNotFound) {
+			return nil, fmt.Errorf("history of %q (execution %d): %w", instanceID, executionID, ErrNotFound)
+		}
+		return nil, err
+	}
+	return evs, nil
+}
+
+// ListExecutions describes every execution of instanceID, oldest first.
+func (c *Client) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
+	a, err := c.admin()
+	if err != nil {
+		return nil, err
+	}
+	ex, err := a.ListExecutions(ctx, instanceID)
+	if errors.Is(err, provider.ErrNotFound) {
+		return nil, fmt.Errorf("instance %q: %w", instanceID, ErrNotFound)
+	}
+	return ex, err
+}
+
+// PurgeInstance deletes instanceID with its history, its queued messages
+// and its sub-orchestrations. A live instance needs force (else
+// ErrStillRunning); a force purge does not stop activities already running
+// elsewhere, their results are discarded. A sub-orchestration cannot be
+// purged on its own (ErrChildInstance): purge its root.
+func (c *Client) PurgeInstance(ctx context.Context, instanceID string, force bool) error {
+	if instanceID == "" {
+		return fmt.Errorf("%w: instance ID is required", ErrInvalidArgument)
+	}
+	a, err := c.admin()
+	if err != nil {
+		return err
+	}
+	res, err := a.PurgeInstances(ctx, []string{instanceID}, provider.PurgeOptions{Force: force})
+	if err != nil {
+		return fmt.Errorf("purging %q: %w", instanceID, err)
+	}
+	if res.Instances == 0 {
+		return fmt.Errorf("purging %q: %w", instanceID, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package duroxide
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/dispatch"
+	"github.com/duroxide/duroxide-go/internal/replay"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Sentinel errors. Test for them with errors.Is; errors carrying data are
+// the struct types below, tested with errors.As.
+var (
+	// ErrNotFound: the instance (or execution) does not exist.
+	ErrNotFound = provider.ErrNotFound
+	// ErrInstanceExists: StartOrchestration named an instance ID that is
+	// already taken. *DuplicateStartError matches it too.
+	ErrInstanceExists = provider.ErrInstanceExists
+	// ErrStillRunning: PurgeInstance without force met a running instance.
+	ErrStillRunning = provider.ErrStillRunning
+	// ErrChildInstance: PurgeInstance named a sub-orchestration; purge its root.
+	ErrChildInstance = provider.ErrChildInstance
+	// ErrLockLost: a lock expired or was taken over before it was used.
+	ErrLockLost = provider.ErrLockLost
+	// ErrInvalidArgument: a call's arguments are malformed (empty names,
+	// values that cannot be encoded as JSON, bad options).
+	ErrInvalidArgument = provider.ErrInvalidArgument
+	// ErrCanceled: the task or the orchestration was canceled.
+	// *ActivityError and *SubOrchestrationError match it when their failure
+	// was a cancellation.
+	ErrCanceled = errors.New("canceled")
+	// ErrNotTerminal: Status.Decode on an instance that has not completed.
+	ErrNotTerminal = errors.New("orchestration has not completed")
+	// ErrRuntimeStopped: the runtime was shut down.
+	ErrRuntimeStopped = errors.New("runtime stopped")
+	// ErrNotSupported: the store lacks a capability the call needs (for
+	// example listing, which needs provider.Admin).
+	ErrNotSupported = errors.New("not supported by this store")
+)
+
+// NondeterminismError reports that orchestration code no longer replays its
+// own history: it scheduled something different from what the history
+// records at EventID, or did not schedule what the history records. The
+// runtime parks such an instance (it retries it with backoff, so a fixed
+// deploy resumes it) unless RuntimeOptions.OnNondeterminism says to fail it.
+type NondeterminismError = replay.NondeterminismError
+
+// ErrorInfo describes a failure stored with an instance or delivered to an
+// orchestration: Kind is one of "application", "canceled", "poison",
+// "nondeterminism", "configuration", "infrastructure", "timeout".
+type ErrorInfo struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Type is the Go type of the original error, when known.
+	Type string `json:"type,omitempty"`
+	// Details holds extra text such as a panic's stack trace.
+	Details string `json:"details,omitempty"`
+}
+
+func (e *ErrorInfo) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Message) }
+
+func errorInfo(d *history.ErrorDetails) *ErrorInfo {
+	if d == nil {
+		return nil
+	}
+	return &ErrorInfo{Kind: string(d.Kind), Message: d.Message, Type: d.Type, Details: d.Details}
+}
+
+// ActivityError is the failure of an activity, as seen by the orchestration
+// that awaited it.
+type ActivityError struct {
+	// Name is the activity's name and ActivityID its scheduling event.
+	Name       string
+	ActivityID int64
+	// Kind is "application" for an error returned or a panic raised by the
+	// activity, "poison" when it crashed its workers MaxAttempts times,
+	// "configuration" when no worker knows the name, "canceled" when it was
+	// canceled.
+	Kind    string
+	Message string
+	// Type is the Go type of the activity's error; Details holds a panic's stack.
+	Type, Details string
+}
+
+func (e *ActivityError) Error() string {
+	return fmt.Sprintf("activity %s (#%d) failed: %s", e.Name, e.ActivityID, e.Message)
+}
+
+// Is makes errors.Is(err, ErrCanceled) true for canceled activities.
+func (e *ActivityError) Is(target error) bool {
+	return target == ErrCanceled && e.Kind == string(history.ErrorCanceled)
+}
+
+// SubOrchestrationError is the failure of a sub-orchestration, as seen by
+// its parent.
+type SubOrchestrationError struct {
+	Name       string
+	InstanceID string
+	// Kind and Message are those of the child's failure ("canceled" if the
+	// child was canceled; "configuration" if its instance ID was taken).
+	Kind    string
+	Message string
+	Details string
+}
+
+func (e *SubOrchestrationError) Error() string {
+	return fmt.Sprintf("sub-orchestration %s (%s) failed: %s", e.Name, e.InstanceID, e.Message)
+}
+
+// Is makes errors.Is(err, ErrCanceled) true for canceled children and
+// errors.Is(err, ErrInstanceExists) true when the child ID was taken.
+func (e *SubOrchestrationError) Is(target error) bool {
+	switch target {
+	case ErrCanceled:
+		return e.Kind == string(history.ErrorCanceled)
+	case ErrInstanceExists:
+		return e.Kind == string(history.ErrorConfiguration) && e.Message == dispatch.ChildExistsMessage
+	}
+	return false
+}
+
+// DuplicateStartError reports a start whose IdempotencyKey was already used:
+// nothing was started and InstanceID is the instance the key first started.
+// It matches errors.Is(err, ErrInstanceExists).
+type DuplicateStartError struct {
+	InstanceID     string
+	IdempotencyKey string
+}
+
+func (e *DuplicateStartError) Error() string {
+	return fmt.Sprintf("idempotency key %q already started instance %s", e.IdempotencyKey, e.InstanceID)
+}
+
+// Is makes errors.Is(err, ErrInstanceExists) true.
+func (e *DuplicateStartError) Is(target error) bool { return target == ErrInstanceExists }
+
+// OrchestrationError is the failure of an orchestration, returned by
+// Status.Decode for a Failed or Canceled instance.
+type OrchestrationError struct {
+	InstanceID string
+	State      State
+	Info       ErrorInfo
+}
+
+func (e *OrchestrationError) Error() string {
+	return fmt.Sprintf("orchestration %s %s: %s", e.InstanceID, e.State, e.Info.Message)
+}
+
+// Is makes errors.Is(err, ErrCanceled) true for canceled instances.
+func (e *OrchestrationError) Is(target error) bool {
+	return target == ErrCanceled && e.State == StateCanceled
+}

@@ -1,0 +1,391 @@
+// Package dispatch runs orchestrations and activities against a store: the
+// orchestration dispatcher fetches instances with ready messages, runs a
+// turn of each through the replay engine and acks it; the activity
+// dispatcher fetches activities, runs them and acks their results.
+//
+// Neither polls on a fixed period. In-process enqueues wake them through the
+// Hub; an idle dispatcher sleeps until the store's next visible message
+// (provider.Waker), bounded by Options.PollInterval so that writes made by
+// other processes are noticed.
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/duroxide/duroxide-go/internal/replay"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Registry resolves names to code.
+type Registry interface {
+	// Orchestration returns the function of name at version ("" = the
+	// default for new instances) and the resolved version.
+	Orchestration(name, version string) (replay.Func, string, bool)
+	// Activity returns the function of the activity name.
+	Activity(name string) (ActivityFunc, bool)
+}
+
+// ActivityFunc is an activity as the dispatcher sees it.
+type ActivityFunc func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+
+// Options configures a Runtime. Zero values are replaced by defaults in Start.
+type Options struct {
+	OrchestrationConcurrency int
+	WorkerConcurrency        int
+	FetchBatch               int
+	OrchestratorLockTimeout  time.Duration
+	WorkerLockTimeout        time.Duration
+	MaxAttempts              int
+	BackoffBase              time.Duration
+	BackoffMax               time.Duration
+	// CacheSize is the number of live executions kept; 0 disables the cache.
+	CacheSize            int
+	PollInterval         time.Duration
+	FailOnNondeterminism bool
+	WorkerID             string
+	SessionLockTimeout   time.Duration
+	SessionIdleTimeout   time.Duration
+	Clock                clockwork.Clock
+	Logger               *slog.Logger
+}
+
+// Runtime is a running pair of dispatchers.
+type Runtime struct {
+	p     provider.Provider
+	reg   Registry
+	o     Options
+	hub   *Hub
+	cache *cache
+	clock clockwork.Clock
+	log   *slog.Logger
+
+	// io is the context of store calls; canceled only when Shutdown gives up.
+	io     context.Context
+	ioStop context.CancelCauseFunc
+	// acts is the parent context of activities; canceled when Shutdown's
+	// deadline passes.
+	acts     context.Context
+	actsStop context.CancelCauseFunc
+
+	stopping chan struct{}
+	stopOnce sync.Once
+	loops    sync.WaitGroup // fetch loops and maintenance
+	work     sync.WaitGroup // turns and activities in flight
+
+	orchSlots chan struct{}
+	workSlots chan struct{}
+
+	mu      sync.Mutex
+	running map[activityKey]context.CancelCauseFunc
+	parked  map[string]int // instance -> consecutive parks, for backoff
+}
+
+type activityKey struct {
+	instanceID  string
+	executionID int64
+	activityID  int64
+}
+
+// errActivityCanceled is the cause given to an activity whose work item was
+// taken away (its orchestration ended or was canceled, or its lock was lost).
+var errActivityCanceled = errors.New("activity canceled: its orchestration no longer needs it or its lock was lost")
+
+// ErrStopped is the cause given to activities still running when Shutdown's
+// deadline passes.
+var ErrStopped = errors.New("runtime stopped")
+
+// Start validates o, fills defaults, and starts the dispatchers.
+func Start(p provider.Provider, reg Registry, o Options) (*Runtime, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil store", provider.ErrInvalidArgument)
+	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	r := &Runtime{
+		p: p, reg: reg, o: o,
+		hub:       HubFor(p),
+		clock:     o.Clock,
+		log:       o.Logger,
+		stopping:  make(chan struct{}),
+		orchSlots: make(chan struct{}, o.OrchestrationConcurrency),
+		workSlots: make(chan struct{}, o.WorkerConcurrency),
+		running:   map[activityKey]context.CancelCauseFunc{},
+		parked:    map[string]int{},
+	}
+	if o.CacheSize > 0 {
+		r.cache = newCache(o.CacheSize)
+	}
+	r.io, r.ioStop = context.WithCancelCause(context.Background())
+	r.acts, r.actsStop = context.WithCancelCause(context.Background())
+	r.loops.Add(3)
+	go r.fetchLoop(provider.QueueOrchestrator, r.orchSlots, r.fetchTurns)
+	go r.fetchLoop(provider.QueueWorker, r.workSlots, r.fetchActivities)
+	go r.maintainSessions()
+	return r, nil
+}
+
+func (o *Options) fill() error {
+	if o.OrchestrationConcurrency < 0 || o.WorkerConcurrency < 0 || o.MaxAttempts < 0 || o.FetchBatch < 0 {
+		return fmt.Errorf("%w: concurrency, batch and attempt options must not be negative", provider.ErrInvalidArgument)
+	}
+	def := func(d *time.Duration, v time.Duration) error {
+		if *d < 0 {
+			return fmt.Errorf("%w: durations must not be negative", provider.ErrInvalidArgument)
+		}
+		if *d == 0 {
+			*d = v
+		}
+		return nil
+	}
+	for _, d := range []struct {
+		p *time.Duration
+		v time.Duration
+	}{
+		{&o.OrchestratorLockTimeout, 10 * time.Second},
+		{&o.WorkerLockTimeout, 30 * time.Second},
+		{&o.BackoffBase, time.Second},
+		{&o.BackoffMax, time.Minute},
+		{&o.PollInterval, 250 * time.Millisecond},
+		{&o.SessionLockTimeout, 30 * time.Second},
+		{&o.SessionIdleTimeout, 5 * time.Minute},
+	} {
+		if err := def(d.p, d.v); err != nil {
+			return err
+		}
+	}
+	if o.OrchestratorLockTimeout < 10*time.Millisecond || o.WorkerLockTimeout < 10*time.Millisecond {
+		return fmt.Errorf("%w: lock timeouts must be at least 10ms", provider.ErrInvalidArgument)
+	}
+	if o.OrchestrationConcurrency == 0 {
+		o.OrchestrationConcurrency = 4
+	}
+	if o.WorkerConcurrency == 0 {
+		o.WorkerConcurrency = 16
+	}
+	if o.FetchBatch == 0 {
+		o.FetchBatch = 16
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.WorkerID == "" {
+		host, _ := os.Hostname()
+		o.WorkerID = fmt.Sprintf("%s-%d-%d", host, os.Getpid(), time.Now().UnixNano())
+	}
+	return nil
+}
+
+// Shutdown stops fetching, waits for in-flight turns and activities to
+// finish, and returns. If ctx ends first, running activities are canceled
+// (their work goes back to the queue) and Shutdown returns ctx's error once
+// they have returned.
+func (r *Runtime) Shutdown(ctx context.Context) error {
+	r.stopOnce.Do(func() { close(r.stopping) })
+	r.loops.Wait()
+	done := make(chan struct{})
+	go func() {
+		r.work.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		r.actsStop(ErrStopped)
+		<-done
+	}
+	r.ioStop(ErrStopped)
+	r.actsStop(ErrStopped)
+	r.cache.clear()
+	return err
+}
+
+// CacheLen reports how many live executions are cached (for tests).
+func (r *Runtime) CacheLen() int { return r.cache.len() }
+
+// fetchLoop fetches work for one queue while slots are free and sleeps
+// when there is none, until woken by the hub, the store's next visible
+// time, or the poll interval.
+func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(max int) (int, error)) {
+	defer r.loops.Done()
+	wake, unsubscribe := r.hub.subscribe(q)
+	defer unsubscribe()
+	waker, _ := r.p.(provider.Waker)
+	errors := 0
+	idle := time.Duration(0)
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-r.stopping:
+			return
+		}
+		n := 1
+	fill:
+		for n < r.o.FetchBatch {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break fill
+			}
+		}
+		got, err := fetch(n)
+		for i := got; i < n; i++ {
+			<-slots
+		}
+		if err != nil {
+			errors++
+			d := min(100*time.Millisecond<<min(errors, 5), 3*time.Second)
+			if !provider.IsRetryable(err) {
+				d = 100 * time.Millisecond
+			}
+			r.log.Warn("fetch failed", "queue", queueName(q), "error", err, "retryIn", d)
+			if !r.sleep(d, nil) {
+				return
+			}
+			continue
+		}
+		errors = 0
+		if got > 0 {
+			idle = 0
+			continue
+		}
+		wait := r.o.PollInterval
+		if waker != nil {
+			next, err := waker.NextVisible(r.io, q)
+			switch {
+			case err != nil:
+				r.log.Warn("reading next visible time failed", "queue", queueName(q), "error", err)
+			case next.IsZero():
+			default:
+				if d := next.Sub(r.clock.Now()); d > 0 {
+					idle = 0
+					wait = min(d, wait)
+				} else {
+					// Something is visible that this node cannot take (a
+					// session another node owns, a lock about to be
+					// released): back off instead of spinning.
+					idle = min(max(idle*2, time.Millisecond), r.o.PollInterval)
+					wait = idle
+				}
+			}
+		}
+		if !r.sleep(wait, wake) {
+			return
+		}
+	}
+}
+
+// sleep waits for d, a wake-up, or shutdown; it reports false on shutdown.
+func (r *Runtime) sleep(d time.Duration, wake <-chan struct{}) bool {
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return true
+	case <-wake:
+		return true
+	case <-r.stopping:
+		return false
+	}
+}
+
+func queueName(q provider.Queue) string {
+	if q == provider.QueueWorker {
+		return "worker"
+	}
+	return "orchestrator"
+}
+
+// backoff is base·2^(attempt−1), capped.
+func (r *Runtime) backoff(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := r.o.BackoffBase << min(attempt-1, 20)
+	if d <= 0 || d > r.o.BackoffMax {
+		d = r.o.BackoffMax
+	}
+	return d
+}
+
+// renewer renews a lock every third of its timeout until stopped.
+type renewer struct {
+	mu      sync.Mutex
+	timer   clockwork.Timer
+	stopped bool
+}
+
+func (r *Runtime) startRenewer(timeout time.Duration, renew func() error, lost func(error)) *renewer {
+	rn := &renewer{}
+	every := max(timeout/3, 5*time.Millisecond)
+	var tick func()
+	tick = func() {
+		rn.mu.Lock()
+		if rn.stopped {
+			rn.mu.Unlock()
+			return
+		}
+		rn.mu.Unlock()
+		if err := renew(); err != nil {
+			if errors.Is(err, provider.ErrLockLost) {
+				lost(err)
+				return
+			}
+			r.log.Warn("lock renewal failed; will retry", "error", err)
+		}
+		rn.mu.Lock()
+		if !rn.stopped {
+			rn.timer = r.clock.AfterFunc(every, tick)
+		}
+		rn.mu.Unlock()
+	}
+	rn.timer = r.clock.AfterFunc(every, tick)
+	return rn
+}
+
+func (rn *renewer) stop() {
+	rn.mu.Lock()
+	rn.stopped = true
+	if rn.timer != nil {
+		rn.timer.Stop()
+	}
+	rn.mu.Unlock()
+}
+
+// maintainSessions renews the session leases this runtime owns and sweeps
+// orphaned sessions.
+func (r *Runtime) maintainSessions() {
+	defer r.loops.Done()
+	every := max(r.o.SessionLockTimeout/3, 10*time.Millisecond)
+	sweepEvery := 5 * time.Minute
+	lastSweep := r.clock.Now()
+	for r.sleep(every, nil) {
+		if _, err := r.p.RenewSessionLocks(r.io, []string{r.o.WorkerID}, r.o.SessionLockTimeout, r.o.SessionIdleTimeout); err != nil {
+			r.log.Warn("renewing session leases failed", "error", err)
+		}
+		if r.clock.Since(lastSweep) >= sweepEvery {
+			lastSweep = r.clock.Now()
+			if _, err := r.p.CleanupOrphanedSessions(r.io); err != nil {
+				r.log.Warn("sweeping orphaned sessions failed", "error", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/duroxide/duroxide-go/history"
+)
+
+// Context is the engine side of an orchestration's context. Every method
+// must be called from the orchestration's own goroutine.
+type Context struct {
+	x      *Execution
+	logger *slog.Logger
+	// Public holds the public package's wrapper, set by Config.Wrap.
+	Public any
+}
+
+// InstanceID returns the instance being run.
+func (c *Context) InstanceID() string { return c.x.cfg.InstanceID }
+
+// ExecutionID returns the execution being run.
+func (c *Context) ExecutionID() int64 { return c.x.cfg.ExecutionID }
+
+// Name and Version of the orchestration, from OrchestrationStarted.
+func (c *Context) Name() string { return c.x.hist[0].Name }
+
+// Version returns the orchestration version the execution is pinned to.
+func (c *Context) Version() string { return c.x.hist[0].Version }
+
+// IsReplaying reports whether the code is re-running steps already recorded.
+func (c *Context) IsReplaying() bool { return c.x.replaying }
+
+// Logger returns a logger that is silent while replaying.
+func (c *Context) Logger() *slog.Logger { return c.logger }
+
+// ScheduleActivity schedules an activity.
+func (c *Context) ScheduleActivity(name string, input json.RawMessage, sessionID string) *Task {
+	x := c.x
+	ev := x.emit(history.Event{Kind: history.ActivityScheduled, Name: name, Input: input, SessionID: sessionID})
+	x.abortIfBroken()
+	return x.bind(ev.EventID, kindActivity, name, "")
+}
+
+// ScheduleTimer schedules a durable timer that fires after d.
+func (c *Context) ScheduleTimer(d time.Duration) *Task {
+	x := c.x
+	if d < 0 {
+		d = 0
+	}
+	ev := x.emit(history.Event{Kind: history.TimerCreated, FireAtMs: x.now.Add(d).UnixMilli()})
+	x.abortIfBroken()
+	return x.bind(ev.EventID, kindTimer, "", "")
+}
+
+// WaitForEvent subscribes to the next arrival of external event name.
+// Arrivals are buffered: an event raised before the wait is delivered to it.
+func (c *Context) WaitForEvent(name string) *Task {
+	x := c.x
+	ev := x.emit(history.Event{Kind: history.ExternalSubscribed, Name: name})
+	x.abortIfBroken()
+	t := x.bind(ev.EventID, kindEvent, name, "")
+	for _, a := range x.arrivals {
+		if !a.consumed && a.name == name {
+			a.consumed = true
+			// Completed by an arrival applied earlier: it ranks by the
+			// arrival's position, which precedes anything still pending.
+			t.complete(x.index[ev.EventID], a.data, nil)
+			return t
+		}
+	}
+	x.waiters = append(x.waiters, t)
+	return t
+}
+
+// ScheduleSubOrchestration starts a child orchestration. An empty
+// instanceID derives a deterministic one from the parent; an empty version
+// lets the child's runtime choose.
+func (c *Context) ScheduleSubOrchestration(name, version, instanceID string, input json.RawMessage) *Task {
+	x := c.x
+	want := history.Event{Kind: history.SubOrchestrationScheduled, Name: name, Version: version, Input: input, ChildInstanceID: instanceID}
+	ev := x.emitWith(want, func(ev *history.Event) {
+		if ev.ChildInstanceID == "" {
+			ev.ChildInstanceID = x.childID(ev.EventID)
+		}
+	})
+	x.abortIfBroken()
+	return x.bind(ev.EventID, kindSubOrchestration, name, ev.ChildInstanceID)
+}
+
+// childID is the deterministic ID of an auto-named child.
+func (x *Execution) childID(eventID int64) string {
+	if x.cfg.ExecutionID == 1 {
+		return fmt.Sprintf("%s::sub::%d", x.cfg.InstanceID, eventID)
+	}
+	return fmt.Sprintf("%s::sub::%d.%d", x.cfg.InstanceID, x.cfg.ExecutionID, eventID)
+}
+
+// SetCustomStatus records a custom status value (nil clears it).
+func (c *Context) SetCustomStatus(v json.RawMessage) {
+	c.x.emit(history.Event{Kind: history.CustomStatusUpdated, CustomStatus: v})
+	c.x.abortIfBroken()
+}
+
+// Now returns the orchestration's current time, recorded on first call.
+func (c *Context) Now() time.Time {
+	x := c.x
+	ev := x.emit(history.Event{Kind: history.NowRecorded, TimeMs: x.now.UnixMilli()})
+	x.abortIfBroken()
+	return time.UnixMilli(ev.TimeMs).UTC()
+}
+
+// NewGUID returns a random UUID, recorded on first call.
+func (c *Context) NewGUID() string {
+	x := c.x
+	ev := x.emit(history.Event{Kind: history.GUIDRecorded, GUID: uuid.NewString()})
+	x.abortIfBroken()
+	return ev.GUID
+}
+
+// Await blocks until t completes.
+func (c *Context) Await(t *Task) {
+	for !t.done {
+		c.x.block()
+	}
+}
+
+// Select blocks until one of tasks completes and returns the index of the
+// one whose completion comes first in history. It returns -1 for no tasks.
+func (c *Context) Select(tasks ...*Task) int {
+	if len(tasks) == 0 {
+		return -1
+	}
+	for {
+		best := -1
+		for i, t := range tasks {
+			if t != nil && t.done && (best < 0 || t.seq < tasks[best].seq) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return best
+		}
+		c.x.block()
+	}
+}
+
+// ContinueAsNew returns the error an orchestration returns to continue as new.
+func (c *Context) ContinueAsNew(input json.RawMessage, version string) error {
+	return &ContinueAsNewError{Input: input, Version: version}
+}
+
+// RetryPolicy retries a failed activity with durable backoff.
+type RetryPolicy struct {
+	MaxAttempts        int
+	InitialInterval    time.Duration
+	MaxInterval        time.Duration
+	BackoffCoefficient float64
+}
+
+// Delay returns the wait before retry number k (k = 1 is the first retry).
+func (p RetryPolicy) Delay(k int) time.Duration {
+	coef := p.BackoffCoefficient
+	if coef <= 0 {
+		coef = 2
+	}
+	d := float64(p.InitialInterval) * math.Pow(coef, float64(k-1))
+	if p.MaxInterval > 0 && d > float64(p.MaxInterval) {
+		d = float64(p.MaxInterval)
+	}
+	if d > math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d)
+}
+
+// ScheduleActivityWithRetry schedules an activity and, on application
+// failure, retries it after durable timers until it succeeds or
+// MaxAttempts is reached. The retries run inside the engine as each
+// attempt completes, so they progress even while the code awaits something
+// else; every attempt and timer is ordinary history.
+func (c *Context) ScheduleActivityWithRetry(name string, input json.RawMessage, sessionID string, p RetryPolicy) *Task {
+	x := c.x
+	if p.MaxAttempts < 1 {
+		p.MaxAttempts = 1
+	}
+	comp := &Task{x: x, kind: kindComposite, name: name}
+	attempt := 0
+	var try func()
+	try = func() {
+		attempt++
+		ev := x.emit(history.Event{Kind: history.ActivityScheduled, Name: name, Input: input, SessionID: sessionID})
+		if x.nondet != nil {
+			return
+		}
+		t := x.bind(ev.EventID, kindActivity, name, "")
+		comp.eventID = t.eventID
+		t.onDone = func() {
+			if t.failure == nil || t.failure.Kind == history.ErrorCanceled || attempt >= p.MaxAttempts {
+				comp.complete(t.seq, t.output, t.failure)
+				return
+			}
+			d := p.Delay(attempt)
+			if d <= 0 {
+				try()
+				return
+			}
+			tev := x.emit(history.Event{Kind: history.TimerCreated, FireAtMs: x.now.Add(d).UnixMilli()})
+			if x.nondet != nil {
+				return
+			}
+			timer := x.bind(tev.EventID, kindTimer, "", "")
+			timer.onDone = try
+		}
+	}
+	try()
+	x.abortIfBroken()
+	return comp
+}
+
+// bind creates the task for a scheduling event.
+func (x *Execution) bind(eventID int64, kind taskKind, name, childID string) *Task {
+	t := &Task{x: x, kind: kind, eventID: eventID, name: name, childID: childID}
+	if x.nondet == nil {
+		x.tasks[eventID] = t
+	}
+	return t
+}
+
+// replayHandler silences a logger while the code replays.
+type replayHandler struct {
+	h slog.Handler
+	x *Execution
+}
+
+func (r *replayHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return !r.x.replaying && r.h.Enabled(ctx, l)
+}
+func (r *replayHandler) Handle(ctx context.Context, rec slog.Record) error {
+	return r.h.Handle(ctx, rec)
+}
+func (r *replayHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return &replayHandler{h: r.h.WithAttrs(a), x: r.x}
+}
+func (r *replayHandler) WithGroup(n string) slog.Handler {
+	return &replayHandler{h: r.h.WithGroup(n), x: r.x}
+}
+
+type discardHandler struct{}
+
+func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
+func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
+func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discardHandler) WithGroup(string) slog.Handler           { return d }

@@ -1,0 +1,193 @@
+package duroxide
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/duroxide/duroxide-go/internal/dispatch"
+	"github.com/duroxide/duroxide-go/internal/replay"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// NondeterminismPolicy says what the runtime does with an instance whose
+// code no longer replays its history.
+type NondeterminismPolicy int
+
+const (
+	// Park (the default) leaves the instance Running with its LastError
+	// set, retrying it with backoff, so a deploy that restores the old code
+	// path resumes it where it stopped.
+	Park NondeterminismPolicy = iota
+	// Fail ends the instance Failed with kind "nondeterminism".
+	Fail
+)
+
+// RuntimeOptions configures StartRuntime. A nil pointer or a zero field
+// means the documented default.
+type RuntimeOptions struct {
+	// OrchestrationConcurrency is how many orchestration turns run at once
+	// (default 4). Turns are short and CPU-bound.
+	OrchestrationConcurrency int
+	// WorkerConcurrency is how many activities run at once (default 16).
+	WorkerConcurrency int
+	// FetchBatch is the most instances or activities taken per store fetch
+	// (default 16).
+	FetchBatch int
+	// OrchestratorLockTimeout is how long a turn holds its instance lock
+	// (default 10s). The lock is renewed every third of it while the turn
+	// runs; a crashed node's turns are retried elsewhere once it lapses.
+	OrchestratorLockTimeout time.Duration
+	// WorkerLockTimeout is how long an activity holds its lock (default
+	// 30s), renewed every third of it while the activity runs. If renewal
+	// finds the lock gone, the activity's context is canceled.
+	WorkerLockTimeout time.Duration
+	// MaxAttempts is how many times a message may be delivered before it is
+	// poisoned: the orchestration or activity fails with kind "poison"
+	// (default 10). Crashes and lock expiries count; so do deliveries of an
+	// unregistered orchestration or activity.
+	MaxAttempts int
+	// BackoffBase and BackoffMax bound the delay before retrying an
+	// unregistered orchestration or activity and a parked instance:
+	// base·2^(n−1), capped (defaults 1s and 1m).
+	BackoffBase, BackoffMax time.Duration
+	// CacheSize is how many live orchestrations are kept in memory so their
+	// next turn need not replay history (default 1024). Negative disables
+	// the cache: every turn replays from history.
+	CacheSize int
+	// PollInterval bounds how long an idle dispatcher sleeps before
+	// checking the store (default 250ms). Work enqueued in this process wakes
+	// dispatchers at once and timers wake them when due; the interval only
+	// matters for work written by other processes.
+	PollInterval time.Duration
+	// OnNondeterminism chooses between parking (default) and failing.
+	OnNondeterminism NondeterminismPolicy
+	// WorkerID identifies this runtime as the owner of activity sessions.
+	// Give each node a stable ID to let a restarted node reclaim its
+	// sessions (default: host-pid-start time).
+	WorkerID string
+	// SessionLockTimeout is the lease of a session this runtime owns,
+	// renewed while it is in use (default 30s). SessionIdleTimeout releases
+	// a session with no activity for that long (default 5m).
+	SessionLockTimeout, SessionIdleTimeout time.Duration
+	// Clock is the runtime's time source (default: the real clock). Tests
+	// pass a fake clock (duroxidetest does) so timers fire without waiting;
+	// the store must use the same clock.
+	Clock clockwork.Clock
+	// Logger receives the runtime's logs (default: warnings and errors to
+	// standard error). Orchestrations log through OrchestrationContext.Logger.
+	Logger *slog.Logger
+}
+
+// Runtime runs orchestrations and activities from a store until Shutdown.
+// Any number of runtimes, in one or many processes, may share a store.
+type Runtime struct {
+	d *dispatch.Runtime
+}
+
+// StartRuntime starts dispatching the orchestrations and activities of reg
+// from store. It returns at once; call Shutdown to stop. It returns an error
+// for registration mistakes and invalid options.
+func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, opts *RuntimeOptions) (*Runtime, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		return nil, fmt.Errorf("%w: nil registry", ErrInvalidArgument)
+	}
+	if err := reg.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	if opts == nil {
+		opts = &RuntimeOptions{}
+	}
+	o := dispatch.Options{
+		OrchestrationConcurrency: opts.OrchestrationConcurrency,
+		WorkerConcurrency:        opts.WorkerConcurrency,
+		FetchBatch:               opts.FetchBatch,
+		OrchestratorLockTimeout:  opts.OrchestratorLockTimeout,
+		WorkerLockTimeout:        opts.WorkerLockTimeout,
+		MaxAttempts:              opts.MaxAttempts,
+		BackoffBase:              opts.BackoffBase,
+		BackoffMax:               opts.BackoffMax,
+		CacheSize:                opts.CacheSize,
+		PollInterval:             opts.PollInterval,
+		FailOnNondeterminism:     opts.OnNondeterminism == Fail,
+		WorkerID:                 opts.WorkerID,
+		SessionLockTimeout:       opts.SessionLockTimeout,
+		SessionIdleTimeout:       opts.SessionIdleTimeout,
+		Clock:                    opts.Clock,
+		Logger:                   opts.Logger,
+	}
+	switch {
+	case o.CacheSize == 0:
+		o.CacheSize = 1024
+	case o.CacheSize < 0:
+		o.CacheSize = 0
+	}
+	d, err := dispatch.Start(store, registryAdapter{reg}, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{d: d}, nil
+}
+
+// Shutdown stops taking new work and waits for turns and activities in
+// flight to finish. If ctx ends first, running activities are canceled and
+// returned to the queue (another runtime, or this one after a restart,
+// runs them again), and Shutdown returns ctx's error. No goroutine of the
+// runtime outlives Shutdown, except activities that ignore their context.
+func (r *Runtime) Shutdown(ctx context.Context) error {
+	return r.d.Shutdown(ctx)
+}
+
+// registryAdapter exposes a Registry to the dispatcher.
+type registryAdapter struct{ r *Registry }
+
+func (a registryAdapter) Orchestration(name, version string) (replay.Func, string, bool) {
+	fn, v, ok := a.r.orchestration(name, version)
+	if !ok {
+		return nil, "", false
+	}
+	return func(c *replay.Context, input json.RawMessage) (json.RawMessage, error) {
+		return fn(&OrchestrationContext{c: c}, input)
+	}, v, true
+}
+
+func (a registryAdapter) Activity(name string) (dispatch.ActivityFunc, bool) {
+	fn, ok := a.r.activity(name)
+	if !ok {
+		return nil, false
+	}
+	return dispatch.ActivityFunc(fn), true
+}
+
+// ActivityContext describes the activity call a context.Context belongs to.
+type ActivityContext struct {
+	InstanceID  string
+	ExecutionID int64
+	// ActivityID is the activity's scheduling event in the orchestration's history.
+	ActivityID int64
+	Name       string
+	SessionID  string
+	// Attempt counts deliveries of this activity, from 1 (more after crashes
+	// or lost locks; retries by a RetryPolicy are new activities).
+	Attempt int
+	// WorkerID is the runtime that runs it.
+	WorkerID string
+}
+
+// ActivityContextFrom returns the description of the activity whose context
+// ctx is, or nil outside an activity.
+func ActivityContextFrom(ctx context.Context) *ActivityContext {
+	info := dispatch.ActivityInfoFrom(ctx)
+	if info == nil {
+		return nil
+	}
+	ac := ActivityContext(*info)
+	return &ac
+}
