@@ -302,6 +302,9 @@ func (x *Execution) Turn(in TurnInput) (*TurnOutput, error) {
 		}
 		ev := *in.Started
 		ev.EventID = x.nextID
+		if ev.TimestampMs == 0 {
+			ev.TimestampMs = in.Now.UnixMilli()
+		}
 		x.record(ev)
 	}
 	if len(x.hist) == 0 || x.hist[0].Kind != history.OrchestrationStarted {
@@ -457,6 +460,15 @@ func (x *Execution) apply(i int) {
 			}
 			return
 		}
+		if want := completionKind(t.kind); ev.Kind != want && !(want == history.ActivityCompleted && ev.Kind == history.ActivityFailed) &&
+			!(want == history.SubOrchestrationCompleted && ev.Kind == history.SubOrchestrationFailed) {
+			x.nondet = &NondeterminismError{
+				InstanceID: x.cfg.InstanceID, ExecutionID: x.cfg.ExecutionID, EventID: ev.EventID,
+				Expected: fmt.Sprintf("a completion of the %s scheduled at event %d", t.kind, ev.SourceEventID),
+				Got:      fmt.Sprintf("found %s for it", ev.Kind),
+			}
+			return
+		}
 		t.complete(i, ev.Output, ev.Error)
 		x.mustPoll = true
 	case history.ExternalEvent:
@@ -580,6 +592,17 @@ func (x *Execution) emitWith(want history.Event, onNew func(*history.Event)) *hi
 	return ev
 }
 
+// completionKind is the successful completion event of a task kind.
+func completionKind(k taskKind) history.EventKind {
+	switch k {
+	case kindTimer:
+		return history.TimerFired
+	case kindSubOrchestration:
+		return history.SubOrchestrationCompleted
+	}
+	return history.ActivityCompleted
+}
+
 func isSchedule(k history.EventKind) bool {
 	switch k {
 	case history.ActivityScheduled, history.TimerCreated, history.ExternalSubscribed,
@@ -640,6 +663,9 @@ func describe(ev *history.Event) string {
 	case history.ExternalSubscribed:
 		return fmt.Sprintf("a wait for event %q", ev.Name)
 	case history.SubOrchestrationScheduled:
+		if ev.ChildInstanceID == "" {
+			return fmt.Sprintf("sub-orchestration %q with input %s", ev.Name, orNone(ev.Input))
+		}
 		return fmt.Sprintf("sub-orchestration %q (%s) with input %s", ev.Name, ev.ChildInstanceID, orNone(ev.Input))
 	case history.CustomStatusUpdated:
 		return "a custom status update"

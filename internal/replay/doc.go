@@ -1,0 +1,100 @@
+// Package replay is the pure replay engine of duroxide-go: history and new
+// messages in, history delta and turn result out. It performs no I/O, reads
+// no clock (the caller passes the turn's time) and knows nothing of stores
+// or queues; internal/dispatch turns its output into a store ack.
+//
+// # The model
+//
+// An orchestration is a Go function. Each execution of an instance has an
+// append-only history of events with IDs 1, 2, 3... in order. Two kinds of
+// event matter to replay:
+//
+//   - Schedules are what the code did: ActivityScheduled, TimerCreated,
+//     ExternalSubscribed, SubOrchestrationScheduled, and the recorded
+//     values CustomStatusUpdated, NowRecorded, GUIDRecorded. The code
+//     produces them; on replay it must produce them again, in the same
+//     order, with the same arguments.
+//   - Completions are what the world did: ActivityCompleted/Failed,
+//     TimerFired, SubOrchestrationCompleted/Failed, ExternalEvent,
+//     OrchestrationCancelRequested. They come from queue messages and are
+//     appended in the order the turn received them; that order is then the
+//     durable truth.
+//
+// # The coroutine
+//
+// The function runs as a coroutine (iter.Pull): it runs on its own
+// goroutine, but only while the engine has handed control to it, and it
+// hands control back whenever it awaits a task that is not complete. So
+// the engine decides exactly when the code runs, and the code and the
+// engine never run at the same time: no locks, and deterministic
+// interleaving.
+//
+// # A turn
+//
+//  1. Prepare: each message becomes a completion event at the end of
+//     history. Completions for another execution (older, before a
+//     ContinueAsNew) and duplicates (at-least-once delivery) are dropped; a
+//     completion naming a schedule that does not exist, or one of another
+//     kind, is nondeterminism.
+//  2. Run, the interleaved loop: for each event not yet applied, in history
+//     order, first let the code run if the previous event completed
+//     something, then apply the event. Applying a completion completes its
+//     task. Applying a schedule only checks that the code has already
+//     produced it. The code runs after each completion, one at a time, so
+//     Select sees completions in history order: the first completion in
+//     history wins, on the first run and on every replay.
+//  3. Emit: when the code schedules something, the engine matches it
+//     against the next recorded schedule not yet matched. If there is one,
+//     it must be equal (kind, name, input, session; timers match by kind,
+//     recorded values by kind) and the task is bound to that event's ID.
+//     If history has no more schedules, the action is new: it gets the next
+//     event ID and is appended. Matching at emission means a task knows its
+//     event ID at once (child instance IDs derive from it) and recorded
+//     values (Now, NewGUID) are returned synchronously, without a round
+//     trip.
+//  4. Finalize, in this order of precedence: a cancel request ends the
+//     execution Canceled without running the code further; a
+//     ContinueAsNewError returned by the code ends it ContinuedAsNew; a
+//     return ends it Completed or Failed (a panic is a failure); otherwise
+//     it is still Running. An ending execution appends breadcrumbs for
+//     activities and children still in flight (ActivityCancelRequested,
+//     SubOrchestrationCancelRequested), then the terminal event, last.
+//
+// # Nondeterminism
+//
+// The engine reports a *NondeterminismError, and the caller must not
+// commit the turn, when: an action differs from the recorded schedule at
+// its position; history records a schedule the code did not produce by
+// the time the loop reaches it (or at all, when the code returned early); or
+// a completion names a missing schedule or one of another kind. Timer
+// durations and custom-status values are not compared, so they may change
+// between deploys.
+//
+// # External events
+//
+// Arrivals are buffered per name. WaitForEvent takes the oldest arrival not
+// yet consumed, including one that arrived before the wait; otherwise it
+// waits, and the next arrival of that name goes to the oldest open wait.
+// The buffer is rebuilt from history on replay, so delivery is
+// deterministic. Arrivals still unconsumed at ContinueAsNew are returned in
+// TurnOutput.Carried for the next execution.
+//
+// # Retries
+//
+// ScheduleActivityWithRetry is a composite task driven by the engine, not
+// by the code: when an attempt fails, the engine schedules the backoff
+// timer (and, when it fires, the next attempt) while applying the
+// completion. Retries therefore progress even while the code awaits other
+// tasks, and every step is ordinary history.
+//
+// # Live executions and replay
+//
+// An Execution keeps its suspended coroutine between turns. The dispatcher
+// caches it per instance; the next turn feeds only the new messages, and
+// Turn checks that the stored history is still the one it holds (ErrStale
+// otherwise). A cache miss builds a fresh Execution and replays the stored
+// history: during replay the code sees IsReplaying true and its logger is
+// silent. Live and replayed executions run the same loop, which is what
+// the fuzz test checks: at every turn, a replay from scratch must produce
+// exactly the delta the live execution produced.
+package replay
