@@ -272,7 +272,10 @@ func find(evs []history.Event, kind history.EventKind, nth int) int {
 
 var mutations = []mutation{
 	{"renamed-activity", "sequence", "the second activity was renamed in code",
-		func(e []history.Event) []history.Event { e[find(e, history.ActivityScheduled, 1)].Name = "Increment"; return e }},
+		func(e []history.Event) []history.Event {
+			e[find(e, history.ActivityScheduled, 1)].Name = "Increment"
+			return e
+		}},
 	{"changed-input", "fanout", "an activity input changed",
 		func(e []history.Event) []history.Event {
 			e[find(e, history.ActivityScheduled, 2)].Input = json.RawMessage(`99`)
@@ -285,7 +288,10 @@ var mutations = []mutation{
 			return e
 		}},
 	{"event-renamed", "event", "the code waits for another event name",
-		func(e []history.Event) []history.Event { e[find(e, history.ExternalSubscribed, 0)].Name = "stop"; return e }},
+		func(e []history.Event) []history.Event {
+			e[find(e, history.ExternalSubscribed, 0)].Name = "stop"
+			return e
+		}},
 	{"child-renamed", "parent", "a sub-orchestration was renamed",
 		func(e []history.Event) []history.Event {
 			e[find(e, history.SubOrchestrationScheduled, 1)].Name = "Golden.Kid"
@@ -325,7 +331,10 @@ var mutations = []mutation{
 			return e
 		}},
 	{"session-added", "sequence", "an activity moved to a session",
-		func(e []history.Event) []history.Event { e[find(e, history.ActivityScheduled, 0)].SessionID = "s1"; return e }},
+		func(e []history.Event) []history.Event {
+			e[find(e, history.ActivityScheduled, 0)].SessionID = "s1"
+			return e
+		}},
 	{"continue-input-changed", "loop-exec1", "the code continues as new with another input",
 		func(e []history.Event) []history.Event { e[len(e)-1].Input = json.RawMessage(`5`); return e }},
 	{"still-waiting-but-code-returns", "waiting", "history waits for an event but the code now returns",
