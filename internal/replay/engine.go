@@ -736,6 +736,14 @@ func (x *Execution) finalize() *TurnOutput {
 			out.Result = ContinuedAsNew
 			out.ContinueAsNew = can
 			term = history.Event{Kind: history.OrchestrationContinuedAsNew, Input: can.Input, Version: can.Version}
+			// Events of this turn that the loop did not reach before the
+			// code returned are unconsumed arrivals too.
+			for i := x.pos; i < len(x.hist); i++ {
+				if ev := &x.hist[i]; ev.Kind == history.ExternalEvent {
+					x.arrivals = append(x.arrivals, &arrival{name: ev.Name, data: ev.Data})
+				}
+			}
+			x.pos = len(x.hist)
 			for _, a := range x.arrivals {
 				if !a.consumed {
 					out.Carried = append(out.Carried, Arrival{Name: a.name, Data: a.data})
