@@ -1,0 +1,279 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/httpapi"
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/sqlite"
+)
+
+// testTimeout bounds every wait of a test; tests finish far sooner.
+const testTimeout = 20 * time.Second
+
+var discard = slog.New(slog.DiscardHandler)
+
+// Test orchestrations registered next to the demo ones.
+const (
+	// parentOrch runs demo.Hello as the child "<instance>-child" and
+	// returns its output.
+	parentOrch = "test.Parent"
+)
+
+func registerTestOrchestrations(reg *duroxide.Registry) {
+	duroxide.RegisterOrchestration(reg, parentOrch, func(ctx *duroxide.OrchestrationContext, name string) (string, error) {
+		var out string
+		if err := ctx.ScheduleSubOrchestration(demo.Hello, ctx.InstanceID()+"-child", name).Await(&out); err != nil {
+			return "", err
+		}
+		return out, nil
+	})
+}
+
+// observedStore is the SQLite store with hooks on instance lookups, so a
+// test can tell when the API is inside a long poll. The runtime and the
+// client share it: in-process wake-ups are per store value.
+type observedStore struct {
+	*sqlite.Provider
+	mu    sync.Mutex
+	hooks map[string]func()
+}
+
+func (s *observedStore) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
+	s.mu.Lock()
+	hook := s.hooks[instanceID]
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return s.Provider.GetInstance(ctx, instanceID)
+}
+
+// parked returns a channel closed when a long poll of instanceID is
+// waiting: the handler reads the status, then the client's wait reads it
+// again with its watch registered, so the second lookup means the request
+// is parked.
+func (s *observedStore) parked(instanceID string) <-chan struct{} {
+	ch := make(chan struct{})
+	var lookups atomic.Int32
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hooks == nil {
+		s.hooks = map[string]func(){}
+	}
+	s.hooks[instanceID] = func() {
+		if lookups.Add(1) == 2 {
+			close(ch)
+		}
+	}
+	return ch
+}
+
+// env is an API server over a real in-memory SQLite store with a runtime
+// hosting the demo orchestrations.
+type env struct {
+	store  *observedStore
+	client *duroxide.Client
+	reg    *duroxide.Registry
+	h      http.Handler
+	srv    *httptest.Server
+}
+
+// newEnv starts a store, a runtime and the API. opts may be nil; its
+// Registry defaults to the runtime's and its Logger to a silent one.
+func newEnv(t *testing.T, opts *httpapi.Options) *env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, "", &sqlite.Options{Logger: discard})
+	if err != nil {
+		t.Fatalf("opening store: %v", err)
+	}
+	store := &observedStore{Provider: db}
+	reg := duroxide.NewRegistry()
+	demo.Register(reg)
+	registerTestOrchestrations(reg)
+	rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: discard})
+	if err != nil {
+		_ = store.Close()
+		t.Fatalf("starting runtime: %v", err)
+	}
+	var o httpapi.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Registry == nil {
+		o.Registry = reg
+	}
+	if o.Logger == nil {
+		o.Logger = discard
+	}
+	client := duroxide.NewClient(store)
+	h, err := httpapi.NewHandler(client, &o)
+	if err != nil {
+		t.Fatalf("NewHandler: %v", err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := rt.Shutdown(sctx); err != nil {
+			t.Errorf("runtime shutdown: %v", err)
+		}
+		if err := store.Close(); err != nil {
+			t.Errorf("closing store: %v", err)
+		}
+	})
+	return &env{store: store, client: client, reg: reg, h: h, srv: srv}
+}
+
+// response is a buffered HTTP response.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) String() string {
+	return fmt.Sprintf("%d %s", r.status, strings.TrimSpace(string(r.body)))
+}
+
+// request sends a request without failing the test, so goroutines may use
+// it. body may be a string, an io.Reader or nil.
+func (e *env) request(ctx context.Context, method, path string, body any) (response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case io.Reader:
+		rd = b
+	default:
+		return response{}, fmt.Errorf("unsupported body %T", body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+path, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: res.StatusCode, header: res.Header, body: b}, nil
+}
+
+// do sends a request and checks the response is JSON (every route but
+// /metrics answers JSON, errors included).
+func (e *env) do(t *testing.T, method, path string, body any) response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	res, err := e.request(ctx, method, path, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if ct := res.header.Get("Content-Type"); ct != "application/json" && !(path == "/metrics" && res.status == http.StatusOK) {
+		t.Fatalf("%s %s: Content-Type %q, want application/json (%s)", method, path, ct, res)
+	}
+	return res
+}
+
+// expect sends a request and fails unless it gets status; it decodes the
+// body into out when out is not nil.
+func (e *env) expect(t *testing.T, method, path string, body any, status int, out any) response {
+	t.Helper()
+	res := e.do(t, method, path, body)
+	if res.status != status {
+		t.Fatalf("%s %s: got %s, want status %d", method, path, res, status)
+	}
+	if out != nil {
+		if err := json.Unmarshal(res.body, out); err != nil {
+			t.Fatalf("%s %s: decoding %s: %v", method, path, res, err)
+		}
+	}
+	return res
+}
+
+// errorBody is the API's error shape.
+type errorBody struct {
+	Error   string `json:"error"`
+	Details string `json:"details"`
+}
+
+// expectError sends a request and checks it fails with status and a
+// non-empty error message.
+func (e *env) expectError(t *testing.T, method, path string, body any, status int) errorBody {
+	t.Helper()
+	var eb errorBody
+	res := e.expect(t, method, path, body, status, &eb)
+	if eb.Error == "" {
+		t.Fatalf("%s %s: error body without an error message: %s", method, path, res)
+	}
+	return eb
+}
+
+// start starts an orchestration through the Go client.
+func (e *env) start(t *testing.T, id, name string, input any) {
+	t.Helper()
+	if err := e.client.StartOrchestration(context.Background(), id, name, input, nil); err != nil {
+		t.Fatalf("starting %s as %s: %v", name, id, err)
+	}
+}
+
+// wait waits until id is terminal.
+func (e *env) wait(t *testing.T, id string) *duroxide.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	st, err := e.client.WaitForOrchestration(ctx, id)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", id, err)
+	}
+	return st
+}
+
+// status is the JSON shape of duroxide.Status, decoded loosely.
+type status struct {
+	InstanceID       string          `json:"instanceId"`
+	Orchestration    string          `json:"orchestration"`
+	Version          string          `json:"version"`
+	Status           string          `json:"status"`
+	ExecutionID      int64           `json:"executionId"`
+	Input            json.RawMessage `json:"input"`
+	Output           json.RawMessage `json:"output"`
+	Error            *errorInfo      `json:"error"`
+	CustomStatus     json.RawMessage `json:"customStatus"`
+	CreatedAt        time.Time       `json:"createdAt"`
+	UpdatedAt        time.Time       `json:"updatedAt"`
+	ParentInstanceID string          `json:"parentInstanceId"`
+}
+
+type errorInfo struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+func approvalInput(seconds float64) demo.ApprovalInput {
+	return demo.ApprovalInput{TimeoutSeconds: seconds}
+}

@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/duroxide/duroxide-go"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes int64 = 1 << 20
+
+// MaxWait caps the ?wait long-poll of GET /api/instances/{id}: longer
+// waits are shortened to it.
+const MaxWait = 5 * time.Minute
+
+// Options configures NewHandler. A nil pointer or a zero field means the
+// documented default.
+type Options struct {
+	// Logger receives server-side failures (5xx responses, at error level)
+	// and recovered panics (default: warnings and errors to standard error).
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies; a larger body is answered 413
+	// (default DefaultMaxBodyBytes, 1 MiB). Negative values are rejected.
+	MaxBodyBytes int64
+	// Registry, when set, lets GET /api/orchestrations list the registered
+	// orchestrations, their versions and the activities (default: nil, the
+	// lists are empty). It is only read.
+	Registry *duroxide.Registry
+}
+
+// Log attribute keys.
+const (
+	logKeyMethod  = "method"
+	logKeyPath    = "path"
+	logKeyStatus  = "status"
+	logKeyError   = "error"
+	logKeyPanic   = "panic"
+	logKeyPattern = "pattern"
+)
+
+// route is one endpoint: a net/http ServeMux pattern ("GET /api/instances/{id}")
+// and the function serving it. A handler writes its success response itself
+// and returns an error for anything else; handle turns the error into the
+// JSON error response.
+type route struct {
+	pattern string
+	handle  func(w http.ResponseWriter, r *http.Request) error
+}
+
+// server is the http.Handler returned by NewHandler.
+type server struct {
+	client  *duroxide.Client
+	log     *slog.Logger
+	maxBody int64
+	reg     *duroxide.Registry
+	mux     *http.ServeMux
+	routes  []route
+}
+
+// NewHandler returns the HTTP API over client. The handler serves the
+// routes listed in the package documentation and answers anything else with
+// a JSON 404 or 405. Mount it at the root of a server, or at "/api/",
+// "/healthz" and "/metrics" next to other handlers (a dashboard at "/").
+// Long polls (?wait) hold a request up to MaxWait: give the http.Server a
+// WriteTimeout above that, or none.
+func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
+	if client == nil {
+		return nil, fmt.Errorf("httpapi: %w: nil client", duroxide.ErrInvalidArgument)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.MaxBodyBytes < 0:
+		return nil, fmt.Errorf("httpapi: %w: MaxBodyBytes must not be negative, got %d", duroxide.ErrInvalidArgument, o.MaxBodyBytes)
+	case o.MaxBodyBytes == 0:
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	s := &server{
+		client:  client,
+		log:     o.Logger,
+		maxBody: o.MaxBodyBytes,
+		reg:     o.Registry,
+		mux:     http.NewServeMux(),
+	}
+	// Each group of routes lives in its own file; new groups (webhooks,
+	// triggers, locks) are appended here.
+	s.routes = append(s.routes, s.instanceRoutes()...)
+	s.routes = append(s.routes, s.systemRoutes()...)
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.pattern, s.adapt(rt.handle))
+	}
+	return s, nil
+}
+
+// ServeHTTP dispatches to the routes. Requests that match no route get the
+// mux's 404 or 405 status (with its Allow header) and a JSON body instead of
+// the mux's plain-text one.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, pattern := s.mux.Handler(r); pattern == "" {
+		rec := &statusRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if allow := rec.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		code, details := rec.code, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)
+		switch code {
+		case http.StatusMethodNotAllowed:
+			details = fmt.Sprintf("%s %s: method not allowed; allowed: %s", r.Method, r.URL.Path, rec.header.Get("Allow"))
+		case 0:
+			code = http.StatusNotFound
+		}
+		writeError(w, code, strings.ToLower(http.StatusText(code)), details)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// adapt turns a route function into an http.Handler that writes returned
+// errors as JSON and recovers panics.
+func (s *server) adapt(fn func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", logKeyMethod, r.Method, logKeyPath, r.URL.Path, logKeyPanic, v)
+				writeError(w, http.StatusInternalServerError, "internal error", fmt.Sprint(v))
+			}
+		}()
+		if err := fn(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+// fail writes err as a JSON error response with the status it maps to.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if ctxErr := r.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		// The client went away, or the server is shutting down (its base
+		// context ended): answer, in case someone still listens.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "request canceled", err.Error())
+		return
+	}
+	code, msg := classify(err)
+	if code >= 500 && code != http.StatusNotImplemented {
+		s.log.Error("request failed", logKeyMethod, r.Method, logKeyPath, r.URL.Path,
+			logKeyPattern, r.Pattern, logKeyStatus, code, logKeyError, err)
+	}
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeError(w, code, msg, err.Error())
+}
+
+// statusRecorder captures the status and headers of the mux's own 404 and
+// 405 handlers and discards their plain-text bodies.
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return len(b), nil
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}

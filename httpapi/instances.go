@@ -1,0 +1,324 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// instanceRoutes are the management routes of instances.
+func (s *server) instanceRoutes() []route {
+	return []route{
+		{"POST /api/instances", s.startInstance},
+		{"GET /api/instances", s.listInstances},
+		{"GET /api/instances/{id}", s.getInstance},
+		{"DELETE /api/instances/{id}", s.purgeInstance},
+		{"GET /api/instances/{id}/history", s.getHistory},
+		{"GET /api/instances/{id}/executions", s.listExecutions},
+		{"POST /api/instances/{id}/events/{name}", s.raiseEvent},
+		{"POST /api/instances/{id}/cancel", s.cancelInstance},
+	}
+}
+
+// startRequest is the body of POST /api/instances.
+type startRequest struct {
+	Orchestration string          `json:"orchestration"`
+	InstanceID    string          `json:"instanceId"`
+	Input         json.RawMessage `json:"input"`
+	Version       string          `json:"version"`
+	// StartAt delays the start (RFC 3339).
+	StartAt *time.Time `json:"startAt"`
+	// IdempotencyKey and LockKey are part of the contract (DESIGN §4) but
+	// not implemented yet: they are rejected rather than ignored, so no
+	// caller believes it got exactly-once or exclusive starts.
+	IdempotencyKey string `json:"idempotencyKey"`
+	LockKey        string `json:"lockKey"`
+}
+
+type startResponse struct {
+	InstanceID string `json:"instanceId"`
+}
+
+func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
+	var req startRequest
+	if _, err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	switch {
+	case req.Orchestration == "":
+		return badRequest("orchestration is required", `the body must name the orchestration to start: {"orchestration": "name"}`)
+	case req.IdempotencyKey != "":
+		return badRequest("idempotencyKey is not supported yet", "idempotent starts are not implemented by this server; retry without idempotencyKey")
+	case req.LockKey != "":
+		return badRequest("lockKey is not supported yet", "execution locks are not implemented by this server; retry without lockKey")
+	}
+	input, err := compactJSON(req.Input)
+	if err != nil {
+		return err
+	}
+	id := req.InstanceID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	opts := &duroxide.StartOptions{Version: req.Version}
+	if req.StartAt != nil {
+		opts.StartAt = *req.StartAt
+	}
+	if err := s.client.StartOrchestration(r.Context(), id, req.Orchestration, input, opts); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))
+	writeJSON(w, http.StatusCreated, startResponse{InstanceID: id})
+	return nil
+}
+
+// parseWait reads the ?wait long-poll duration: a Go duration ("30s",
+// "1m") or a number of seconds ("30"), capped at MaxWait.
+func parseWait(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil {
+			return 0, badRequest("invalid wait", "wait must be a duration like 30s or a number of seconds, got %q", v)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, badRequest("invalid wait", "wait must not be negative, got %q", v)
+	}
+	return min(d, MaxWait), nil
+}
+
+func (s *server) getInstance(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	wait, err := parseWait(r.URL.Query().Get("wait"))
+	if err != nil {
+		return err
+	}
+	st, err := s.client.GetStatus(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if wait > 0 && !st.State.IsTerminal() {
+		wctx, cancel := context.WithTimeout(r.Context(), wait)
+		defer cancel()
+		done, err := s.client.WaitForOrchestration(wctx, id)
+		switch {
+		case err == nil:
+			st = done
+		case wctx.Err() != nil && r.Context().Err() == nil:
+			// The wait ran out: answer with the current, live status.
+			if st, err = s.client.GetStatus(r.Context(), id); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// states maps the accepted ?status= values, lower-cased, to states.
+var states = map[string]duroxide.State{
+	"pending":   duroxide.StatePending,
+	"running":   duroxide.StateRunning,
+	"completed": duroxide.StateCompleted,
+	"failed":    duroxide.StateFailed,
+	"canceled":  duroxide.StateCanceled,
+}
+
+func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	opts := &duroxide.ListOptions{
+		Orchestration:    q.Get("orchestration"),
+		ParentInstanceID: q.Get("parent"),
+		Cursor:           q.Get("cursor"),
+	}
+	for _, v := range strings.Split(q.Get("status"), ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		st, ok := states[strings.ToLower(v)]
+		if !ok {
+			return badRequest("invalid status", "status must be a comma-separated list of Pending, Running, Completed, Failed, Canceled; got %q", v)
+		}
+		opts.States = append(opts.States, st)
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return badRequest("invalid limit", "limit must be an integer from 1 to 1000, got %q", v)
+		}
+		opts.Limit = n
+	}
+	page, err := s.client.ListInstances(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// eventView is the API shape of a history event: the storage JSON of
+// history.Event (camelCase, unused fields omitted) with timestampMs replaced
+// by an RFC 3339 timestamp, and eventId, type and timestamp first.
+//
+// The outer fields shadow the embedded event's fields of the same JSON name
+// (encoding/json prefers the shallower field), so fields added to
+// history.Event later appear here without changes.
+type eventView struct {
+	EventID   int64             `json:"eventId"`
+	Kind      history.EventKind `json:"type"`
+	Timestamp string            `json:"timestamp"`
+	// TimestampMs hides the embedded field: always zero, so omitted.
+	TimestampMs int64 `json:"timestampMs,omitempty"`
+	*history.Event
+}
+
+// timestampLayout is RFC 3339 with milliseconds, in UTC.
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func newEventView(e *history.Event) eventView {
+	return eventView{
+		EventID:   e.EventID,
+		Kind:      e.Kind,
+		Timestamp: time.UnixMilli(e.TimestampMs).UTC().Format(timestampLayout),
+		Event:     e,
+	}
+}
+
+type historyResponse struct {
+	Events []eventView `json:"events"`
+}
+
+func (s *server) getHistory(w http.ResponseWriter, r *http.Request) error {
+	var exec int64
+	if v := r.URL.Query().Get("execution"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return badRequest("invalid execution", "execution must be an execution ID (1, 2, ...; 0 = the current one), got %q", v)
+		}
+		exec = n
+	}
+	evs, err := s.client.GetHistory(r.Context(), r.PathValue("id"), exec)
+	if err != nil {
+		return err
+	}
+	out := historyResponse{Events: make([]eventView, len(evs))}
+	for i := range evs {
+		out.Events[i] = newEventView(&evs[i])
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// executionView is the API shape of provider.ExecutionInfo. Status is one
+// of Running, Completed, Failed, Canceled, ContinuedAsNew.
+type executionView struct {
+	ExecutionID int64                 `json:"executionId"`
+	Status      provider.Status       `json:"status"`
+	Input       json.RawMessage       `json:"input,omitempty"`
+	Output      json.RawMessage       `json:"output,omitempty"`
+	Error       *history.ErrorDetails `json:"error,omitempty"`
+	StartedAt   time.Time             `json:"startedAt"`
+	CompletedAt *time.Time            `json:"completedAt,omitempty"`
+	EventCount  int64                 `json:"eventCount"`
+}
+
+type executionsResponse struct {
+	Executions []executionView `json:"executions"`
+}
+
+func (s *server) listExecutions(w http.ResponseWriter, r *http.Request) error {
+	exs, err := s.client.ListExecutions(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	out := executionsResponse{Executions: make([]executionView, len(exs))}
+	for i, e := range exs {
+		v := executionView{ExecutionID: e.ExecutionID, Status: e.Status, Input: e.Input, Output: e.Output,
+			Error: e.Error, StartedAt: e.StartedAt, EventCount: e.EventCount}
+		if !e.CompletedAt.IsZero() {
+			v.CompletedAt = &e.CompletedAt
+		}
+		out.Executions[i] = v
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type acceptedResponse struct {
+	InstanceID string `json:"instanceId"`
+	Event      string `json:"event,omitempty"`
+}
+
+func (s *server) raiseEvent(w http.ResponseWriter, r *http.Request) error {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	data, err := compactJSON(b)
+	if err != nil {
+		return err
+	}
+	if err := s.client.RaiseEvent(r.Context(), id, name, data); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, acceptedResponse{InstanceID: id, Event: name})
+	return nil
+}
+
+type cancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (s *server) cancelInstance(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var req cancelRequest
+	if _, err := s.decodeBody(w, r, &req, true); err != nil {
+		return err
+	}
+	if err := s.client.CancelInstance(r.Context(), id, req.Reason); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, acceptedResponse{InstanceID: id})
+	return nil
+}
+
+type purgeResponse struct {
+	InstanceID string `json:"instanceId"`
+	Purged     bool   `json:"purged"`
+}
+
+func (s *server) purgeInstance(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	force := false
+	if v := r.URL.Query().Get("force"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badRequest("invalid force", "force must be true or false, got %q", v)
+		}
+		force = b
+	}
+	if err := s.client.PurgeInstance(r.Context(), id, force); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, purgeResponse{InstanceID: id, Purged: true})
+	return nil
+}

@@ -1,0 +1,148 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// contentTypeJSON is the Content-Type of every response but /metrics.
+const contentTypeJSON = "application/json"
+
+// errorBody is the body of every error response.
+type errorBody struct {
+	Error   string `json:"error"`
+	Details string `json:"details,omitempty"`
+}
+
+// apiError is an error with its HTTP status, raised by the handlers for
+// request problems they detect themselves (bad query parameters, malformed
+// bodies).
+type apiError struct {
+	status  int
+	message string
+	details string
+}
+
+func (e *apiError) Error() string {
+	if e.details == "" {
+		return e.message
+	}
+	return e.message + ": " + e.details
+}
+
+func badRequest(message, format string, args ...any) error {
+	return &apiError{status: http.StatusBadRequest, message: message, details: fmt.Sprintf(format, args...)}
+}
+
+// classify maps an error to its HTTP status and a short message. Errors of
+// the duroxide API are recognized with errors.Is on its sentinels.
+func classify(err error) (int, string) {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.message
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, "request body too large"
+	case errors.Is(err, duroxide.ErrInvalidArgument):
+		return http.StatusBadRequest, "invalid argument"
+	case errors.Is(err, duroxide.ErrNotFound):
+		return http.StatusNotFound, "not found"
+	case errors.Is(err, duroxide.ErrInstanceExists):
+		return http.StatusConflict, "instance already exists"
+	case errors.Is(err, duroxide.ErrStillRunning):
+		return http.StatusConflict, "instance is still running; purge with ?force=true to delete it anyway"
+	case errors.Is(err, duroxide.ErrChildInstance):
+		return http.StatusConflict, "instance is a sub-orchestration; purge its root instance"
+	case errors.Is(err, duroxide.ErrNotSupported):
+		return http.StatusNotImplemented, "not supported by this store"
+	case provider.IsRetryable(err):
+		return http.StatusServiceUnavailable, "store temporarily unavailable; retry"
+	}
+	return http.StatusInternalServerError, "internal error"
+}
+
+// writeJSON writes v as the JSON body of a response with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: "internal error", Details: "encoding response: " + err.Error()})
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentTypeJSON)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeError writes an error response.
+func writeError(w http.ResponseWriter, status int, message, details string) {
+	writeJSON(w, status, errorBody{Error: message, Details: details})
+}
+
+// readBody reads the request body up to the handler's limit. A larger body
+// yields an error that classify maps to 413.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > s.maxBody {
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, message: "request body too large",
+			details: fmt.Sprintf("the body has %d bytes; the limit is %d", r.ContentLength, s.maxBody)}
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, message: "request body too large",
+				details: fmt.Sprintf("the limit is %d bytes", mbe.Limit)}
+		}
+		return nil, badRequest("cannot read request body", "%v", err)
+	}
+	return bytes.TrimSpace(b), nil
+}
+
+// decodeBody decodes a JSON object body into dst, rejecting unknown fields
+// and trailing data. An empty body is an error unless optional, in which
+// case dst is left as it is and decodeBody reports false.
+func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, optional bool) (bool, error) {
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return false, err
+	}
+	if len(b) == 0 {
+		if optional {
+			return false, nil
+		}
+		return false, badRequest("malformed JSON", "the request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return false, badRequest("malformed JSON", "%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return false, badRequest("malformed JSON", "unexpected data after the JSON object")
+	}
+	return true, nil
+}
+
+// compactJSON validates raw and returns it without insignificant
+// whitespace; empty and null become nil (no payload).
+func compactJSON(raw []byte) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, badRequest("malformed JSON", "%v", err)
+	}
+	return buf.Bytes(), nil
+}
