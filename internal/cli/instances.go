@@ -1,0 +1,411 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/duroxide/duroxide-go"
+)
+
+// notFound explains an unknown instance.
+func notFound(id string) error {
+	return fmt.Errorf("instance %q not found in this store: check the ID and --db, or list instances with 'duroxide list'", id)
+}
+
+// instanceError turns client errors about instance id into messages that
+// say what to do.
+func instanceError(id string, err error) error {
+	switch {
+	case errors.Is(err, duroxide.ErrNotFound):
+		return notFound(id)
+	case errors.Is(err, context.Canceled):
+		return errors.New("interrupted")
+	}
+	return err
+}
+
+var startCommand = &command{
+	name:     "start",
+	synopsis: "NAME [--id ID] [--input JSON] [--version V] [--wait [--timeout D]] [--json]",
+	summary:  "start an orchestration instance and print its ID",
+	details: `Stores the start of orchestration NAME; a runtime on the same store (for
+example 'duroxide serve --demo') runs it. --input is the orchestration's input
+as JSON: quote strings for JSON and the shell, e.g. --input '"Ada"'.
+
+With --wait, start waits until the instance ends and prints its final status
+(or, with --json, the status as JSON); it exits 1 if the instance Failed or
+was Canceled, or if --timeout passed first (the instance keeps running).
+
+Example:
+  duroxide start demo.Hello --input '"Ada"' --wait`,
+	run: runStart,
+}
+
+func runStart(ctx context.Context, inv *invocation, args []string) error {
+	id := inv.fs.String("id", "", "the instance ID (default: a random UUID)")
+	input := inv.fs.String("input", "", "the input as JSON, e.g. '\"Ada\"', 42 or '{\"k\":1}' (default: none)")
+	version := inv.fs.String("version", "", "pin the orchestration version (default: the latest registered)")
+	wait := inv.fs.Bool("wait", false, "wait until the instance ends and print its final status")
+	timeout := inv.fs.Duration("timeout", 0, "with --wait, stop waiting after this long, e.g. 30s (default: no limit)")
+	inv.jsonFlag("the instance ID, or with --wait the final status,")
+	if err := inv.parse(args, 1, "orchestration NAME"); err != nil {
+		return err
+	}
+	raw, err := jsonArg("start", "input", *input)
+	if err != nil {
+		return err
+	}
+	if *timeout < 0 {
+		return usageErrorf("start: --timeout must not be negative")
+	}
+	if *timeout > 0 && !*wait {
+		return usageErrorf("start: --timeout only applies with --wait")
+	}
+	if *id == "" {
+		*id = uuid.NewString()
+	}
+	client, done, err := inv.openClient(ctx, openCreate)
+	if err != nil {
+		return err
+	}
+	defer done()
+	name := inv.arg(0)
+	var in any
+	if raw != nil {
+		in = raw
+	}
+	if err := client.StartOrchestration(ctx, *id, name, in, &duroxide.StartOptions{Version: *version}); err != nil {
+		if errors.Is(err, duroxide.ErrInstanceExists) {
+			return fmt.Errorf("instance %q already exists: choose another --id, or inspect it with 'duroxide status %s'", *id, *id)
+		}
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	if !*wait {
+		if inv.jsonOut {
+			return inv.printJSON(map[string]string{"instanceId": *id})
+		}
+		_, err := fmt.Fprintln(inv.stdout, *id)
+		return err
+	}
+	if !inv.jsonOut {
+		fmt.Fprintln(inv.stdout, *id)
+	}
+	st, err := waitFor(ctx, inv, client, *id, *timeout)
+	if err != nil {
+		return err
+	}
+	if inv.jsonOut {
+		err = inv.printJSON(st)
+	} else {
+		err = printStatus(inv.stdout, st)
+	}
+	if err != nil {
+		return err
+	}
+	return endError(st)
+}
+
+// pendingHint is how long start --wait watches an instance stay Pending
+// before suggesting that no runtime is running.
+const pendingHint = 5 * time.Second
+
+// waitFor waits until instance id ends, the timeout (if > 0) passes or ctx
+// is canceled.
+func waitFor(ctx context.Context, inv *invocation, client *duroxide.Client, id string, timeout time.Duration) (*duroxide.Status, error) {
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	hctx, cancel := context.WithTimeout(wctx, pendingHint)
+	st, err := client.WaitForOrchestration(hctx, id)
+	cancel()
+	if err != nil && hctx.Err() != nil && wctx.Err() == nil {
+		if cur, serr := client.GetStatus(wctx, id); serr == nil && cur.State == duroxide.StatePending {
+			fmt.Fprintf(inv.stderr, "duroxide: %s is still Pending after %s: is a runtime hosting %s running on this store (e.g. 'duroxide serve --demo')?\n",
+				id, pendingHint, cur.Orchestration)
+		}
+		st, err = client.WaitForOrchestration(wctx, id)
+	}
+	if err == nil {
+		return st, nil
+	}
+	state := "running"
+	if cur, serr := client.GetStatus(context.WithoutCancel(ctx), id); serr == nil {
+		state = string(cur.State)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("interrupted while waiting for %s (%s): it carries on; check it with 'duroxide status %s'", id, state, id)
+	case wctx.Err() != nil:
+		return nil, fmt.Errorf("timed out after %s waiting for %s (%s): it carries on; check it with 'duroxide status %s'", timeout, id, state, id)
+	}
+	return nil, instanceError(id, err)
+}
+
+// endError is the error of an instance that ended Failed or Canceled.
+func endError(st *duroxide.Status) error {
+	var msg string
+	if st.Error != nil {
+		msg = ": " + st.Error.Message
+	}
+	switch st.State {
+	case duroxide.StateFailed:
+		return fmt.Errorf("instance %s failed%s", st.InstanceID, msg)
+	case duroxide.StateCanceled:
+		return fmt.Errorf("instance %s was canceled%s", st.InstanceID, msg)
+	}
+	return nil
+}
+
+var statusCommand = &command{
+	name:     "status",
+	synopsis: "ID [--json]",
+	summary:  "show an instance's status, input, output and error",
+	run: func(ctx context.Context, inv *invocation, args []string) error {
+		inv.jsonFlag("the status")
+		if err := inv.parse(args, 1, "instance ID"); err != nil {
+			return err
+		}
+		client, done, err := inv.openClient(ctx, openExisting)
+		if err != nil {
+			return err
+		}
+		defer done()
+		st, err := client.GetStatus(ctx, inv.arg(0))
+		if err != nil {
+			return instanceError(inv.arg(0), err)
+		}
+		if inv.jsonOut {
+			return inv.printJSON(st)
+		}
+		return printStatus(inv.stdout, st)
+	},
+}
+
+var historyCommand = &command{
+	name:     "history",
+	synopsis: "ID [--execution N] [--json]",
+	summary:  "show the event history of an instance's execution",
+	details: `Prints the events of the current execution (or of execution N; ContinueAsNew
+starts a new execution). --json prints {"events": [...]} as the HTTP API does.`,
+	run: func(ctx context.Context, inv *invocation, args []string) error {
+		exec := inv.fs.Int64("execution", 0, "the execution to show (default: the current one)")
+		inv.jsonFlag("the events")
+		if err := inv.parse(args, 1, "instance ID"); err != nil {
+			return err
+		}
+		if *exec < 0 {
+			return usageErrorf("history: --execution must be 1 or more")
+		}
+		client, done, err := inv.openClient(ctx, openExisting)
+		if err != nil {
+			return err
+		}
+		defer done()
+		id := inv.arg(0)
+		evs, err := client.GetHistory(ctx, id, *exec)
+		if errors.Is(err, duroxide.ErrNotFound) && *exec > 0 {
+			if st, serr := client.GetStatus(ctx, id); serr == nil {
+				return fmt.Errorf("instance %q has no execution %d: its executions are 1 to %d", id, *exec, st.ExecutionID)
+			}
+		}
+		if err != nil {
+			return instanceError(id, err)
+		}
+		if inv.jsonOut {
+			return inv.printJSON(map[string]any{"events": eventsJSON(evs)})
+		}
+		return printHistory(inv.stdout, evs)
+	},
+}
+
+var listCommand = &command{
+	name:     "list",
+	synopsis: "[--status S] [--orchestration NAME] [--limit N] [--cursor C] [--json]",
+	summary:  "list instances, newest first",
+	details: `--status takes one state or several separated by commas: Pending, Running,
+Completed, Failed, Canceled. Results come in pages of --limit; when there are
+more, the command prints the --cursor that continues the listing.`,
+	run: runList,
+}
+
+func runList(ctx context.Context, inv *invocation, args []string) error {
+	status := inv.fs.String("status", "", "keep instances in these states, e.g. Running or Failed,Canceled")
+	orch := inv.fs.String("orchestration", "", "keep instances of this orchestration")
+	limit := inv.fs.Int("limit", 100, "page size, 1 to 1000")
+	cursor := inv.fs.String("cursor", "", "continue a previous listing (printed after its last page)")
+	inv.jsonFlag(`the page ({"instances": [...], "nextCursor": "..."})`)
+	if err := inv.parse(args, 0); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > 1000 {
+		return usageErrorf("list: --limit must be between 1 and 1000, got %d", *limit)
+	}
+	opts := &duroxide.ListOptions{Orchestration: *orch, Limit: *limit, Cursor: *cursor}
+	if *status != "" {
+		for _, s := range strings.Split(*status, ",") {
+			st, ok := parseState(s)
+			if !ok {
+				return usageErrorf("list: unknown --status %q: use Pending, Running, Completed, Failed or Canceled (several separated by commas)", strings.TrimSpace(s))
+			}
+			opts.States = append(opts.States, st)
+		}
+	}
+	client, done, err := inv.openClient(ctx, openExisting)
+	if err != nil {
+		return err
+	}
+	defer done()
+	page, err := client.ListInstances(ctx, opts)
+	if err != nil {
+		if *cursor != "" && errors.Is(err, duroxide.ErrInvalidArgument) {
+			return usageErrorf("list: --cursor %q is not a cursor printed by a previous 'duroxide list'", *cursor)
+		}
+		return err
+	}
+	if inv.jsonOut {
+		return inv.printJSON(page)
+	}
+	if len(page.Instances) == 0 {
+		_, err := fmt.Fprintln(inv.stdout, "no instances")
+		return err
+	}
+	if err := printInstances(inv.stdout, page); err != nil {
+		return err
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(inv.stderr, "more instances: continue with --cursor %s\n", page.NextCursor)
+	}
+	return nil
+}
+
+// parseState reads a state name, case-insensitively.
+func parseState(s string) (duroxide.State, bool) {
+	s = strings.TrimSpace(s)
+	for _, st := range []duroxide.State{duroxide.StatePending, duroxide.StateRunning, duroxide.StateCompleted,
+		duroxide.StateFailed, duroxide.StateCanceled} {
+		if strings.EqualFold(s, string(st)) {
+			return st, true
+		}
+	}
+	if strings.EqualFold(s, "Cancelled") {
+		return duroxide.StateCanceled, true
+	}
+	return "", false
+}
+
+var raiseCommand = &command{
+	name:     "raise",
+	synopsis: "ID EVENT [--data JSON]",
+	summary:  "deliver an external event to an instance",
+	details: `The instance receives the event where it waits for EVENT (WaitForEvent).
+--data is the event's payload as JSON, e.g. --data true.
+
+Example:
+  duroxide raise order-42 approval --data true`,
+	run: func(ctx context.Context, inv *invocation, args []string) error {
+		data := inv.fs.String("data", "", "the event payload as JSON (default: none)")
+		if err := inv.parse(args, 2, "instance ID", "EVENT name"); err != nil {
+			return err
+		}
+		raw, err := jsonArg("raise", "data", *data)
+		if err != nil {
+			return err
+		}
+		client, done, err := inv.openClient(ctx, openExisting)
+		if err != nil {
+			return err
+		}
+		defer done()
+		id, event := inv.arg(0), inv.arg(1)
+		st, err := client.GetStatus(ctx, id)
+		if err != nil {
+			return instanceError(id, err)
+		}
+		if st.State.IsTerminal() {
+			return fmt.Errorf("instance %s already ended (%s): an event would be ignored", id, st.State)
+		}
+		var payload any
+		if raw != nil {
+			payload = raw
+		}
+		if err := client.RaiseEvent(ctx, id, event, payload); err != nil {
+			return instanceError(id, err)
+		}
+		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", event, id)
+		return err
+	},
+}
+
+var cancelCommand = &command{
+	name:     "cancel",
+	synopsis: "ID [--reason R]",
+	summary:  "cancel a running instance (and its activities and sub-orchestrations)",
+	run: func(ctx context.Context, inv *invocation, args []string) error {
+		reason := inv.fs.String("reason", "", "why, recorded with the cancellation")
+		if err := inv.parse(args, 1, "instance ID"); err != nil {
+			return err
+		}
+		client, done, err := inv.openClient(ctx, openExisting)
+		if err != nil {
+			return err
+		}
+		defer done()
+		id := inv.arg(0)
+		st, err := client.GetStatus(ctx, id)
+		if err != nil {
+			return instanceError(id, err)
+		}
+		if st.State.IsTerminal() {
+			_, err := fmt.Fprintf(inv.stdout, "%s already ended (%s): nothing to cancel\n", id, st.State)
+			return err
+		}
+		if err := client.CancelInstance(ctx, id, *reason); err != nil {
+			return instanceError(id, err)
+		}
+		_, err = fmt.Fprintf(inv.stdout, "cancellation of %s requested: it ends Canceled at its next turn ('duroxide status %s')\n", id, id)
+		return err
+	},
+}
+
+var purgeCommand = &command{
+	name:     "purge",
+	synopsis: "ID [--force]",
+	summary:  "delete an ended instance with its history and sub-orchestrations",
+	details: `A Pending or Running instance is only purged with --force; activities it
+already started elsewhere still run, and their results are discarded.`,
+	run: func(ctx context.Context, inv *invocation, args []string) error {
+		force := inv.fs.Bool("force", false, "purge even if the instance is still Pending or Running")
+		if err := inv.parse(args, 1, "instance ID"); err != nil {
+			return err
+		}
+		client, done, err := inv.openClient(ctx, openExisting)
+		if err != nil {
+			return err
+		}
+		defer done()
+		id := inv.arg(0)
+		err = client.PurgeInstance(ctx, id, *force)
+		switch {
+		case errors.Is(err, duroxide.ErrStillRunning):
+			return fmt.Errorf("instance %s is still running: cancel it first ('duroxide cancel %s') or purge it with --force", id, id)
+		case errors.Is(err, duroxide.ErrChildInstance):
+			parent := "its root instance"
+			if st, serr := client.GetStatus(ctx, id); serr == nil && st.ParentInstanceID != "" {
+				parent = st.ParentInstanceID
+			}
+			return fmt.Errorf("instance %s is a sub-orchestration: purge %s instead, which purges its children too", id, parent)
+		case err != nil:
+			return instanceError(id, err)
+		}
+		_, err = fmt.Fprintf(inv.stdout, "purged %s\n", id)
+		return err
+	},
+}
