@@ -33,7 +33,7 @@ type RuntimeOptions struct {
 	// OrchestrationConcurrency is how many orchestration turns run at once
 	// (default 4). Turns are short and CPU-bound.
 	OrchestrationConcurrency int
-	// WorkerConcurrency is how many activities run at once (default 16).
+	// WorkerConcurrency is how many activities run at once (default 64).
 	WorkerConcurrency int
 	// FetchBatch is the most instances or activities taken per store fetch
 	// (default 16).

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/duroxide/duroxide-go/provider"
 )
@@ -15,6 +16,14 @@ type Hub struct {
 	orch     []chan struct{}
 	work     []chan struct{}
 	watchers map[string][]chan struct{}
+	// orchWakes counts WakeOrchestrator calls, so a turn can tell whether
+	// messages were enqueued while it held its instance lock.
+	orchWakes atomic.Uint64
+	// turnsEnded counts turns that released their instance lock; stalled
+	// counts orchestration fetch loops backing off from visible messages
+	// they could not take (their instance was locked).
+	turnsEnded atomic.Uint64
+	stalled    atomic.Int32
 }
 
 var hubs sync.Map // provider.Provider -> *Hub
@@ -39,6 +48,7 @@ func ping(chs []chan struct{}) {
 
 // WakeOrchestrator tells orchestration dispatchers that messages may be ready.
 func (h *Hub) WakeOrchestrator() {
+	h.orchWakes.Add(1)
 	h.mu.Lock()
 	ping(h.orch)
 	h.mu.Unlock()

@@ -170,7 +170,7 @@ func (o *Options) fill() error {
 		o.OrchestrationConcurrency = 4
 	}
 	if o.WorkerConcurrency == 0 {
-		o.WorkerConcurrency = 16
+		o.WorkerConcurrency = 64
 	}
 	if o.FetchBatch == 0 {
 		o.FetchBatch = 16
@@ -236,6 +236,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 		case <-r.stopping:
 			return
 		}
+		ended := r.hub.turnsEnded.Load()
 		n := 1
 	fill:
 		for n < r.o.FetchBatch {
@@ -268,6 +269,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			continue
 		}
 		wait := r.o.PollInterval
+		stalled := false
 		if waker != nil {
 			next, err := waker.NextVisible(r.io, q)
 			switch {
@@ -278,16 +280,37 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 				if d := next.Sub(r.clock.Now()); d > 0 {
 					idle = 0
 					wait = min(d, wait)
+				} else if idle == 0 {
+					// It may have come due after the fetch looked (a timer
+					// firing just then): look again at once.
+					idle = time.Millisecond
+					continue
 				} else {
 					// Something is visible that this node cannot take (a
-					// session another node owns, a lock about to be
-					// released): back off instead of spinning.
-					idle = min(max(idle*2, time.Millisecond), r.o.PollInterval)
+					// session another node owns, an instance locked by a
+					// turn in progress): back off instead of spinning.
+					idle = min(idle*2, r.o.PollInterval)
 					wait = idle
+					stalled = q == provider.QueueOrchestrator
 				}
 			}
 		}
-		if !r.sleep(wait, wake) {
+		if stalled {
+			// A turn of this process that ends wakes the loop early (see
+			// endTurn). Announce the stall before checking for turns that
+			// ended since the fetch, so that one of the two sides sees
+			// the other.
+			r.hub.stalled.Add(1)
+			if r.hub.turnsEnded.Load() != ended {
+				r.hub.stalled.Add(-1)
+				continue
+			}
+		}
+		ok := r.sleep(wait, wake)
+		if stalled {
+			r.hub.stalled.Add(-1)
+		}
+		if !ok {
 			return
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 // fetchTurns locks up to max instances and starts a turn for each.
 func (r *Runtime) fetchTurns(max int) (int, error) {
+	wakes := r.hub.orchWakes.Load()
 	items, err := r.p.FetchOrchestrationItems(r.io, provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max})
 	if err != nil {
 		return 0, err
@@ -24,9 +25,21 @@ func (r *Runtime) fetchTurns(max int) (int, error) {
 				r.work.Done()
 			}()
 			r.runTurn(it)
+			r.endTurn(wakes)
 		}()
 	}
 	return len(items), nil
+}
+
+// endTurn runs once a turn has released its instance lock. Messages that
+// were enqueued in this process, or came due, while the instance was
+// locked could not be fetched: their wake-up found nothing to take, and a
+// fetch loop may be backing off from them. Wake the dispatchers again.
+func (r *Runtime) endTurn(wakesAtFetch uint64) {
+	r.hub.turnsEnded.Add(1)
+	if r.hub.orchWakes.Load() != wakesAtFetch || r.hub.stalled.Load() > 0 {
+		r.hub.WakeOrchestrator()
+	}
 }
 
 // outcome is what a turn decided.
@@ -109,11 +122,17 @@ func (r *Runtime) ackTurn(ack *provider.TurnAck) error {
 
 // turn computes what to do with one fetched instance.
 func (r *Runtime) turn(it *provider.OrchestrationItem) outcome {
-	consume := outcome{ack: &provider.TurnAck{LockToken: it.LockToken}}
+	// consume acks the turn's messages and changes nothing else. Acks name
+	// an execution (>= 1): the current one, or 1 for an instance that has
+	// no row, whose ack without metadata creates nothing.
+	consume := outcome{ack: &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}}
 	inst := it.Instance
 	if inst == nil {
 		r.log.Info("dropping messages for an unknown instance", "instance", it.InstanceID, "messages", len(it.Messages))
 		return consume
+	}
+	if inst.CurrentExecutionID > 0 {
+		consume.ack.ExecutionID = inst.CurrentExecutionID
 	}
 	if it.HistoryError != nil {
 		if it.AttemptCount > r.o.MaxAttempts {
@@ -129,6 +148,8 @@ func (r *Runtime) turn(it *provider.OrchestrationItem) outcome {
 	execID := inst.CurrentExecutionID
 	var start *history.WorkItem
 	switch {
+	case len(hist) == 0 && inst.Status.IsTerminal():
+		return consume // canceled before its delayed start: drop the start
 	case len(hist) == 0:
 		for i := range it.Messages {
 			if it.Messages[i].Kind == history.WorkStartOrchestration {
@@ -156,6 +177,11 @@ func (r *Runtime) turn(it *provider.OrchestrationItem) outcome {
 	if len(hist) == 0 && start == nil {
 		if inst.Status.IsTerminal() {
 			return consume
+		}
+		for i := range it.Messages {
+			if m := &it.Messages[i]; m.Kind == history.WorkCancelInstance {
+				return r.cancelBeforeStart(it, inst, m.Reason)
+			}
 		}
 		// Messages that arrived before the start is visible (a delayed
 		// start): keep them, without counting attempts, until it is.
@@ -419,4 +445,25 @@ func (r *Runtime) failTurn(it *provider.OrchestrationItem, execID int64, hist []
 		oc.cancelled = append(oc.cancelled, activityKey{it.InstanceID, execID, a.ActivityID})
 	}
 	return oc
+}
+
+// cancelBeforeStart ends an instance whose delayed start has not come due:
+// its only execution records the start and the cancellation, and the start
+// message, when it comes due, finds the instance finished and is dropped.
+func (r *Runtime) cancelBeforeStart(it *provider.OrchestrationItem, inst *provider.InstanceMeta, reason string) outcome {
+	if reason == "" {
+		reason = "canceled"
+	}
+	now := r.clock.Now().UnixMilli()
+	details := &history.ErrorDetails{Kind: history.ErrorCanceled, Message: reason}
+	ack := &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+		History: []history.Event{
+			{EventID: 1, Kind: history.OrchestrationStarted, TimestampMs: now, Name: inst.OrchestrationName, Version: inst.OrchestrationVersion},
+			{EventID: 2, Kind: history.OrchestrationCancelRequested, TimestampMs: now, Reason: reason},
+			{EventID: 3, Kind: history.OrchestrationFailed, TimestampMs: now, Error: details},
+		},
+		Metadata: provider.ExecutionMetadata{OrchestrationName: inst.OrchestrationName, OrchestrationVersion: inst.OrchestrationVersion,
+			Status: provider.StatusCanceled, Error: details},
+	}
+	return outcome{ack: ack, result: replay.Canceled}
 }
