@@ -6,6 +6,9 @@
 // Time is never waited for: each store is built around the Clock the suite
 // passes in, and cases that need a lock to expire or a timer to come due
 // advance that clock.
+//
+// Cases of an optional capability (provider.Admin, provider.Waker) skip,
+// saying so, on a store that does not implement it.
 package providertest
 
 import (
@@ -86,6 +89,8 @@ func groups() []group {
 		{"Deletion", deletionCases},
 		{"Sessions", sessionCases},
 		{"BadInput", badInputCases},
+		{"Wakeups", wakeupCases},
+		{"LastError", lastErrorCases},
 	}
 }
 

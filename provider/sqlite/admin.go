@@ -69,11 +69,12 @@ func scanInstanceInfo(r interface{ Scan(...any) error }, extra ...any) (*provide
 		in                          provider.InstanceInfo
 		status                      string
 		input, output, errJ, custom sql.NullString
+		lastErr                     sql.NullString
 		created, updated            int64
 	)
 	dest := append(extra, &in.InstanceID, &in.OrchestrationName, &in.OrchestrationVersion, &status,
 		&in.CurrentExecutionID, &input, &output, &errJ, &custom, &in.CustomStatusVersion,
-		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated)
+		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated, &lastErr)
 	if err := r.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -82,6 +83,9 @@ func scanInstanceInfo(r interface{ Scan(...any) error }, extra ...any) (*provide
 	var err error
 	if in.Error, err = nullError(errJ); err != nil {
 		return nil, fmt.Errorf("instance %q: %w", in.InstanceID, err)
+	}
+	if in.LastError, err = nullError(lastErr); err != nil {
+		return nil, fmt.Errorf("instance %q last error: %w", in.InstanceID, err)
 	}
 	in.CreatedAt, in.UpdatedAt = msTime(created), msTime(updated)
 	return &in, nil

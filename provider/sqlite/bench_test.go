@@ -362,3 +362,56 @@ func BenchmarkTurnFetchAckWithBacklog(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNextVisible measures the read an idle dispatcher makes before it
+// sleeps (provider.Waker), on an empty store and behind a backlog of
+// delayed messages (timers) and activities: an index lookup, so its cost
+// should not grow with the backlog.
+func BenchmarkNextVisible(b *testing.B) {
+	for _, backlog := range []int{0, 10000} {
+		for _, q := range []provider.Queue{provider.QueueOrchestrator, provider.QueueWorker} {
+			b.Run(queueLabel(q)+"/"+strconv.Itoa(backlog), func(b *testing.B) {
+				p := openBench(b)
+				ctx := context.Background()
+				later := time.Now().Add(time.Hour)
+				for i := 0; i < backlog; i += 500 {
+					var msgs []*provider.OrchestratorMessage
+					var work []*provider.WorkerMessage
+					for j := i; j < min(backlog, i+500); j++ {
+						id := "timer-" + strconv.Itoa(j)
+						at := later.Add(time.Duration(j) * time.Millisecond)
+						msgs = append(msgs, &provider.OrchestratorMessage{InstanceID: id, VisibleAt: at,
+							Item: history.WorkItem{Kind: history.WorkTimerFired, InstanceID: id, ExecutionID: 1, ID: 1, FireAtMs: at.UnixMilli()}})
+						a := benchActivity(id, 1)
+						a.VisibleAt = at
+						work = append(work, a)
+					}
+					if err := p.Enqueue(ctx, msgs...); err != nil {
+						b.Fatal(err)
+					}
+					if err := p.EnqueueWork(ctx, work...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					next, err := p.NextVisible(ctx, q)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if (backlog == 0) != next.IsZero() {
+						b.Fatalf("NextVisible = %v with a backlog of %d", next, backlog)
+					}
+				}
+			})
+		}
+	}
+}
+
+func queueLabel(q provider.Queue) string {
+	if q == provider.QueueWorker {
+		return "worker"
+	}
+	return "orchestrator"
+}

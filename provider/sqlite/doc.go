@@ -1,6 +1,7 @@
 // Package sqlite is the embedded store of duroxide-go: a provider.Provider
-// (and provider.Admin) kept in one SQLite file, with no server to run. It
-// uses the pure-Go driver modernc.org/sqlite, so it needs no cgo.
+// (with provider.Admin and provider.Waker) kept in one SQLite file, with no
+// server to run. It uses the pure-Go driver modernc.org/sqlite, so it needs
+// no cgo.
 //
 //	store, err := sqlite.Open(ctx, "app.db", nil) // nil options: the defaults below
 //	if err != nil { ... }
@@ -33,7 +34,11 @@
 // A fetch reads a small per-instance scheduling table (orchestrator_ready,
 // kept exact by triggers), not the queue itself, so its cost does not grow
 // with messages waiting for timers or for instances whose turn is in
-// progress.
+// progress. For the same reason an idle dispatcher's question "when is the
+// next work due?" (NextVisible, provider.Waker) is one index lookup whatever
+// the backlog: the earliest ready_at of that table, which already counts
+// instance locks, or the worker queue's earliest visible_at, which a fetch
+// moves to the row's lock expiry.
 //
 // Every time the store compares or records comes from Options.Clock, never
 // from SQLite's clock, and is stored as INTEGER epoch milliseconds.
@@ -45,7 +50,8 @@
 //     durable against power loss, at several times the cost per commit).
 //   - busy_timeout 5s (Options.BusyTimeout), for locks held by other processes.
 //   - One writer connection plus a pool of Options.MaxReaders (default 4)
-//     read-only connections for ReadHistory and the Admin methods.
+//     read-only connections for ReadHistory, NextVisible and the Admin
+//     methods.
 //   - Open applies pending schema migrations (numbered files embedded from
 //     migrations/, each in its own transaction, recorded in
 //     schema_migrations). With Options.NoMigrate it does not; call

@@ -655,8 +655,9 @@ func (w *wtx) applyAck(e *encAck) error {
 	return err
 }
 
-// AbandonOrchestrationItem releases an instance lock without committing;
-// see provider.Provider.
+// AbandonOrchestrationItem releases an instance lock without committing,
+// recording opts.Error (if any) as the instance's last error in the same
+// transaction; see provider.Provider.
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
 	const op = "abandoning turn"
 	if opts.Delay < 0 {
@@ -665,6 +666,16 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	undo := 0
 	if opts.IgnoreAttempt {
 		undo = 1
+	}
+	var lastErr []byte
+	if opts.Error != nil {
+		if err := opts.Error.Validate(); err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
+		var err error
+		if lastErr, err = json.Marshal(opts.Error); err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
 	}
 	inst, ok := tokenInstance(lockToken)
 	if !ok {
@@ -678,7 +689,14 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		if n == 0 {
 			return provider.ErrLockLost
 		}
-		_, err = w.exec(sUntagMessages, nil, inst, lockToken, w.now+durMs(opts.Delay), undo)
+		if _, err := w.exec(sUntagMessages, nil, inst, lockToken, w.now+durMs(opts.Delay), undo); err != nil {
+			return err
+		}
+		if lastErr != nil {
+			// An instance without a row (a message for an unknown instance)
+			// updates nothing: the abandon creates no instance.
+			_, err = w.exec(sSetLastError, nil, inst, string(lastErr), w.now)
+		}
 		return err
 	})
 }

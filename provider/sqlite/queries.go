@@ -60,6 +60,7 @@ const (
 	// Abandoning and renewing turns.
 	sAbandonLock
 	sUntagMessages
+	sSetLastError
 	sRenewLock
 	sRenewTagged
 
@@ -107,6 +108,8 @@ const (
 	rCounts
 	rCountsByStatus
 	rDeadLetters
+	rNextVisibleOrch
+	rNextVisibleWork
 
 	numReaderStmts
 )
@@ -194,7 +197,8 @@ SET status = coalesce(?3, status),
 RETURNING status`,
 
 	// Create the instance from the turn's metadata or update it. Fields of
-	// an older execution than the current one leave the instance alone.
+	// an older execution than the current one leave the instance alone. A
+	// committed turn clears the last error an abandon recorded.
 	// Indexed columns (status, name) are set by sSetInstanceStatus and
 	// sSetInstanceName only when they change: assigning an indexed column,
 	// even to its old value, rewrites its index entry.
@@ -213,6 +217,7 @@ SET input = CASE WHEN ?5 >= current_execution_id THEN coalesce(?6, input) ELSE i
     custom_status = CASE WHEN ?10 THEN ?9 ELSE custom_status END,
     custom_status_version = custom_status_version + ?10,
     current_execution_id = max(current_execution_id, ?5),
+    last_error = NULL,
     updated_at = ?13`,
 
 	// Set the status derived from the current execution, if it changed.
@@ -265,6 +270,10 @@ ON CONFLICT (instance_id) DO NOTHING`,
 SET lock_token = NULL, locked_until = NULL, visible_at = ?3,
     attempt_count = max(attempt_count - ?4, 0)
 WHERE instance_id = ?1 AND lock_token = ?2`,
+
+	// Record why the instance is not progressing (no row: nothing).
+	// ?1 instance, ?2 error details JSON, ?3 now.
+	sSetLastError: `UPDATE instances SET last_error = ?2, updated_at = ?3 WHERE instance_id = ?1`,
 
 	// ?1 instance, ?2 token, ?3 now, ?4 new locked_until.
 	sRenewLock: `UPDATE instance_locks SET locked_until = ?4 WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
@@ -357,7 +366,7 @@ WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
 // instanceColumns are the columns scanned by scanInstanceInfo.
 const instanceColumns = `instance_id, orchestration_name, orchestration_version, status, current_execution_id,
        input, output, error, custom_status, custom_status_version,
-       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at`
+       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error`
 
 // executionColumns are the columns scanned by scanExecutionInfo; e is the executions table.
 const executionColumns = `e.execution_id, e.status, e.input, e.output, e.error, e.started_at, e.completed_at,
@@ -393,6 +402,13 @@ var readerSQL = [numReaderStmts]string{
 
 	// ?1 limit.
 	rDeadLetters: `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT ?1`,
+
+	// The earliest time a fetch may find what it cannot now (NULL: queue
+	// empty); each is one lookup at the low end of an index. Orchestrator:
+	// ready_at already folds in the expiry of the instance's lock (0002).
+	// Worker: a fetch moves visible_at to locked_until (0001, 0004).
+	rNextVisibleOrch: `SELECT min(ready_at) FROM orchestrator_ready`,
+	rNextVisibleWork: `SELECT min(visible_at) FROM worker_queue`,
 }
 
 // ListInstances is assembled from these fragments (its filters are optional).

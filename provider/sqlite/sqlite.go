@@ -26,6 +26,7 @@ import (
 var (
 	_ provider.Provider = (*Provider)(nil)
 	_ provider.Admin    = (*Provider)(nil)
+	_ provider.Waker    = (*Provider)(nil)
 )
 
 // Options configures a Provider. The zero value (or a nil *Options) gives
@@ -50,8 +51,8 @@ type Options struct {
 	BusyTimeout time.Duration
 
 	// MaxReaders is the size of the read-only connection pool used by
-	// ReadHistory and the Admin methods. Default: 4. In-memory stores use
-	// their single connection for everything and ignore it.
+	// ReadHistory, NextVisible and the Admin methods. Default: 4. In-memory
+	// stores use their single connection for everything and ignore it.
 	MaxReaders int
 
 	// Logger receives the store's diagnostics (migrations applied, messages

@@ -292,22 +292,27 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	}
 }
 
-// TestHotQueriesUseIndexes checks the plans of the fetch and ack paths: no
-// statement scans a table.
+// TestHotQueriesUseIndexes checks the plans of the fetch and ack paths and
+// of the dispatchers' idle reads (NextVisible): no statement scans a table.
 func TestHotQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "plan.db"), nil)
-	hot := []stmtID{
+	var hot []string
+	for _, id := range []stmtID{
 		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sCheckLock,
-		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sRenewLock, sCancelActivity,
+		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sSetLastError, sRenewLock, sCancelActivity,
 		sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
 		sTouchSession, sRenewSessions, sPurgeTree, sPurgeDeleteHistory, sPurgeDeleteOrch, sPurgeDeleteWork,
+	} {
+		hot = append(hot, writerSQL[id])
+	}
+	for _, id := range []stmtID{rNextVisibleOrch, rNextVisibleWork, rGetInstance} {
+		hot = append(hot, readerSQL[id])
 	}
 	param := regexp.MustCompile(`\?(\d+)`)
 	// A SCAN is fine only over json_each, a CTE, or an index.
 	scan := regexp.MustCompile(`^SCAN (\w+)(.*)$`)
-	for _, id := range hot {
-		q := writerSQL[id]
+	for _, q := range hot {
 		n := 0
 		for _, m := range param.FindAllStringSubmatch(q, -1) {
 			k, _ := strconv.Atoi(m[1])
@@ -332,7 +337,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 			if m == nil || m[1] == "json_each" || m[1] == "tree" || strings.Contains(m[2], "USING") {
 				continue
 			}
-			t.Errorf("statement %d scans a table:\n%s\nplan:\n  %s", id, q, strings.Join(plan, "\n  "))
+			t.Errorf("statement scans a table:\n%s\nplan:\n  %s", q, strings.Join(plan, "\n  "))
 		}
 	}
 }
