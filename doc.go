@@ -1,0 +1,74 @@
+// Package duroxide runs durable orchestrations: plain Go functions whose
+// every step is recorded in an event history and replayed
+// deterministically, so they survive crashes, restarts and deploys.
+//
+// # Pieces
+//
+//   - A Registry maps names to orchestration functions (versioned) and
+//     activity functions.
+//   - A store (provider/sqlite, embedded, zero set-up) keeps histories and
+//     queues.
+//   - A Runtime (StartRuntime) runs orchestrations and activities from the
+//     store; any number of runtimes may share a store.
+//   - A Client starts orchestrations, raises events, cancels, reads status
+//     and history, and purges, from any process.
+//
+// # Orchestrations
+//
+// An orchestration receives an *OrchestrationContext and schedules work
+// through it: activities (ScheduleActivity; the only place for I/O),
+// durable timers (ScheduleTimer), external events (WaitForEvent),
+// sub-orchestrations (ScheduleSubOrchestration). Each returns a *Task; Await
+// blocks until it completes, and Select waits for the first of several.
+// Tasks run concurrently: schedule many, then await them (fan-out/fan-in).
+//
+// The runtime runs the function again from the start whenever it must
+// rebuild its state (after a restart, on another node), feeding recorded
+// results back instead of redoing the work. So the function must be
+// deterministic: the same scheduling calls, in the same order, with the
+// same inputs, every time. Use ctx.Now and ctx.NewGUID instead of time.Now
+// and random IDs, activities for anything that touches the world, and no
+// goroutines. Code that diverges from its history is reported as a
+// *NondeterminismError; by default the instance is parked (it stays Running,
+// with Status.LastError explaining why, and is retried with backoff) so
+// that deploying the fixed code resumes it. Check a change before deploying
+// it with ReplayHistory against saved histories.
+//
+// Live orchestrations are cached in memory between turns, so a turn
+// normally resumes the suspended function instead of replaying its whole
+// history; RuntimeOptions.CacheSize tunes or disables the cache.
+//
+// # Guarantees
+//
+//   - An activity's result is recorded exactly once: the worker's ack
+//     deletes the activity and enqueues its result in one transaction. An
+//     activity itself runs at least once (again after a crash before its
+//     ack), so make activities idempotent.
+//   - A turn (new history, new messages, consumed messages) commits
+//     atomically; a crash at any point loses nothing accepted and completes
+//     no orchestration twice.
+//   - Timers are queue messages with delayed visibility: they survive
+//     restarts and fire once.
+//   - Work enqueued in this process wakes the runtime at once; idle
+//     dispatchers sleep until the next timer is due. Nothing polls on a
+//     fixed period except, every RuntimeOptions.PollInterval, a cheap check
+//     for work written by other processes.
+//   - Shutdown drains: it waits for running turns and activities.
+//
+// # Failures
+//
+// An activity error or panic reaches the orchestration as *ActivityError; a
+// child's failure as *SubOrchestrationError; cancellation matches
+// ErrCanceled. ScheduleActivityWithRetry retries with durable backoff. A
+// message delivered more than RuntimeOptions.MaxAttempts times (its worker
+// kept crashing or losing its lock) is poisoned: the activity or the
+// orchestration fails with kind "poison" instead of looping forever. An
+// orchestration or activity that no runtime has registered waits, with
+// backoff, for one that has (rolling deploys), and is poisoned after
+// MaxAttempts deliveries.
+//
+// # Testing
+//
+// Package duroxidetest runs orchestrations against a real in-memory store
+// with a fake clock, so a test of a one-day timer takes milliseconds.
+package duroxide
