@@ -380,7 +380,11 @@ func (r *Runtime) startRenewer(timeout time.Duration, renew func() error, lost f
 		}
 		rn.mu.Unlock()
 	}
+	// Under the lock: the first tick may fire (and set rn.timer) before
+	// AfterFunc returns.
+	rn.mu.Lock()
 	rn.timer = r.clock.AfterFunc(every, tick)
+	rn.mu.Unlock()
 	return rn
 }
 

@@ -65,6 +65,9 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) {
 		if oc.exec != nil {
 			oc.exec.Close()
 		}
+		// The fetch loop sleeps on a deadline computed before the abandon;
+		// wake it so it sleeps until the retry is due instead.
+		r.hub.WakeOrchestrator()
 		return
 	}
 	if err := r.ackTurn(oc.ack); err != nil {

@@ -84,6 +84,9 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 		if err := r.p.AbandonWorkItem(r.io, l.LockToken, provider.AbandonOptions{Delay: r.backoff(l.AttemptCount)}); err != nil && !errors.Is(err, provider.ErrLockLost) {
 			r.log.Warn("abandoning activity failed; its lock will expire", "error", err)
 		}
+		// The fetch loop sleeps on a deadline computed before the abandon;
+		// wake it so it sleeps until the retry is due instead.
+		r.hub.WakeWorker()
 		return
 	}
 
