@@ -17,10 +17,11 @@ type State string
 
 // Instance states.
 const (
-	// StatePending: created, first turn not yet run (or a delayed start).
+	// StatePending: created, first turn not yet run (a delayed start, or an
+	// orchestration no runtime has registered yet: see Status.LastError).
 	StatePending State = "Pending"
 	// StateRunning: the orchestration is live (waiting on tasks, or parked
-	// with LastError set).
+	// after nondeterminism with LastError set).
 	StateRunning State = "Running"
 	// StateCompleted: returned an output.
 	StateCompleted State = "Completed"

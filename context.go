@@ -107,7 +107,10 @@ func (c *OrchestrationContext) ScheduleTimer(d time.Duration) *Task {
 
 // WaitForEvent waits for the external event name (Client.RaiseEvent).
 // Events are buffered: one raised before the wait is delivered to the
-// first wait for its name; each event is delivered to one wait.
+// first wait for its name; each event is delivered to one wait, the oldest
+// open one. A wait that lost a Select stops taking events until it is
+// awaited or selected again, so both loop styles work: a fresh wait per
+// round raced against a reminder timer, or one wait selected every round.
 func (c *OrchestrationContext) WaitForEvent(name string) *Task {
 	return &Task{ctx: c, t: c.c.WaitForEvent(name)}
 }

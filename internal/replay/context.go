@@ -66,17 +66,38 @@ func (c *Context) WaitForEvent(name string) *Task {
 	ev := x.emit(history.Event{Kind: history.ExternalSubscribed, Name: name})
 	x.abortIfBroken()
 	t := x.bind(ev.EventID, kindEvent, name, "")
+	x.waiters = append(x.waiters, t)
+	x.takeBuffered(t)
+	return t
+}
+
+// takeBuffered completes an open wait with the oldest unconsumed arrival of
+// its name, if any. It ranks by the arrival's position in history.
+func (x *Execution) takeBuffered(t *Task) {
+	if t.done || t.kind != kindEvent {
+		return
+	}
 	for _, a := range x.arrivals {
-		if !a.consumed && a.name == name {
+		if !a.consumed && a.name == t.name {
 			a.consumed = true
-			// Completed by an arrival applied earlier: it ranks by the
-			// arrival's position, which precedes anything still pending.
-			t.complete(x.index[ev.EventID], a.data, nil)
-			return t
+			for j, w := range x.waiters {
+				if w == t {
+					x.waiters = append(x.waiters[:j:j], x.waiters[j+1:]...)
+					break
+				}
+			}
+			t.complete(a.seq, a.data, nil)
+			return
 		}
 	}
-	x.waiters = append(x.waiters, t)
-	return t
+}
+
+// wake makes an event wait that lost a Select eligible for arrivals again.
+func (x *Execution) wake(t *Task) {
+	if t != nil && t.idle {
+		t.idle = false
+		x.takeBuffered(t)
+	}
 }
 
 // ScheduleSubOrchestration starts a child orchestration. An empty
@@ -126,6 +147,7 @@ func (c *Context) NewGUID() string {
 
 // Await blocks until t completes.
 func (c *Context) Await(t *Task) {
+	c.x.wake(t)
 	for !t.done {
 		c.x.block()
 	}
@@ -137,6 +159,9 @@ func (c *Context) Select(tasks ...*Task) int {
 	if len(tasks) == 0 {
 		return -1
 	}
+	for _, t := range tasks {
+		c.x.wake(t)
+	}
 	for {
 		best := -1
 		for i, t := range tasks {
@@ -145,6 +170,14 @@ func (c *Context) Select(tasks ...*Task) int {
 			}
 		}
 		if best >= 0 {
+			// Event waits that lost stop taking arrivals, so a loop that
+			// waits afresh each round gets the next event; selecting or
+			// awaiting a loser again makes it eligible again.
+			for _, t := range tasks {
+				if t != nil && !t.done && t.kind == kindEvent {
+					t.idle = true
+				}
+			}
 			return best
 		}
 		c.x.block()

@@ -75,8 +75,10 @@
 // Arrivals are buffered per name. WaitForEvent takes the oldest arrival not
 // yet consumed, including one that arrived before the wait; otherwise it
 // waits, and the next arrival of that name goes to the oldest open wait.
-// The buffer is rebuilt from history on replay, so delivery is
-// deterministic. Arrivals still unconsumed at ContinueAsNew are returned in
+// A wait that lost a Select is idle: arrivals skip it until the code awaits
+// or selects it again (it then takes the oldest buffered arrival). Idleness
+// follows the code's own calls, so it too is the same on every replay. The
+// buffer is rebuilt from history on replay, so delivery is deterministic. Arrivals still unconsumed at ContinueAsNew are returned in
 // TurnOutput.Carried for the next execution.
 //
 // # Retries

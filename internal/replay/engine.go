@@ -154,6 +154,9 @@ type Task struct {
 
 	done bool
 	seq  int // index in history of the event that completed it
+	// idle marks an event wait that lost a Select: arrivals skip it until
+	// the code awaits or selects it again.
+	idle bool
 	// Output and Failure are set when done.
 	output  json.RawMessage
 	failure *history.ErrorDetails
@@ -195,6 +198,7 @@ func (t *Task) complete(seq int, out json.RawMessage, fail *history.ErrorDetails
 type arrival struct {
 	name     string
 	data     json.RawMessage
+	seq      int // its position in history
 	consumed bool
 }
 
@@ -472,7 +476,7 @@ func (x *Execution) apply(i int) {
 		t.complete(i, ev.Output, ev.Error)
 		x.mustPoll = true
 	case history.ExternalEvent:
-		a := &arrival{name: ev.Name, data: ev.Data}
+		a := &arrival{name: ev.Name, data: ev.Data, seq: i}
 		x.arrivals = append(x.arrivals, a)
 		if x.deliver(a, i) {
 			x.mustPoll = true
@@ -490,7 +494,7 @@ func (x *Execution) apply(i int) {
 // deliver hands an arrival to the oldest open subscription for its name.
 func (x *Execution) deliver(a *arrival, seq int) bool {
 	for j, w := range x.waiters {
-		if w.name == a.name {
+		if w.name == a.name && !w.idle {
 			x.waiters = append(x.waiters[:j:j], x.waiters[j+1:]...)
 			a.consumed = true
 			w.complete(seq, a.data, nil)
@@ -740,7 +744,7 @@ func (x *Execution) finalize() *TurnOutput {
 			// code returned are unconsumed arrivals too.
 			for i := x.pos; i < len(x.hist); i++ {
 				if ev := &x.hist[i]; ev.Kind == history.ExternalEvent {
-					x.arrivals = append(x.arrivals, &arrival{name: ev.Name, data: ev.Data})
+					x.arrivals = append(x.arrivals, &arrival{name: ev.Name, data: ev.Data, seq: i})
 				}
 			}
 			x.pos = len(x.hist)

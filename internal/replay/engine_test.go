@@ -357,3 +357,56 @@ func TestStaleLiveExecution(t *testing.T) {
 		t.Fatalf("got %v, want ErrStale", err)
 	}
 }
+
+// A loop that waits afresh each round, with a reminder timer, gets each
+// event: waits that lost a Select do not take arrivals.
+func TestWaitThatLostSelectDoesNotTakeEvents(t *testing.T) {
+	both(t, func(t *testing.T, cached bool) {
+		h := newHarness(t, cached, func(ctx *Context, in json.RawMessage) (json.RawMessage, error) {
+			reminders := 0
+			for {
+				ev := ctx.WaitForEvent("approve")
+				if ctx.Select(ev, ctx.ScheduleTimer(time.Hour)) == 0 {
+					out, _ := ev.Result()
+					return json.Marshal(fmt.Sprintf("%s after %d reminders", out, reminders))
+				}
+				reminders++
+			}
+		})
+		h.run()                                    // wait #2, timer #3
+		h.run(done(history.WorkTimerFired, 3, "")) // reminder; wait #5, timer #6
+		h.run(done(history.WorkTimerFired, 6, "")) // reminder; wait #8, timer #9
+		out := h.run(raise("approve", `"yes"`))    // goes to the live wait, not the losers
+		if out.Result != Completed || string(out.Output) != `"\"yes\" after 2 reminders"` {
+			t.Fatalf("got %v %s", out.Result, out.Output)
+		}
+	})
+}
+
+// A wait created once and selected again each round takes the event too,
+// including one that arrived while it was not being selected.
+func TestReusedWaitAcrossSelects(t *testing.T) {
+	both(t, func(t *testing.T, cached bool) {
+		h := newHarness(t, cached, func(ctx *Context, in json.RawMessage) (json.RawMessage, error) {
+			ev := ctx.WaitForEvent("approve")
+			for i := 0; ; i++ {
+				timer := ctx.ScheduleTimer(time.Hour)
+				if ctx.Select(ev, timer) == 0 {
+					out, _ := ev.Result()
+					return json.Marshal(fmt.Sprintf("%s in round %d", out, i))
+				}
+				if i == 0 {
+					// Between selects: an activity the event may arrive during.
+					ctx.Await(ctx.ScheduleActivity("Remind", nil, ""))
+				}
+			}
+		})
+		h.run()                                    // wait #2, timer #3
+		h.run(done(history.WorkTimerFired, 3, "")) // activity #5
+		h.run(raise("approve", `"yes"`))           // arrives while nobody selects the wait
+		out := h.run(done(history.WorkActivityCompleted, 5, `null`))
+		if out.Result != Completed || string(out.Output) != `"\"yes\" in round 1"` {
+			t.Fatalf("got %v %s", out.Result, out.Output)
+		}
+	})
+}
