@@ -268,6 +268,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			idle = 0
 			continue
 		}
+		now := r.clock.Now()
 		wait := r.o.PollInterval
 		stalled := false
 		if waker != nil {
@@ -277,7 +278,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 				r.log.Warn("reading next visible time failed", "queue", queueName(q), "error", err)
 			case next.IsZero():
 			default:
-				if d := next.Sub(r.clock.Now()); d > 0 {
+				if d := next.Sub(now); d > 0 {
 					idle = 0
 					wait = min(d, wait)
 				} else if idle == 0 {
@@ -306,12 +307,43 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 				continue
 			}
 		}
-		ok := r.sleep(wait, wake)
+		ok := r.sleepUntil(now.Add(wait), wake)
 		if stalled {
 			r.hub.stalled.Add(-1)
 		}
 		if !ok {
 			return
+		}
+	}
+}
+
+// sleepUntil waits until the clock reads deadline, a wake-up, or shutdown;
+// it reports false on shutdown. If the clock jumps while the timer is being
+// armed (a fake clock advanced by a test), the timer is armed again, so the
+// deadline is not overslept by the jump.
+func (r *Runtime) sleepUntil(deadline time.Time, wake <-chan struct{}) bool {
+	for {
+		now := r.clock.Now()
+		if !now.Before(deadline) {
+			return true
+		}
+		t := r.clock.NewTimer(deadline.Sub(now))
+		if r.clock.Since(now) > time.Millisecond {
+			// The clock jumped while the timer was armed: arm it again
+			// for what is left. (A real clock moves microseconds here.)
+			t.Stop()
+			continue
+		}
+		select {
+		case <-t.Chan():
+			t.Stop()
+			return true
+		case <-wake:
+			t.Stop()
+			return true
+		case <-r.stopping:
+			t.Stop()
+			return false
 		}
 	}
 }
