@@ -1,7 +1,9 @@
 // Package providertest is the conformance suite every duroxide-go store must
 // pass. A provider's tests call Run with a Harness that builds fresh, empty
 // stores; everything else (the cases, their helpers, the clock) lives here,
-// so every behaviour is tested the same way on every store.
+// so every behaviour is tested the same way on every store. They also call
+// RunEndToEnd, which runs real orchestrations through the runtime on the
+// store, every scenario once with the instance cache and once without.
 //
 // Time is never waited for: each store is built around the Clock the suite
 // passes in, and cases that need a lock to expire or a timer to come due
