@@ -73,23 +73,6 @@ func (c *cache) put(x *replay.Execution) {
 	}
 }
 
-// drop discards the cached execution of instanceID, if any.
-func (c *cache) drop(instanceID string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	el, ok := c.m[instanceID]
-	if ok {
-		c.ll.Remove(el)
-		delete(c.m, instanceID)
-	}
-	c.mu.Unlock()
-	if ok {
-		el.Value.(*replay.Execution).Close()
-	}
-}
-
 // clear closes every cached execution.
 func (c *cache) clear() {
 	if c == nil {
@@ -106,14 +89,4 @@ func (c *cache) clear() {
 	for _, x := range all {
 		x.Close()
 	}
-}
-
-// len reports the number of cached executions.
-func (c *cache) len() int {
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
 }

@@ -217,9 +217,6 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// CacheLen reports how many live executions are cached (for tests).
-func (r *Runtime) CacheLen() int { return r.cache.len() }
-
 // fetchLoop fetches work for one queue while slots are free and sleeps
 // when there is none, until woken by the hub, the store's next visible
 // time, or the poll interval.
@@ -350,16 +347,21 @@ func (r *Runtime) sleepUntil(deadline time.Time, wake <-chan struct{}) bool {
 
 // sleep waits for d, a wake-up, or shutdown; it reports false on shutdown.
 func (r *Runtime) sleep(d time.Duration, wake <-chan struct{}) bool {
-	t := r.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return true
-	case <-wake:
-		return true
-	case <-r.stopping:
-		return false
+	return r.sleepUntil(r.clock.Now().Add(d), wake)
+}
+
+// retry runs op until it succeeds or fails permanently, retrying transient
+// failures (provider.IsRetryable) five times, 10 to 160 ms apart. It gives
+// up early, with the last error, when the runtime stops.
+func (r *Runtime) retry(op func() error) error {
+	err := op()
+	for attempt := 0; attempt < 5 && err != nil && provider.IsRetryable(err); attempt++ {
+		if !r.sleep(10*time.Millisecond<<attempt, nil) {
+			break
+		}
+		err = op()
 	}
+	return err
 }
 
 func queueName(q provider.Queue) string {

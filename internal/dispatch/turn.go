@@ -108,19 +108,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) {
 
 // ackTurn commits a turn, retrying transient failures.
 func (r *Runtime) ackTurn(ack *provider.TurnAck) error {
-	var err error
-	for attempt := 0; attempt < 6; attempt++ {
-		if attempt > 0 {
-			if !r.sleep(10*time.Millisecond<<(attempt-1), nil) {
-				return err
-			}
-		}
-		err = provider.AckOrchestrationItem(r.io, r.p, ack)
-		if err == nil || !provider.IsRetryable(err) {
-			return err
-		}
-	}
-	return err
+	return r.retry(func() error { return provider.AckOrchestrationItem(r.io, r.p, ack) })
 }
 
 // turn computes what to do with one fetched instance.
@@ -411,29 +399,15 @@ func (r *Runtime) failTurn(it *provider.OrchestrationItem, execID int64, hist []
 		next = 2
 	}
 	// Cancel what the execution still has in flight.
-	closed := map[int64]bool{}
-	for _, ev := range hist {
-		if ev.SourceEventID != 0 {
-			closed[ev.SourceEventID] = true
-		}
+	crumbs, acts, kids := replay.CancelBreadcrumbs(hist, next, now, "orchestration "+replay.Failed.String())
+	ack.History = append(ack.History, crumbs...)
+	next += int64(len(crumbs))
+	for _, a := range acts {
+		ack.CancelledActivities = append(ack.CancelledActivities, provider.ActivityRef{InstanceID: it.InstanceID, ExecutionID: execID, ActivityID: a})
 	}
-	for _, ev := range hist {
-		if closed[ev.EventID] {
-			continue
-		}
-		switch ev.Kind {
-		case history.ActivityScheduled:
-			ack.History = append(ack.History, history.Event{EventID: next, Kind: history.ActivityCancelRequested, TimestampMs: now,
-				SourceEventID: ev.EventID, Reason: "orchestration Failed"})
-			ack.CancelledActivities = append(ack.CancelledActivities, provider.ActivityRef{InstanceID: it.InstanceID, ExecutionID: execID, ActivityID: ev.EventID})
-			next++
-		case history.SubOrchestrationScheduled:
-			ack.History = append(ack.History, history.Event{EventID: next, Kind: history.SubOrchestrationCancelRequested, TimestampMs: now,
-				SourceEventID: ev.EventID, Reason: "parent Failed"})
-			ack.OrchestratorItems = append(ack.OrchestratorItems, &provider.OrchestratorMessage{InstanceID: ev.ChildInstanceID,
-				Item: history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: ev.ChildInstanceID, Reason: "parent Failed"}})
-			next++
-		}
+	for _, k := range kids {
+		ack.OrchestratorItems = append(ack.OrchestratorItems, &provider.OrchestratorMessage{InstanceID: k.InstanceID,
+			Item: history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: k.InstanceID, Reason: "parent " + replay.Failed.String()}})
 	}
 	ack.History = append(ack.History, history.Event{EventID: next, Kind: history.OrchestrationFailed, TimestampMs: now, Error: details})
 	ack.Metadata.Status, ack.Metadata.Error = provider.StatusFailed, details

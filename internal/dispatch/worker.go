@@ -160,19 +160,12 @@ func activityFailure(err error) *history.ErrorDetails {
 
 // ackActivity commits an activity's result, retrying transient failures.
 func (r *Runtime) ackActivity(l *provider.WorkItemLease, completion *provider.OrchestratorMessage) {
-	var err error
-	for attempt := 0; attempt < 6; attempt++ {
-		if attempt > 0 && !r.sleep(10*time.Millisecond<<(attempt-1), nil) {
-			break
-		}
-		err = provider.AckWorkItem(r.io, r.p, &provider.WorkAck{LockToken: l.LockToken, Completion: completion})
-		if err == nil {
-			r.hub.WakeOrchestrator()
-			return
-		}
-		if !provider.IsRetryable(err) {
-			break
-		}
+	err := r.retry(func() error {
+		return provider.AckWorkItem(r.io, r.p, &provider.WorkAck{LockToken: l.LockToken, Completion: completion})
+	})
+	if err == nil {
+		r.hub.WakeOrchestrator()
+		return
 	}
 	if errors.Is(err, provider.ErrLockLost) {
 		r.log.Info("activity result discarded: its lock was lost", "instance", l.InstanceID, "activityId", l.ActivityID)

@@ -18,8 +18,6 @@ import (
 type Context struct {
 	x      *Execution
 	logger *slog.Logger
-	// Public holds the public package's wrapper, set by Config.Wrap.
-	Public any
 }
 
 // InstanceID returns the instance being run.

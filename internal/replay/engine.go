@@ -24,10 +24,6 @@ type Config struct {
 	Func        Func
 	// Logger is the orchestration's logger; the engine silences it while replaying.
 	Logger *slog.Logger
-	// Wrap, if set, is called once with the engine's context before the
-	// function runs; its result is handed to Func. The public package uses
-	// it to attach its own context type.
-	Wrap func(*Context)
 }
 
 // Result is the state of an execution after a turn.
@@ -507,9 +503,6 @@ func (x *Execution) deliver(a *arrival, seq int) bool {
 func (x *Execution) start() {
 	x.started = true
 	input := x.hist[0].Input
-	if x.cfg.Wrap != nil {
-		x.cfg.Wrap(x.ctx)
-	}
 	seq := func(yield func(struct{}) bool) {
 		x.yield = yield
 		defer func() {
@@ -781,28 +774,45 @@ func (x *Execution) finalize() *TurnOutput {
 // cancelOutstanding appends breadcrumbs for activities and children that
 // have not completed and returns them.
 func (x *Execution) cancelOutstanding(reason string) (acts []int64, kids []ChildRef) {
+	evs, acts, kids := CancelBreadcrumbs(x.hist, x.nextID, x.now.UnixMilli(), reason)
+	for _, ev := range evs {
+		x.record(ev)
+	}
+	return acts, kids
+}
+
+// CancelBreadcrumbs returns, for the activities and sub-orchestrations of
+// hist that have neither completed nor been canceled, the cancel events to
+// append (IDs from nextID, stamped nowMs) and their IDs. The engine uses it
+// when an execution ends; the dispatcher when it fails an execution without
+// running its code (poison, unregistered, nondeterminism).
+func CancelBreadcrumbs(hist []history.Event, nextID, nowMs int64, reason string) (evs []history.Event, acts []int64, kids []ChildRef) {
 	closed := map[int64]bool{}
-	for i := range x.hist {
-		switch ev := &x.hist[i]; ev.Kind {
+	for i := range hist {
+		switch ev := &hist[i]; ev.Kind {
 		case history.ActivityCompleted, history.ActivityFailed, history.ActivityCancelRequested,
 			history.SubOrchestrationCompleted, history.SubOrchestrationFailed, history.SubOrchestrationCancelRequested:
 			closed[ev.SourceEventID] = true
 		}
 	}
-	n := len(x.hist)
-	for i := 0; i < n; i++ {
-		ev := x.hist[i]
+	for i := range hist {
+		ev := &hist[i]
 		if closed[ev.EventID] {
 			continue
 		}
+		crumb := history.Event{EventID: nextID, TimestampMs: nowMs, SourceEventID: ev.EventID, Reason: reason}
 		switch ev.Kind {
 		case history.ActivityScheduled:
+			crumb.Kind = history.ActivityCancelRequested
 			acts = append(acts, ev.EventID)
-			x.appendNew(history.Event{Kind: history.ActivityCancelRequested, SourceEventID: ev.EventID, Reason: reason})
 		case history.SubOrchestrationScheduled:
+			crumb.Kind = history.SubOrchestrationCancelRequested
 			kids = append(kids, ChildRef{EventID: ev.EventID, InstanceID: ev.ChildInstanceID})
-			x.appendNew(history.Event{Kind: history.SubOrchestrationCancelRequested, SourceEventID: ev.EventID, Reason: reason})
+		default:
+			continue
 		}
+		evs = append(evs, crumb)
+		nextID++
 	}
-	return acts, kids
+	return evs, acts, kids
 }
