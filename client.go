@@ -1,6 +1,7 @@
 package duroxide
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,7 +84,37 @@ type StartOptions struct {
 	Version string
 	// StartAt delays the start until that time (zero = now).
 	StartAt time.Time
+	// IdempotencyKey makes the start idempotent: a repeat of the key within
+	// IdempotencyRetention starts nothing and returns *DuplicateStartError
+	// naming the instance the key first started. It is checked before the
+	// lock.
+	IdempotencyKey string
+	// IdempotencyRetention is how long the key is remembered (0 = 24h).
+	IdempotencyRetention time.Duration
+	// LockKey takes an execution lock ("workflow id"): only one instance
+	// holding a given key runs at a time. The lock is written with the
+	// instance and released in the same transaction that makes it
+	// Completed, Failed or Canceled; ContinueAsNew keeps it. If a live
+	// instance holds the key, the start returns *WorkflowLockedError (or,
+	// with QueueIfLocked, waits its turn).
+	LockKey string
+	// LockTTL is how long the lock outlives the holder's last committed
+	// turn (0 = 1h): every turn extends it, so a live instance keeps it,
+	// and an instance that makes no progress for LockTTL loses it. Set it
+	// above the longest wait (timer, event) of the orchestration.
+	LockTTL time.Duration
+	// QueueIfLocked makes a start whose LockKey is held wait durably
+	// instead of failing: the instance is created Pending and begins, in
+	// arrival order, when the holder ends (or its lock is released or
+	// expires). Survives restarts: the queue is in the store.
+	QueueIfLocked bool
 }
+
+// Defaults of StartOptions.
+const (
+	DefaultLockTTL              = time.Hour
+	DefaultIdempotencyRetention = 24 * time.Hour
+)
 
 // ListOptions filters ListInstances. Nil lists everything, newest first.
 type ListOptions struct {
@@ -124,7 +155,11 @@ func (c *Client) Store() provider.Provider { return c.p }
 
 // StartOrchestration creates instanceID and starts the orchestration name
 // with input (JSON-encoded). It returns once the start is stored; the
-// runtime runs it. ErrInstanceExists if instanceID is taken.
+// runtime runs it. ErrInstanceExists if instanceID is taken. With
+// opts.IdempotencyKey a repeated key returns *DuplicateStartError; with
+// opts.LockKey a held lock returns *WorkflowLockedError (or
+// *LockAcquisitionFailedError when another start took it at the same
+// moment), unless opts.QueueIfLocked.
 func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *StartOptions) error {
 	if opts == nil {
 		opts = &StartOptions{}
@@ -132,25 +167,54 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if instanceID == "" || name == "" {
 		return fmt.Errorf("%w: instance ID and orchestration name are required", ErrInvalidArgument)
 	}
+	if opts.LockTTL < 0 || opts.IdempotencyRetention < 0 {
+		return fmt.Errorf("%w: LockTTL and IdempotencyRetention must not be negative", ErrInvalidArgument)
+	}
+	if opts.QueueIfLocked && opts.LockKey == "" {
+		return fmt.Errorf("%w: QueueIfLocked needs a LockKey", ErrInvalidArgument)
+	}
 	raw, err := encodePayload(input)
 	if err != nil {
 		return fmt.Errorf("input of %s: %w", name, err)
+	}
+	create := &provider.NewInstance{OrchestrationName: name, OrchestrationVersion: opts.Version, Input: raw}
+	if opts.IdempotencyKey != "" {
+		create.IdempotencyKey = opts.IdempotencyKey
+		create.IdempotencyTTL = cmp.Or(opts.IdempotencyRetention, DefaultIdempotencyRetention)
+	}
+	if opts.LockKey != "" {
+		create.Lock = &provider.LockRequest{Key: opts.LockKey, TTL: cmp.Or(opts.LockTTL, DefaultLockTTL), Queue: opts.QueueIfLocked}
 	}
 	msg := &provider.OrchestratorMessage{
 		InstanceID: instanceID,
 		VisibleAt:  opts.StartAt,
 		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: instanceID, ExecutionID: 1,
 			Name: name, Version: opts.Version, Input: raw},
-		Create: &provider.NewInstance{OrchestrationName: name, OrchestrationVersion: opts.Version, Input: raw},
+		Create: create,
 	}
 	if err := c.p.Enqueue(ctx, msg); err != nil {
-		if errors.Is(err, provider.ErrInstanceExists) {
-			return fmt.Errorf("starting %s: instance %q: %w", name, instanceID, ErrInstanceExists)
-		}
-		return fmt.Errorf("starting %s: %w", name, err)
+		return startError(name, instanceID, opts.LockKey, err)
 	}
 	c.hub.WakeOrchestrator()
 	return nil
+}
+
+// startError turns a store error of a start into the public error types.
+func startError(name, instanceID, lockKey string, err error) error {
+	var dup *provider.DuplicateStartError
+	var locked *provider.LockedError
+	switch {
+	case errors.As(err, &dup):
+		return &DuplicateStartError{InstanceID: dup.InstanceID, IdempotencyKey: dup.IdempotencyKey}
+	case errors.As(err, &locked):
+		return &WorkflowLockedError{WorkflowID: locked.Key, ExistingInstanceID: locked.InstanceID,
+			LockedSince: locked.LockedAt, ExpiresAt: locked.ExpiresAt}
+	case errors.Is(err, provider.ErrLockContended):
+		return &LockAcquisitionFailedError{WorkflowID: lockKey, InstanceID: instanceID, Reason: err.Error()}
+	case errors.Is(err, provider.ErrInstanceExists):
+		return fmt.Errorf("starting %s: instance %q: %w", name, instanceID, ErrInstanceExists)
+	}
+	return fmt.Errorf("starting %s: %w", name, err)
 }
 
 // RaiseEvent delivers the external event name with data (JSON-encoded) to
@@ -242,22 +306,26 @@ func statusOf(info *provider.InstanceInfo) *Status {
 		ParentInstanceID: info.ParentInstanceID,
 		LastError:        errorInfo(info.LastError),
 	}
-	switch info.Status {
-	case provider.StatusPending:
-		s.State = StatePending
-	case provider.StatusCompleted:
-		s.State = StateCompleted
-	case provider.StatusFailed:
-		s.State = StateFailed
-	case provider.StatusCanceled:
-		s.State = StateCanceled
-	default: // Running, or between executions of a ContinueAsNew
-		s.State = StateRunning
-	}
+	s.State = stateOf(info.Status)
 	if s.State != StateCompleted {
 		s.Output = nil
 	}
 	return s
+}
+
+// stateOf maps a store status to the instance state the API reports.
+func stateOf(st provider.Status) State {
+	switch st {
+	case provider.StatusPending:
+		return StatePending
+	case provider.StatusCompleted:
+		return StateCompleted
+	case provider.StatusFailed:
+		return StateFailed
+	case provider.StatusCanceled:
+		return StateCanceled
+	}
+	return StateRunning // Running, or between executions of a ContinueAsNew
 }
 
 // WaitForOrchestration blocks until instanceID is Completed, Failed or

@@ -3,6 +3,7 @@ package duroxide
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/internal/dispatch"
@@ -27,6 +28,9 @@ var (
 	// ErrInvalidArgument: a call's arguments are malformed (empty names,
 	// values that cannot be encoded as JSON, bad options).
 	ErrInvalidArgument = provider.ErrInvalidArgument
+	// ErrWorkflowLocked: a start's LockKey is held by a live instance.
+	// *WorkflowLockedError and *LockAcquisitionFailedError match it.
+	ErrWorkflowLocked = provider.ErrLocked
 	// ErrCanceled: the task or the orchestration was canceled.
 	// *ActivityError and *SubOrchestrationError match it when their failure
 	// was a cancellation.
@@ -135,6 +139,39 @@ func (e *DuplicateStartError) Error() string {
 
 // Is makes errors.Is(err, ErrInstanceExists) true.
 func (e *DuplicateStartError) Is(target error) bool { return target == ErrInstanceExists }
+
+// WorkflowLockedError reports a start refused because its LockKey is held
+// by a live instance: ExistingInstanceID is running under WorkflowID. Retry
+// after it ends, or poll it. It matches errors.Is(err, ErrWorkflowLocked).
+type WorkflowLockedError struct {
+	WorkflowID         string
+	ExistingInstanceID string
+	LockedSince        time.Time
+	ExpiresAt          time.Time
+}
+
+func (e *WorkflowLockedError) Error() string {
+	return fmt.Sprintf("workflow %q is currently locked by instance %s", e.WorkflowID, e.ExistingInstanceID)
+}
+
+// Is makes errors.Is(err, ErrWorkflowLocked) true.
+func (e *WorkflowLockedError) Is(target error) bool { return target == ErrWorkflowLocked }
+
+// LockAcquisitionFailedError reports a start that lost a race for its
+// LockKey to another start at the same moment, before the winner was
+// visible. Retry with backoff. It matches errors.Is(err, ErrWorkflowLocked).
+type LockAcquisitionFailedError struct {
+	WorkflowID string
+	InstanceID string
+	Reason     string
+}
+
+func (e *LockAcquisitionFailedError) Error() string {
+	return fmt.Sprintf("acquiring lock %q for instance %s: concurrent acquisition: %s", e.WorkflowID, e.InstanceID, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrWorkflowLocked) true.
+func (e *LockAcquisitionFailedError) Is(target error) bool { return target == ErrWorkflowLocked }
 
 // OrchestrationError is the failure of an orchestration, returned by
 // Status.Decode for a Failed or Canceled instance.

@@ -74,6 +74,11 @@ type RuntimeOptions struct {
 	// renewed while it is in use (default 30s). SessionIdleTimeout releases
 	// a session with no activity for that long (default 5m).
 	SessionLockTimeout, SessionIdleTimeout time.Duration
+	// LockCleanupInterval is how often this runtime frees execution locks
+	// whose TTL passed or whose holder is gone, handing each to the next
+	// queued start, and drops idempotency keys past their retention
+	// (default 1m; negative disables it: see Client.CleanupExpiredLocks).
+	LockCleanupInterval time.Duration
 	// Clock is the runtime's time source (default: the real clock). Tests
 	// pass a fake clock (duroxidetest does) so timers fire without waiting;
 	// the store must use the same clock.
@@ -120,8 +125,15 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 		WorkerID:                 opts.WorkerID,
 		SessionLockTimeout:       opts.SessionLockTimeout,
 		SessionIdleTimeout:       opts.SessionIdleTimeout,
+		LockCleanupInterval:      opts.LockCleanupInterval,
 		Clock:                    opts.Clock,
 		Logger:                   opts.Logger,
+	}
+	switch {
+	case o.LockCleanupInterval == 0:
+		o.LockCleanupInterval = time.Minute
+	case o.LockCleanupInterval < 0:
+		o.LockCleanupInterval = 0 // disabled
 	}
 	switch {
 	case o.CacheSize == 0:

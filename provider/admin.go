@@ -34,8 +34,9 @@ type Admin interface {
 
 	// PurgeInstances deletes the named instances and, recursively, all their
 	// sub-orchestrations: instance and execution rows, history, queued
-	// messages of both queues and instance locks, in one transaction, all or
-	// nothing. It fails with ErrNotFound if any named instance is unknown,
+	// messages of both queues, instance locks, the execution locks they hold
+	// (each handed to its oldest queued start), their queued starts and the
+	// idempotency keys naming them, in one transaction, all or nothing. It fails with ErrNotFound if any named instance is unknown,
 	// with ErrChildInstance if one is a sub-orchestration whose parent exists
 	// and is not purged with it, and, unless opts.Force, with ErrStillRunning
 	// if any instance to delete is Pending or Running. A purged ID can be

@@ -29,6 +29,13 @@ var (
 	ErrInvalidArgument = permanent("invalid argument")
 	// ErrClosed: the provider was closed.
 	ErrClosed = permanent("provider closed")
+	// ErrLocked: a start's execution lock key is held by a live instance.
+	// *LockedError, which names the holder, matches it.
+	ErrLocked = permanent("execution lock is held")
+	// ErrLockContended: another transaction acquired the same execution lock
+	// key at the same moment, so the holder is not known yet. Retry with
+	// backoff; the retry meets the winner's lock (ErrLocked).
+	ErrLockContended = retryable("execution lock acquired concurrently")
 	// ErrBusy: the store is temporarily unable to serve (lock contention,
 	// connection limits, timeouts). Retry with backoff.
 	ErrBusy = retryable("store busy")

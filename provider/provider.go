@@ -84,6 +84,18 @@ type Provider interface {
 	// or, when OnExists is nil, the whole call fails with ErrInstanceExists
 	// and writes nothing. Enqueue never checks instance locks: messages for a
 	// locked instance wait for the next turn.
+	//
+	// A Create may also carry an idempotency key and an execution lock
+	// (see LockStore for their life cycle), handled in this order in the
+	// same transaction: (1) a retained IdempotencyKey fails the call with
+	// *DuplicateStartError naming the instance it started (an expired one is
+	// deleted and reused); (2) a Lock whose key is held by a live,
+	// unexpired lock fails the call with *LockedError, or, with Lock.Queue,
+	// queues the start (the instance row is created Pending; its message is
+	// held back until the lock is handed to it); a stale or expired lock is
+	// deleted first, handing it to its oldest queued start, and the key
+	// checked again; (3) a taken instance ID is handled as above; (4) the
+	// instance row, the lock row and the key row are written.
 	Enqueue(ctx context.Context, msgs ...*OrchestratorMessage) error
 
 	// FetchWorkItems locks up to opts.Max worker-queue rows that are visible
@@ -139,6 +151,9 @@ type Provider interface {
 	// started yet returns an empty slice. Undecodable rows return
 	// ErrCorruptData, never a partial history.
 	ReadHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error)
+
+	// LockStore manages execution locks and idempotency keys.
+	LockStore
 
 	// Close releases the store's resources. Calls after Close return ErrClosed.
 	Close() error
@@ -349,6 +364,12 @@ type NewInstance struct {
 	Input                json.RawMessage
 	ParentInstanceID     string
 	ParentExecutionID    int64
+	// IdempotencyKey, when set, makes the start idempotent for
+	// IdempotencyTTL (required > 0 with a key): see Enqueue.
+	IdempotencyKey string
+	IdempotencyTTL time.Duration
+	// Lock, when set, makes the start take an execution lock: see Enqueue.
+	Lock *LockRequest
 	// OnExists, if non-nil, is enqueued instead of the message when the
 	// instance ID is already taken (a parent uses it to fail its own task on a
 	// child-ID collision). If nil, a taken ID fails the call with ErrInstanceExists.

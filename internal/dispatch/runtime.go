@@ -54,8 +54,11 @@ type Options struct {
 	WorkerID             string
 	SessionLockTimeout   time.Duration
 	SessionIdleTimeout   time.Duration
-	Clock                clockwork.Clock
-	Logger               *slog.Logger
+	// LockCleanupInterval is how often expired execution locks are swept;
+	// zero disables the sweep (the root package fills its default).
+	LockCleanupInterval time.Duration
+	Clock               clockwork.Clock
+	Logger              *slog.Logger
 }
 
 // Runtime is a running pair of dispatchers.
@@ -131,6 +134,10 @@ func Start(p provider.Provider, reg Registry, o Options) (*Runtime, error) {
 	go r.fetchLoop(provider.QueueOrchestrator, r.orchSlots, r.fetchTurns)
 	go r.fetchLoop(provider.QueueWorker, r.workSlots, r.fetchActivities)
 	go r.maintainSessions()
+	if o.LockCleanupInterval > 0 {
+		r.loops.Add(1)
+		go r.maintainLocks()
+	}
 	return r, nil
 }
 

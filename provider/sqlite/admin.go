@@ -381,6 +381,34 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 				res.Instances = n
 			}
 		}
+		// Execution locks: the purged instances leave every queue and
+		// their idempotency keys go; the locks they held pass to the
+		// oldest queued start of each key.
+		n, err := w.exec(sPurgeDeleteLockQueue, nil, treeJSON)
+		if err != nil {
+			return err
+		}
+		res.Messages += n
+		if _, err := w.exec(sPurgeDeleteIdemKeys, nil, treeJSON); err != nil {
+			return err
+		}
+		var keys []string
+		err = w.query(sPurgeDeleteExecLocks, func(r *sql.Rows) error {
+			var k string
+			if err := r.Scan(&k); err != nil {
+				return err
+			}
+			keys = append(keys, k)
+			return nil
+		}, treeJSON)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if _, err := w.promoteQueuedStart(k); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

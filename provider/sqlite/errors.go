@@ -27,7 +27,7 @@ func (e *storeError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 var sentinels = []error{
 	provider.ErrNotFound, provider.ErrInstanceExists, provider.ErrLockLost, provider.ErrDuplicateEvent,
 	provider.ErrCorruptData, provider.ErrStillRunning, provider.ErrChildInstance, provider.ErrInvalidArgument,
-	provider.ErrClosed, provider.ErrBusy, provider.ErrUnavailable,
+	provider.ErrClosed, provider.ErrBusy, provider.ErrUnavailable, provider.ErrLocked, provider.ErrLockContended,
 }
 
 // interpretError translates an error from the driver or database/sql into

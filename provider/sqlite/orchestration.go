@@ -267,6 +267,12 @@ type encCreate struct {
 	parent        any // string or nil
 	parentExec    int64
 	onExists      *encMsg
+
+	idemKey   string
+	idemTTL   int64 // ms
+	lockKey   string
+	lockTTL   int64 // ms
+	lockQueue bool
 }
 
 // encodeMessage validates and encodes m.
@@ -296,6 +302,18 @@ func encodeMessage(m *provider.OrchestratorMessage) (*encMsg, error) {
 		e.create = &encCreate{
 			name: c.OrchestrationName, version: c.OrchestrationVersion,
 			input: input, parent: optString(c.ParentInstanceID), parentExec: c.ParentExecutionID,
+		}
+		if c.IdempotencyKey != "" {
+			if c.IdempotencyTTL <= 0 {
+				return nil, invalid("Create.IdempotencyTTL must be > 0 with an IdempotencyKey (instance %q)", m.InstanceID)
+			}
+			e.create.idemKey, e.create.idemTTL = c.IdempotencyKey, ttlMillis(c.IdempotencyTTL)
+		}
+		if l := c.Lock; l != nil {
+			if l.Key == "" || l.TTL <= 0 {
+				return nil, invalid("Create.Lock needs a Key and a TTL > 0 (instance %q)", m.InstanceID)
+			}
+			e.create.lockKey, e.create.lockTTL, e.create.lockQueue = l.Key, ttlMillis(l.TTL), l.Queue
 		}
 		if c.OnExists != nil {
 			if e.create.onExists, err = encodeMessage(c.OnExists); err != nil {
@@ -328,8 +346,30 @@ func optString(s string) any {
 
 // insertMessage enqueues m, creating its instance if asked: when the ID is
 // taken it enqueues OnExists instead, or fails with ErrInstanceExists.
+// A start carrying an idempotency key or an execution lock checks them
+// first, in that order (see provider.Provider.Enqueue).
 func (w *wtx) insertMessage(m *encMsg) error {
+	visible := m.visibleAt
+	if visible == 0 {
+		visible = w.now
+	}
+	queued := false
 	if c := m.create; c != nil {
+		if c.idemKey != "" {
+			if err := w.checkIdempotencyKey(c.idemKey); err != nil {
+				return err
+			}
+		}
+		if c.lockKey != "" {
+			holder, err := w.liveLockHolder(c.lockKey)
+			if err != nil {
+				return err
+			}
+			if holder != nil && !c.lockQueue {
+				return holder
+			}
+			queued = holder != nil
+		}
 		n, err := w.exec(sCreateInstance, nil, m.instanceID, c.name, c.version, c.input, c.parent, c.parentExec, w.now)
 		if err != nil {
 			return err
@@ -340,10 +380,20 @@ func (w *wtx) insertMessage(m *encMsg) error {
 			}
 			return fmt.Errorf("creating instance %q: %w", m.instanceID, provider.ErrInstanceExists)
 		}
-	}
-	visible := m.visibleAt
-	if visible == 0 {
-		visible = w.now
+		if c.idemKey != "" {
+			if _, err := w.exec(sIdemInsert, nil, c.idemKey, m.instanceID, w.now, w.now+c.idemTTL); err != nil {
+				return err
+			}
+		}
+		switch {
+		case queued:
+			_, err := w.exec(sXLockQueueInsert, nil, c.lockKey, m.instanceID, string(m.item), visible, c.lockTTL, w.now)
+			return err
+		case c.lockKey != "":
+			if _, err := w.exec(sXLockInsert, nil, c.lockKey, m.instanceID, w.now, c.lockTTL); err != nil {
+				return err
+			}
+		}
 	}
 	_, err := w.exec(sInsertMessage, nil, m.instanceID, string(m.item), visible, w.now)
 	return err
@@ -647,12 +697,15 @@ func (w *wtx) applyAck(e *encAck) error {
 		}
 	}
 
-	// (j) Delete exactly the messages of this turn, (k) release the lock.
+	// (j) Delete exactly the messages of this turn, (k) release the lock,
+	// and settle the execution lock the instance holds.
 	if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
 		return err
 	}
-	_, err = w.exec(sDeleteLock, nil, inst, e.token)
-	return err
+	if _, err = w.exec(sDeleteLock, nil, inst, e.token); err != nil {
+		return err
+	}
+	return w.settleExecutionLocks(inst, isTerminalStatus(instStatus))
 }
 
 // AbandonOrchestrationItem releases an instance lock without committing,

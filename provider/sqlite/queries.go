@@ -90,6 +90,25 @@ const (
 	sPurgeDeleteWork
 	sPurgeDeleteLocks
 	sPurgeDeleteInstances
+	sPurgeDeleteIdemKeys
+	sPurgeDeleteLockQueue
+	sPurgeDeleteExecLocks
+
+	// Execution locks and idempotency keys.
+	sIdemGet
+	sIdemDelete
+	sIdemInsert
+	sIdemCleanup
+	sXLockGet
+	sXLockDelete
+	sXLockInsert
+	sXLockExtend
+	sXLockReleaseInstance
+	sXLockQueueInsert
+	sXLockQueueHead
+	sXLockQueueDelete
+	sXLockQueueDeleteInstance
+	sXLockFreeable
 
 	numWriterStmts
 )
@@ -110,6 +129,8 @@ const (
 	rDeadLetters
 	rNextVisibleOrch
 	rNextVisibleWork
+	rXLockGet
+	rXLockList
 
 	numReaderStmts
 )
@@ -361,6 +382,44 @@ WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
 	sPurgeDeleteWork:       `DELETE FROM worker_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
 	sPurgeDeleteLocks:      `DELETE FROM instance_locks WHERE instance_id IN (SELECT value FROM json_each(?1))`,
 	sPurgeDeleteInstances:  `DELETE FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteIdemKeys:   `DELETE FROM idempotency_keys WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteLockQueue:  `DELETE FROM lock_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	// Returns the keys, to hand each to its queue once the purge is done.
+	sPurgeDeleteExecLocks: `DELETE FROM execution_locks WHERE instance_id IN (SELECT value FROM json_each(?1)) RETURNING lock_key`,
+
+	// ?1 key.
+	sIdemGet:    `SELECT instance_id, expires_at FROM idempotency_keys WHERE idem_key = ?1`,
+	sIdemDelete: `DELETE FROM idempotency_keys WHERE idem_key = ?1`,
+	// ?1 key, ?2 instance, ?3 now, ?4 expires_at.
+	sIdemInsert: `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)`,
+	// ?1 now.
+	sIdemCleanup: `DELETE FROM idempotency_keys WHERE expires_at <= ?1`,
+
+	// The lock on a key with its holder's status ('' when gone). ?1 key.
+	sXLockGet: `SELECT l.instance_id, l.locked_at, l.expires_at, coalesce(i.status, '')
+FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id
+WHERE l.lock_key = ?1`,
+	sXLockDelete: `DELETE FROM execution_locks WHERE lock_key = ?1`,
+	// ?1 key, ?2 instance, ?3 now, ?4 ttl_ms.
+	sXLockInsert: `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms) VALUES (?1, ?2, ?3, ?3 + ?4, ?4)`,
+	// A committed turn of the holder extends its lock. ?1 instance, ?2 now.
+	sXLockExtend: `UPDATE execution_locks SET expires_at = ?2 + ttl_ms WHERE instance_id = ?1`,
+	// The holder ended: its locks go (to their queues). ?1 instance.
+	sXLockReleaseInstance: `DELETE FROM execution_locks WHERE instance_id = ?1 RETURNING lock_key`,
+	// ?1 key, ?2 instance, ?3 work item, ?4 visible_at, ?5 ttl_ms, ?6 now.
+	sXLockQueueInsert: `INSERT INTO lock_queue (lock_key, instance_id, work_item, visible_at, ttl_ms, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+	// The oldest start waiting for a key. ?1 key.
+	sXLockQueueHead: `SELECT id, instance_id, work_item, visible_at, ttl_ms FROM lock_queue
+WHERE lock_key = ?1 ORDER BY id LIMIT 1`,
+	sXLockQueueDelete: `DELETE FROM lock_queue WHERE id = ?1`,
+	// A queued start whose instance ended (canceled while waiting). ?1 instance.
+	sXLockQueueDeleteInstance: `DELETE FROM lock_queue WHERE instance_id = ?1`,
+	// Locks that are expired or whose holder ended or is gone. ?1 now.
+	sXLockFreeable: `SELECT l.lock_key
+FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id
+WHERE l.expires_at <= ?1 OR i.instance_id IS NULL OR i.status IN ('Completed', 'Failed', 'Canceled')
+ORDER BY l.lock_key`,
 }
 
 // instanceColumns are the columns scanned by scanInstanceInfo.
@@ -409,7 +468,17 @@ var readerSQL = [numReaderStmts]string{
 	// Worker: a fetch moves visible_at to locked_until (0001, 0004).
 	rNextVisibleOrch: `SELECT min(ready_at) FROM orchestrator_ready`,
 	rNextVisibleWork: `SELECT min(visible_at) FROM worker_queue`,
+
+	// ?1 key.
+	rXLockGet:  xlockSelect + ` WHERE l.lock_key = ?1`,
+	rXLockList: xlockSelect + ` ORDER BY l.lock_key`,
 }
+
+// xlockSelect reads execution locks with their holder's status (” when
+// gone) and the number of queued starts.
+const xlockSelect = `SELECT l.lock_key, l.instance_id, l.locked_at, l.expires_at, l.ttl_ms, coalesce(i.status, ''),
+       (SELECT count(*) FROM lock_queue AS q WHERE q.lock_key = l.lock_key)
+FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id`
 
 // ListInstances is assembled from these fragments (its filters are optional).
 const (
