@@ -10,6 +10,7 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/duroxidetest"
+	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
 // gateRegistry has "Gate", which waits for the event "go" and then returns
@@ -283,5 +284,77 @@ func TestStartOptionsValidation(t *testing.T) {
 	}
 	if ok, err := h.Client.ReleaseLock(ctx, "nothing"); ok || err != nil {
 		t.Errorf("ReleaseLock of no lock: %v, %v", ok, err)
+	}
+}
+
+// Queued starts are in the store: they survive a restart of the process
+// and still run in arrival order.
+func TestQueuedStartsSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/q.db"
+	reg := gateRegistry()
+	open := func() (*sqlite.Provider, *duroxide.Runtime) {
+		store, err := sqlite.Open(ctx, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := duroxide.StartRuntime(ctx, store, reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store, rt
+	}
+	wait := func(c *duroxide.Client, id string) *duroxide.Status {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		st, err := c.WaitForOrchestration(wctx, id)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", id, err)
+		}
+		return st
+	}
+
+	store, rt := open()
+	c := duroxide.NewClient(store)
+	q := &duroxide.StartOptions{LockKey: "w", QueueIfLocked: true}
+	for _, id := range []string{"a", "b", "c"} {
+		if err := c.StartOrchestration(ctx, id, "Gate", nil, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	store, rt = open()
+	defer func() {
+		_ = rt.Shutdown(ctx)
+		_ = store.Close()
+	}()
+	c = duroxide.NewClient(store)
+	var order []string
+	for _, id := range []string{"a", "b", "c"} {
+		st, err := c.GetLock(ctx, "w")
+		if err != nil || holder(st) != id {
+			t.Fatalf("lock = %+v, %v; want held by %s", st, err, id)
+		}
+		if err := c.RaiseEvent(ctx, id, "go", id); err != nil {
+			t.Fatal(err)
+		}
+		if st := wait(c, id); st.State != duroxide.StateCompleted {
+			t.Fatalf("%s ended %s", id, st.State)
+		}
+		hist, err := c.GetHistory(ctx, id, 0)
+		if err != nil || len(hist) == 0 {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		order = append(order, id)
+	}
+	if st, err := c.GetLock(ctx, "w"); err != nil || st.IsLocked {
+		t.Fatalf("lock after the last one: %+v, %v (order %v)", st, err, order)
 	}
 }
