@@ -358,3 +358,32 @@ func TestQueuedStartsSurviveRestart(t *testing.T) {
 		t.Fatalf("lock after the last one: %+v, %v (order %v)", st, err, order)
 	}
 }
+
+// A queued start canceled while it waits leaves the queue: it ends
+// Canceled and never takes the lock.
+func TestCanceledQueuedStartLeavesTheQueue(t *testing.T) {
+	ctx := context.Background()
+	h := duroxidetest.New(t, gateRegistry(), nil)
+	q := &duroxide.StartOptions{LockKey: "w", QueueIfLocked: true}
+	for _, id := range []string{"a", "b", "c"} {
+		h.StartWith("Gate", id, nil, q)
+	}
+	if err := h.Client.CancelInstance(ctx, "b", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Wait("b"); st.State != duroxide.StateCanceled {
+		t.Fatalf("b is %s", st.State)
+	}
+	if st := lockOf(t, h, "w"); holder(st) != "a" || st.Queued != 1 {
+		t.Fatalf("lock = %+v, want held by a with c queued", st)
+	}
+	h.RaiseEvent("a", "go", "x")
+	h.Wait("a")
+	h.WaitIdle()
+	if st := lockOf(t, h, "w"); holder(st) != "c" || st.Queued != 0 {
+		t.Fatalf("lock = %+v, want held by c", st)
+	}
+	if st := h.Status("b"); st.State != duroxide.StateCanceled {
+		t.Fatalf("b is %s after a ended", st.State)
+	}
+}
