@@ -67,6 +67,31 @@
 // backoff, for one that has (rolling deploys), and is poisoned after
 // MaxAttempts deliveries.
 //
+// # Execution locks and idempotent starts
+//
+// StartOptions.LockKey (a "workflow id") lets only one instance under that
+// key run at a time. The lock is written in the transaction that creates
+// the instance and deleted in the one that makes it Completed, Failed or
+// Canceled; ContinueAsNew keeps it, and every committed turn extends it to
+// now+LockTTL (default 1h), so a live instance keeps it and an instance that
+// makes no progress for LockTTL loses it. While a live instance holds the
+// key, another start returns *WorkflowLockedError naming it, or, with
+// QueueIfLocked, is stored Pending and begins when the lock is freed, in
+// arrival order, surviving restarts. A lock whose holder ended or is gone,
+// or whose TTL passed, is taken over by the next start; each runtime also
+// sweeps such locks every RuntimeOptions.LockCleanupInterval.
+// Client.GetLock, ListLocks, ReleaseLock (force) and CleanupExpiredLocks
+// manage them.
+//
+// StartOptions.IdempotencyKey makes a start idempotent: a repeat of the key
+// within IdempotencyRetention (default 24h) starts nothing and returns
+// *DuplicateStartError naming the instance the key started. The key is
+// checked before the lock, so a retried request whose first attempt holds
+// the lock learns its instance instead of a conflict.
+//
+// Package httpapi exposes both through webhook triggers with the
+// concurrency policies exclusive, parallel and queue.
+//
 // # Testing
 //
 // Package duroxidetest runs orchestrations against a real in-memory store
