@@ -25,6 +25,13 @@ import (
 // An idempotency key maps to the instance the first start carrying it
 // created, for the key's retention period; a repeat start within it creates
 // nothing and fails with *DuplicateStartError. Keys are checked before locks.
+// A key is retained while now < its creation + TTL, and a lock is live while
+// now < ExpiresAt.
+//
+// A start refused with *LockedError writes nothing, including the hand-over
+// of an expired lock to a queued start that it performed on the way (the
+// error then names that queued start): the next successful start on the
+// key, or CleanupExecutionLocks, hands it over for good.
 
 // LockRequest asks a start to take an execution lock.
 type LockRequest struct {
@@ -102,7 +109,8 @@ type LockCleanup struct {
 // LockStore is the management side of execution locks, part of Provider.
 type LockStore interface {
 	// GetExecutionLock returns the lock on key, or ErrNotFound when there is
-	// none. A lock that is stale or expired is still returned, flagged.
+	// none. An empty key, here and in ReleaseExecutionLock, is
+	// ErrInvalidArgument. A lock that is stale or expired is still returned, flagged.
 	GetExecutionLock(ctx context.Context, key string) (*ExecutionLock, error)
 
 	// ListExecutionLocks returns every lock, ordered by key.

@@ -61,7 +61,8 @@ type Provider interface {
 	// error, custom status); (g) insert WorkerItems; (h) then delete the worker
 	// rows named in CancelledActivities (unknown ones are ignored, and an item
 	// both inserted and cancelled is gone); (i) insert OrchestratorItems,
-	// creating instances they ask for; (j) delete exactly the messages tagged
+	// creating instances they ask for (such a NewInstance must not carry a
+	// Lock or an IdempotencyKey: ErrInvalidArgument); (j) delete exactly the messages tagged
 	// with LockToken; (k) release the instance lock. If the instance was
 	// purged while locked, the lock is gone: the ack fails with ErrLockLost
 	// and recreates nothing.

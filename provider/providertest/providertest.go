@@ -93,6 +93,8 @@ func groups() []group {
 		{"BadInput", badInputCases},
 		{"Wakeups", wakeupCases},
 		{"LastError", lastErrorCases},
+		{"ExecutionLocks", execLockCases},
+		{"Idempotency", idempotencyCases},
 	}
 }
 

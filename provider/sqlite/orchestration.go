@@ -537,8 +537,20 @@ func encodeAck(a *provider.TurnAck) (*encAck, error) {
 		if e.msgs[i], err = encodeMessage(m); err != nil {
 			return nil, err
 		}
+		for c := e.msgs[i].create; c != nil; c = onExistsCreate(c) {
+			if c.lockKey != "" || c.idemKey != "" {
+				return nil, invalid("turn ack creates instance %q with an execution lock or idempotency key: those are for Enqueue only", m.InstanceID)
+			}
+		}
 	}
 	return e, nil
+}
+
+func onExistsCreate(c *encCreate) *encCreate {
+	if c.onExists == nil {
+		return nil
+	}
+	return c.onExists.create
 }
 
 // ackErrors are the errors that fail one ack of a batch; any other error
