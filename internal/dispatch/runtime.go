@@ -87,6 +87,8 @@ type Runtime struct {
 	orchSlots chan struct{}
 	workSlots chan struct{}
 
+	metrics metrics // what Metrics reports
+
 	mu      sync.Mutex
 	running map[activityKey]context.CancelCauseFunc
 	parked  map[string]int // instance -> consecutive parks, for backoff

@@ -13,6 +13,7 @@ import (
 // fetchTurns locks up to max instances and starts a turn for each.
 func (r *Runtime) fetchTurns(max int) (int, error) {
 	wakes := r.hub.orchWakes.Load()
+	start := time.Now() // real time, even under a fake clock: metrics measure work
 	items, err := r.p.FetchOrchestrationItems(r.io, provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max})
 	if err != nil {
 		return 0, err
@@ -24,7 +25,8 @@ func (r *Runtime) fetchTurns(max int) (int, error) {
 				<-r.orchSlots
 				r.work.Done()
 			}()
-			r.runTurn(it)
+			res := r.runTurn(it)
+			r.metrics.observeTurn(res, time.Since(start))
 			r.endTurn(wakes)
 		}()
 	}
@@ -52,7 +54,8 @@ type outcome struct {
 	cancelled []activityKey
 }
 
-func (r *Runtime) runTurn(it *provider.OrchestrationItem) {
+// runTurn runs a turn and commits or abandons it.
+func (r *Runtime) runTurn(it *provider.OrchestrationItem) TurnResult {
 	rn := r.startRenewer(r.o.OrchestratorLockTimeout, func() error {
 		return r.p.RenewOrchestrationItemLock(r.io, it.LockToken, r.o.OrchestratorLockTimeout)
 	}, func(error) {})
@@ -68,7 +71,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) {
 		// The fetch loop sleeps on a deadline computed before the abandon;
 		// wake it so it sleeps until the retry is due instead.
 		r.hub.WakeOrchestrator()
-		return
+		return TurnAbandoned
 	}
 	if err := r.ackTurn(oc.ack); err != nil {
 		if oc.exec != nil {
@@ -76,13 +79,13 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) {
 		}
 		if errors.Is(err, provider.ErrLockLost) {
 			r.log.Info("turn lost its lock; another node will redo it", "instance", it.InstanceID)
-			return
+			return TurnLockLost
 		}
 		r.log.Error("committing turn failed; it will be retried", "instance", it.InstanceID, "error", err)
 		if aerr := r.p.AbandonOrchestrationItem(r.io, it.LockToken, provider.AbandonOptions{Delay: 50 * time.Millisecond}); aerr != nil && !errors.Is(aerr, provider.ErrLockLost) {
 			r.log.Warn("abandoning turn failed; its lock will expire", "instance", it.InstanceID, "error", aerr)
 		}
-		return
+		return TurnCommitFailed
 	}
 	r.mu.Lock()
 	delete(r.parked, it.InstanceID)
@@ -104,6 +107,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) {
 	for _, k := range oc.cancelled {
 		r.cancelLocal(k)
 	}
+	return TurnCommitted
 }
 
 // ackTurn commits a turn, retrying transient failures.

@@ -104,7 +104,9 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 		return r.p.RenewWorkItemLock(r.io, l.LockToken, r.o.WorkerLockTimeout)
 	}, func(error) { cancel(errActivityCanceled) })
 
+	start := time.Now()
 	out, err := callActivity(ctx, fn, item.Input)
+	ran := time.Since(start)
 
 	rn.stop()
 	r.mu.Lock()
@@ -113,8 +115,10 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errActivityCanceled):
+		r.metrics.observeActivity(ActivityCanceled, ran)
 		return // the work item is gone; nobody wants the result
 	case errors.Is(cause, ErrStopped):
+		r.metrics.observeActivity(ActivityCanceled, ran)
 		// Shutdown cut it short: give it back to the queue untouched.
 		if aerr := r.p.AbandonWorkItem(r.io, l.LockToken, provider.AbandonOptions{IgnoreAttempt: true}); aerr != nil && !errors.Is(aerr, provider.ErrLockLost) {
 			r.log.Warn("returning activity to the queue failed; its lock will expire", "error", aerr)
@@ -122,9 +126,11 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 		return
 	}
 	if err != nil {
+		r.metrics.observeActivity(ActivityFailed, ran)
 		r.ackActivity(l, complete(nil, activityFailure(err)))
 		return
 	}
+	r.metrics.observeActivity(ActivityCompleted, ran)
 	r.ackActivity(l, complete(out, nil))
 }
 
