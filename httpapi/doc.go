@@ -15,8 +15,11 @@
 //
 // Management of instances:
 //
-//	POST   /api/instances                       start: {"orchestration", "instanceId"?, "input"?, "version"?, "startAt"?}
-//	                                            → 201 {"instanceId"} (a UUID when none is given); 409 if the ID is taken
+//	POST   /api/instances                       start: {"orchestration", "instanceId"?, "input"?, "version"?, "startAt"?,
+//	                                            "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?}
+//	                                            → 201 {"instanceId"} (a UUID when none is given); 409 if the ID is taken;
+//	                                              200 {"instanceId", "duplicate": true} for a repeated idempotencyKey;
+//	                                              409 {"error", "details", "existingExecutionId"} while lockKey is held
 //	GET    /api/instances?status=&orchestration=&parent=&limit=&cursor=
 //	                                            → {"instances": [status...], "nextCursor"} newest first; status is a
 //	                                              comma-separated list of Pending, Running, Completed, Failed, Canceled
@@ -29,12 +32,22 @@
 //	POST   /api/instances/{id}/cancel           body (optional): {"reason"} → 202
 //	DELETE /api/instances/{id}[?force=true]     purge → 200 {"purged": true}; 409 while running unless forced
 //
+// Webhooks and execution locks:
+//
+//	POST   /api/webhooks/{triggerId}            body: the orchestration input → 200 {"success": true, "executionId", "duplicate"}
+//	GET    /api/triggers                        → {"triggers": [...]}, the configured triggers with defaults filled in
+//	GET    /api/workflows/{workflowId}/lock     → {"workflowId", "isLocked", "executionId", "lockedSince", "expiresAt",
+//	                                              "isStale", "holderStatus", "queued"} (duroxide.LockStatus)
+//	DELETE /api/workflows/{workflowId}/lock     force release → 200 {"workflowId", "released": bool}
+//	GET    /api/locks                           → {"locks": [lock status...]}, by workflow ID
+//	POST   /api/locks/cleanup                   delete expired and stale locks now → {"cleaned": n}
+//
 // System:
 //
 //	GET    /api/orchestrations                  registered orchestrations (with versions) and activities (Options.Registry)
 //	GET    /api/openapi.json                    the OpenAPI 3.1 description of these routes
 //	GET    /healthz                             {"status": "ok"} once the store answers; 503 otherwise
-//	GET    /metrics                             store gauges, Prometheus text format
+//	GET    /metrics                             store gauges, lock conflicts, turn and activity latencies (Prometheus)
 //
 // Status bodies are duroxide.Status in JSON: "status" holds the state. A
 // history event is the storage JSON of history.Event with its timestampMs
@@ -48,14 +61,90 @@
 // rejected. Errors are {"error": "...", "details": "..."} with 400 for
 // malformed requests (duroxide.ErrInvalidArgument), 404 for unknown
 // instances or executions (duroxide.ErrNotFound), 409 for conflicts
-// (duroxide.ErrInstanceExists, ErrStillRunning, ErrChildInstance), 413, 501
+// (duroxide.ErrInstanceExists, ErrStillRunning, ErrChildInstance, and lock
+// conflicts, ErrWorkflowLocked, with the bodies described below), 413, 501
 // when the store lacks provider.Admin, 503 (with Retry-After) for retryable
 // store failures and for requests whose context ended (a long poll cut short
 // by server shutdown), and 500 otherwise. Paths that match no route get a JSON 404, or 405 with an
 // Allow header.
 //
-// Idempotent starts and execution locks (the idempotencyKey and lockKey
-// fields of a start), webhooks, triggers and lock routes are not served yet:
-// a start that asks for them is rejected with 400 rather than run without
-// them. They are further route groups on the same handler.
+// # Triggers and webhooks
+//
+// A Trigger (Options.Triggers; LoadTriggers reads them from a file, as
+// "duroxide serve --triggers FILE" does) binds a webhook to an
+// orchestration:
+//
+//	{"triggers": [
+//	  {"id": "stripe-payment", "workflowId": "workflow_123", "orchestration": "demo.Approval",
+//	   "concurrency": "exclusive", "lockTtl": "1h", "idempotencyKeyPath": "/id"},
+//	  {"id": "greet", "orchestration": "demo.Hello", "concurrency": "parallel"},
+//	  {"id": "nightly-report", "workflowId": "reports", "orchestration": "demo.Approval", "concurrency": "queue"}
+//	]}
+//
+// examples/triggers.json has one trigger of each policy. With it, an
+// exclusive conflict can be seen by hand (demo.Approval waits for its event
+// up to timeoutSeconds):
+//
+//	duroxide serve --demo --triggers examples/triggers.json
+//	curl -d '{"id": "evt_1", "timeoutSeconds": 300}' localhost:8080/api/webhooks/stripe-payment  # 200
+//	curl -d '{"id": "evt_2", "timeoutSeconds": 300}' localhost:8080/api/webhooks/stripe-payment  # 409, names evt_1's instance
+//	curl -d '{"id": "evt_1"}' localhost:8080/api/webhooks/stripe-payment                         # 200, duplicate
+//	curl localhost:8080/api/workflows/workflow_123/lock
+//
+// Only id and orchestration are required. Unknown fields, duplicate IDs,
+// IDs with characters other than letters, digits, '.', '_' and '-', bad
+// policies, negative TTLs and malformed JSON pointers are errors, from
+// ParseTriggers and NewHandler alike. lockTtl is a duration string ("90s",
+// "1h") or a number of seconds.
+//
+// POST /api/webhooks/{id} starts the trigger's orchestration (at its
+// version, if set) with the request body as input: any JSON value, an empty
+// body being null. The instance ID is "<trigger id>-<UUID>". The answer is
+// 200 {"success": true, "executionId": "<instance>", "duplicate": false}.
+// Every error answer carries "success": false besides "error" and
+// "details": 404 for an unknown trigger, 400 for malformed JSON, 413 for a
+// body over Options.MaxBodyBytes, 500 for a system error.
+//
+// Concurrency policies work through the execution lock of the trigger's
+// workflowId (duroxide.StartOptions.LockKey; default: the trigger's id, so
+// each trigger has its own lock unless several name the same workflowId):
+//
+//   - exclusive (the default): while an instance holding the lock runs, a
+//     call is answered 409 {"success": false, "error": "Workflow currently
+//     executing", "details": "Only one execution can run at a time.
+//     Currently executing: <id>", "existingExecutionId": "<id>"}; retry
+//     after it ends. A call that loses a race for the lock to a simultaneous
+//     one is answered 409 {"success": false, "error": "Concurrent execution
+//     attempted", "details": "Another concurrent request acquired the
+//     execution lock"}; retry with backoff.
+//   - queue: every call is accepted (200); its instance is created Pending
+//     and starts when the lock is free, in arrival order
+//     (duroxide.StartOptions.QueueIfLocked).
+//   - parallel: no lock; every call starts an instance.
+//
+// The lock is released in the same transaction that makes its holder
+// Completed, Failed or Canceled. It outlives a holder that makes no
+// progress for lockTtl (default 1 h; every turn of the holder extends it):
+// set it above the longest timer or event wait of the orchestration. A lock
+// whose holder ended, or whose TTL passed, is taken over by the next start.
+//
+// Idempotency: the key is the Idempotency-Key header or, without one, the
+// string or number at the trigger's idempotencyKeyPath (a JSON pointer,
+// RFC 6901) in the body; a trigger with a path answers 400 to a body that
+// has no string or number there. A repeat of a key within 24 h starts
+// nothing and answers 200 with "duplicate": true and the executionId of
+// the instance the key first started, whatever the lock's state: keys are
+// checked before the lock. Webhook keys are scoped per trigger: they are
+// stored as "webhook:<trigger id>:<key>", so two triggers may receive the
+// same key, and they never match the idempotencyKey of POST /api/instances
+// (stored as given) unless that one is written in this form on purpose.
+//
+// POST /api/instances takes the same options as fields: "lockKey" (the
+// workflow ID), "lockTtl", "queueIfLocked" and "idempotencyKey". A lock
+// conflict is answered 409 with the body of the webhook's, without
+// "success"; a duplicate key 200 {"instanceId": "<first>", "duplicate": true}.
+//
+// Lock conflicts (409s of both routes) are counted in /metrics as
+// duroxide_lock_conflicts_total{kind="locked"|"concurrent"}, next to the
+// gauge duroxide_execution_locks.
 package httpapi

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
 	"github.com/duroxide/duroxide-go/httpapi"
@@ -90,14 +92,36 @@ type env struct {
 	reg    *duroxide.Registry
 	h      http.Handler
 	srv    *httptest.Server
+	// clock is the store's and the runtime's fake clock, if any (newEnvClock).
+	clock *clockwork.FakeClock
 }
 
 // newEnv starts a store, a runtime and the API. opts may be nil; its
 // Registry defaults to the runtime's and its Logger to a silent one.
 func newEnv(t *testing.T, opts *httpapi.Options) *env {
 	t.Helper()
+	return newEnvClock(t, opts, nil, true)
+}
+
+// newFakeClock returns a fake clock at a whole second, so times survive
+// the store's millisecond precision.
+func newFakeClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// newEnvClock is newEnv with the store and the runtime on clock (nil: the
+// real one), and without a runtime unless withRuntime (instances then stay
+// Pending, as under a dead executor).
+func newEnvClock(t *testing.T, opts *httpapi.Options, clock *clockwork.FakeClock, withRuntime bool) *env {
+	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, "", &sqlite.Options{Logger: discard})
+	so := &sqlite.Options{Logger: discard}
+	ro := &duroxide.RuntimeOptions{Logger: discard}
+	if clock != nil {
+		so.Clock = clock.Now
+		ro.Clock = clock
+	}
+	db, err := sqlite.Open(ctx, "", so)
 	if err != nil {
 		t.Fatalf("opening store: %v", err)
 	}
@@ -105,10 +129,13 @@ func newEnv(t *testing.T, opts *httpapi.Options) *env {
 	reg := duroxide.NewRegistry()
 	demo.Register(reg)
 	registerTestOrchestrations(reg)
-	rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: discard})
-	if err != nil {
-		_ = store.Close()
-		t.Fatalf("starting runtime: %v", err)
+	var rt *duroxide.Runtime
+	if withRuntime {
+		var err error
+		if rt, err = duroxide.StartRuntime(ctx, store, reg, ro); err != nil {
+			_ = store.Close()
+			t.Fatalf("starting runtime: %v", err)
+		}
 	}
 	var o httpapi.Options
 	if opts != nil {
@@ -116,6 +143,9 @@ func newEnv(t *testing.T, opts *httpapi.Options) *env {
 	}
 	if o.Registry == nil {
 		o.Registry = reg
+	}
+	if o.Runtime == nil {
+		o.Runtime = rt
 	}
 	if o.Logger == nil {
 		o.Logger = discard
@@ -130,14 +160,16 @@ func newEnv(t *testing.T, opts *httpapi.Options) *env {
 		srv.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
-		if err := rt.Shutdown(sctx); err != nil {
-			t.Errorf("runtime shutdown: %v", err)
+		if rt != nil {
+			if err := rt.Shutdown(sctx); err != nil {
+				t.Errorf("runtime shutdown: %v", err)
+			}
 		}
 		if err := store.Close(); err != nil {
 			t.Errorf("closing store: %v", err)
 		}
 	})
-	return &env{store: store, client: client, reg: reg, h: h, srv: srv}
+	return &env{store: store, client: client, reg: reg, h: h, srv: srv, clock: clock}
 }
 
 // response is a buffered HTTP response.

@@ -32,6 +32,14 @@ type Options struct {
 	// orchestrations, their versions and the activities (default: nil, the
 	// lists are empty). It is only read.
 	Registry *duroxide.Registry
+	// Runtime, when set, adds its metrics to GET /metrics: orchestration
+	// turn and activity durations and counts (default: nil, the store's
+	// metrics only). It is only read.
+	Runtime *duroxide.Runtime
+	// Triggers are served as webhooks, POST /api/webhooks/{id} (default:
+	// none). NewHandler validates them as ParseTriggers does and fills in
+	// their defaults; the slice is not kept.
+	Triggers []Trigger
 }
 
 // Log attribute keys.
@@ -59,8 +67,16 @@ type server struct {
 	log     *slog.Logger
 	maxBody int64
 	reg     *duroxide.Registry
+	runtime *duroxide.Runtime
 	mux     *http.ServeMux
 	routes  []route
+	// triggers are the validated Options.Triggers, in their order, and
+	// triggerByID indexes them.
+	triggers    []Trigger
+	triggerByID map[string]*Trigger
+	// lockConflicts counts 409 answers to starts refused by a held or
+	// contended execution lock.
+	lockConflicts lockConflictCounters
 }
 
 // NewHandler returns the HTTP API over client. The handler serves the
@@ -83,19 +99,30 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 	case o.MaxBodyBytes == 0:
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	triggers, err := normalizeTriggers(o.Triggers)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	s := &server{
-		client:  client,
-		log:     o.Logger,
-		maxBody: o.MaxBodyBytes,
-		reg:     o.Registry,
-		mux:     http.NewServeMux(),
+		client:      client,
+		log:         o.Logger,
+		maxBody:     o.MaxBodyBytes,
+		reg:         o.Registry,
+		runtime:     o.Runtime,
+		mux:         http.NewServeMux(),
+		triggers:    triggers,
+		triggerByID: make(map[string]*Trigger, len(triggers)),
 	}
-	// Each group of routes lives in its own file; new groups (webhooks,
-	// triggers, locks) are appended here.
+	for i := range s.triggers {
+		s.triggerByID[s.triggers[i].ID] = &s.triggers[i]
+	}
+	// Each group of routes lives in its own file.
 	s.routes = append(s.routes, s.instanceRoutes()...)
+	s.routes = append(s.routes, s.webhookRoutes()...)
+	s.routes = append(s.routes, s.lockRoutes()...)
 	s.routes = append(s.routes, s.systemRoutes()...)
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern, s.adapt(rt.handle))
@@ -146,15 +173,27 @@ func (s *server) adapt(fn func(http.ResponseWriter, *http.Request) error) http.H
 }
 
 // fail writes err as a JSON error response with the status it maps to.
+// Errors of the webhook route (wrapped in *webhookError) carry
+// "success": false, as that route's contract wants.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var we *webhookError
+	webhook := errors.As(err, &we)
 	if ctxErr := r.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		// The client went away, or the server is shutting down (its base
 		// context ended): answer, in case someone still listens.
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "request canceled", err.Error())
+		body := errorBody{Error: "request canceled", Details: err.Error()}
+		if webhook {
+			body.Success = new(false)
+		}
+		writeJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}
-	code, msg := classify(err)
+	code, body := errorResponse(err)
+	if webhook {
+		body.Success = new(false)
+	}
+	s.countLockConflict(err)
 	if code >= 500 && code != http.StatusNotImplemented {
 		s.log.Error("request failed", logKeyMethod, r.Method, logKeyPath, r.URL.Path,
 			logKeyPattern, r.Pattern, logKeyStatus, code, logKeyError, err)
@@ -162,7 +201,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeError(w, code, msg, err.Error())
+	writeJSON(w, code, body)
 }
 
 // statusRecorder captures the status and headers of the mux's own 404 and

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -38,15 +39,23 @@ type startRequest struct {
 	Version       string          `json:"version"`
 	// StartAt delays the start (RFC 3339).
 	StartAt *time.Time `json:"startAt"`
-	// IdempotencyKey and LockKey are part of the contract (DESIGN §4) but
-	// not implemented yet: they are rejected rather than ignored, so no
-	// caller believes it got exactly-once or exclusive starts.
+	// IdempotencyKey makes the start idempotent (DESIGN §4): a repeat
+	// within 24 h starts nothing and answers 200 with the first instance.
 	IdempotencyKey string `json:"idempotencyKey"`
-	LockKey        string `json:"lockKey"`
+	// LockKey takes the execution lock of that workflow ID: a start while
+	// a live instance holds it answers 409, unless QueueIfLocked.
+	LockKey string `json:"lockKey"`
+	// LockTTL is the lock's TTL (default 1 h); QueueIfLocked makes a start
+	// on a held lock wait its turn instead of failing. Both need LockKey.
+	LockTTL       *Duration `json:"lockTtl"`
+	QueueIfLocked bool      `json:"queueIfLocked"`
 }
 
 type startResponse struct {
 	InstanceID string `json:"instanceId"`
+	// Duplicate: the idempotency key was used before; nothing started and
+	// InstanceID is the instance the key first started.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
@@ -57,10 +66,10 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case req.Orchestration == "":
 		return badRequest("orchestration is required", `the body must name the orchestration to start: {"orchestration": "name"}`)
-	case req.IdempotencyKey != "":
-		return badRequest("idempotencyKey is not supported yet", "idempotent starts are not implemented by this server; retry without idempotencyKey")
-	case req.LockKey != "":
-		return badRequest("lockKey is not supported yet", "execution locks are not implemented by this server; retry without lockKey")
+	case req.LockKey == "" && (req.LockTTL != nil || req.QueueIfLocked):
+		return badRequest("lockKey is required", "lockTtl and queueIfLocked apply to the execution lock named by lockKey")
+	case req.LockTTL != nil && req.LockTTL.Duration < 0:
+		return badRequest("invalid lockTtl", "lockTtl must not be negative, got %s", req.LockTTL.Duration)
 	}
 	input, err := compactJSON(req.Input)
 	if err != nil {
@@ -70,11 +79,22 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	if id == "" {
 		id = uuid.NewString()
 	}
-	opts := &duroxide.StartOptions{Version: req.Version}
+	opts := &duroxide.StartOptions{Version: req.Version, IdempotencyKey: req.IdempotencyKey,
+		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked}
+	if req.LockTTL != nil {
+		opts.LockTTL = req.LockTTL.Duration
+	}
 	if req.StartAt != nil {
 		opts.StartAt = *req.StartAt
 	}
-	if err := s.client.StartOrchestration(r.Context(), id, req.Orchestration, input, opts); err != nil {
+	err = s.client.StartOrchestration(r.Context(), id, req.Orchestration, input, opts)
+	var dup *duroxide.DuplicateStartError
+	switch {
+	case errors.As(err, &dup):
+		w.Header().Set("Location", "/api/instances/"+url.PathEscape(dup.InstanceID))
+		writeJSON(w, http.StatusOK, startResponse{InstanceID: dup.InstanceID, Duplicate: true})
+		return nil
+	case err != nil:
 		return err
 	}
 	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))

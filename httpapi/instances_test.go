@@ -85,8 +85,10 @@ func TestStartInstance(t *testing.T) {
 		{"unknown field", `{"orchestration": "demo.Hello", "inptu": 1}`, http.StatusBadRequest, "malformed"},
 		{"wrong type", `{"orchestration": 42}`, http.StatusBadRequest, "malformed"},
 		{"missing orchestration", `{"input": "Ada"}`, http.StatusBadRequest, "orchestration is required"},
-		{"idempotency key", `{"orchestration": "demo.Hello", "idempotencyKey": "k1"}`, http.StatusBadRequest, "not supported yet"},
-		{"lock key", `{"orchestration": "demo.Hello", "lockKey": "w1"}`, http.StatusBadRequest, "not supported yet"},
+		{"lockTtl without lockKey", `{"orchestration": "demo.Hello", "lockTtl": "1h"}`, http.StatusBadRequest, "lockKey is required"},
+		{"queueIfLocked without lockKey", `{"orchestration": "demo.Hello", "queueIfLocked": true}`, http.StatusBadRequest, "lockKey is required"},
+		{"negative lockTtl", `{"orchestration": "demo.Hello", "lockKey": "w1", "lockTtl": "-1s"}`, http.StatusBadRequest, "invalid lockTtl"},
+		{"bad lockTtl", `{"orchestration": "demo.Hello", "lockKey": "w1", "lockTtl": "soon"}`, http.StatusBadRequest, "malformed"},
 		{"bad startAt", `{"orchestration": "demo.Hello", "startAt": "tomorrow"}`, http.StatusBadRequest, "malformed"},
 	}
 	for _, tc := range bad {

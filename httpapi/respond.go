@@ -15,10 +15,14 @@ import (
 // contentTypeJSON is the Content-Type of every response but /metrics.
 const contentTypeJSON = "application/json"
 
-// errorBody is the body of every error response.
+// errorBody is the body of every error response. Success is set (false)
+// only by the webhook route, whose contract carries it in every answer;
+// ExistingExecutionID only by lock conflicts.
 type errorBody struct {
-	Error   string `json:"error"`
-	Details string `json:"details,omitempty"`
+	Success             *bool  `json:"success,omitempty"`
+	Error               string `json:"error"`
+	Details             string `json:"details,omitempty"`
+	ExistingExecutionID string `json:"existingExecutionId,omitempty"`
 }
 
 // apiError is an error with its HTTP status, raised by the handlers for
@@ -41,14 +45,47 @@ func badRequest(message, format string, args ...any) error {
 	return &apiError{status: http.StatusBadRequest, message: message, details: fmt.Sprintf(format, args...)}
 }
 
+// Messages and details of lock conflicts, as the webhook contract (DESIGN
+// §5) words them.
+const (
+	msgWorkflowLocked     = "Workflow currently executing"
+	detailsWorkflowLocked = "Only one execution can run at a time. Currently executing: "
+	msgLockContended      = "Concurrent execution attempted"
+	detailsLockContended  = "Another concurrent request acquired the execution lock"
+)
+
+// errorResponse is the status and body of the error response for err.
+// Details are err's text, except for lock conflicts, whose details are
+// fixed by the contract and whose body names the holder.
+func errorResponse(err error) (int, errorBody) {
+	code, msg := classify(err)
+	body := errorBody{Error: msg, Details: err.Error()}
+	var locked *duroxide.WorkflowLockedError
+	var contended *duroxide.LockAcquisitionFailedError
+	switch {
+	case errors.As(err, &locked):
+		body.Details = detailsWorkflowLocked + locked.ExistingInstanceID
+		body.ExistingExecutionID = locked.ExistingInstanceID
+	case errors.As(err, &contended):
+		body.Details = detailsLockContended
+	}
+	return code, body
+}
+
 // classify maps an error to its HTTP status and a short message. Errors of
 // the duroxide API are recognized with errors.Is on its sentinels.
 func classify(err error) (int, string) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
+	var locked *duroxide.WorkflowLockedError
+	var contended *duroxide.LockAcquisitionFailedError
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.message
+	case errors.As(err, &locked):
+		return http.StatusConflict, msgWorkflowLocked
+	case errors.As(err, &contended):
+		return http.StatusConflict, msgLockContended
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, "request body too large"
 	case errors.Is(err, duroxide.ErrInvalidArgument):

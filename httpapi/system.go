@@ -1,16 +1,19 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/model"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/provider"
@@ -97,11 +100,6 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// contentTypeMetrics is the Prometheus text exposition format, version 0.0.4.
-// Prometheus rejects other content types, so /metrics is the one route that
-// does not answer application/json (except for its errors).
-const contentTypeMetrics = "text/plain; version=0.0.4; charset=utf-8"
-
 // instanceStates are always exposed by /metrics, zero or not, so series do
 // not vanish and reappear.
 var instanceStates = []provider.Status{
@@ -109,6 +107,11 @@ var instanceStates = []provider.Status{
 	provider.StatusFailed, provider.StatusCanceled,
 }
 
+// metrics serves the Prometheus exposition (client_golang's promhttp
+// negotiates the format; text 0.0.4 by default). Each scrape reads the store
+// statistics under the request's context first, so a store failure is
+// answered as a JSON error, then encodes them with the runtime's and the
+// API's own counters from a registry made for the scrape.
 func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 	a, ok := s.client.Store().(provider.Admin)
 	if !ok {
@@ -160,45 +163,210 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 	} {
 		m.sample("duroxide_queue_messages", q.n, "queue", q.queue, "state", q.state)
 	}
+	if rm, ok := s.runtimeMetrics(); ok {
+		writeRuntimeMetrics(&m, rm)
+	}
+	if err := s.writeLockMetrics(r.Context(), &m); err != nil {
+		return err
+	}
+	if m.err != nil {
+		return fmt.Errorf("building metrics: %w", m.err)
+	}
 
-	h := w.Header()
-	h.Set("Content-Type", contentTypeMetrics)
-	h.Set("Cache-Control", "no-store")
-	_, _ = w.Write(m.buf.Bytes())
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(&m); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.HTTPErrorOnError,
+	}).ServeHTTP(w, r)
 	return nil
 }
 
-// metricsWriter writes the Prometheus text exposition format.
-type metricsWriter struct {
-	buf bytes.Buffer
+// runtimeMetrics returns the metrics of the runtime of Options.Runtime, if
+// the handler has one.
+func (s *server) runtimeMetrics() (duroxide.RuntimeMetrics, bool) {
+	if s.runtime == nil {
+		return duroxide.RuntimeMetrics{}, false
+	}
+	return s.runtime.Metrics(), true
 }
+
+// writeRuntimeMetrics writes the families of a runtime's metrics.
+func writeRuntimeMetrics(m *metricsWriter, rm duroxide.RuntimeMetrics) {
+	m.family("duroxide_turn_duration_seconds", "histogram",
+		"Duration of the orchestration turns run by this process, from the fetch of the instance to the commit of the turn.")
+	m.histogram("duroxide_turn_duration_seconds", rm.TurnDuration)
+	m.family("duroxide_turns_total", "counter",
+		"Orchestration turns run by this process, by result (committed; abandoned: given back to be retried later; lock_lost: the instance lock expired before the commit; commit_failed: the store refused the commit).")
+	for _, t := range []struct {
+		result string
+		n      uint64
+	}{
+		{"committed", rm.Turns.Committed},
+		{"abandoned", rm.Turns.Abandoned},
+		{"lock_lost", rm.Turns.LockLost},
+		{"commit_failed", rm.Turns.CommitFailed},
+	} {
+		m.sample("duroxide_turns_total", int64(t.n), "result", t.result)
+	}
+	acts := []struct {
+		outcome string
+		h       duroxide.Histogram
+	}{
+		{"completed", rm.Activities.Completed},
+		{"failed", rm.Activities.Failed},
+		{"canceled", rm.Activities.Canceled},
+	}
+	m.family("duroxide_activity_duration_seconds", "histogram",
+		"Run time of the activity functions run by this process, by outcome (completed, failed: returned an error or panicked, canceled: by the runtime).")
+	for _, a := range acts {
+		m.histogram("duroxide_activity_duration_seconds", a.h, "outcome", a.outcome)
+	}
+	m.family("duroxide_activities_total", "counter",
+		"Activity functions run by this process, by outcome (completed, failed: returned an error or panicked, canceled: by the runtime).")
+	for _, a := range acts {
+		m.sample("duroxide_activities_total", int64(a.h.Count), "outcome", a.outcome)
+	}
+}
+
+// metricsWriter gathers the metrics of one scrape as client_golang constant
+// metrics, and is the prometheus.Collector of the scrape's registry. Write
+// a family, then its samples: family names it, gives its type ("gauge",
+// "counter" or "histogram") and help; sample and histogram add one series,
+// labels being name, value pairs. The first mistake (a sample outside a
+// known family, a bad name) is kept in err and fails the scrape.
+type metricsWriter struct {
+	families map[string]metricFamily
+	descs    map[string]*prometheus.Desc // by name and label names
+	metrics  []prometheus.Metric
+	err      error
+}
+
+type metricFamily struct {
+	typ  string
+	help string
+}
+
+var _ prometheus.Collector = (*metricsWriter)(nil)
 
 func (m *metricsWriter) family(name, typ, help string) {
-	fmt.Fprintf(&m.buf, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)
-}
-
-// sample writes one sample; labels are name, value pairs.
-func (m *metricsWriter) sample(name string, v int64, labels ...string) {
-	m.buf.WriteString(name)
-	if len(labels) > 0 {
-		m.buf.WriteByte('{')
-		for i := 0; i+1 < len(labels); i += 2 {
-			if i > 0 {
-				m.buf.WriteByte(',')
-			}
-			fmt.Fprintf(&m.buf, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
-		}
-		m.buf.WriteByte('}')
+	if m.families == nil {
+		m.families = map[string]metricFamily{}
 	}
-	m.buf.WriteByte(' ')
-	m.buf.WriteString(strconv.FormatInt(v, 10))
-	m.buf.WriteByte('\n')
+	switch typ {
+	case "gauge", "counter", "histogram":
+	default:
+		m.fail(fmt.Errorf("metric family %s: unknown type %q", name, typ))
+		return
+	}
+	// Names outside the classic character set would be escaped (renamed)
+	// by the text format: refuse them.
+	if !model.LegacyValidation.IsValidMetricName(name) {
+		m.fail(fmt.Errorf("metric family %q: invalid name", name))
+		return
+	}
+	if _, ok := m.families[name]; ok {
+		m.fail(fmt.Errorf("metric family %s written twice", name))
+		return
+	}
+	m.families[name] = metricFamily{typ: typ, help: help}
 }
 
-var (
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-)
+// sample adds a gauge or counter sample.
+func (m *metricsWriter) sample(name string, v int64, labels ...string) {
+	f, desc, values, err := m.series(name, labels)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	vt := prometheus.GaugeValue
+	switch f.typ {
+	case "counter":
+		vt = prometheus.CounterValue
+	case "histogram":
+		m.fail(fmt.Errorf("metric %s is a histogram: add its samples with histogram", name))
+		return
+	}
+	metric, err := prometheus.NewConstMetric(desc, vt, float64(v), values...)
+	m.add(metric, err)
+}
 
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+// histogram adds a histogram series.
+func (m *metricsWriter) histogram(name string, h duroxide.Histogram, labels ...string) {
+	f, desc, values, err := m.series(name, labels)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	if f.typ != "histogram" || len(h.Counts) != len(h.Bounds) {
+		m.fail(fmt.Errorf("metric %s: not a histogram family, or bounds and counts differ", name))
+		return
+	}
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	for i, b := range h.Bounds {
+		buckets[b.Seconds()] = h.Counts[i]
+	}
+	metric, err := prometheus.NewConstHistogram(desc, h.Count, h.Sum.Seconds(), buckets, values...)
+	m.add(metric, err)
+}
+
+// series resolves the family and descriptor of a series.
+func (m *metricsWriter) series(name string, labels []string) (metricFamily, *prometheus.Desc, []string, error) {
+	f, ok := m.families[name]
+	if !ok {
+		return f, nil, nil, fmt.Errorf("metric %s written before its family", name)
+	}
+	if len(labels)%2 != 0 {
+		return f, nil, nil, fmt.Errorf("metric %s: labels are not name, value pairs: %q", name, labels)
+	}
+	names := make([]string, 0, len(labels)/2)
+	values := make([]string, 0, len(labels)/2)
+	for i := 0; i < len(labels); i += 2 {
+		if !model.LegacyValidation.IsValidLabelName(labels[i]) {
+			return f, nil, nil, fmt.Errorf("metric %s: invalid label name %q", name, labels[i])
+		}
+		names = append(names, labels[i])
+		values = append(values, labels[i+1])
+	}
+	key := name + "\x00" + strings.Join(names, "\x00")
+	desc, ok := m.descs[key]
+	if !ok {
+		if m.descs == nil {
+			m.descs = map[string]*prometheus.Desc{}
+		}
+		desc = prometheus.NewDesc(name, f.help, names, nil)
+		m.descs[key] = desc
+	}
+	return f, desc, values, nil
+}
+
+func (m *metricsWriter) add(metric prometheus.Metric, err error) {
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	m.metrics = append(m.metrics, metric)
+}
+
+func (m *metricsWriter) fail(err error) {
+	if m.err == nil {
+		m.err = err
+	}
+}
+
+// Describe sends the descriptors of the series written.
+func (m *metricsWriter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range m.descs {
+		ch <- d
+	}
+}
+
+// Collect sends the series written.
+func (m *metricsWriter) Collect(ch chan<- prometheus.Metric) {
+	for _, metric := range m.metrics {
+		ch <- metric
+	}
+}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
@@ -179,49 +183,36 @@ func TestHealthz(t *testing.T) {
 	})
 }
 
-// metricLine is one sample of the text exposition format (integers only here).
-var metricLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*")*\})? (-?[0-9]+)$`)
-
-// parseMetrics checks the exposition format (every family has one HELP and
-// one TYPE line before its samples, families are not split) and returns the
-// samples by name and labels.
-func parseMetrics(t *testing.T, text string) map[string]string {
+// parseMetrics parses a text exposition with the Prometheus parser and
+// returns its families by name, and the values of its gauge and counter
+// samples by name and labels (`name{a="x",b="y"}`, labels in name order).
+func parseMetrics(t *testing.T, text string) (map[string]*dto.MetricFamily, map[string]float64) {
 	t.Helper()
-	samples := map[string]string{}
-	help, typ := map[string]bool{}, map[string]bool{}
-	done := map[string]bool{}
-	current := ""
-	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		if f, ok := strings.CutPrefix(line, "# HELP "); ok {
-			name, _, _ := strings.Cut(f, " ")
-			if help[name] {
-				t.Fatalf("two HELP lines for %s", name)
-			}
-			help[name] = true
-			if current != "" {
-				done[current] = true
-			}
-			current = name
-			continue
-		}
-		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			name, kind, _ := strings.Cut(f, " ")
-			if typ[name] || name != current || (kind != "gauge" && kind != "counter") {
-				t.Fatalf("bad TYPE line %q", line)
-			}
-			typ[name] = true
-			continue
-		}
-		m := metricLine.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("malformed sample line %q", line)
-		}
-		if m[1] != current || !typ[m[1]] || done[m[1]] {
-			t.Fatalf("sample %q outside its family", line)
-		}
-		samples[m[1]+m[2]] = m[4]
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("exposition does not parse: %v\n%s", err, text)
 	}
-	return samples
+	samples := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			key := name
+			if len(m.GetLabel()) > 0 {
+				var pairs []string
+				for _, l := range m.GetLabel() {
+					pairs = append(pairs, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				}
+				key += "{" + strings.Join(pairs, ",") + "}"
+			}
+			switch f.GetType() {
+			case dto.MetricType_GAUGE:
+				samples[key] = m.GetGauge().GetValue()
+			case dto.MetricType_COUNTER:
+				samples[key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return families, samples
 }
 
 func TestMetrics(t *testing.T) {
@@ -234,25 +225,53 @@ func TestMetrics(t *testing.T) {
 	e.expect(t, "POST", "/api/instances", `{"orchestration": "demo.Hello", "instanceId": "metrics-later", "startAt": "2999-01-01T00:00:00Z"}`, http.StatusCreated, nil)
 
 	res := e.expect(t, "GET", "/metrics", nil, http.StatusOK, nil)
-	if ct := res.header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
-		t.Fatalf("Content-Type %q", ct)
+	if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Fatalf("Content-Type %q, want the text format 0.0.4", ct)
 	}
-	got := parseMetrics(t, string(res.body))
-	want := map[string]string{
-		`duroxide_instances{status="Pending"}`:                          "1",
-		`duroxide_instances{status="Running"}`:                          "0",
-		`duroxide_instances{status="Completed"}`:                        "1",
-		`duroxide_instances{status="Failed"}`:                           "1",
-		`duroxide_instances{status="Canceled"}`:                         "0",
-		`duroxide_executions`:                                           "2",
-		`duroxide_queue_messages{queue="orchestrator",state="delayed"}`: "1",
-		`duroxide_queue_messages{queue="orchestrator",state="ready"}`:   "0",
-		`duroxide_queue_messages{queue="worker",state="ready"}`:         "0",
+	if cc := res.header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control %q", cc)
+	}
+	families, got := parseMetrics(t, string(res.body))
+	for name, typ := range map[string]dto.MetricType{
+		"duroxide_instances":            dto.MetricType_GAUGE,
+		"duroxide_executions":           dto.MetricType_GAUGE,
+		"duroxide_history_events":       dto.MetricType_GAUGE,
+		"duroxide_queue_messages":       dto.MetricType_GAUGE,
+		"duroxide_lock_conflicts_total": dto.MetricType_COUNTER,
+		// From the runtime (Options.Runtime).
+		"duroxide_turn_duration_seconds":     dto.MetricType_HISTOGRAM,
+		"duroxide_turns_total":               dto.MetricType_COUNTER,
+		"duroxide_activity_duration_seconds": dto.MetricType_HISTOGRAM,
+		"duroxide_activities_total":          dto.MetricType_COUNTER,
+	} {
+		f := families[name]
+		if f == nil || f.GetType() != typ || f.GetHelp() == "" {
+			t.Errorf("family %s: %v, want a documented %s", name, f, typ)
+		}
+	}
+	want := map[string]float64{
+		`duroxide_instances{status="Pending"}`:                          1,
+		`duroxide_instances{status="Running"}`:                          0,
+		`duroxide_instances{status="Completed"}`:                        1,
+		`duroxide_instances{status="Failed"}`:                           1,
+		`duroxide_instances{status="Canceled"}`:                         0,
+		`duroxide_executions`:                                           2,
+		`duroxide_queue_messages{queue="orchestrator",state="delayed"}`: 1,
+		`duroxide_queue_messages{queue="orchestrator",state="ready"}`:   0,
+		`duroxide_queue_messages{queue="worker",state="ready"}`:         0,
+		`duroxide_activities_total{outcome="completed"}`:                1,
+		`duroxide_activities_total{outcome="failed"}`:                   1,
+		`duroxide_activities_total{outcome="canceled"}`:                 0,
 	}
 	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %q, want %s", k, got[k], v)
+		if n, ok := got[k]; !ok || n != v {
+			t.Errorf("%s = %v (present: %v), want %v", k, n, ok, v)
 		}
+	}
+	// The last turn of each instance is counted just after it reads
+	// Completed, so only the first turns are certain.
+	if n := got[`duroxide_turns_total{result="committed"}`]; n < 3 {
+		t.Errorf("committed turns = %v, want at least 3", n)
 	}
 	for _, k := range []string{"duroxide_history_events", `duroxide_queue_messages{queue="orchestrator",state="locked"}`,
 		`duroxide_queue_messages{queue="worker",state="delayed"}`, `duroxide_queue_messages{queue="worker",state="locked"}`} {

@@ -1,0 +1,314 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Trigger starts an orchestration when its webhook, POST
+// /api/webhooks/{id}, is called. The request body is the orchestration's
+// input.
+type Trigger struct {
+	// ID names the trigger in its webhook's path. Required: letters, digits,
+	// '.', '_' and '-', at most MaxTriggerIDLength bytes.
+	ID string `json:"id"`
+	// WorkflowID is the execution lock key ("workflow id", DESIGN §4) of the
+	// exclusive and queue policies (default: the trigger's ID). Triggers
+	// with the same WorkflowID share one lock. Unused by parallel triggers.
+	WorkflowID string `json:"workflowId"`
+	// Orchestration is the name of the orchestration to start. Required.
+	Orchestration string `json:"orchestration"`
+	// Version is the orchestration version to start (default: the latest
+	// registered with the runtime that runs it).
+	Version string `json:"version,omitempty"`
+	// Concurrency is what a call does while an instance started under the
+	// same WorkflowID still runs (default ConcurrencyExclusive).
+	Concurrency Concurrency `json:"concurrency,omitempty"`
+	// LockTTL is how long the lock outlives its holder's last progress
+	// (duroxide.StartOptions.LockTTL; 0 = duroxide.DefaultLockTTL, 1 h).
+	// Only for the exclusive and queue policies.
+	LockTTL Duration `json:"lockTtl,omitzero"`
+	// IdempotencyKeyPath is a JSON pointer (RFC 6901, such as "/id") to the
+	// idempotency key in the request body, a string or a number. It is used
+	// when the request has no Idempotency-Key header; a body without a
+	// value there is answered 400. Empty: only the header gives a key.
+	IdempotencyKeyPath string `json:"idempotencyKeyPath,omitempty"`
+}
+
+// Concurrency is a trigger's policy for calls that arrive while an
+// instance it started still runs.
+type Concurrency string
+
+// Concurrency policies.
+const (
+	// ConcurrencyExclusive refuses a call with 409 while an instance
+	// holding the trigger's WorkflowID lock runs. The default.
+	ConcurrencyExclusive Concurrency = "exclusive"
+	// ConcurrencyParallel starts an instance per call, with no lock.
+	ConcurrencyParallel Concurrency = "parallel"
+	// ConcurrencyQueue accepts every call; its instance waits (Pending)
+	// until the lock is free and starts in arrival order
+	// (duroxide.StartOptions.QueueIfLocked).
+	ConcurrencyQueue Concurrency = "queue"
+)
+
+// MaxTriggerIDLength bounds Trigger.ID.
+const MaxTriggerIDLength = 128
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("90s", "1h"). Decoding also accepts a number of seconds.
+type Duration struct {
+	time.Duration
+}
+
+// MarshalJSON writes the duration as a string, without zero units: "1h",
+// "1m30s", "1.5s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(formatDuration(d.Duration))
+}
+
+// UnmarshalJSON reads a duration string or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		p, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("duration must be like \"90s\" or \"1h\": %w", err)
+		}
+		d.Duration = p
+	case float64:
+		if math.IsNaN(v) || math.Abs(v*float64(time.Second)) > math.MaxInt64 {
+			return fmt.Errorf("duration of %v seconds is out of range", v)
+		}
+		d.Duration = time.Duration(v * float64(time.Second))
+	default:
+		return fmt.Errorf("duration must be a string like \"90s\" or a number of seconds, got %s", b)
+	}
+	return nil
+}
+
+// formatDuration is time.Duration.String without the zero minutes and
+// seconds that follow hours or minutes ("1h", not "1h0m0s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// triggersFile is the JSON document of LoadTriggers.
+type triggersFile struct {
+	Triggers []Trigger `json:"triggers"`
+}
+
+// LoadTriggers reads a triggers file (see ParseTriggers).
+func LoadTriggers(path string) ([]Trigger, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading triggers: %w", err)
+	}
+	defer f.Close()
+	ts, err := ParseTriggers(f)
+	if err != nil {
+		return nil, fmt.Errorf("loading triggers from %s: %w", path, err)
+	}
+	return ts, nil
+}
+
+// ParseTriggers reads {"triggers": [...]} and validates the triggers as
+// NewHandler does. Unknown fields are errors. The triggers are returned
+// with their defaults filled in: concurrency "exclusive" and, for the
+// exclusive and queue policies, workflowId = id.
+func ParseTriggers(r io.Reader) ([]Trigger, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var f triggersFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("parsing triggers: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("parsing triggers: unexpected data after the JSON object")
+	}
+	return normalizeTriggers(f.Triggers)
+}
+
+// normalizeTriggers validates ts and returns a copy with the defaults
+// filled in. Errors name the trigger's index and ID and the field.
+func normalizeTriggers(ts []Trigger) ([]Trigger, error) {
+	out := make([]Trigger, len(ts))
+	seen := make(map[string]int, len(ts))
+	for i, t := range ts {
+		fail := func(field, format string, args ...any) error {
+			name := ""
+			if t.ID != "" {
+				name = fmt.Sprintf(" (%q)", t.ID)
+			}
+			return fmt.Errorf("trigger %d%s: %s: %s", i, name, field, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case t.ID == "":
+			return nil, fail("id", "required")
+		case len(t.ID) > MaxTriggerIDLength:
+			return nil, fail("id", "longer than %d bytes", MaxTriggerIDLength)
+		case !validTriggerID(t.ID):
+			return nil, fail("id", "may only contain letters, digits, '.', '_' and '-'")
+		}
+		if j, dup := seen[t.ID]; dup {
+			return nil, fail("id", "duplicate of trigger %d", j)
+		}
+		seen[t.ID] = i
+		if strings.TrimSpace(t.Orchestration) == "" {
+			return nil, fail("orchestration", "required")
+		}
+		switch t.Concurrency {
+		case "":
+			t.Concurrency = ConcurrencyExclusive
+		case ConcurrencyExclusive, ConcurrencyParallel, ConcurrencyQueue:
+		default:
+			return nil, fail("concurrency", "must be %q, %q or %q, got %q",
+				ConcurrencyExclusive, ConcurrencyParallel, ConcurrencyQueue, t.Concurrency)
+		}
+		if t.LockTTL.Duration < 0 {
+			return nil, fail("lockTtl", "must not be negative, got %s", t.LockTTL.Duration)
+		}
+		if t.Concurrency == ConcurrencyParallel {
+			if t.LockTTL.Duration != 0 {
+				return nil, fail("lockTtl", "a parallel trigger takes no lock; remove lockTtl or use concurrency exclusive or queue")
+			}
+		} else if t.WorkflowID == "" {
+			t.WorkflowID = t.ID
+		}
+		if t.IdempotencyKeyPath != "" {
+			if _, err := parsePointer(t.IdempotencyKeyPath); err != nil {
+				return nil, fail("idempotencyKeyPath", "%v", err)
+			}
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+func validTriggerID(id string) bool {
+	for _, c := range []byte(id) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// parsePointer splits an RFC 6901 JSON pointer into its unescaped
+// reference tokens. The empty pointer (the whole document) is refused: an
+// idempotency key is a field of the body.
+func parsePointer(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("JSON pointer must start with \"/\" (like \"/id\"), got %q", p)
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, part := range parts {
+		for j := 0; j < len(part); j++ {
+			if part[j] == '~' && (j+1 == len(part) || (part[j+1] != '0' && part[j+1] != '1')) {
+				return nil, fmt.Errorf("JSON pointer %q: \"~\" must be followed by 0 or 1", p)
+			}
+		}
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+// errNoValue reports a JSON pointer that names nothing in a document.
+var errNoValue = errors.New("no value")
+
+// lookupPointer resolves tokens (from parsePointer) in doc, a JSON value
+// decoded with UseNumber.
+func lookupPointer(doc any, tokens []string) (any, error) {
+	cur := doc
+	for _, tok := range tokens {
+		switch v := cur.(type) {
+		case map[string]any:
+			next, ok := v[tok]
+			if !ok {
+				return nil, errNoValue
+			}
+			cur = next
+		case []any:
+			if tok == "" || (len(tok) > 1 && tok[0] == '0') {
+				return nil, errNoValue
+			}
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(v) {
+				return nil, errNoValue
+			}
+			cur = v[n]
+		default:
+			return nil, errNoValue
+		}
+	}
+	return cur, nil
+}
+
+// keyFromBody extracts the idempotency key at pointer from a JSON body: a
+// string, or a number as written. It returns an apiError (400) when the
+// body has no such value or the value has another type.
+func keyFromBody(body []byte, pointer string) (string, error) {
+	tokens, err := parsePointer(pointer)
+	if err != nil {
+		return "", err // validated with the trigger; not reached
+	}
+	var doc any
+	if len(body) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil {
+			return "", badRequest("malformed JSON", "%v", err)
+		}
+	}
+	v, err := lookupPointer(doc, tokens)
+	if err != nil {
+		return "", badRequest("missing idempotency key",
+			"the trigger reads its idempotency key at %s in the body, which has no value there; send one, or an Idempotency-Key header", pointer)
+	}
+	switch v := v.(type) {
+	case string:
+		if v == "" {
+			return "", badRequest("missing idempotency key", "the idempotency key at %s in the body is an empty string", pointer)
+		}
+		return v, nil
+	case json.Number:
+		return v.String(), nil
+	}
+	return "", badRequest("invalid idempotency key",
+		"the idempotency key at %s in the body must be a string or a number, got %s", pointer, jsonKind(v))
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
+}

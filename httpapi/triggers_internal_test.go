@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/duroxide/duroxide-go"
+)
+
+func TestKeyFromBody(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"id": "evt_1", "n": 42, "f": 1.50, "a/b": "slash", "m~n": "tilde", "": "empty name",
+		"list": [{"id": "first"}, {"id": "second"}], "obj": {"x": 1}, "nul": null, "yes": true, "blank": ""}`)
+	for _, tc := range []struct {
+		pointer, want string
+		status        int // 0: found
+	}{
+		{"/id", "evt_1", 0},
+		{"/n", "42", 0},
+		{"/f", "1.50", 0}, // as written
+		{"/a~1b", "slash", 0},
+		{"/m~0n", "tilde", 0},
+		{"/", "empty name", 0},
+		{"/list/1/id", "second", 0},
+		{"/list/0/id", "first", 0},
+		{"/list/01/id", "", http.StatusBadRequest},
+		{"/list/2/id", "", http.StatusBadRequest},
+		{"/list/-/id", "", http.StatusBadRequest},
+		{"/missing", "", http.StatusBadRequest},
+		{"/id/deeper", "", http.StatusBadRequest},
+		{"/obj", "", http.StatusBadRequest},
+		{"/nul", "", http.StatusBadRequest},
+		{"/yes", "", http.StatusBadRequest},
+		{"/blank", "", http.StatusBadRequest},
+	} {
+		got, err := keyFromBody(body, tc.pointer)
+		if tc.status == 0 {
+			if err != nil || got != tc.want {
+				t.Errorf("%s: got %q, %v; want %q", tc.pointer, got, err, tc.want)
+			}
+			continue
+		}
+		if code, _ := classify(err); err == nil || code != tc.status {
+			t.Errorf("%s: got %q, %v; want status %d", tc.pointer, got, err, tc.status)
+		}
+	}
+	for _, b := range []string{``, `null`, `"text"`, `[1]`} {
+		if _, err := keyFromBody([]byte(b), "/id"); err == nil {
+			t.Errorf("body %q: no error", b)
+		}
+	}
+}
+
+// TestLockConflictResponses checks the 409 bodies of lock conflicts, with
+// and without the webhook's success field, and their counting. (SQLite
+// serializes writers, so the concurrent kind is hard to provoke over HTTP.)
+func TestLockConflictResponses(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	locked := &duroxide.WorkflowLockedError{WorkflowID: "w", ExistingInstanceID: "exec_abc"}
+	contended := &duroxide.LockAcquisitionFailedError{WorkflowID: "w", InstanceID: "i", Reason: "race"}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&webhookError{locked}, `{"success":false,"error":"Workflow currently executing","details":"Only one execution can run at a time. Currently executing: exec_abc","existingExecutionId":"exec_abc"}`},
+		{&webhookError{contended}, `{"success":false,"error":"Concurrent execution attempted","details":"Another concurrent request acquired the execution lock"}`},
+		{fmt.Errorf("starting: %w", locked), `{"error":"Workflow currently executing","details":"Only one execution can run at a time. Currently executing: exec_abc","existingExecutionId":"exec_abc"}`},
+		{contended, `{"error":"Concurrent execution attempted","details":"Another concurrent request acquired the execution lock"}`},
+		{&webhookError{badRequest("malformed JSON", "x")}, `{"success":false,"error":"malformed JSON","details":"malformed JSON: x"}`},
+	} {
+		rec := httptest.NewRecorder()
+		s.fail(rec, httptest.NewRequest("POST", "/api/webhooks/t", nil), tc.err)
+		if got := strings.TrimSpace(rec.Body.String()); got != tc.want || (rec.Code != http.StatusConflict && rec.Code != http.StatusBadRequest) {
+			t.Errorf("%v:\n got %d %s\nwant %s", tc.err, rec.Code, got, tc.want)
+		}
+	}
+	if l, c := s.lockConflicts.locked.Load(), s.lockConflicts.concurrent.Load(); l != 2 || c != 2 {
+		t.Fatalf("counted %d locked, %d concurrent; want 2, 2", l, c)
+	}
+}

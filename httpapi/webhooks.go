@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/duroxide/duroxide-go"
+)
+
+// headerIdempotencyKey is the request header carrying a webhook's
+// idempotency key; it takes precedence over Trigger.IdempotencyKeyPath.
+const headerIdempotencyKey = "Idempotency-Key"
+
+// webhookKeyPrefix starts the idempotency keys of webhook starts, which
+// are scoped per trigger: "webhook:<triggerId>:<key>". Trigger IDs cannot
+// contain ':', so two triggers never share a key.
+const webhookKeyPrefix = "webhook:"
+
+// webhookRoutes are the webhook and trigger routes.
+func (s *server) webhookRoutes() []route {
+	return []route{
+		{"POST /api/webhooks/{triggerId}", s.webhook},
+		{"GET /api/triggers", s.listTriggers},
+	}
+}
+
+// webhookError marks an error of the webhook route, so fail adds
+// "success": false to its body.
+type webhookError struct{ err error }
+
+func (e *webhookError) Error() string { return e.err.Error() }
+func (e *webhookError) Unwrap() error { return e.err }
+
+// webhookResponse is the 200 answer of a webhook: a started instance, or
+// (Duplicate) the instance a repeated idempotency key started.
+type webhookResponse struct {
+	Success     bool   `json:"success"`
+	ExecutionID string `json:"executionId"`
+	Duplicate   bool   `json:"duplicate"`
+}
+
+func (s *server) webhook(w http.ResponseWriter, r *http.Request) error {
+	if err := s.runWebhook(w, r); err != nil {
+		return &webhookError{err}
+	}
+	return nil
+}
+
+func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("triggerId")
+	t := s.triggerByID[id]
+	if t == nil {
+		return &apiError{status: http.StatusNotFound, message: "trigger not found",
+			details: "no trigger has the ID " + id + "; GET /api/triggers lists them"}
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	input, err := compactJSON(body)
+	if err != nil {
+		return err
+	}
+	key := r.Header.Get(headerIdempotencyKey)
+	if key == "" && t.IdempotencyKeyPath != "" {
+		if key, err = keyFromBody(body, t.IdempotencyKeyPath); err != nil {
+			return err
+		}
+	}
+	opts := &duroxide.StartOptions{Version: t.Version}
+	if key != "" {
+		opts.IdempotencyKey = webhookKeyPrefix + t.ID + ":" + key
+	}
+	if t.Concurrency != ConcurrencyParallel {
+		opts.LockKey = t.WorkflowID
+		opts.LockTTL = t.LockTTL.Duration
+		opts.QueueIfLocked = t.Concurrency == ConcurrencyQueue
+	}
+	instanceID := t.ID + "-" + uuid.NewString()
+	err = s.client.StartOrchestration(r.Context(), instanceID, t.Orchestration, input, opts)
+	var dup *duroxide.DuplicateStartError
+	switch {
+	case errors.As(err, &dup):
+		writeJSON(w, http.StatusOK, webhookResponse{Success: true, ExecutionID: dup.InstanceID, Duplicate: true})
+		return nil
+	case err != nil:
+		return err
+	}
+	writeJSON(w, http.StatusOK, webhookResponse{Success: true, ExecutionID: instanceID})
+	return nil
+}
+
+type triggersResponse struct {
+	Triggers []Trigger `json:"triggers"`
+}
+
+func (s *server) listTriggers(w http.ResponseWriter, _ *http.Request) error {
+	out := triggersResponse{Triggers: s.triggers}
+	if out.Triggers == nil {
+		out.Triggers = []Trigger{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
