@@ -1,6 +1,6 @@
 // Command duroxide serves the duroxide HTTP API and manages orchestrations
 // from the command line: serve, start, status, history, list, raise,
-// cancel, purge and migrate. Run 'duroxide help' for usage; the commands
+// cancel, purge, locks and migrate. Run 'duroxide help' for usage; the commands
 // live in internal/cli.
 package main
 

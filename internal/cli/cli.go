@@ -1,5 +1,5 @@
 // Package cli implements the duroxide command line (DESIGN §6): serve, start,
-// status, history, list, raise, cancel, purge and migrate.
+// status, history, list, raise, cancel, purge, locks and migrate.
 //
 // Run is the whole program minus process set-up, so tests drive every
 // command in-process; cmd/duroxide only wires it to os.Args, the standard
@@ -48,6 +48,7 @@ var commands = []*command{
 	raiseCommand,
 	cancelCommand,
 	purgeCommand,
+	locksCommand,
 	migrateCommand,
 }
 
@@ -141,7 +142,7 @@ the %s environment variable, else %q:
   sqlite:PATH        an SQLite file, created if needed (also: a bare PATH ending in .db)
   sqlite::memory:    a private in-memory store, gone when the command exits
   postgres://...     PostgreSQL (not built yet)
-Read commands (status, history, list, start --wait) take --json.
+Read commands (status, history, list, locks list, locks status, start) take --json.
 Flags may come before or after the arguments.
 `, envDB, defaultDB)
 }

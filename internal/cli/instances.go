@@ -31,7 +31,7 @@ func instanceError(id string, err error) error {
 
 var startCommand = &command{
 	name:     "start",
-	synopsis: "NAME [--id ID] [--input JSON] [--version V] [--wait [--timeout D]] [--json]",
+	synopsis: "NAME [--id ID] [--input JSON] [--version V] [--idempotency-key K] [--lock-key W [--lock-ttl D] [--queue-if-locked]] [--wait [--timeout D]] [--json]",
 	summary:  "start an orchestration instance and print its ID",
 	details: `Stores the start of orchestration NAME; a runtime on the same store (for
 example 'duroxide serve --demo') runs it. --input is the orchestration's input
@@ -41,8 +41,22 @@ With --wait, start waits until the instance ends and prints its final status
 (or, with --json, the status as JSON); it exits 1 if the instance Failed or
 was Canceled, or if --timeout passed first (the instance keeps running).
 
+--idempotency-key K makes the start idempotent: repeating K within 24 hours
+starts nothing; start then prints the ID of the instance K first started,
+notes on standard error that the start was a duplicate, and exits 0. --wait
+then waits for that instance; --json without --wait prints
+{"instanceId": ..., "duplicate": true}.
+
+--lock-key W takes the execution lock of workflow W: while another live
+instance holds it, start fails (exit 1) naming the holder, unless
+--queue-if-locked, which stores the instance Pending to begin when the
+holder ends. The lock is freed when the instance ends; each turn extends it
+by --lock-ttl, so an instance that stops progressing loses it. See
+'duroxide locks'.
+
 Example:
-  duroxide start demo.Hello --input '"Ada"' --wait`,
+  duroxide start demo.Hello --input '"Ada"' --wait
+  duroxide start demo.Approval --lock-key order-42 --idempotency-key req-7`,
 	run: runStart,
 }
 
@@ -52,6 +66,10 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	version := inv.fs.String("version", "", "pin the orchestration version (default: the latest registered)")
 	wait := inv.fs.Bool("wait", false, "wait until the instance ends and print its final status")
 	timeout := inv.fs.Duration("timeout", 0, "with --wait, stop waiting after this long, e.g. 30s (default: no limit)")
+	idemKey := inv.fs.String("idempotency-key", "", "start nothing if this key started an instance in the last 24h; print that instance's ID")
+	lockKey := inv.fs.String("lock-key", "", "take the execution lock of this workflow ID: fail if a live instance holds it")
+	lockTTL := inv.fs.Duration("lock-ttl", 0, "with --lock-key, how long the lock outlives the instance's last turn (default 1h)")
+	queue := inv.fs.Bool("queue-if-locked", false, "with --lock-key, when the lock is held, queue the instance to start after the holder ends")
 	inv.jsonFlag("the instance ID, or with --wait the final status,")
 	if err := inv.parse(args, 1, "orchestration NAME"); err != nil {
 		return err
@@ -66,6 +84,12 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if *timeout > 0 && !*wait {
 		return usageErrorf("start: --timeout only applies with --wait")
 	}
+	if *lockTTL < 0 {
+		return usageErrorf("start: --lock-ttl must not be negative")
+	}
+	if *lockKey == "" && (*lockTTL > 0 || *queue) {
+		return usageErrorf("start: --lock-ttl and --queue-if-locked only apply with --lock-key")
+	}
 	if *id == "" {
 		*id = uuid.NewString()
 	}
@@ -79,15 +103,33 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if raw != nil {
 		in = raw
 	}
-	if err := client.StartOrchestration(ctx, *id, name, in, &duroxide.StartOptions{Version: *version}); err != nil {
-		if errors.Is(err, duroxide.ErrInstanceExists) {
-			return fmt.Errorf("instance %q already exists: choose another --id, or inspect it with 'duroxide status %s'", *id, *id)
+	opts := &duroxide.StartOptions{Version: *version, IdempotencyKey: *idemKey,
+		LockKey: *lockKey, LockTTL: *lockTTL, QueueIfLocked: *queue}
+	duplicate := false
+	var dup *duroxide.DuplicateStartError
+	switch err := client.StartOrchestration(ctx, *id, name, in, opts); {
+	case errors.As(err, &dup):
+		// Not a failure: the key's instance is the answer.
+		duplicate, *id = true, dup.InstanceID
+		fmt.Fprintf(inv.stderr, "duplicate start: idempotency key %q already started instance %s; nothing new was started\n", dup.IdempotencyKey, dup.InstanceID)
+	case errors.Is(err, duroxide.ErrWorkflowLocked):
+		if lerr := lockedError(err, *lockKey); lerr != nil {
+			return lerr
 		}
-		return fmt.Errorf("starting %s: %w", name, err)
+		return err
+	case errors.Is(err, duroxide.ErrInstanceExists):
+		return fmt.Errorf("instance %q already exists: choose another --id, or inspect it with 'duroxide status %s'", *id, *id)
+	case err != nil:
+		return interrupted(err) // the client names the orchestration
+	case *queue:
+		// Say whether the instance runs now or waits its turn.
+		if l, lerr := client.GetLock(ctx, *lockKey); lerr == nil && l.ExecutionID != nil && *l.ExecutionID != *id {
+			fmt.Fprintf(inv.stderr, "queued: workflow %s is locked by instance %s; %s starts when the lock is freed\n", *lockKey, *l.ExecutionID, *id)
+		}
 	}
 	if !*wait {
 		if inv.jsonOut {
-			return inv.printJSON(map[string]string{"instanceId": *id})
+			return inv.printJSON(map[string]any{"instanceId": *id, "duplicate": duplicate})
 		}
 		_, err := fmt.Fprintln(inv.stdout, *id)
 		return err

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +20,7 @@ import (
 
 var serveCommand = &command{
 	name:     "serve",
-	synopsis: "[--addr 127.0.0.1:8080] [--demo] [--shutdown-timeout 30s]",
+	synopsis: "[--addr 127.0.0.1:8080] [--triggers FILE] [--demo] [--shutdown-timeout 30s]",
 	summary:  "serve the HTTP API (and, with --demo, run the demo orchestrations)",
 	details: `Serves the HTTP API on --addr; port 0 picks a free port, and the address is
 printed as "listening on http://HOST:PORT".
@@ -29,6 +31,14 @@ orchestration (your own program using the Go API on the same store) runs
 them. With --demo it also starts a runtime hosting the demo orchestrations:
 demo.Hello, demo.Sequence, demo.FanOut, demo.Approval, demo.Countdown and
 demo.Fail.
+
+--triggers FILE loads webhook triggers, each served at
+POST /api/webhooks/ID and printed at startup with its URL. The file is JSON:
+  {"triggers": [{"id": "stripe-payment", "workflowId": "workflow_123",
+    "orchestration": "demo.Hello", "concurrency": "exclusive",
+    "lockTtl": "1h", "idempotencyKeyPath": "/id"}]}
+concurrency is exclusive (409 while one runs; the default), parallel or
+queue. A file that cannot be read or is invalid stops serve before it starts.
 
 Ctrl-C (SIGINT) or SIGTERM shuts down gracefully: the HTTP server stops
 taking requests, then the runtime finishes the turns and activities in
@@ -41,11 +51,20 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	addr := inv.fs.String("addr", "127.0.0.1:8080", "the address to listen on (port 0: any free port)")
 	withDemo := inv.fs.Bool("demo", false, "run a runtime hosting the demo orchestrations (default: API only, no runtime)")
 	grace := inv.fs.Duration("shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")
+	triggersFile := inv.fs.String("triggers", "", "serve the webhook triggers of this JSON file at POST /api/webhooks/ID (default: none)")
 	if err := inv.parse(args, 0); err != nil {
 		return err
 	}
 	if *grace <= 0 {
 		return usageErrorf("serve: --shutdown-timeout must be positive")
+	}
+	// Triggers are loaded first: a bad file fails before anything starts.
+	var triggers []httpapi.Trigger
+	if *triggersFile != "" {
+		var err error
+		if triggers, err = httpapi.LoadTriggers(*triggersFile); err != nil {
+			return fmt.Errorf("--triggers: %w (see 'duroxide help serve' for the file's format)", err)
+		}
 	}
 	out := inv.stdout
 	logger := inv.logger()
@@ -96,7 +115,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	}
 
 	client := duroxide.NewClient(store)
-	handler, err := httpapi.NewHandler(client, &httpapi.Options{Logger: logger, Registry: reg})
+	handler, err := httpapi.NewHandler(client, &httpapi.Options{Logger: logger, Registry: reg, Runtime: rt, Triggers: triggers})
 	if err != nil {
 		return abort(fmt.Errorf("creating the HTTP API: %w", err))
 	}
@@ -117,7 +136,11 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(out, "listening on %s\n", listenURL(ln.Addr()))
+	base := listenURL(ln.Addr())
+	for i := range triggers {
+		fmt.Fprintln(out, webhookLine(base, &triggers[i]))
+	}
+	fmt.Fprintf(out, "listening on %s\n", base)
 
 	var serveErr error
 	select {
@@ -154,6 +177,17 @@ func graceCtx(ctx context.Context, limit time.Duration) (context.Context, contex
 // func(http.Handler) http.Handler that wraps serve's handler, so tests can
 // tell when a request is being served.
 type handlerHookKey struct{}
+
+// webhookLine describes a trigger at startup: its URL, the orchestration
+// it starts and how concurrent deliveries behave.
+func webhookLine(base string, t *httpapi.Trigger) string {
+	mode := cmp.Or(t.Concurrency, httpapi.ConcurrencyExclusive)
+	details := []string{t.Orchestration, string(mode)}
+	if t.WorkflowID != "" && mode != httpapi.ConcurrencyParallel {
+		details = append(details, "workflow "+t.WorkflowID)
+	}
+	return fmt.Sprintf("webhook %s → POST %s/api/webhooks/%s (%s)", t.ID, base, url.PathEscape(t.ID), strings.Join(details, ", "))
+}
 
 // listenURL is the URL of a listening address; an unspecified host (as in
 // ":8080") is shown as localhost.
