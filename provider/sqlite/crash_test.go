@@ -27,7 +27,10 @@ import (
 //
 // The workload: crashInstances orchestrations, each scheduling crashActs
 // activities in its first turn; activity n returns n*10; the orchestration
-// completes with their sum once every completion is in its history.
+// completes with their sum once every completion is in its history. The
+// instances share crashKeys execution lock keys, all queued starts
+// (LockRequest.Queue), so at most one instance per key runs at a time and
+// each terminal ack hands the key to the next.
 
 const (
 	crashInstances = 40
@@ -35,7 +38,12 @@ const (
 	crashChildEnv  = "DUROXIDE_SQLITE_CRASH_CHILD"
 	crashOffsetEnv = "DUROXIDE_SQLITE_CRASH_CLOCK_OFFSET"
 	crashLock      = 30 * time.Second
+	crashKeys      = 10
+	crashLockTTL   = 24 * time.Hour // outlives every clock jump of the test
 )
+
+// crashKey is the execution lock key of instance i.
+func crashKey(i int) string { return "key-" + strconv.Itoa(i%crashKeys) }
 
 func TestCrashLosesNothingAndDoesNothingTwice(t *testing.T) {
 	if path := os.Getenv(crashChildEnv); path != "" {
@@ -53,6 +61,7 @@ func TestCrashLosesNothingAndDoesNothingTwice(t *testing.T) {
 	for i := range crashInstances {
 		id := "crash-" + strconv.Itoa(i)
 		msg := testStart(id)
+		msg.Create.Lock = &provider.LockRequest{Key: crashKey(i), TTL: crashLockTTL, Queue: true}
 		if err := setup.Enqueue(ctx, msg); err != nil {
 			t.Fatalf("Enqueue(%s): %v", id, err)
 		}
@@ -285,6 +294,7 @@ func historyHas(evs []history.Event, k history.EventKind) bool {
 func checkCrashInvariants(t *testing.T, p *Provider) {
 	t.Helper()
 	checkReadyTable(t, p)
+	checkCrashLocks(t, p)
 	ctx := context.Background()
 	for i := range crashInstances {
 		id := "crash-" + strconv.Itoa(i)
@@ -295,12 +305,19 @@ func checkCrashInvariants(t *testing.T, p *Provider) {
 		var workerRows, queuedStarts int
 		queryCount(t, p, `SELECT count(*) FROM worker_queue WHERE instance_id = ?1`, &workerRows, id)
 		queryCount(t, p, `SELECT count(*) FROM orchestrator_queue WHERE instance_id = ?1 AND json_extract(work_item, '$.type') = 'StartOrchestration'`, &queuedStarts, id)
+		var lockQueued int
+		queryCount(t, p, `SELECT count(*) FROM lock_queue WHERE instance_id = ?1`, &lockQueued, id)
 		if len(evs) == 0 {
-			// Not started yet: the start message must still be queued.
-			if queuedStarts != 1 || workerRows != 0 {
-				t.Fatalf("%s: no history, %d queued starts and %d worker rows; want 1 and 0", id, queuedStarts, workerRows)
+			// Not started yet: the start message must still be queued, or
+			// wait for the lock.
+			if queuedStarts+lockQueued != 1 || workerRows != 0 {
+				t.Fatalf("%s: no history, %d queued starts, %d starts waiting for the lock and %d worker rows; want one start and 0",
+					id, queuedStarts, lockQueued, workerRows)
 			}
 			continue
+		}
+		if lockQueued != 0 {
+			t.Fatalf("%s: started, but its start also waits for the lock", id)
 		}
 		if queuedStarts != 0 {
 			t.Fatalf("%s: started, but its start message is still queued (%d)", id, queuedStarts)
@@ -369,6 +386,51 @@ func checkCrashResults(t *testing.T, p *Provider) {
 	queryCount(t, p, `SELECT (SELECT count(*) FROM orchestrator_queue) + (SELECT count(*) FROM worker_queue)`, &left)
 	if left != 0 {
 		t.Fatalf("%d messages left in the queues after every instance completed", left)
+	}
+	queryCount(t, p, `SELECT (SELECT count(*) FROM execution_locks) + (SELECT count(*) FROM lock_queue)`, &left)
+	if left != 0 {
+		t.Fatalf("%d execution locks or queued starts left after every instance completed", left)
+	}
+}
+
+// checkCrashLocks checks the execution locks: per key, the holder is the
+// only started, unfinished instance (mutual exclusion), the lock is held
+// exactly while an instance of the key is unfinished, and no start waits
+// for a lock nobody holds.
+func checkCrashLocks(t *testing.T, p *Provider) {
+	t.Helper()
+	for k := range crashKeys {
+		key := crashKey(k)
+		var members []string
+		for i := k; i < crashInstances; i += crashKeys {
+			members = append(members, "crash-"+strconv.Itoa(i))
+		}
+		list, _ := json.Marshal(members)
+		var locks, running, unfinished, holderLive, holderStarted, orphans int
+		queryCount(t, p, `SELECT count(*) FROM execution_locks WHERE lock_key = ?1`, &locks, key)
+		queryCount(t, p, `SELECT count(*) FROM instances AS i WHERE i.instance_id IN (SELECT value FROM json_each(?1))
+			AND i.status NOT IN ('Completed', 'Failed', 'Canceled')
+			AND EXISTS (SELECT 1 FROM history AS h WHERE h.instance_id = i.instance_id)`, &running, string(list))
+		queryCount(t, p, `SELECT count(*) FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1))
+			AND status NOT IN ('Completed', 'Failed', 'Canceled')`, &unfinished, string(list))
+		queryCount(t, p, `SELECT count(*) FROM execution_locks AS l JOIN instances AS i ON i.instance_id = l.instance_id
+			WHERE l.lock_key = ?1 AND i.status NOT IN ('Completed', 'Failed', 'Canceled')`, &holderLive, key)
+		queryCount(t, p, `SELECT count(*) FROM execution_locks AS l WHERE l.lock_key = ?1
+			AND EXISTS (SELECT 1 FROM history AS h WHERE h.instance_id = l.instance_id)`, &holderStarted, key)
+		queryCount(t, p, `SELECT count(*) FROM lock_queue AS q WHERE q.lock_key = ?1
+			AND NOT EXISTS (SELECT 1 FROM execution_locks AS l WHERE l.lock_key = q.lock_key)`, &orphans, key)
+		switch {
+		case running > 1:
+			t.Fatalf("%s: %d instances started and unfinished at once; the lock allows one", key, running)
+		case running == 1 && holderStarted != 1:
+			t.Fatalf("%s: the running instance does not hold the lock", key)
+		case unfinished > 0 && (locks != 1 || holderLive != 1):
+			t.Fatalf("%s: %d unfinished instances but %d locks (%d with an unfinished holder)", key, unfinished, locks, holderLive)
+		case unfinished == 0 && locks != 0:
+			t.Fatalf("%s: every instance finished but the lock remains", key)
+		case orphans != 0:
+			t.Fatalf("%s: %d starts wait for a lock nobody holds", key, orphans)
+		}
 	}
 }
 
