@@ -392,15 +392,7 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 		if _, err := w.exec(sPurgeDeleteIdemKeys, nil, treeJSON); err != nil {
 			return err
 		}
-		var keys []string
-		err = w.query(sPurgeDeleteExecLocks, func(r *sql.Rows) error {
-			var k string
-			if err := r.Scan(&k); err != nil {
-				return err
-			}
-			keys = append(keys, k)
-			return nil
-		}, treeJSON)
+		keys, err := w.queryStrings(sPurgeDeleteExecLocks, treeJSON)
 		if err != nil {
 			return err
 		}

@@ -104,15 +104,7 @@ func (w *wtx) settleExecutionLocks(instance string, terminal bool) error {
 		_, err := w.exec(sXLockExtend, nil, instance, w.now)
 		return err
 	}
-	var keys []string
-	err := w.query(sXLockReleaseInstance, func(r *sql.Rows) error {
-		var k string
-		if err := r.Scan(&k); err != nil {
-			return err
-		}
-		keys = append(keys, k)
-		return nil
-	}, instance)
+	keys, err := w.queryStrings(sXLockReleaseInstance, instance)
 	if err != nil {
 		return err
 	}
@@ -216,15 +208,7 @@ func (p *Provider) CleanupExecutionLocks(ctx context.Context) (*provider.LockCle
 	var res provider.LockCleanup
 	err := p.write(ctx, "cleaning up execution locks", func(w *wtx) error {
 		res = provider.LockCleanup{}
-		var keys []string
-		err := w.query(sXLockFreeable, func(r *sql.Rows) error {
-			var k string
-			if err := r.Scan(&k); err != nil {
-				return err
-			}
-			keys = append(keys, k)
-			return nil
-		}, w.now)
+		keys, err := w.queryStrings(sXLockFreeable, w.now)
 		if err != nil {
 			return err
 		}

@@ -433,6 +433,20 @@ func (w *wtx) query(id stmtID, scan func(*sql.Rows) error, args ...any) error {
 	return queryRows(w.ctx, w.stmt(id), scan, args...)
 }
 
+// queryStrings runs a statement returning one text column and collects it.
+func (w *wtx) queryStrings(id stmtID, args ...any) ([]string, error) {
+	var out []string
+	err := w.query(id, func(r *sql.Rows) error {
+		var v string
+		if err := r.Scan(&v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	}, args...)
+	return out, err
+}
+
 func queryRows(ctx context.Context, s *sql.Stmt, scan func(*sql.Rows) error, args ...any) error {
 	rows, err := s.QueryContext(ctx, args...)
 	if err != nil {
