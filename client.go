@@ -201,11 +201,10 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 
 // startError turns a store error of a start into the public error types.
 func startError(name, instanceID, lockKey string, err error) error {
-	var dup *provider.DuplicateStartError
 	var locked *provider.LockedError
 	switch {
-	case errors.As(err, &dup):
-		return &DuplicateStartError{InstanceID: dup.InstanceID, IdempotencyKey: dup.IdempotencyKey}
+	case errors.As(err, new(*DuplicateStartError)):
+		return err
 	case errors.As(err, &locked):
 		return &WorkflowLockedError{WorkflowID: locked.Key, ExistingInstanceID: locked.InstanceID,
 			LockedSince: locked.LockedAt, ExpiresAt: locked.ExpiresAt}

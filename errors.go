@@ -125,20 +125,10 @@ func (e *SubOrchestrationError) Is(target error) bool {
 	return false
 }
 
-// DuplicateStartError reports a start whose IdempotencyKey was already used:
-// nothing was started and InstanceID is the instance the key first started.
-// It matches errors.Is(err, ErrInstanceExists).
-type DuplicateStartError struct {
-	InstanceID     string
-	IdempotencyKey string
-}
-
-func (e *DuplicateStartError) Error() string {
-	return fmt.Sprintf("idempotency key %q already started instance %s", e.IdempotencyKey, e.InstanceID)
-}
-
-// Is makes errors.Is(err, ErrInstanceExists) true.
-func (e *DuplicateStartError) Is(target error) bool { return target == ErrInstanceExists }
+// DuplicateStartError reports a start whose IdempotencyKey was already used
+// within its retention: nothing was started and InstanceID is the instance
+// the key first started. It matches errors.Is(err, ErrInstanceExists).
+type DuplicateStartError = provider.DuplicateStartError
 
 // WorkflowLockedError reports a start refused because its LockKey is held
 // by a live instance: ExistingInstanceID is running under WorkflowID. Retry

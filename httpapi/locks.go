@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync/atomic"
 
@@ -97,17 +95,12 @@ func (s *server) countLockConflict(err error) {
 }
 
 // writeLockMetrics writes the lock metric families: the conflict counters
-// (both kinds always) and the number of locks in the store.
-func (s *server) writeLockMetrics(ctx context.Context, m *metricsWriter) error {
-	locks, err := s.client.ListLocks(ctx)
-	if err != nil {
-		return fmt.Errorf("listing locks: %w", err)
-	}
+// (both kinds always) and locks, the number of locks in the store.
+func (s *server) writeLockMetrics(m *metricsWriter, locks int64) {
 	m.family("duroxide_lock_conflicts_total", "counter",
 		"Starts (webhooks and POST /api/instances) refused with 409 by an execution lock, by kind (locked: held by a running instance; concurrent: taken by a simultaneous start).")
 	m.sample("duroxide_lock_conflicts_total", s.lockConflicts.locked.Load(), "kind", "locked")
 	m.sample("duroxide_lock_conflicts_total", s.lockConflicts.concurrent.Load(), "kind", "concurrent")
 	m.family("duroxide_execution_locks", "gauge", "Execution locks in the store, stale and expired ones included.")
-	m.sample("duroxide_execution_locks", int64(len(locks)))
-	return nil
+	m.sample("duroxide_execution_locks", locks)
 }

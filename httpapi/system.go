@@ -166,9 +166,7 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 	if rm, ok := s.runtimeMetrics(); ok {
 		writeRuntimeMetrics(&m, rm)
 	}
-	if err := s.writeLockMetrics(r.Context(), &m); err != nil {
-		return err
-	}
+	s.writeLockMetrics(&m, counts.ExecutionLocks)
 	if m.err != nil {
 		return fmt.Errorf("building metrics: %w", m.err)
 	}

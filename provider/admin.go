@@ -147,6 +147,8 @@ type Counts struct {
 	Instances     int64
 	Executions    int64
 	HistoryEvents int64
+	// ExecutionLocks counts execution locks, stale and expired ones included.
+	ExecutionLocks int64
 	// ByStatus counts instances per state.
 	ByStatus map[Status]int64
 }

@@ -42,6 +42,11 @@ var execLockCases = []testCase{
 			xlNorm(xlLive("kb", "b", provider.StatusPending, t2, t2, xlTTL, 1)),
 			xlNorm(xlLive("kc", "c", provider.StatusPending, t0, t0, xlTTL, 0)),
 		})
+		if a, ok := e.p.(provider.Admin); ok {
+			c, err := a.Counts(e.ctx)
+			e.noErr(err, "Counts")
+			mustEqual(e.t, "Counts.ExecutionLocks", c.ExecutionLocks, int64(3))
+		}
 	}},
 	{name: "HeldKeyRefusesSecondStartAndWritesNothing", run: func(e *env) {
 		t0 := e.clock.Now()

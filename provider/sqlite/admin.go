@@ -427,7 +427,7 @@ func (p *Provider) QueueDepths(ctx context.Context) (*provider.QueueDepths, erro
 func (p *Provider) Counts(ctx context.Context) (*provider.Counts, error) {
 	c := &provider.Counts{ByStatus: map[provider.Status]int64{}}
 	err := p.readTx(ctx, "counting", func(tx *sql.Tx) error {
-		if err := tx.StmtContext(ctx, p.rstmts[rCounts]).QueryRowContext(ctx).Scan(&c.Instances, &c.Executions, &c.HistoryEvents); err != nil {
+		if err := tx.StmtContext(ctx, p.rstmts[rCounts]).QueryRowContext(ctx).Scan(&c.Instances, &c.Executions, &c.HistoryEvents, &c.ExecutionLocks); err != nil {
 			return interpretError(err, nil)
 		}
 		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rCountsByStatus]), func(r *sql.Rows) error {

@@ -456,7 +456,8 @@ var readerSQL = [numReaderStmts]string{
   (SELECT count(*) FROM worker_queue WHERE visible_at > ?1 AND (lock_token IS NULL OR locked_until <= ?1)),
   (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1)`,
 
-	rCounts:         `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history)`,
+	rCounts: `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
+       (SELECT count(*) FROM execution_locks)`,
 	rCountsByStatus: `SELECT status, count(*) FROM instances GROUP BY status`,
 
 	// ?1 limit.
