@@ -1,112 +1,80 @@
 package duroxide_test
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"log/slog"
-	"path/filepath"
-	"sort"
 	"testing"
-	"time"
 
 	"github.com/duroxide/duroxide-go"
-	"github.com/duroxide/duroxide-go/demo"
-	"github.com/duroxide/duroxide-go/provider/sqlite"
+	"github.com/duroxide/duroxide-go/internal/bench"
 )
 
-// benchEnv is a runtime hosting the demo orchestrations on a file store.
-func benchEnv(b *testing.B, cacheSize int) *duroxide.Client {
+// The benchmarks run the workloads of `duroxide bench` (package
+// internal/bench) with b.N as their size, each on a fresh SQLite file. ns/op
+// is the workload's wall time (first start to last completion, set-up
+// excluded) divided by b.N; the other metrics are those of the workload.
+
+// runWorkload runs a workload and fails the benchmark on any error or
+// wrong result.
+func runWorkload(b *testing.B, workload string, opts *bench.Options) *bench.Result {
 	b.Helper()
-	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), &sqlite.Options{Logger: quiet})
+	opts.Logger = slog.New(slog.DiscardHandler)
+	res, err := bench.Run(b.Context(), workload, opts)
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("%s: %v", workload, err)
 	}
-	reg := duroxide.NewRegistry()
-	demo.Register(reg)
-	rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{CacheSize: cacheSize, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
+	b.ReportMetric(float64(res.Wall.Nanoseconds())/float64(b.N), "ns/op")
+	if res.CommitsPerOrch != nil {
+		b.ReportMetric(*res.CommitsPerOrch, "commits/orch")
 	}
-	b.Cleanup(func() {
-		_ = rt.Shutdown(ctx)
-		_ = store.Close()
-	})
-	return duroxide.NewClient(store)
+	return res
 }
 
-func wait(b *testing.B, c *duroxide.Client, id string) {
-	st, err := c.WaitForOrchestration(context.Background(), id)
-	if err != nil || st.State != duroxide.StateCompleted {
-		b.Fatalf("%s: %+v %v", id, st, err)
-	}
-}
-
-// BenchmarkLatency starts demo.Hello (one activity) and waits for it, one
-// at a time: start-to-complete latency, reported as p50/p99.
+// BenchmarkLatency starts an orchestration of one activity and waits for
+// it, b.N times one after another: start-to-completion latency.
 func BenchmarkLatency(b *testing.B) {
-	c := benchEnv(b, 0)
-	ctx := context.Background()
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		id := fmt.Sprint("lat-", i)
-		t0 := time.Now()
-		if err := c.StartOrchestration(ctx, id, demo.Hello, "x", nil); err != nil {
-			b.Fatal(err)
-		}
-		wait(b, c, id)
-		lat = append(lat, time.Since(t0))
-	}
-	b.StopTimer()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	res := runWorkload(b, bench.Latency, &bench.Options{Sizes: bench.Sizes{Latency: b.N}})
+	b.ReportMetric(res.P50Ms, "p50-ms")
+	b.ReportMetric(res.P99Ms, "p99-ms")
 }
 
-// BenchmarkSequence runs b.N demo.Sequence instances (5 chained
-// activities each) concurrently: orchestrations/s and activities/s.
+// BenchmarkSequence runs b.N orchestrations of 5 chained activities
+// concurrently, with the orchestration cache and without (every turn
+// replays its history).
 func BenchmarkSequence(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
 		cache int
 	}{{"cache", 0}, {"nocache", -1}} {
 		b.Run(mode.name, func(b *testing.B) {
-			c := benchEnv(b, mode.cache)
-			ctx := context.Background()
-			b.ResetTimer()
-			t0 := time.Now()
-			for i := 0; i < b.N; i++ {
-				if err := c.StartOrchestration(ctx, fmt.Sprint("seq-", i), demo.Sequence, i, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for i := 0; i < b.N; i++ {
-				wait(b, c, fmt.Sprint("seq-", i))
-			}
-			s := time.Since(t0).Seconds()
-			b.ReportMetric(float64(b.N)/s, "orch/s")
-			b.ReportMetric(float64(5*b.N)/s, "activities/s")
+			res := runWorkload(b, bench.Sequence, &bench.Options{
+				Sizes:   bench.Sizes{Sequence: b.N},
+				Runtime: &duroxide.RuntimeOptions{CacheSize: mode.cache},
+			})
+			b.ReportMetric(res.OrchestrationsPerSec, "orch/s")
+			b.ReportMetric(res.ActivitiesPerSec, "activities/s")
 		})
 	}
 }
 
-// BenchmarkFanOut runs b.N demo.FanOut instances of 100 parallel
-// activities each: activities/s.
+// BenchmarkFanOut runs b.N orchestrations of 100 parallel activities each.
 func BenchmarkFanOut(b *testing.B) {
-	c := benchEnv(b, 0)
-	ctx := context.Background()
-	b.ResetTimer()
-	t0 := time.Now()
-	for i := 0; i < b.N; i++ {
-		if err := c.StartOrchestration(ctx, fmt.Sprint("fan-", i), demo.FanOut, 100, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for i := 0; i < b.N; i++ {
-		wait(b, c, fmt.Sprint("fan-", i))
-	}
-	b.ReportMetric(float64(100*b.N)/time.Since(t0).Seconds(), "activities/s")
+	res := runWorkload(b, bench.FanOut, &bench.Options{Sizes: bench.Sizes{FanOut: b.N}})
+	b.ReportMetric(res.ActivitiesPerSec, "activities/s")
+}
+
+// BenchmarkTimer runs b.N orchestrations that each sleep a 1s durable
+// timer: how late the timers fire.
+func BenchmarkTimer(b *testing.B) {
+	res := runWorkload(b, bench.Timer, &bench.Options{Sizes: bench.Sizes{Timer: b.N}})
+	b.ReportMetric(*res.LatenessP50Ms, "late-p50-ms")
+	b.ReportMetric(*res.LatenessP99Ms, "late-p99-ms")
+}
+
+// BenchmarkLongHistory runs one orchestration of b.N (at least 2)
+// sequential activities: ms per step at the start and at the end, as the
+// history grows.
+func BenchmarkLongHistory(b *testing.B) {
+	res := runWorkload(b, bench.LongHistory, &bench.Options{Sizes: bench.Sizes{LongHistory: max(b.N, 2)}})
+	b.ReportMetric(*res.StepMsFirst, "step-ms-first")
+	b.ReportMetric(*res.StepMsLast, "step-ms-last")
 }

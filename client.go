@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
-	"github.com/duroxide/duroxide-go/internal/dispatch"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -141,13 +140,12 @@ type InstancePage struct {
 // works from any process; in the process of a runtime on the same store it
 // also wakes that runtime at once.
 type Client struct {
-	p   provider.Provider
-	hub *dispatch.Hub
+	p provider.Provider
 }
 
 // NewClient returns a client of store.
 func NewClient(store provider.Provider) *Client {
-	return &Client{p: store, hub: dispatch.HubFor(store)}
+	return &Client{p: store}
 }
 
 // Store returns the client's provider.
@@ -159,13 +157,14 @@ func (c *Client) Store() provider.Provider { return c.p }
 // opts.IdempotencyKey a repeated key returns *DuplicateStartError; with
 // opts.LockKey a held lock returns *WorkflowLockedError (or
 // *LockAcquisitionFailedError when another start took it at the same
-// moment), unless opts.QueueIfLocked.
+// moment), unless opts.QueueIfLocked. Malformed identifiers (see
+// MaxInstanceIDLength) return ErrInvalidArgument.
 func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *StartOptions) error {
 	if opts == nil {
 		opts = &StartOptions{}
 	}
-	if instanceID == "" || name == "" {
-		return fmt.Errorf("%w: instance ID and orchestration name are required", ErrInvalidArgument)
+	if err := checkStart(instanceID, name, opts); err != nil {
+		return err
 	}
 	if opts.LockTTL < 0 || opts.IdempotencyRetention < 0 {
 		return fmt.Errorf("%w: LockTTL and IdempotencyRetention must not be negative", ErrInvalidArgument)
@@ -195,7 +194,6 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if err := c.p.Enqueue(ctx, msg); err != nil {
 		return startError(name, instanceID, opts.LockKey, err)
 	}
-	c.hub.WakeOrchestrator()
 	return nil
 }
 
@@ -218,31 +216,42 @@ func startError(name, instanceID, lockKey string, err error) error {
 
 // RaiseEvent delivers the external event name with data (JSON-encoded) to
 // instanceID, where WaitForEvent(name) receives it. ErrNotFound if the
-// instance does not exist. An event for a finished instance is dropped.
+// instance does not exist; *InstanceTerminalError (ErrInstanceTerminal),
+// changing nothing, if it is already Completed, Failed or Canceled. An
+// event that arrives as the instance ends is dropped.
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
-	if instanceID == "" || name == "" {
-		return fmt.Errorf("%w: instance ID and event name are required", ErrInvalidArgument)
+	if err := checkInstanceID(instanceID); err != nil {
+		return err
+	}
+	if err := checkText("event name", name, MaxNameLength); err != nil {
+		return err
 	}
 	raw, err := encodePayload(data)
 	if err != nil {
 		return fmt.Errorf("data of event %s: %w", name, err)
 	}
-	if _, err := c.instance(ctx, instanceID); err != nil {
+	info, err := c.instance(ctx, instanceID)
+	if err != nil {
 		return err
+	}
+	if st := stateOf(info.Status); st.IsTerminal() {
+		return &InstanceTerminalError{InstanceID: instanceID, State: st}
 	}
 	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw})
 }
 
 // CancelInstance asks instanceID to stop. The instance ends Canceled with
 // reason; its running activities are canceled and its children canceled in
-// turn. Canceling a finished instance does nothing. ErrNotFound if unknown.
+// turn. ErrNotFound if unknown; *InstanceTerminalError
+// (ErrInstanceTerminal), changing nothing, if it is already Completed,
+// Failed or Canceled.
 func (c *Client) CancelInstance(ctx context.Context, instanceID, reason string) error {
 	info, err := c.instance(ctx, instanceID)
 	if err != nil {
 		return err
 	}
-	if info.Status.IsTerminal() {
-		return nil
+	if st := stateOf(info.Status); st.IsTerminal() {
+		return &InstanceTerminalError{InstanceID: instanceID, State: st}
 	}
 	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: instanceID, Reason: reason})
 }
@@ -251,27 +260,14 @@ func (c *Client) send(ctx context.Context, instanceID string, item history.WorkI
 	if err := c.p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: instanceID, Item: item}); err != nil {
 		return fmt.Errorf("sending %s to %s: %w", item.Kind, instanceID, err)
 	}
-	c.hub.WakeOrchestrator()
 	return nil
 }
 
-func (c *Client) admin() (provider.Admin, error) {
-	a, ok := c.p.(provider.Admin)
-	if !ok {
-		return nil, fmt.Errorf("%w: the store does not implement provider.Admin", ErrNotSupported)
-	}
-	return a, nil
-}
-
 func (c *Client) instance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
-	if instanceID == "" {
-		return nil, fmt.Errorf("%w: instance ID is required", ErrInvalidArgument)
-	}
-	a, err := c.admin()
-	if err != nil {
+	if err := checkInstanceID(instanceID); err != nil {
 		return nil, err
 	}
-	info, err := a.GetInstance(ctx, instanceID)
+	info, err := c.p.GetInstance(ctx, instanceID)
 	if err != nil {
 		if errors.Is(err, provider.ErrNotFound) {
 			return nil, fmt.Errorf("instance %q: %w", instanceID, ErrNotFound)
@@ -327,14 +323,19 @@ func stateOf(st provider.Status) State {
 	return StateRunning // Running, or between executions of a ContinueAsNew
 }
 
+// waitRecheck is how often WaitForOrchestration re-reads a status without
+// a notification.
+const waitRecheck = 5 * time.Second
+
 // WaitForOrchestration blocks until instanceID is Completed, Failed or
-// Canceled, and returns its status; or until ctx ends (ctx's error). In the
-// process of a runtime on the same store it wakes as soon as the instance
-// finishes; otherwise it polls with backoff up to 250 ms.
+// Canceled, and returns its status; or until ctx ends (ctx's error). It
+// wakes when the store reports a change of the instance (at once for
+// commits made in this process, and, with the SQLite store, within its
+// ChangeCheckInterval for other processes'); it also re-reads the status
+// every few seconds in case a notification was lost.
 func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*Status, error) {
-	wait, stop := c.hub.WatchInstance(instanceID)
+	wait, stop := c.p.WatchInstance(instanceID)
 	defer stop()
-	delay := 2 * time.Millisecond
 	for {
 		st, err := c.GetStatus(ctx, instanceID)
 		if err != nil {
@@ -343,14 +344,13 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*
 		if st.State.IsTerminal() {
 			return st, nil
 		}
-		t := time.NewTimer(delay)
+		t := time.NewTimer(waitRecheck)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
 		case <-wait:
 		case <-t.C:
-			delay = min(delay*2, 250*time.Millisecond)
 		}
 		t.Stop()
 	}
@@ -360,10 +360,6 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*
 func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*InstancePage, error) {
 	if opts == nil {
 		opts = &ListOptions{}
-	}
-	a, err := c.admin()
-	if err != nil {
-		return nil, err
 	}
 	po := provider.ListInstancesOptions{Orchestration: opts.Orchestration, ParentInstanceID: opts.ParentInstanceID,
 		Limit: opts.Limit, Cursor: opts.Cursor}
@@ -377,7 +373,7 @@ func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*Instanc
 			return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidArgument, s)
 		}
 	}
-	page, err := a.ListInstances(ctx, po)
+	page, err := c.p.ListInstances(ctx, po)
 	if err != nil {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
@@ -391,8 +387,11 @@ func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*Instanc
 // GetHistory returns the events of one execution of instanceID (0 = the
 // current execution). ErrNotFound if the instance or execution is unknown.
 func (c *Client) GetHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error) {
-	if instanceID == "" || executionID < 0 {
-		return nil, fmt.Errorf("%w: instance ID is required and execution ID must be >= 0", ErrInvalidArgument)
+	if err := checkInstanceID(instanceID); err != nil {
+		return nil, err
+	}
+	if executionID < 0 {
+		return nil, fmt.Errorf("%w: execution ID must be >= 0, got %d", ErrInvalidArgument, executionID)
 	}
 	evs, err := c.p.ReadHistory(ctx, instanceID, executionID)
 	if err != nil {
@@ -406,11 +405,10 @@ func (c *Client) GetHistory(ctx context.Context, instanceID string, executionID 
 
 // ListExecutions describes every execution of instanceID, oldest first.
 func (c *Client) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
-	a, err := c.admin()
-	if err != nil {
+	if err := checkInstanceID(instanceID); err != nil {
 		return nil, err
 	}
-	ex, err := a.ListExecutions(ctx, instanceID)
+	ex, err := c.p.ListExecutions(ctx, instanceID)
 	if errors.Is(err, provider.ErrNotFound) {
 		return nil, fmt.Errorf("instance %q: %w", instanceID, ErrNotFound)
 	}
@@ -423,14 +421,10 @@ func (c *Client) ListExecutions(ctx context.Context, instanceID string) ([]provi
 // elsewhere, their results are discarded. A sub-orchestration cannot be
 // purged on its own (ErrChildInstance): purge its root.
 func (c *Client) PurgeInstance(ctx context.Context, instanceID string, force bool) error {
-	if instanceID == "" {
-		return fmt.Errorf("%w: instance ID is required", ErrInvalidArgument)
-	}
-	a, err := c.admin()
-	if err != nil {
+	if err := checkInstanceID(instanceID); err != nil {
 		return err
 	}
-	res, err := a.PurgeInstances(ctx, []string{instanceID}, provider.PurgeOptions{Force: force})
+	res, err := c.p.PurgeInstances(ctx, []string{instanceID}, provider.PurgeOptions{Force: force})
 	if err != nil {
 		return fmt.Errorf("purging %q: %w", instanceID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/internal/replay"
 )
 
@@ -180,7 +181,7 @@ func (c *OrchestrationContext) NewGUID() string { return c.c.NewGUID() }
 func (c *OrchestrationContext) SetCustomStatus(v any) {
 	raw, err := encodePayload(v)
 	if err != nil {
-		c.Logger().Warn("custom status cannot be encoded; ignored", "error", err)
+		c.Logger().Warn("custom status cannot be encoded; ignored", logkey.Error, err)
 		return
 	}
 	c.c.SetCustomStatus(raw)
@@ -222,7 +223,7 @@ func (t *Task) result(out any) error {
 func (t *Task) failure(d *history.ErrorDetails) error {
 	switch {
 	case t.t.IsSubOrchestration():
-		return &SubOrchestrationError{Name: t.t.Name(), InstanceID: t.t.ChildInstanceID(), Kind: string(d.Kind), Message: d.Message, Details: d.Details}
+		return &SubOrchestrationError{Name: t.t.Name(), InstanceID: t.t.ChildInstanceID(), Kind: string(d.Kind), Message: d.Message, Details: d.Details, Code: string(d.Code)}
 	default:
 		return &ActivityError{Name: t.t.Name(), ActivityID: t.t.EventID(), Kind: string(d.Kind), Message: d.Message, Type: d.Type, Details: d.Details}
 	}

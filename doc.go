@@ -49,11 +49,14 @@
 //     no orchestration twice.
 //   - Timers are queue messages with delayed visibility: they survive
 //     restarts and fire once.
-//   - Work enqueued in this process wakes the runtime at once; idle
-//     dispatchers sleep until the next timer is due. Nothing polls on a
-//     fixed period except, every RuntimeOptions.PollInterval, a cheap check
-//     for work written by other processes.
-//   - Shutdown drains: it waits for running turns and activities.
+//   - The store wakes the runtime when a commit may have made work
+//     fetchable (at once for this process's commits; the SQLite store
+//     notices other processes' within milliseconds); idle dispatchers
+//     sleep until the next timer is due. RuntimeOptions.PollInterval is
+//     only a fallback for lost notifications.
+//   - Shutdown drains: it waits for running turns and activities. If its
+//     context ends first, running activities go back to the queue and
+//     Shutdown returns without waiting for those that ignore their context.
 //
 // # Failures
 //
@@ -61,11 +64,11 @@
 // child's failure as *SubOrchestrationError; cancellation matches
 // ErrCanceled. ScheduleActivityWithRetry retries with durable backoff. A
 // message delivered more than RuntimeOptions.MaxAttempts times (its worker
-// kept crashing or losing its lock) is poisoned: the activity or the
+// kept crashing, losing its lock or being shut down) is poisoned: the activity or the
 // orchestration fails with kind "poison" instead of looping forever. An
 // orchestration or activity that no runtime has registered waits, with
-// backoff, for one that has (rolling deploys), and is poisoned after
-// MaxAttempts deliveries.
+// backoff, for one that has (rolling deploys), and fails with kind
+// "configuration" if it is still unknown at delivery MaxAttempts.
 //
 // # Execution locks and idempotent starts
 //
@@ -87,7 +90,9 @@
 // within IdempotencyRetention (default 24h) starts nothing and returns
 // *DuplicateStartError naming the instance the key started. The key is
 // checked before the lock, so a retried request whose first attempt holds
-// the lock learns its instance instead of a conflict.
+// the lock learns its instance instead of a conflict. The key outlives a
+// purge of its instance: a repeat within the retention is still a duplicate,
+// and DuplicateStartError.PurgedAt tells when the instance was purged.
 //
 // Package httpapi exposes both through webhook triggers with the
 // concurrency policies exclusive, parallel and queue.

@@ -37,10 +37,12 @@ var (
 	ErrCanceled = errors.New("canceled")
 	// ErrNotTerminal: Status.Decode on an instance that has not completed.
 	ErrNotTerminal = errors.New("orchestration has not completed")
-	// ErrRuntimeStopped: the runtime was shut down.
-	ErrRuntimeStopped = errors.New("runtime stopped")
-	// ErrNotSupported: the store lacks a capability the call needs (for
-	// example listing, which needs provider.Admin).
+	// ErrRuntimeStopped: the runtime was shut down. It is the cause
+	// (context.Cause) of the context of an activity that Runtime.Shutdown
+	// interrupted because its deadline passed.
+	ErrRuntimeStopped = dispatch.ErrRuntimeStopped
+	// ErrNotSupported: the store lacks an optional capability the call
+	// needs.
 	ErrNotSupported = errors.New("not supported by this store")
 )
 
@@ -80,8 +82,8 @@ type ActivityError struct {
 	ActivityID int64
 	// Kind is "application" for an error returned or a panic raised by the
 	// activity, "poison" when it crashed its workers MaxAttempts times,
-	// "configuration" when no worker knows the name, "canceled" when it was
-	// canceled.
+	// "configuration" when no worker knew the name by delivery MaxAttempts,
+	// "canceled" when it was canceled.
 	Kind    string
 	Message string
 	// Type is the Go type of the activity's error; Details holds a panic's stack.
@@ -107,6 +109,9 @@ type SubOrchestrationError struct {
 	Kind    string
 	Message string
 	Details string
+	// Code names the failure precisely when the runtime recorded one:
+	// "instance_exists" when the child's instance ID was taken.
+	Code string
 }
 
 func (e *SubOrchestrationError) Error() string {
@@ -114,20 +119,31 @@ func (e *SubOrchestrationError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrCanceled) true for canceled children and
-// errors.Is(err, ErrInstanceExists) true when the child ID was taken.
+// errors.Is(err, ErrInstanceExists) true when the child ID was taken: Code
+// is "instance_exists", or, for failures recorded by releases that wrote no
+// code, Kind is "configuration" and Message is exactly "instance already
+// exists" (that text is kept recognized forever, since it is stored in
+// histories).
 func (e *SubOrchestrationError) Is(target error) bool {
 	switch target {
 	case ErrCanceled:
 		return e.Kind == string(history.ErrorCanceled)
 	case ErrInstanceExists:
-		return e.Kind == string(history.ErrorConfiguration) && e.Message == dispatch.ChildExistsMessage
+		return e.Code == string(history.CodeInstanceExists) ||
+			(e.Code == "" && e.Kind == string(history.ErrorConfiguration) && e.Message == legacyChildExistsMessage)
 	}
 	return false
 }
 
+// legacyChildExistsMessage is the message of a taken child ID as recorded,
+// without a code, by earlier releases. It must never change.
+const legacyChildExistsMessage = "instance already exists"
+
 // DuplicateStartError reports a start whose IdempotencyKey was already used
 // within its retention: nothing was started and InstanceID is the instance
-// the key first started. It matches errors.Is(err, ErrInstanceExists).
+// the key first started. Keys outlive the purge of their instance: PurgedAt
+// is when it was purged, zero if it was not. It matches
+// errors.Is(err, ErrInstanceExists).
 type DuplicateStartError = provider.DuplicateStartError
 
 // WorkflowLockedError reports a start refused because its LockKey is held

@@ -16,8 +16,9 @@ type LockStatus struct {
 	// IsLocked: a lock row exists (even a stale or expired one, which the
 	// next start or cleanup removes).
 	IsLocked bool `json:"isLocked"`
-	// ExecutionID is the instance holding the lock.
-	ExecutionID *string    `json:"executionId"`
+	// InstanceID is the instance holding the lock. The HTTP API names it
+	// executionId, as the webhook contract does.
+	InstanceID  *string    `json:"executionId"`
 	LockedSince *time.Time `json:"lockedSince"`
 	ExpiresAt   *time.Time `json:"expiresAt"`
 	// IsStale: the lock no longer protects a live instance: its holder
@@ -31,7 +32,7 @@ type LockStatus struct {
 
 func lockStatusOf(l *provider.ExecutionLock) LockStatus {
 	id, since, exp := l.InstanceID, l.LockedAt, l.ExpiresAt
-	st := LockStatus{WorkflowID: l.Key, IsLocked: true, ExecutionID: &id, LockedSince: &since, ExpiresAt: &exp,
+	st := LockStatus{WorkflowID: l.Key, IsLocked: true, InstanceID: &id, LockedSince: &since, ExpiresAt: &exp,
 		IsStale: l.Stale || l.Expired, Queued: l.Queued}
 	if l.HolderStatus != "" {
 		st.HolderStatus = stateOf(l.HolderStatus)
@@ -42,8 +43,8 @@ func lockStatusOf(l *provider.ExecutionLock) LockStatus {
 // GetLock returns the lock status of workflowID. A workflow with no lock
 // is reported unlocked (IsLocked false), not as an error.
 func (c *Client) GetLock(ctx context.Context, workflowID string) (*LockStatus, error) {
-	if workflowID == "" {
-		return nil, fmt.Errorf("%w: workflow ID is required", ErrInvalidArgument)
+	if err := checkText("workflow ID", workflowID, MaxKeyLength); err != nil {
+		return nil, err
 	}
 	l, err := c.p.GetExecutionLock(ctx, workflowID)
 	if errors.Is(err, provider.ErrNotFound) {
@@ -74,14 +75,13 @@ func (c *Client) ListLocks(ctx context.Context) ([]LockStatus, error) {
 // whether there was a lock. For emergencies: the holder, if still alive,
 // keeps running without the lock.
 func (c *Client) ReleaseLock(ctx context.Context, workflowID string) (bool, error) {
-	if workflowID == "" {
-		return false, fmt.Errorf("%w: workflow ID is required", ErrInvalidArgument)
+	if err := checkText("workflow ID", workflowID, MaxKeyLength); err != nil {
+		return false, err
 	}
 	ok, err := c.p.ReleaseExecutionLock(ctx, workflowID)
 	if err != nil {
 		return false, fmt.Errorf("releasing lock %q: %w", workflowID, err)
 	}
-	c.hub.WakeOrchestrator()
 	return ok, nil
 }
 
@@ -93,9 +93,6 @@ func (c *Client) CleanupExpiredLocks(ctx context.Context) (int, error) {
 	res, err := c.p.CleanupExecutionLocks(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("cleaning up locks: %w", err)
-	}
-	if res.Promoted > 0 {
-		c.hub.WakeOrchestrator()
 	}
 	return res.Locks, nil
 }

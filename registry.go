@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -121,36 +122,31 @@ func (r *Registry) Err() error {
 func (r *Registry) Orchestrations() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.orchestrations))
-	for n := range r.orchestrations {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(r.orchestrations))
 }
 
 // Versions lists the registered versions of an orchestration, oldest first.
 func (r *Registry) Versions(name string) []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	vs := make([]string, 0, len(r.orchestrations[name]))
-	for v := range r.orchestrations[name] {
-		vs = append(vs, v)
-	}
-	sort.Slice(vs, func(i, j int) bool { return semver.Compare("v"+vs[i], "v"+vs[j]) < 0 })
-	return vs
+	return slices.SortedFunc(maps.Keys(r.orchestrations[name]), func(a, b string) int {
+		return semver.Compare("v"+a, "v"+b)
+	})
+}
+
+// HasOrchestration reports whether name is registered at version, or,
+// with version "", whether it has a version new instances start with (the
+// default set by SetDefaultVersion, or the latest).
+func (r *Registry) HasOrchestration(name, version string) bool {
+	_, _, ok := r.orchestration(name, version)
+	return ok
 }
 
 // Activities lists the registered activity names, sorted.
 func (r *Registry) Activities() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.activities))
-	for n := range r.activities {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(r.activities))
 }
 
 func (r *Registry) fail(err error) {

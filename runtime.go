@@ -46,10 +46,15 @@ type RuntimeOptions struct {
 	// 30s), renewed every third of it while the activity runs. If renewal
 	// finds the lock gone, the activity's context is canceled.
 	WorkerLockTimeout time.Duration
-	// MaxAttempts is how many times a message may be delivered before it is
-	// poisoned: the orchestration or activity fails with kind "poison"
-	// (default 10). Crashes and lock expiries count; so do deliveries of an
-	// unregistered orchestration or activity.
+	// MaxAttempts bounds the deliveries of a message (default 10). A
+	// message delivered more than MaxAttempts times without completing is
+	// poisoned: the orchestration or activity fails with kind "poison". A
+	// delivery of an activity is a start of its function (see
+	// ActivityContext.Attempt): runs cut short by a crash, a lost lock or a
+	// Shutdown whose deadline passed count. An orchestration or activity
+	// that is not registered is looked up on each delivery, with backoff in
+	// between (a rolling deploy may bring it); if it is still unknown at
+	// delivery MaxAttempts, it fails with kind "configuration".
 	MaxAttempts int
 	// BackoffBase and BackoffMax bound the delay before retrying an
 	// unregistered orchestration or activity and a parked instance:
@@ -59,10 +64,11 @@ type RuntimeOptions struct {
 	// next turn need not replay history (default 1024). Negative disables
 	// the cache: every turn replays from history.
 	CacheSize int
-	// PollInterval bounds how long an idle dispatcher sleeps before
-	// checking the store (default 250ms). Work enqueued in this process wakes
-	// dispatchers at once and timers wake them when due; the interval only
-	// matters for work written by other processes.
+	// PollInterval bounds how long an idle dispatcher sleeps without being
+	// notified (default 5s). The store notifies dispatchers when work may
+	// be ready (provider.Notifier) and timers wake them when due; the
+	// interval is only a fallback for a notification the store failed to
+	// deliver.
 	PollInterval time.Duration
 	// OnNondeterminism chooses between parking (default) and failing.
 	OnNondeterminism NondeterminismPolicy
@@ -79,6 +85,12 @@ type RuntimeOptions struct {
 	// queued start, and drops idempotency keys past their retention
 	// (default 1m; negative disables it: see Client.CleanupExpiredLocks).
 	LockCleanupInterval time.Duration
+	// ShutdownGrace is how long Shutdown, once its context has ended and
+	// the contexts of running activities are canceled, waits for them to
+	// return before it gives their work back to the queue and stops
+	// waiting (default 1s; negative: no wait). It is measured in real
+	// time, even under a fake Clock.
+	ShutdownGrace time.Duration
 	// Clock is the runtime's time source (default: the real clock). Tests
 	// pass a fake clock (duroxidetest does) so timers fire without waiting;
 	// the store must use the same clock.
@@ -126,6 +138,7 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 		SessionLockTimeout:       opts.SessionLockTimeout,
 		SessionIdleTimeout:       opts.SessionIdleTimeout,
 		LockCleanupInterval:      opts.LockCleanupInterval,
+		ShutdownGrace:            opts.ShutdownGrace,
 		Clock:                    opts.Clock,
 		Logger:                   opts.Logger,
 	}
@@ -149,10 +162,16 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 }
 
 // Shutdown stops taking new work and waits for turns and activities in
-// flight to finish. If ctx ends first, running activities are canceled and
-// returned to the queue (another runtime, or this one after a restart,
-// runs them again), and Shutdown returns ctx's error. No goroutine of the
-// runtime outlives Shutdown, except activities that ignore their context.
+// flight to finish. If ctx ends first, the contexts of running activities
+// are canceled with cause ErrRuntimeStopped and their work goes back to the
+// queue (another runtime, or this one after a restart, runs it again; the
+// interrupted run counts as an attempt): when they return, or after
+// RuntimeOptions.ShutdownGrace for those that do not. Shutdown then waits
+// only for turns in flight and returns ctx's error. It does not wait
+// longer for activities that ignore their context: no goroutine of the
+// runtime outlives Shutdown except the ones running such functions, and
+// when one of them returns its result is discarded without touching the
+// store, which may have been closed meanwhile.
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	return r.d.Shutdown(ctx)
 }
@@ -186,8 +205,13 @@ type ActivityContext struct {
 	ActivityID int64
 	Name       string
 	SessionID  string
-	// Attempt counts deliveries of this activity, from 1 (more after crashes
-	// or lost locks; retries by a RetryPolicy are new activities).
+	// Attempt counts deliveries of this activity, from 1. Every start of
+	// the function is a delivery, including a run cut short by a crash, a
+	// lost lock or a Shutdown whose deadline passed (it may have had side
+	// effects), so the run after one is attempt 2; deliveries to a runtime
+	// where the activity is not registered count too. A delivery given back
+	// before the function started does not. Retries by a RetryPolicy are
+	// new activities, each from attempt 1.
 	Attempt int
 	// WorkerID is the runtime that runs it.
 	WorkerID string

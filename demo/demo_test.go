@@ -30,26 +30,20 @@ type timerStore struct {
 	timers chan struct{}
 }
 
-func (s *timerStore) AckOrchestrationItems(ctx context.Context, acks []*provider.TurnAck) ([]error, error) {
-	errs, err := s.Provider.AckOrchestrationItems(ctx, acks)
-	if err != nil {
-		return errs, err
+func (s *timerStore) AckOrchestrationItem(ctx context.Context, a *provider.TurnAck) error {
+	if err := s.Provider.AckOrchestrationItem(ctx, a); err != nil {
+		return err
 	}
-	for i, a := range acks {
-		if errs[i] != nil {
-			continue
-		}
-		for _, ev := range a.History {
-			if ev.Kind == history.TimerCreated {
-				select {
-				case s.timers <- struct{}{}:
-				default: // the test stopped listening
-				}
-				break
+	for _, ev := range a.History {
+		if ev.Kind == history.TimerCreated {
+			select {
+			case s.timers <- struct{}{}:
+			default: // the test stopped listening
 			}
+			break
 		}
 	}
-	return errs, err
+	return nil
 }
 
 // env is a runtime hosting the demo orchestrations on an in-memory store,
@@ -280,10 +274,12 @@ func TestApproval(t *testing.T) {
 			t.Fatalf("got %q, want timeout", got)
 		}
 	})
-	t.Run("an event after the timeout is ignored", func(t *testing.T) {
+	t.Run("an event after the timeout is refused", func(t *testing.T) {
 		t.Parallel()
 		st := e.run(t, "approval-late", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 0.001})
-		e.raise(t, "approval-late", true)
+		if err := e.client.RaiseEvent(context.Background(), "approval-late", demo.ApprovalEvent, true); !errors.Is(err, duroxide.ErrInstanceTerminal) {
+			t.Fatalf("a late event: %v, want ErrInstanceTerminal", err)
+		}
 		if got := output[string](t, st); got != "timeout" {
 			t.Fatalf("got %q, want timeout", got)
 		}

@@ -102,8 +102,7 @@ func (h *Harness) moveTo(t time.Time) {
 	if d := t.Sub(h.Clock.Now()); d > 0 {
 		h.Clock.Advance(d)
 	}
-	h.hub.WakeOrchestrator()
-	h.hub.WakeWorker()
+	h.Store.WakeAll()
 }
 
 // idle reports whether nothing in the store can run at the current time.
@@ -144,11 +143,8 @@ func (h *Harness) poll(ctx context.Context, changed <-chan struct{}, done func(*
 		if err != nil || ok {
 			return err
 		}
-		if d.OrchestratorReady > 0 {
-			h.hub.WakeOrchestrator()
-		}
-		if d.WorkerReady > 0 {
-			h.hub.WakeWorker()
+		if d.OrchestratorReady > 0 || d.WorkerReady > 0 {
+			h.Store.WakeAll()
 		}
 		t := time.NewTimer(delay)
 		select {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
-	"github.com/duroxide/duroxide-go/internal/dispatch"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
@@ -69,7 +68,6 @@ type Harness struct {
 
 	t       TB
 	timeout time.Duration
-	hub     *dispatch.Hub
 }
 
 // New starts a store and a runtime hosting reg on a fake clock, and
@@ -121,7 +119,6 @@ func New(t TB, reg *duroxide.Registry, opts *Options) *Harness {
 		Runtime: rt,
 		t:       t,
 		timeout: timeout,
-		hub:     dispatch.HubFor(store),
 	}
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -191,7 +188,7 @@ func (h *Harness) Wait(instanceID string) *duroxide.Status {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 	defer cancel()
-	changed, stop := h.hub.WatchInstance(instanceID)
+	changed, stop := h.Store.WatchInstance(instanceID)
 	defer stop()
 	var st *duroxide.Status
 	err := h.poll(ctx, changed, func(*provider.QueueDepths) (bool, error) {

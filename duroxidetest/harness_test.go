@@ -179,25 +179,28 @@ func TestApproval(t *testing.T) {
 	cases := []struct {
 		name string
 		// drive acts on the instance "a" once it waits.
-		drive func(h *duroxidetest.Harness) *duroxide.Status
+		drive func(t *testing.T, h *duroxidetest.Harness) *duroxide.Status
 		want  string
 	}{
-		{"approved", func(h *duroxidetest.Harness) *duroxide.Status {
+		{"approved", func(t *testing.T, h *duroxidetest.Harness) *duroxide.Status {
 			h.RaiseEvent("a", "decision", true)
 			return h.Wait("a")
 		}, "approved"},
-		{"rejected late but in time", func(h *duroxidetest.Harness) *duroxide.Status {
+		{"rejected late but in time", func(t *testing.T, h *duroxidetest.Harness) *duroxide.Status {
 			h.Advance(23 * time.Hour)
 			h.RaiseEvent("a", "decision", false)
 			return h.Wait("a")
 		}, "rejected"},
-		{"timeout", func(h *duroxidetest.Harness) *duroxide.Status {
+		{"timeout", func(t *testing.T, h *duroxidetest.Harness) *duroxide.Status {
 			h.Advance(24 * time.Hour)
 			st := h.Status("a")
-			h.RaiseEvent("a", "decision", true) // too late: dropped
+			// Too late: refused.
+			if err := h.Client.RaiseEvent(context.Background(), "a", "decision", true); !errors.Is(err, duroxide.ErrInstanceTerminal) {
+				t.Fatalf("a late event: %v, want ErrInstanceTerminal", err)
+			}
 			return st
 		}, "timeout"},
-		{"timeout via AdvanceUntilDone", func(h *duroxidetest.Harness) *duroxide.Status {
+		{"timeout via AdvanceUntilDone", func(t *testing.T, h *duroxidetest.Harness) *duroxide.Status {
 			return h.AdvanceUntilDone("a")
 		}, "timeout"},
 	}
@@ -207,7 +210,7 @@ func TestApproval(t *testing.T) {
 				h := newHarness(t, opts)
 				h.Start("Approval", "a", 24*time.Hour)
 				h.WaitIdle()
-				st := c.drive(h)
+				st := c.drive(t, h)
 				if st.State != duroxide.StateCompleted {
 					t.Fatalf("state %s, want Completed", st.State)
 				}

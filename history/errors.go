@@ -28,6 +28,18 @@ var errorKinds = map[ErrorKind]bool{
 	ErrorConfiguration: true, ErrorInfrastructure: true, ErrorTimeout: true,
 }
 
+// ErrorCode names a specific failure within its kind, so that code can
+// recognize it without reading its message, which is free text. Codes are
+// append-only like the rest of the encoding; a code this release does not
+// know is kept as is.
+type ErrorCode string
+
+const (
+	// CodeInstanceExists (kind ErrorConfiguration) means a sub-orchestration
+	// could not start because its explicit instance ID is already taken.
+	CodeInstanceExists ErrorCode = "instance_exists"
+)
+
 // ErrorDetails describes a failure stored in history and in queue messages.
 type ErrorDetails struct {
 	Kind    ErrorKind `json:"kind"`
@@ -37,6 +49,9 @@ type ErrorDetails struct {
 	Type string `json:"type,omitempty"`
 	// Details holds extra text such as a panic's stack trace.
 	Details string `json:"details,omitempty"`
+	// Code, when set, names the failure precisely (see ErrorCode). Older
+	// releases did not write it.
+	Code ErrorCode `json:"code,omitempty"`
 }
 
 // Error implements the error interface.

@@ -53,8 +53,9 @@ const (
 	ExternalSubscribed EventKind = "ExternalSubscribed"
 	// ExternalEvent records the arrival of external event Name with Data.
 	ExternalEvent EventKind = "ExternalEvent"
-	// ExternalSubscribedCancelled: SourceEventID, Reason.
-	ExternalSubscribedCancelled EventKind = "ExternalSubscribedCancelled"
+	// ExternalSubscribedCanceled: SourceEventID, Reason. Its stored name
+	// keeps the spelling it was first written with.
+	ExternalSubscribedCanceled EventKind = "ExternalSubscribedCancelled"
 )
 
 // Sub-orchestration events.
@@ -87,7 +88,7 @@ var EventKinds = []EventKind{
 	OrchestrationContinuedAsNew, OrchestrationCancelRequested,
 	ActivityScheduled, ActivityCompleted, ActivityFailed, ActivityCancelRequested,
 	TimerCreated, TimerFired,
-	ExternalSubscribed, ExternalEvent, ExternalSubscribedCancelled,
+	ExternalSubscribed, ExternalEvent, ExternalSubscribedCanceled,
 	SubOrchestrationScheduled, SubOrchestrationCompleted, SubOrchestrationFailed,
 	SubOrchestrationCancelRequested,
 	CustomStatusUpdated, NowRecorded, GUIDRecorded,
@@ -158,7 +159,7 @@ var eventRules = map[EventKind]rule{
 	TimerFired:                      {source: true, fireAt: true},
 	ExternalSubscribed:              {name: true},
 	ExternalEvent:                   {name: true},
-	ExternalSubscribedCancelled:     {source: true},
+	ExternalSubscribedCanceled:      {source: true},
 	SubOrchestrationScheduled:       {name: true, child: true},
 	SubOrchestrationCompleted:       {source: true},
 	SubOrchestrationFailed:          {source: true, errDetails: true},

@@ -110,8 +110,8 @@ func eventFixtures() map[history.EventKind]eventCase {
 			EventID: 9, Kind: history.ExternalEvent, TimestampMs: ts + 9,
 			Name: "Approval", Data: raw(`{"approved":true,"by":"grace"}`),
 		}, required: []string{"name"}},
-		history.ExternalSubscribedCancelled: {event: history.Event{
-			EventID: 10, Kind: history.ExternalSubscribedCancelled, SourceEventID: 8, TimestampMs: ts + 10,
+		history.ExternalSubscribedCanceled: {event: history.Event{
+			EventID: 10, Kind: history.ExternalSubscribedCanceled, SourceEventID: 8, TimestampMs: ts + 10,
 			Reason: "timer won the race",
 		}, required: []string{"sourceEventId"}},
 		history.SubOrchestrationScheduled: {event: history.Event{

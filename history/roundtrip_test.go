@@ -135,7 +135,7 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 	e := history.Event{
 		EventID: 3, Kind: history.ActivityFailed, SourceEventID: 2, TimestampMs: ts,
 		Name: "n", Version: "v", Input: raw(`"in"`), Output: raw(`"out"`),
-		Error: &history.ErrorDetails{Kind: history.ErrorInfrastructure, Message: "m", Type: "t", Details: "d"},
+		Error: &history.ErrorDetails{Kind: history.ErrorInfrastructure, Message: "m", Type: "t", Details: "d", Code: "c"},
 		Data:  raw(`"data"`), Reason: "r", FireAtMs: ts + 1, SessionID: "s", ChildInstanceID: "c",
 		Parent:       &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
 		CustomStatus: raw(`"cs"`), TimeMs: ts + 2, GUID: "g",
@@ -146,7 +146,7 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 
 	const want = `{"eventId":3,"type":"ActivityFailed","sourceEventId":2,"timestampMs":1732170000000,` +
 		`"name":"n","version":"v","input":"in","output":"out",` +
-		`"error":{"kind":"infrastructure","message":"m","type":"t","details":"d"},` +
+		`"error":{"kind":"infrastructure","message":"m","type":"t","details":"d","code":"c"},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000001,"sessionId":"s","childInstanceId":"c",` +
 		`"parent":{"instanceId":"p","executionId":4,"eventId":5},` +
 		`"customStatus":"cs","timeMs":1732170000002,"guid":"g"}`
@@ -169,7 +169,7 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 	w := history.WorkItem{
 		Kind: history.WorkSubOrchFailed, InstanceID: "i", ExecutionID: 2, ID: 3,
 		Name: "n", Version: "v", Input: raw(`"in"`), Output: raw(`"out"`),
-		Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: "m", Type: "t", Details: "d"},
+		Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: "m", Type: "t", Details: "d", Code: history.CodeInstanceExists},
 		Data:  raw(`"data"`), Reason: "r", FireAtMs: ts, SessionID: "s", ChildInstanceID: "c",
 		Parent: &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
 	}
@@ -177,7 +177,7 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 
 	const want = `{"type":"SubOrchFailed","instanceId":"i","executionId":2,"id":3,` +
 		`"name":"n","version":"v","input":"in","output":"out",` +
-		`"error":{"kind":"configuration","message":"m","type":"t","details":"d"},` +
+		`"error":{"kind":"configuration","message":"m","type":"t","details":"d","code":"instance_exists"},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000000,"sessionId":"s","childInstanceId":"c",` +
 		`"parent":{"instanceId":"p","executionId":4,"eventId":5}}`
 	b := mustEncodeWorkItem(t, w)

@@ -5,7 +5,8 @@
 //	client := duroxide.NewClient(store)
 //	h, err := httpapi.NewHandler(client, &httpapi.Options{Registry: reg})
 //	if err != nil { ... }
-//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h}
+//	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h,
+//		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 //
 // The handler only talks to the store through the client: it runs no
 // orchestrations. Run a duroxide.Runtime on the same store (in this process
@@ -20,21 +21,25 @@
 //	                                            → 201 {"instanceId"} (a UUID when none is given); 409 if the ID is taken;
 //	                                              200 {"instanceId", "duplicate": true} for a repeated idempotencyKey;
 //	                                              409 {"error", "details", "existingExecutionId"} while lockKey is held
-//	GET    /api/instances?status=&orchestration=&parent=&limit=&cursor=
-//	                                            → {"instances": [status...], "nextCursor"} newest first; status is a
-//	                                              comma-separated list of Pending, Running, Completed, Failed, Canceled
+//	GET    /api/instances?status=&orchestration=&parent=&limit=&cursor=&include=
+//	                                            → {"instances": [summary...], "nextCursor"} newest first; status is a
+//	                                              comma-separated list of Pending, Running, Completed, Failed, Canceled;
+//	                                              limit 1 to 1000 (default 100; at most 100 with include)
 //	GET    /api/instances/{id}[?wait=30s]       → status; ?wait long-polls until the instance is Completed, Failed or
 //	                                              Canceled, at most MaxWait, then answers 200 with the live status
 //	GET    /api/instances/{id}/history[?execution=N]
 //	                                            → {"events": [{"eventId", "type", "timestamp", ...}]}
-//	GET    /api/instances/{id}/executions       → {"executions": [...]}, oldest first
-//	POST   /api/instances/{id}/events/{name}    body: the event data (any JSON, may be empty) → 202
-//	POST   /api/instances/{id}/cancel           body (optional): {"reason"} → 202
+//	GET    /api/instances/{id}/executions[?include=input,output]
+//	                                            → {"executions": [...]}, oldest first, without input and output
+//	                                              unless included (capped as in lists)
+//	POST   /api/instances/{id}/events/{name}    body: the event data (any JSON, may be empty) → 202; 409 if ended
+//	POST   /api/instances/{id}/cancel           body (optional): {"reason"} → 202; 409 if ended
 //	DELETE /api/instances/{id}[?force=true]     purge → 200 {"purged": true}; 409 while running unless forced
 //
 // Webhooks and execution locks:
 //
-//	POST   /api/webhooks/{triggerId}            body: the orchestration input → 200 {"success": true, "executionId", "duplicate"}
+//	POST   /api/webhooks/{triggerId}            body: the orchestration input → 200 {"success": true, "executionId", "duplicate"};
+//	                                              401 for a bad or missing signature (Trigger.Auth)
 //	GET    /api/triggers                        → {"triggers": [...]}, the configured triggers with defaults filled in
 //	GET    /api/workflows/{workflowId}/lock     → {"workflowId", "isLocked", "executionId", "lockedSince", "expiresAt",
 //	                                              "isStale", "holderStatus", "queued"} (duroxide.LockStatus)
@@ -46,10 +51,20 @@
 //
 //	GET    /api/orchestrations                  registered orchestrations (with versions) and activities (Options.Registry)
 //	GET    /api/openapi.json                    the OpenAPI 3.1 description of these routes
-//	GET    /healthz                             {"status": "ok"} once the store answers; 503 otherwise
+//	GET    /healthz                             liveness: {"status": "ok"} while the process serves; the store is not checked
+//	GET    /readyz                              readiness: {"status": "ok"} when the store answers, is migrated and
+//	                                              takes writes (WritableChecker); 503 {"status": "unavailable"} otherwise
 //	GET    /metrics                             store gauges, lock conflicts, turn and activity latencies (Prometheus)
 //
-// Status bodies are duroxide.Status in JSON: "status" holds the state. A
+// Status bodies are duroxide.Status in JSON: "status" holds the state.
+// List items are summaries: a status without input, output and
+// customStatus unless ?include= names them (input, output, customStatus,
+// comma-separated), each then up to MaxIncludedFieldBytes (64 KiB): a larger
+// one is left out and named in the item's "truncated" list. Error messages
+// in lists are capped at 1 KiB ("truncated" names "error" or "lastError"
+// when cut) and their details left out. GET /api/instances/{id} answers the
+// full status. A stored row that cannot be decoded is listed with the
+// fields that decoded and a lastError of kind "infrastructure". A
 // history event is the storage JSON of history.Event with its timestampMs
 // replaced by "timestamp", RFC 3339 in UTC with milliseconds.
 //
@@ -57,16 +72,46 @@
 //
 // Bodies are JSON with camelCase keys; every response is application/json
 // except /metrics (Prometheus rejects other content types). Request bodies
-// over Options.MaxBodyBytes get 413; unknown fields in request objects are
-// rejected. Errors are {"error": "...", "details": "..."} with 400 for
-// malformed requests (duroxide.ErrInvalidArgument), 404 for unknown
-// instances or executions (duroxide.ErrNotFound), 409 for conflicts
-// (duroxide.ErrInstanceExists, ErrStillRunning, ErrChildInstance, and lock
-// conflicts, ErrWorkflowLocked, with the bodies described below), 413, 501
+// over Options.MaxBodyBytes get 413, bodies not received within
+// Options.ReadTimeout 408 (and the connection is closed); unknown fields in
+// request objects are rejected, and so are JSON bodies that are not valid
+// UTF-8. Errors are {"error": "...", "details": "..."} with 400 for
+// malformed requests (duroxide.ErrInvalidArgument: identifiers too long,
+// not valid UTF-8 or holding control characters, see
+// duroxide.MaxInstanceIDLength), 401 without the token, 403 for a Host or
+// Origin that is not allowed, 404 for unknown instances or executions
+// (duroxide.ErrNotFound), 409 for conflicts (duroxide.ErrInstanceExists,
+// ErrStillRunning, ErrChildInstance, ErrInstanceTerminal with the state in
+// the details, and lock conflicts, ErrWorkflowLocked, with the bodies
+// described below), 413, 415 without Content-Type: application/json, 501
 // when the store lacks provider.Admin, 503 (with Retry-After) for retryable
-// store failures and for requests whose context ended (a long poll cut short
-// by server shutdown), and 500 otherwise. Paths that match no route get a JSON 404, or 405 with an
-// Allow header.
+// store failures (provider.IsRetryable) and for requests whose context
+// ended (a long poll cut short by server shutdown), and 500 otherwise:
+// permanent store failures and internal errors, which a retry will not
+// mend. Paths that match no route get a JSON 404, or 405 with an Allow
+// header.
+//
+// # Security
+//
+// The handler checks every request before routing it (docs/security.md in
+// the repository has the whole picture, and how to deploy behind a proxy):
+//
+//   - Host: only localhost, loopback addresses and Options.AllowedHosts
+//     (AnyHost for any) are served, else 403; this defeats DNS rebinding.
+//     /healthz and /readyz answer any Host.
+//   - Token: with Options.AuthToken, "Authorization: Bearer <token>" is
+//     required (constant-time comparison; 401 with WWW-Authenticate: Bearer
+//     otherwise) on every path, unknown ones included, except /healthz,
+//     /readyz and the webhook routes, which their trigger authenticates.
+//   - Cross-site requests: POST, PUT and PATCH need Content-Type:
+//     application/json even without a body (a web page can send a bodyless
+//     or text/plain POST to any server), DELETE only with a body (415
+//     otherwise); a POST, PUT, PATCH or DELETE whose Origin names a host
+//     other than the request's own, a loopback one or an allowed one is
+//     answered 403. Webhook routes accept any content type and origin.
+//   - Resources: request bodies are bounded (Options.MaxBodyBytes) and
+//     must arrive within Options.ReadTimeout; ?wait is capped at
+//     Options.MaxWait; lists are summaries read from the store in chunks.
 //
 // # Triggers and webhooks
 //
@@ -90,6 +135,37 @@
 //	curl -d '{"id": "evt_2", "timeoutSeconds": 300}' localhost:8080/api/webhooks/stripe-payment  # 409, names evt_1's instance
 //	curl -d '{"id": "evt_1"}' localhost:8080/api/webhooks/stripe-payment                         # 200, duplicate
 //	curl localhost:8080/api/workflows/workflow_123/lock
+//
+// # Webhook signatures
+//
+// Webhook routes are exempt from Options.AuthToken: their senders cannot
+// send it. A trigger's Auth protects its route instead:
+//
+//	"auth": {"type": "github", "secretEnv": "GITHUB_WEBHOOK_SECRET"}
+//	"auth": {"type": "stripe", "secretEnv": "STRIPE_WEBHOOK_SECRET", "tolerance": "5m"}
+//	"auth": {"type": "hmac", "secretEnv": "ACME_SECRET", "header": "X-Acme-Signature", "encoding": "base64", "prefix": "sha256="}
+//	"auth": {"type": "token", "secretEnv": "CRON_TOKEN", "header": "X-Cron-Token"}
+//	"auth": {"type": "none"}
+//
+// Signatures are HMAC-SHA256 of the raw request body keyed with the secret,
+// which NewHandler reads from the environment variable secretEnv
+// (Options.LookupEnv): an unset or empty one fails NewHandler. The
+// presets: github wants "X-Hub-Signature-256: sha256=<hex>"; stripe wants
+// "Stripe-Signature: t=<unix>,v1=<hex>[,v1=...]" signing "<t>.<body>", with t
+// within tolerance (default 5 min, Options.Clock) of now; token wants the
+// header to carry prefix and the secret, compared in constant time. A call
+// that fails is answered 401 {"success": false, "error": "missing
+// signature" | "invalid signature" | "stale signature" | "missing token" |
+// "invalid token", "details"} before its body is looked at: nothing starts,
+// and no idempotency key is looked up. Refusals are counted in /metrics as
+// duroxide_webhook_auth_failures_total{trigger, reason="missing" |
+// "malformed" | "mismatch" | "stale"}.
+//
+// A trigger without auth is accepted only when Options.AuthToken is empty
+// (loopback development); with a token, an unauthenticated trigger must say
+// {"type": "none"}. With Options.Registry and Options.Runtime set, a trigger
+// naming an orchestration or version the registry lacks fails NewHandler;
+// with a Registry only, or none, it is logged as a warning.
 //
 // Only id and orchestration are required. Unknown fields, duplicate IDs,
 // IDs with characters other than letters, digits, '.', '_' and '-', bad
@@ -134,7 +210,9 @@
 // has no string or number there. A repeat of a key within 24 h starts
 // nothing and answers 200 with "duplicate": true and the executionId of
 // the instance the key first started, whatever the lock's state: keys are
-// checked before the lock. Webhook keys are scoped per trigger: they are
+// checked before the lock. Keys outlive their instance: after a purge, a
+// repeat within the retention is still a duplicate, and the answer adds
+// "purged": true and "purgedAt" (RFC 3339), as POST /api/instances does. Webhook keys are scoped per trigger: they are
 // stored as "webhook:<trigger id>:<key>", so two triggers may receive the
 // same key, and they never match the idempotencyKey of POST /api/instances
 // (stored as given) unless that one is written in this form on purpose.

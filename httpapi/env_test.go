@@ -94,6 +94,9 @@ type env struct {
 	srv    *httptest.Server
 	// clock is the store's and the runtime's fake clock, if any (newEnvClock).
 	clock *clockwork.FakeClock
+	// token is the server's bearer token, sent by request (tests of the
+	// token itself send raw requests).
+	token string
 }
 
 // newEnv starts a store, a runtime and the API. opts may be nil; its
@@ -169,7 +172,11 @@ func newEnvClock(t *testing.T, opts *httpapi.Options, clock *clockwork.FakeClock
 			t.Errorf("closing store: %v", err)
 		}
 	})
-	return &env{store: store, client: client, reg: reg, h: h, srv: srv, clock: clock}
+	e := &env{store: store, client: client, reg: reg, h: h, srv: srv, clock: clock}
+	if opts != nil {
+		e.token = opts.AuthToken
+	}
+	return e
 }
 
 // response is a buffered HTTP response.
@@ -200,8 +207,13 @@ func (e *env) request(ctx context.Context, method, path string, body any) (respo
 	if err != nil {
 		return response{}, err
 	}
-	if rd != nil {
+	// As a well-behaved client: JSON bodies, and every POST, PUT and
+	// PATCH, say so (the API refuses them otherwise).
+	if rd != nil || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {

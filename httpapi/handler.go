@@ -9,14 +9,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/internal/logkey"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes int64 = 1 << 20
 
-// MaxWait caps the ?wait long-poll of GET /api/instances/{id}: longer
-// waits are shortened to it.
+// MaxWait caps the ?wait long-poll of GET /api/instances/{id} when
+// Options.MaxWait is 0: longer waits are shortened to it.
 const MaxWait = 5 * time.Minute
 
 // Options configures NewHandler. A nil pointer or a zero field means the
@@ -25,12 +28,21 @@ type Options struct {
 	// Logger receives server-side failures (5xx responses, at error level)
 	// and recovered panics (default: warnings and errors to standard error).
 	Logger *slog.Logger
+	// Clock is the time of the Stripe signature tolerance (default: the
+	// real clock).
+	Clock clockwork.Clock
+	// LookupEnv reads the environment variables naming the triggers'
+	// secrets, TriggerAuth.SecretEnv (default os.LookupEnv).
+	LookupEnv func(key string) (string, bool)
 	// MaxBodyBytes bounds request bodies; a larger body is answered 413
 	// (default DefaultMaxBodyBytes, 1 MiB). Negative values are rejected.
 	MaxBodyBytes int64
 	// Registry, when set, lets GET /api/orchestrations list the registered
 	// orchestrations, their versions and the activities (default: nil, the
-	// lists are empty). It is only read.
+	// lists are empty), and checks the triggers: one naming an
+	// orchestration or version it does not register fails NewHandler when
+	// Runtime is set too (this process runs them), and is logged as a
+	// warning otherwise. It is only read.
 	Registry *duroxide.Registry
 	// Runtime, when set, adds its metrics to GET /metrics: orchestration
 	// turn and activity durations and counts (default: nil, the store's
@@ -40,16 +52,44 @@ type Options struct {
 	// none). NewHandler validates them as ParseTriggers does and fills in
 	// their defaults; the slice is not kept.
 	Triggers []Trigger
+	// AuthToken, when set, must be sent as "Authorization: Bearer <token>"
+	// with every request (401 otherwise, with WWW-Authenticate: Bearer),
+	// except GET /healthz, GET /readyz and the webhook routes
+	// (/api/webhooks/...), which third parties call without it (default:
+	// "", no authentication: serve loopback only). Compared in constant
+	// time; it must not contain spaces or control characters. With a token,
+	// every trigger must have a Trigger.Auth: a signature, a shared token,
+	// or {"type": "none"} to accept unsigned calls on purpose.
+	AuthToken string
+	// AllowedHosts are the names and addresses (with or without port) that
+	// the Host header may carry besides localhost and the loopback
+	// addresses, which are always allowed; requests for other hosts are
+	// answered 403, which defeats DNS rebinding. AnyHost ("*") allows every
+	// Host (behind a proxy that checks it). State-changing requests whose
+	// Origin header names a host that is not the request's own, a loopback
+	// one or one listed here are answered 403 too (AnyHost does not
+	// extend to origins). Default: loopback only.
+	AllowedHosts []string
+	// ReadTimeout bounds the time to receive a request body; a body still
+	// incomplete then is answered 408 and its connection closed (default
+	// DefaultReadTimeout, 30 s). It does not limit long polls. Negative
+	// values are rejected.
+	ReadTimeout time.Duration
+	// MaxWait caps the ?wait long-poll of GET /api/instances/{id}; a longer
+	// wait is shortened to it, and a poll that reaches it answers 200 with
+	// the live status (default MaxWait, 5 min). Negative values are
+	// rejected.
+	MaxWait time.Duration
 }
 
-// Log attribute keys.
+// Log attribute keys (internal/logkey documents them).
 const (
-	logKeyMethod  = "method"
-	logKeyPath    = "path"
-	logKeyStatus  = "status"
-	logKeyError   = "error"
-	logKeyPanic   = "panic"
-	logKeyPattern = "pattern"
+	logKeyMethod  = logkey.Method
+	logKeyPath    = logkey.Path
+	logKeyStatus  = logkey.Status
+	logKeyError   = logkey.Error
+	logKeyPanic   = logkey.Panic
+	logKeyPattern = logkey.Pattern
 )
 
 // route is one endpoint: a net/http ServeMux pattern ("GET /api/instances/{id}")
@@ -77,14 +117,23 @@ type server struct {
 	// lockConflicts counts 409 answers to starts refused by a held or
 	// contended execution lock.
 	lockConflicts lockConflictCounters
+	// guard checks Host, token, Origin and Content-Type before any route.
+	guard *guard
+	// maxWait caps ?wait (Options.MaxWait).
+	maxWait time.Duration
+	// verifiers check the calls of the triggers with a signature or a
+	// token, by trigger ID.
+	verifiers map[string]*verifier
 }
 
 // NewHandler returns the HTTP API over client. The handler serves the
 // routes listed in the package documentation and answers anything else with
 // a JSON 404 or 405. Mount it at the root of a server, or at "/api/",
 // "/healthz" and "/metrics" next to other handlers (a dashboard at "/").
-// Long polls (?wait) hold a request up to MaxWait: give the http.Server a
-// WriteTimeout above that, or none.
+// Long polls (?wait) hold a request up to Options.MaxWait: give the
+// http.Server a WriteTimeout above that, or none. Request bodies have their
+// own read deadline (Options.ReadTimeout); give the server a
+// ReadHeaderTimeout, an IdleTimeout and MaxHeaderBytes too.
 func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 	if client == nil {
 		return nil, fmt.Errorf("httpapi: %w: nil client", duroxide.ErrInvalidArgument)
@@ -99,12 +148,35 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 	case o.MaxBodyBytes == 0:
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	switch {
+	case o.MaxWait < 0:
+		return nil, fmt.Errorf("httpapi: %w: MaxWait must not be negative, got %s", duroxide.ErrInvalidArgument, o.MaxWait)
+	case o.MaxWait == 0:
+		o.MaxWait = MaxWait
+	}
 	triggers, err := normalizeTriggers(o.Triggers)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
+	}
+	g, err := newGuard(&o)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	verifiers, err := newVerifiers(triggers, o.AuthToken != "", o.LookupEnv, o.Clock)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
+	}
+	if err := checkRegistered(triggers, o.Registry, o.Runtime != nil, o.Logger); err != nil {
+		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
 	}
 	s := &server{
 		client:      client,
@@ -115,6 +187,9 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 		mux:         http.NewServeMux(),
 		triggers:    triggers,
 		triggerByID: make(map[string]*Trigger, len(triggers)),
+		guard:       g,
+		maxWait:     o.MaxWait,
+		verifiers:   verifiers,
 	}
 	for i := range s.triggers {
 		s.triggerByID[s.triggers[i].ID] = &s.triggers[i]
@@ -130,11 +205,16 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 	return s, nil
 }
 
-// ServeHTTP dispatches to the routes. Requests that match no route get the
-// mux's 404 or 405 status (with its Allow header) and a JSON body instead of
-// the mux's plain-text one.
+// ServeHTTP checks the request (Host, token, Origin, Content-Type: see
+// Options), then dispatches to the routes. Requests that match no route get
+// the mux's 404 or 405 status (with its Allow header) and a JSON body
+// instead of the mux's plain-text one.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h, pattern := s.mux.Handler(r); pattern == "" {
+	h, pattern := s.mux.Handler(r)
+	if !s.guard.check(w, r, pattern) {
+		return
+	}
+	if pattern == "" {
 		rec := &statusRecorder{header: http.Header{}}
 		h.ServeHTTP(rec, r)
 		if allow := rec.header.Get("Allow"); allow != "" {

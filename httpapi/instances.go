@@ -31,35 +31,42 @@ func (s *server) instanceRoutes() []route {
 	}
 }
 
-// startRequest is the body of POST /api/instances.
-type startRequest struct {
+// StartRequest is the body of POST /api/instances; Go clients of the API
+// (such as the duroxide CLI's --server mode) send it.
+type StartRequest struct {
 	Orchestration string          `json:"orchestration"`
-	InstanceID    string          `json:"instanceId"`
-	Input         json.RawMessage `json:"input"`
-	Version       string          `json:"version"`
+	InstanceID    string          `json:"instanceId,omitempty"`
+	Input         json.RawMessage `json:"input,omitempty"`
+	Version       string          `json:"version,omitempty"`
 	// StartAt delays the start (RFC 3339).
-	StartAt *time.Time `json:"startAt"`
-	// IdempotencyKey makes the start idempotent (DESIGN §4): a repeat
+	StartAt *time.Time `json:"startAt,omitempty"`
+	// IdempotencyKey makes the start idempotent: a repeat
 	// within 24 h starts nothing and answers 200 with the first instance.
-	IdempotencyKey string `json:"idempotencyKey"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// LockKey takes the execution lock of that workflow ID: a start while
 	// a live instance holds it answers 409, unless QueueIfLocked.
-	LockKey string `json:"lockKey"`
+	LockKey string `json:"lockKey,omitempty"`
 	// LockTTL is the lock's TTL (default 1 h); QueueIfLocked makes a start
 	// on a held lock wait its turn instead of failing. Both need LockKey.
-	LockTTL       *Duration `json:"lockTtl"`
-	QueueIfLocked bool      `json:"queueIfLocked"`
+	LockTTL       *Duration `json:"lockTtl,omitempty"`
+	QueueIfLocked bool      `json:"queueIfLocked,omitempty"`
 }
 
-type startResponse struct {
+// StartResponse is the answer to POST /api/instances (201, or 200 for a
+// duplicate idempotency key).
+type StartResponse struct {
 	InstanceID string `json:"instanceId"`
 	// Duplicate: the idempotency key was used before; nothing started and
 	// InstanceID is the instance the key first started.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Purged and PurgedAt: a duplicate whose first instance was purged
+	// since (the key outlives it).
+	Purged   bool       `json:"purged,omitempty"`
+	PurgedAt *time.Time `json:"purgedAt,omitempty"`
 }
 
 func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
-	var req startRequest
+	var req StartRequest
 	if _, err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -92,19 +99,20 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case errors.As(err, &dup):
 		w.Header().Set("Location", "/api/instances/"+url.PathEscape(dup.InstanceID))
-		writeJSON(w, http.StatusOK, startResponse{InstanceID: dup.InstanceID, Duplicate: true})
+		purged, purgedAt := duplicatePurge(dup)
+		writeJSON(w, http.StatusOK, StartResponse{InstanceID: dup.InstanceID, Duplicate: true, Purged: purged, PurgedAt: purgedAt})
 		return nil
 	case err != nil:
 		return err
 	}
 	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))
-	writeJSON(w, http.StatusCreated, startResponse{InstanceID: id})
+	writeJSON(w, http.StatusCreated, StartResponse{InstanceID: id})
 	return nil
 }
 
 // parseWait reads the ?wait long-poll duration: a Go duration ("30s",
-// "1m") or a number of seconds ("30"), capped at MaxWait.
-func parseWait(v string) (time.Duration, error) {
+// "1m") or a number of seconds ("30"), capped at limit.
+func parseWait(v string, limit time.Duration) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
@@ -119,12 +127,12 @@ func parseWait(v string) (time.Duration, error) {
 	if d < 0 {
 		return 0, badRequest("invalid wait", "wait must not be negative, got %q", v)
 	}
-	return min(d, MaxWait), nil
+	return min(d, limit), nil
 }
 
 func (s *server) getInstance(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	wait, err := parseWait(r.URL.Query().Get("wait"))
+	wait, err := parseWait(r.URL.Query().Get("wait"), s.maxWait)
 	if err != nil {
 		return err
 	}
@@ -163,6 +171,10 @@ var states = map[string]duroxide.State{
 
 func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	inc, err := parseInclude(q.Get("include"), includeInput, includeOutput, includeCustomStatus)
+	if err != nil {
+		return err
+	}
 	opts := &duroxide.ListOptions{
 		Orchestration:    q.Get("orchestration"),
 		ParentInstanceID: q.Get("parent"),
@@ -179,18 +191,41 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 		}
 		opts.States = append(opts.States, st)
 	}
+	maxLimit := MaxListLimit
+	if len(inc) > 0 {
+		maxLimit = MaxListLimitWithPayloads
+	}
+	limit := DefaultListLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			return badRequest("invalid limit", "limit must be an integer from 1 to 1000, got %q", v)
+		if err != nil || n < 1 || n > maxLimit {
+			if len(inc) > 0 {
+				return badRequest("invalid limit", "with include, limit must be an integer from 1 to %d, got %q", maxLimit, v)
+			}
+			return badRequest("invalid limit", "limit must be an integer from 1 to %d, got %q", maxLimit, v)
 		}
-		opts.Limit = n
+		limit = n
 	}
-	page, err := s.client.ListInstances(r.Context(), opts)
-	if err != nil {
-		return err
+	limit = min(limit, maxLimit)
+	// The store is read in chunks, each trimmed to summaries before the
+	// next is read, so a page of large instances never sits whole in memory.
+	out := instanceListResponse{Instances: make([]instanceSummary, 0, min(limit, listChunk))}
+	for {
+		opts.Limit = min(listChunk, limit-len(out.Instances))
+		page, err := s.client.ListInstances(r.Context(), opts)
+		if err != nil {
+			return err
+		}
+		for i := range page.Instances {
+			out.Instances = append(out.Instances, summarize(&page.Instances[i], inc))
+		}
+		out.NextCursor = page.NextCursor
+		if page.NextCursor == "" || len(out.Instances) >= limit {
+			break
+		}
+		opts.Cursor = page.NextCursor
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -258,6 +293,8 @@ type executionView struct {
 	StartedAt   time.Time             `json:"startedAt"`
 	CompletedAt *time.Time            `json:"completedAt,omitempty"`
 	EventCount  int64                 `json:"eventCount"`
+	// Truncated names the included fields left out because of their size.
+	Truncated []string `json:"truncated,omitempty"`
 }
 
 type executionsResponse struct {
@@ -265,14 +302,20 @@ type executionsResponse struct {
 }
 
 func (s *server) listExecutions(w http.ResponseWriter, r *http.Request) error {
+	inc, err := parseInclude(r.URL.Query().Get("include"), includeInput, includeOutput)
+	if err != nil {
+		return err
+	}
 	exs, err := s.client.ListExecutions(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	out := executionsResponse{Executions: make([]executionView, len(exs))}
 	for i, e := range exs {
-		v := executionView{ExecutionID: e.ExecutionID, Status: e.Status, Input: e.Input, Output: e.Output,
+		v := executionView{ExecutionID: e.ExecutionID, Status: e.Status,
 			Error: e.Error, StartedAt: e.StartedAt, EventCount: e.EventCount}
+		v.Input = includePayload(includeInput, e.Input, inc, &v.Truncated)
+		v.Output = includePayload(includeOutput, e.Output, inc, &v.Truncated)
 		if !e.CompletedAt.IsZero() {
 			v.CompletedAt = &e.CompletedAt
 		}

@@ -46,17 +46,17 @@ func TestStartInstance(t *testing.T) {
 		t.Parallel()
 		var out struct{ InstanceID string }
 		e.expect(t, "POST", "/api/instances",
-			`{"orchestration": "demo.Approval", "instanceId": "start/explicit id", "version": "1.0.0", "input": {"timeoutSeconds": 3600}}`,
+			`{"orchestration": "demo.Approval", "instanceId": "start.explicit id", "version": "1.0.0", "input": {"timeoutSeconds": 3600}}`,
 			http.StatusCreated, &out)
-		if out.InstanceID != "start/explicit id" {
+		if out.InstanceID != "start.explicit id" {
 			t.Fatalf("instanceId %q", out.InstanceID)
 		}
 		var st status
-		e.expect(t, "GET", "/api/instances/start%2Fexplicit%20id", nil, http.StatusOK, &st)
+		e.expect(t, "GET", "/api/instances/start.explicit%20id", nil, http.StatusOK, &st)
 		if st.Version != "1.0.0" || st.Orchestration != demo.Approval || string(st.Input) != `{"timeoutSeconds":3600}` {
 			t.Fatalf("status %+v", st)
 		}
-		eb := e.expectError(t, "POST", "/api/instances", `{"orchestration": "demo.Hello", "instanceId": "start/explicit id"}`, http.StatusConflict)
+		eb := e.expectError(t, "POST", "/api/instances", `{"orchestration": "demo.Hello", "instanceId": "start.explicit id"}`, http.StatusConflict)
 		if !strings.Contains(eb.Error, "exists") {
 			t.Errorf("409 error %q does not say the instance exists", eb.Error)
 		}
@@ -268,7 +268,7 @@ func TestGetInstanceLongPoll(t *testing.T) {
 			t.Fatal("the long poll never started waiting")
 		}
 		e.expect(t, "DELETE", "/api/instances/poll-purged?force=true", nil, http.StatusOK, nil)
-		// Nothing wakes a waiter on purge; the client's poll (≤250 ms) notices.
+		// The store wakes the waiter on purge: it answers 404.
 		select {
 		case res := <-got:
 			if res.status != http.StatusNotFound {
@@ -294,7 +294,7 @@ func TestLongPollCanceled(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/api/instances/poll-canceled?wait=4m", nil))
+		e.h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "http://localhost/api/instances/poll-canceled?wait=4m", nil))
 	}()
 	select {
 	case <-waiting:
@@ -567,7 +567,7 @@ func TestExecutions(t *testing.T) {
 			EventCount  int64           `json:"eventCount"`
 		} `json:"executions"`
 	}
-	e.expect(t, "GET", "/api/instances/exec-countdown/executions", nil, http.StatusOK, &out)
+	e.expect(t, "GET", "/api/instances/exec-countdown/executions?include=input,output", nil, http.StatusOK, &out)
 	want := []struct{ status, input string }{{"ContinuedAsNew", "2"}, {"ContinuedAsNew", "1"}, {"Completed", "0"}}
 	if len(out.Executions) != len(want) {
 		t.Fatalf("%d executions, want %d", len(out.Executions), len(want))
@@ -629,7 +629,14 @@ func TestRaiseEvent(t *testing.T) {
 	})
 	t.Run("finished instance", func(t *testing.T) {
 		t.Parallel()
-		e.expect(t, "POST", "/api/instances/event-done/events/approval", `true`, http.StatusAccepted, nil)
+		before := e.wait(t, "event-done")
+		eb := e.expectError(t, "POST", "/api/instances/event-done/events/approval", `true`, http.StatusConflict)
+		if !strings.Contains(eb.Details, "Completed") {
+			t.Errorf("409 details %q do not name the state", eb.Details)
+		}
+		if after := e.wait(t, "event-done"); !after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Fatalf("a refused event moved updatedAt from %v to %v", before.UpdatedAt, after.UpdatedAt)
+		}
 	})
 	t.Run("unknown instance", func(t *testing.T) {
 		t.Parallel()
@@ -675,9 +682,13 @@ func TestCancelInstance(t *testing.T) {
 	}
 	t.Run("finished instance", func(t *testing.T) {
 		t.Parallel()
-		e.expect(t, "POST", "/api/instances/cancel-done/cancel", nil, http.StatusAccepted, nil)
-		if st := e.wait(t, "cancel-done"); st.State != "Completed" {
-			t.Fatalf("canceling a completed instance changed it to %s", st.State)
+		before := e.wait(t, "cancel-done")
+		eb := e.expectError(t, "POST", "/api/instances/cancel-done/cancel", nil, http.StatusConflict)
+		if !strings.Contains(eb.Details, "Completed") {
+			t.Errorf("409 details %q do not name the state", eb.Details)
+		}
+		if st := e.wait(t, "cancel-done"); st.State != "Completed" || !st.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Fatalf("canceling a completed instance changed it: %s, updatedAt %v -> %v", st.State, before.UpdatedAt, st.UpdatedAt)
 		}
 	})
 	t.Run("unknown instance", func(t *testing.T) {

@@ -38,7 +38,7 @@ func TestParseWait(t *testing.T) {
 		{"-2", 0, false},
 		{"soon", 0, false},
 	} {
-		got, err := parseWait(tc.in)
+		got, err := parseWait(tc.in, MaxWait)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseWait(%q) = %v, %v; want %v, ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}

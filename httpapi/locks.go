@@ -8,7 +8,7 @@ import (
 	"github.com/duroxide/duroxide-go"
 )
 
-// lockRoutes are the routes of execution locks (DESIGN §4).
+// lockRoutes are the routes of execution locks.
 func (s *server) lockRoutes() []route {
 	return []route{
 		{"GET /api/workflows/{workflowId}/lock", s.getLock},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/provider"
@@ -45,8 +46,8 @@ func badRequest(message, format string, args ...any) error {
 	return &apiError{status: http.StatusBadRequest, message: message, details: fmt.Sprintf(format, args...)}
 }
 
-// Messages and details of lock conflicts, as the webhook contract (DESIGN
-// §5) words them.
+// Messages and details of lock conflicts: the exact wording of the 409
+// answers to starts and webhook calls.
 const (
 	msgWorkflowLocked     = "Workflow currently executing"
 	detailsWorkflowLocked = "Only one execution can run at a time. Currently executing: "
@@ -96,12 +97,18 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, "instance already exists"
 	case errors.Is(err, duroxide.ErrStillRunning):
 		return http.StatusConflict, "instance is still running; purge with ?force=true to delete it anyway"
+	case errors.Is(err, duroxide.ErrInstanceTerminal):
+		return http.StatusConflict, "instance has already ended"
 	case errors.Is(err, duroxide.ErrChildInstance):
 		return http.StatusConflict, "instance is a sub-orchestration; purge its root instance"
 	case errors.Is(err, duroxide.ErrNotSupported):
 		return http.StatusNotImplemented, "not supported by this store"
 	case provider.IsRetryable(err):
 		return http.StatusServiceUnavailable, "store temporarily unavailable; retry"
+	case errors.Is(err, provider.ErrCorruptData):
+		return http.StatusInternalServerError, "corrupt stored data; retrying will not help"
+	case errors.Is(err, provider.ErrClosed):
+		return http.StatusInternalServerError, "the store is closed; retrying will not help"
 	}
 	return http.StatusInternalServerError, "internal error"
 }
@@ -140,6 +147,12 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, &apiError{status: http.StatusRequestEntityTooLarge, message: "request body too large",
 				details: fmt.Sprintf("the limit is %d bytes", mbe.Limit)}
 		}
+		if isReadTimeout(err) {
+			// The connection cannot be reused: part of the body is unread.
+			w.Header().Set("Connection", "close")
+			return nil, &apiError{status: http.StatusRequestTimeout, message: "request body too slow",
+				details: fmt.Sprintf("the body was not received within %s", s.guard.readTimeout)}
+		}
 		return nil, badRequest("cannot read request body", "%v", err)
 	}
 	return bytes.TrimSpace(b), nil
@@ -159,6 +172,9 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, opt
 		}
 		return false, badRequest("malformed JSON", "the request body is empty; a JSON object is required")
 	}
+	if !utf8.Valid(b) {
+		return false, errInvalidUTF8
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -170,12 +186,19 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, opt
 	return true, nil
 }
 
+// errInvalidUTF8 refuses a JSON body that is not valid UTF-8 (which
+// encoding/json would silently turn into U+FFFD).
+var errInvalidUTF8 = &apiError{status: http.StatusBadRequest, message: "malformed JSON", details: "the body is not valid UTF-8"}
+
 // compactJSON validates raw and returns it without insignificant
 // whitespace; empty and null become nil (no payload).
 func compactJSON(raw []byte) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
+	}
+	if !utf8.Valid(raw) {
+		return nil, errInvalidUTF8
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

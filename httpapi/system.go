@@ -24,12 +24,20 @@ import (
 //go:embed openapi.json
 var openAPIDoc []byte
 
-// healthTimeout bounds the store ping of GET /healthz.
-const healthTimeout = 5 * time.Second
+// readyTimeout bounds the store probe of GET /readyz.
+const readyTimeout = 5 * time.Second
 
 // healthProbeID is an instance ID that no instance has: looking it up
 // exercises the store with one primary-key read.
-const healthProbeID = "__duroxide.healthz"
+const healthProbeID = "__duroxide.readyz"
+
+// WritableChecker is implemented by stores that can prove they are ready
+// to serve: reachable, migrated and writable (provider/sqlite.Provider
+// does, with a write transaction). GET /readyz uses it when the store has
+// it, else a read.
+type WritableChecker interface {
+	CheckWritable(ctx context.Context) error
+}
 
 // systemRoutes are the routes about the server and the store rather than
 // one instance.
@@ -38,6 +46,7 @@ func (s *server) systemRoutes() []route {
 		{"GET /api/orchestrations", s.listOrchestrations},
 		{"GET /api/openapi.json", s.openAPI},
 		{"GET /healthz", s.healthz},
+		{"GET /readyz", s.readyz},
 		{"GET /metrics", s.metrics},
 	}
 }
@@ -79,21 +88,33 @@ type healthResponse struct {
 	Details string `json:"details,omitempty"`
 }
 
-// healthz pings the store: an instance lookup through provider.Admin when
-// the store has it, else a history read. Both answer ErrNotFound for the
-// probe ID when the store works.
-func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+// healthz is liveness: the process serves HTTP. It does not touch the
+// store (GET /readyz does), so a restart is not triggered by a store
+// outage that a restart cannot fix.
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
+	return nil
+}
+
+// readyz is readiness: the store answers, is migrated and takes writes
+// (WritableChecker), or, for stores without that check, answers a read (an
+// instance lookup through provider.Admin, else a history read; both answer
+// ErrNotFound for the probe ID when the store works).
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	var err error
-	if a, ok := s.client.Store().(provider.Admin); ok {
-		_, err = a.GetInstance(ctx, healthProbeID)
-	} else {
-		_, err = s.client.Store().ReadHistory(ctx, healthProbeID, 0)
+	switch st := s.client.Store().(type) {
+	case WritableChecker:
+		err = st.CheckWritable(ctx)
+	case provider.Admin:
+		_, err = st.GetInstance(ctx, healthProbeID)
+	default:
+		_, err = st.ReadHistory(ctx, healthProbeID, 0)
 	}
 	if err != nil && !errors.Is(err, provider.ErrNotFound) {
-		s.log.Error("health check failed", logKeyError, err)
-		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: "store unavailable", Details: err.Error()})
+		s.log.Error("readiness check failed", logKeyError, err)
+		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: "store not ready", Details: err.Error()})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
@@ -113,10 +134,7 @@ var instanceStates = []provider.Status{
 // answered as a JSON error, then encodes them with the runtime's and the
 // API's own counters from a registry made for the scrape.
 func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
-	a, ok := s.client.Store().(provider.Admin)
-	if !ok {
-		return fmt.Errorf("metrics need store statistics: %w", duroxide.ErrNotSupported)
-	}
+	a := s.client.Store()
 	counts, err := a.Counts(r.Context())
 	if err != nil {
 		return fmt.Errorf("counting instances: %w", err)
@@ -167,6 +185,7 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 		writeRuntimeMetrics(&m, rm)
 	}
 	s.writeLockMetrics(&m, counts.ExecutionLocks)
+	s.writeWebhookAuthMetrics(&m)
 	if m.err != nil {
 		return fmt.Errorf("building metrics: %w", m.err)
 	}

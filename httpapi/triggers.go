@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/internal/logkey"
 )
 
 // Trigger starts an orchestration when its webhook, POST
@@ -20,7 +25,7 @@ type Trigger struct {
 	// ID names the trigger in its webhook's path. Required: letters, digits,
 	// '.', '_' and '-', at most MaxTriggerIDLength bytes.
 	ID string `json:"id"`
-	// WorkflowID is the execution lock key ("workflow id", DESIGN §4) of the
+	// WorkflowID is the execution lock key ("workflow id") of the
 	// exclusive and queue policies (default: the trigger's ID). Triggers
 	// with the same WorkflowID share one lock. Unused by parallel triggers.
 	WorkflowID string `json:"workflowId"`
@@ -41,6 +46,13 @@ type Trigger struct {
 	// when the request has no Idempotency-Key header; a body without a
 	// value there is answered 400. Empty: only the header gives a key.
 	IdempotencyKeyPath string `json:"idempotencyKeyPath,omitempty"`
+	// Auth is how a call proves that it comes from the trigger's sender: a
+	// signature (hmac, stripe, github) or a shared token, whose secret is
+	// read from an environment variable; a bad or missing one is answered
+	// 401 and starts nothing. Nil: no check, which NewHandler allows only
+	// when the server has no Options.AuthToken; with a token, an
+	// unauthenticated trigger must say so with {"type": "none"}.
+	Auth *TriggerAuth `json:"auth,omitempty"`
 }
 
 // Concurrency is a trigger's policy for calls that arrive while an
@@ -199,6 +211,13 @@ func normalizeTriggers(ts []Trigger) ([]Trigger, error) {
 				return nil, fail("idempotencyKeyPath", "%v", err)
 			}
 		}
+		if t.Auth != nil {
+			a, err := normalizeAuth(*t.Auth)
+			if err != nil {
+				return nil, fail("auth", "%v", err)
+			}
+			t.Auth = &a // a copy: the caller's trigger is not changed
+		}
 		out[i] = t
 	}
 	return out, nil
@@ -311,4 +330,49 @@ func jsonKind(v any) string {
 		return "an array"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// checkRegistered checks that reg registers the orchestration (at its
+// version, if set) of every trigger. A miss is an error when hostsRuntime
+// (this process runs the orchestrations, so the webhook could only fail),
+// and a warning otherwise (another process may run them). Without reg,
+// the triggers cannot be checked: that is a warning too.
+func checkRegistered(ts []Trigger, reg *duroxide.Registry, hostsRuntime bool, log *slog.Logger) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	if reg == nil {
+		names := make([]string, 0, len(ts))
+		for _, t := range ts {
+			names = append(names, triggerTarget(&t))
+		}
+		log.Warn("webhook triggers not checked: no registry; a runtime on the same store must register their orchestrations",
+			logkey.Orchestration, strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "))
+		return nil
+	}
+	for i := range ts {
+		t := &ts[i]
+		if reg.HasOrchestration(t.Orchestration, t.Version) {
+			continue
+		}
+		known := reg.Versions(t.Orchestration)
+		what := fmt.Sprintf("orchestration %q is not registered", t.Orchestration)
+		if len(known) > 0 {
+			what = fmt.Sprintf("orchestration %q has no version %q (registered: %s)", t.Orchestration, t.Version, strings.Join(known, ", "))
+		}
+		if hostsRuntime {
+			return fmt.Errorf("trigger %q: %s with the runtime of this server; its webhooks could only fail", t.ID, what)
+		}
+		log.Warn("webhook trigger names an orchestration this process does not register; a runtime on the same store must",
+			logkey.Trigger, t.ID, logkey.Error, what)
+	}
+	return nil
+}
+
+// triggerTarget is a trigger's orchestration, with its version if set.
+func triggerTarget(t *Trigger) string {
+	if t.Version == "" {
+		return t.Orchestration
+	}
+	return t.Orchestration + " " + t.Version
 }

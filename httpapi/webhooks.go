@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -39,6 +42,21 @@ type webhookResponse struct {
 	Success     bool   `json:"success"`
 	ExecutionID string `json:"executionId"`
 	Duplicate   bool   `json:"duplicate"`
+	// Purged and PurgedAt: a duplicate whose first instance was purged
+	// since; the key outlives its instance for its whole retention.
+	Purged   bool       `json:"purged,omitempty"`
+	PurgedAt *time.Time `json:"purgedAt,omitempty"`
+}
+
+// duplicatePurge returns the purged and purgedAt fields of a duplicate
+// start's answer: whether the instance the key started was purged, and
+// when (UTC, milliseconds).
+func duplicatePurge(dup *duroxide.DuplicateStartError) (bool, *time.Time) {
+	if dup.PurgedAt.IsZero() {
+		return false, nil
+	}
+	at := dup.PurgedAt.UTC().Truncate(time.Millisecond)
+	return true, &at
 }
 
 func (s *server) webhook(w http.ResponseWriter, r *http.Request) error {
@@ -55,9 +73,20 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{status: http.StatusNotFound, message: "trigger not found",
 			details: "no trigger has the ID " + id + "; GET /api/triggers lists them"}
 	}
+	// The signature covers the raw body, before readBody trims it.
+	var raw bytes.Buffer
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(r.Body, &raw), r.Body}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
+	}
+	if v := s.verifiers[t.ID]; v != nil {
+		if f := v.verify(r.Header, raw.Bytes()); f != nil {
+			return f.apiError()
+		}
 	}
 	input, err := compactJSON(body)
 	if err != nil {
@@ -83,7 +112,9 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 	var dup *duroxide.DuplicateStartError
 	switch {
 	case errors.As(err, &dup):
-		writeJSON(w, http.StatusOK, webhookResponse{Success: true, ExecutionID: dup.InstanceID, Duplicate: true})
+		purged, purgedAt := duplicatePurge(dup)
+		writeJSON(w, http.StatusOK, webhookResponse{Success: true, ExecutionID: dup.InstanceID, Duplicate: true,
+			Purged: purged, PurgedAt: purgedAt})
 		return nil
 	case err != nil:
 		return err

@@ -30,6 +30,8 @@ type webhookAnswer struct {
 	Success             bool   `json:"success"`
 	ExecutionID         string `json:"executionId"`
 	Duplicate           bool   `json:"duplicate"`
+	Purged              bool   `json:"purged"`
+	PurgedAt            string `json:"purgedAt"`
 	Error               string `json:"error"`
 	Details             string `json:"details"`
 	ExistingExecutionID string `json:"existingExecutionId"`
@@ -94,7 +96,11 @@ func (e *env) webhook(t *testing.T, trigger, body, key string) webhookAnswer {
 func checkWebhookShape(t *testing.T, a webhookAnswer) {
 	t.Helper()
 	if a.status == http.StatusOK {
-		if !slices.Equal(a.keys, []string{"duplicate", "executionId", "success"}) || !a.Success || a.ExecutionID == "" {
+		keys := []string{"duplicate", "executionId", "success"}
+		if a.Purged {
+			keys = []string{"duplicate", "executionId", "purged", "purgedAt", "success"}
+		}
+		if !slices.Equal(a.keys, keys) || !a.Success || a.ExecutionID == "" || (a.Purged && !a.Duplicate) {
 			t.Fatalf("200 answer %s", a)
 		}
 		return
@@ -495,6 +501,43 @@ func TestWebhookIdempotency(t *testing.T) {
 		e.approve(t, holder)
 		e.approve(t, queued)
 	})
+}
+
+// TestWebhookDuplicateAfterPurge: a webhook's key outlives the purge of
+// the instance it started, so a redelivery within the retention starts
+// nothing and says the instance was purged, and so does POST /api/instances.
+func TestWebhookDuplicateAfterPurge(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	e := newEnvClock(t, &httpapi.Options{Triggers: []httpapi.Trigger{
+		{ID: "pay", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel, IdempotencyKeyPath: "/id"},
+	}}, clock, false)
+	first := e.started(t, "pay", `{"id": "evt_1"}`, "")
+	if a := e.webhook(t, "pay", `{"id": "evt_1"}`, ""); !a.Duplicate || a.Purged || a.ExecutionID != first {
+		t.Fatalf("repeat before the purge: %s", a)
+	}
+	clock.Advance(time.Minute)
+	purgedAt := clock.Now()
+	e.expect(t, "DELETE", "/api/instances/"+first+"?force=true", nil, http.StatusOK, nil)
+	clock.Advance(time.Hour)
+	a := e.webhook(t, "pay", `{"id": "evt_1"}`, "")
+	if a.status != http.StatusOK || !a.Duplicate || !a.Purged || a.ExecutionID != first ||
+		a.PurgedAt != purgedAt.Format("2006-01-02T15:04:05Z07:00") {
+		t.Fatalf("repeat after the purge: got %s purged=%v purgedAt=%q, want a duplicate of %s purged at %s",
+			a, a.Purged, a.PurgedAt, first, purgedAt)
+	}
+	e.expect(t, "GET", "/api/instances/"+first, nil, http.StatusNotFound, nil)
+
+	// POST /api/instances answers the same way.
+	e.expect(t, "POST", "/api/instances", `{"orchestration": "demo.Hello", "instanceId": "a", "idempotencyKey": "k"}`, http.StatusCreated, nil)
+	e.expect(t, "DELETE", "/api/instances/a?force=true", nil, http.StatusOK, nil)
+	var dup map[string]any
+	e.expect(t, "POST", "/api/instances", `{"orchestration": "demo.Hello", "instanceId": "b", "idempotencyKey": "k"}`, http.StatusOK, &dup)
+	want := map[string]any{"instanceId": "a", "duplicate": true, "purged": true, "purgedAt": clock.Now().Format(time.RFC3339)}
+	if fmt.Sprint(dup) != fmt.Sprint(want) {
+		t.Fatalf("duplicate start after purge: got %v, want %v", dup, want)
+	}
+	e.expect(t, "GET", "/api/instances/b", nil, http.StatusNotFound, nil)
 }
 
 func TestWebhookParallel(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 )
 
-// Admin is the optional management capability of a provider: listing,
-// inspection, purging and queue statistics. Discover it with a type
-// assertion: admin, ok := p.(provider.Admin).
+// Admin is the management side of a provider, part of Provider: listing,
+// inspection, purging and queue statistics. The Client and the HTTP API
+// read instances through it.
 type Admin interface {
 	// ListInstances returns one page of instances, newest first, filtered by
 	// opts. Pages are keyset-paginated: pass the returned NextCursor back as
@@ -35,8 +35,12 @@ type Admin interface {
 	// PurgeInstances deletes the named instances and, recursively, all their
 	// sub-orchestrations: instance and execution rows, history, queued
 	// messages of both queues, instance locks, the execution locks they hold
-	// (each handed to its oldest queued start), their queued starts and the
-	// idempotency keys naming them, in one transaction, all or nothing. It fails with ErrNotFound if any named instance is unknown,
+	// (each handed to its oldest queued start) and their queued starts, in
+	// one transaction, all or nothing. The idempotency keys naming them are
+	// kept for their full retention, marked purged at the time of the purge
+	// (the first purge, if an ID is reused and purged again): a repeat start
+	// is still a duplicate, reporting DuplicateStartError.PurgedAt. It fails
+	// with ErrNotFound if any named instance is unknown,
 	// with ErrChildInstance if one is a sub-orchestration whose parent exists
 	// and is not purged with it, and, unless opts.Force, with ErrStillRunning
 	// if any instance to delete is Pending or Running. A purged ID can be

@@ -1,7 +1,8 @@
 // Package provider defines the storage contract of duroxide-go: the Provider
-// interface every store implements, the optional Admin capability, their
-// parameter and result types, and the sentinel errors. It holds no
-// implementation; see provider/sqlite and provider/postgres, and
+// interface every store implements (with its LockStore, Admin and Notifier
+// parts, and the optional Waker), their parameter and result types, and the
+// sentinel errors. It holds no implementation; see provider/sqlite, the
+// in-process notification helper provider/notify, and
 // provider/providertest for the conformance suite every store passes.
 //
 // # Guarantees a provider gives
@@ -36,13 +37,26 @@
 // to decide what to do. Likewise the instance's status, output and custom
 // status come from TurnAck.Metadata, never from scanning history.
 //
-// # Batching
+// # Batching and group commit
 //
-// Fetch and ack calls take and return slices so a store can lock several
-// ready instances or activities in one query and commit many turns in one
-// transaction (group commit). Each ack in a batch succeeds or fails on its
-// own. The FetchOrchestrationItem-style helpers in this package wrap the
-// batch calls for one item.
+// A fetch locks several ready instances or activities in one call. An ack
+// commits one turn or one activity; a store may commit concurrent acks in
+// one transaction (group commit), but each succeeds or fails on its own.
+// The FetchOrchestrationItem and FetchWorkItem helpers fetch one item.
+//
+// # Reloading less
+//
+// The runtime keeps live executions in memory between turns. Through
+// FetchOptions.Cached it tells the store how much of an instance's history
+// it holds, and the store loads only the newer events, so the cost of a
+// turn does not grow with the length of the history.
+//
+// # Wake-ups
+//
+// Stores notify (Notifier) when work may be ready and when an instance may
+// have changed, so dispatchers and WaitForOrchestration sleep instead of
+// polling; Waker tells an idle dispatcher how long it may sleep when only
+// delayed work (timers, retries) is queued.
 //
 // # Errors
 //

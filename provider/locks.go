@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Execution locks and idempotency keys (DESIGN §4).
+// Execution locks and idempotency keys.
 //
 // An execution lock is a row keyed by a lock key ("workflow id") naming the
 // one instance allowed to run under that key. It is written by the Enqueue
@@ -26,7 +26,11 @@ import (
 // created, for the key's retention period; a repeat start within it creates
 // nothing and fails with *DuplicateStartError. Keys are checked before locks.
 // A key is retained while now < its creation + TTL, and a lock is live while
-// now < ExpiresAt.
+// now < ExpiresAt. A key is retained for its full retention whatever happens
+// to its instance: purging the instance (Admin.PurgeInstances) keeps the key
+// and records when the instance was purged (DuplicateStartError.PurgedAt), so
+// a redelivered start does not run the work again. A purged instance ID that
+// is reused by a later start does not change what an earlier key names.
 //
 // A start refused with *LockedError writes nothing, including the hand-over
 // of an expired lock to a queued start that it performed on the way (the
@@ -69,9 +73,17 @@ func (e *LockedError) Unwrap() error { return ErrLocked }
 type DuplicateStartError struct {
 	IdempotencyKey string
 	InstanceID     string
+	// PurgedAt is when the instance the key started was purged; zero while
+	// it has not been. A purged instance no longer exists (its ID may even
+	// name a newer instance), but its key is retained all the same.
+	PurgedAt time.Time
 }
 
 func (e *DuplicateStartError) Error() string {
+	if !e.PurgedAt.IsZero() {
+		return fmt.Sprintf("idempotency key %q already started instance %s (purged at %s)",
+			e.IdempotencyKey, e.InstanceID, e.PurgedAt.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("idempotency key %q already started instance %s", e.IdempotencyKey, e.InstanceID)
 }
 
@@ -123,6 +135,7 @@ type LockStore interface {
 
 	// CleanupExecutionLocks deletes every expired or stale lock, handing
 	// each to its oldest queued start, and deletes every idempotency key
-	// past its retention, in one transaction.
+	// past its retention (whether or not its instance was purged), in one
+	// transaction.
 	CleanupExecutionLocks(ctx context.Context) (*LockCleanup, error)
 }

@@ -20,16 +20,27 @@ import (
 // abandoned, or expires (its LockedUntil passes without renewal). Once a
 // fetch has returned a lease, the caller must ack or abandon it; a fetch that
 // returns an error holds no lock.
+//
+// The interface is not yet stable for implementations outside this module:
+// methods may still be added or reshaped between minor versions. The
+// conformance suite in provider/providertest is the executable definition
+// of the contract.
 type Provider interface {
 	// FetchOrchestrationItems locks up to opts.Max instances that have visible
 	// messages (VisibleAt <= now) and whose instance lock is free or expired,
 	// in the order they became ready (then oldest message first). Its cost
 	// must not grow with messages waiting for other or locked instances. For
-	// each it tags every currently visible message of
-	// the instance with a fresh lock token, increments each tagged message's
-	// attempt count, and loads the instance row and the current execution's
-	// history. Messages enqueued after the fetch are not part of the batch;
-	// they stay queued for the next turn.
+	// each it tags every currently visible message of the instance with a
+	// fresh lock token, increments each tagged message's attempt count, and
+	// loads the instance row and the current execution's history. Messages
+	// enqueued after the fetch are not part of the batch; they stay queued
+	// for the next turn.
+	//
+	// History the caller already holds is not loaded again: when
+	// opts.Cached reports that the caller holds the instance's current
+	// execution up to event N, the item carries only the events after N
+	// (HistoryAfter = N); otherwise it carries the whole current history
+	// (HistoryAfter = 0).
 	//
 	// It returns an empty slice only when no instance is eligible: losing a
 	// race for one candidate moves on to the next. Stored history that cannot
@@ -39,13 +50,12 @@ type Provider interface {
 	// transaction and never blocks the messages behind it.
 	FetchOrchestrationItems(ctx context.Context, opts FetchOptions) ([]*OrchestrationItem, error)
 
-	// AckOrchestrationItems commits a batch of turns, each atomically, in as
-	// few transactions as the store allows (group commit). The returned slice
-	// has one entry per ack: nil when that ack committed, or its error (for
-	// example ErrLockLost, ErrDuplicateEvent, ErrInstanceExists,
-	// ErrInvalidArgument); a failed ack writes nothing and leaves its lock as
-	// it was. The second result reports a failure of the whole batch, in which
-	// case nothing was written.
+	// AckOrchestrationItem commits one turn atomically: nil when it
+	// committed, or an error (for example ErrLockLost, ErrDuplicateEvent,
+	// ErrInstanceExists, ErrInvalidArgument, or a store failure); a failed
+	// ack writes nothing and leaves its lock as it was. Stores may commit
+	// concurrent acks together (group commit), but each succeeds or fails on
+	// its own.
 	//
 	// One ack, in one atomic step: (a) check that LockToken holds an unexpired
 	// instance lock, else ErrLockLost; (b) create the instance row if it is
@@ -58,15 +68,16 @@ type Provider interface {
 	// (d) make ExecutionID the current execution if it is newer; (e) append
 	// History as given, insert only, rejecting event IDs the execution already
 	// has (ErrDuplicateEvent); (f) apply Metadata (status, input, output,
-	// error, custom status); (g) insert WorkerItems; (h) then delete the worker
-	// rows named in CancelledActivities (unknown ones are ignored, and an item
-	// both inserted and cancelled is gone); (i) insert OrchestratorItems,
+	// error, custom status); (g) insert WorkerItems, leasing those marked Lease
+	// when LeaseFor > 0; (h) then delete the worker
+	// rows named in CanceledActivities (unknown ones are ignored, and an item
+	// both inserted and canceled is gone); (i) insert OrchestratorItems,
 	// creating instances they ask for (such a NewInstance must not carry a
 	// Lock or an IdempotencyKey: ErrInvalidArgument); (j) delete exactly the messages tagged
 	// with LockToken; (k) release the instance lock. If the instance was
 	// purged while locked, the lock is gone: the ack fails with ErrLockLost
 	// and recreates nothing.
-	AckOrchestrationItems(ctx context.Context, acks []*TurnAck) ([]error, error)
+	AckOrchestrationItem(ctx context.Context, ack *TurnAck) error
 
 	// AbandonOrchestrationItem releases the instance lock without committing
 	// anything. The tagged messages become fetchable again at now+opts.Delay
@@ -112,14 +123,14 @@ type Provider interface {
 	// instances are served like any other.
 	FetchWorkItems(ctx context.Context, opts WorkFetchOptions) ([]*WorkItemLease, error)
 
-	// AckWorkItems completes a batch of activities, each atomically: delete
-	// the worker row, which must still be locked by LockToken with an
-	// unexpired lock, and, when Completion is set, enqueue the completion on
-	// the orchestrator queue, in one transaction. It also refreshes the
-	// session's last activity time where the session lease is valid. Results
-	// are as for AckOrchestrationItems: ErrLockLost for a missing, expired or
-	// stolen row (that is how a worker learns its activity was canceled).
-	AckWorkItems(ctx context.Context, acks []*WorkAck) ([]error, error)
+	// AckWorkItem completes one activity atomically: delete the worker row,
+	// which must still be locked by LockToken with an unexpired lock, and,
+	// when Completion is set, enqueue the completion on the orchestrator
+	// queue, in one transaction. It also refreshes the session's last
+	// activity time where the session lease is valid. ErrLockLost for a
+	// missing, expired or stolen row (that is how a worker learns its
+	// activity was canceled); a failed ack writes nothing.
+	AckWorkItem(ctx context.Context, ack *WorkAck) error
 
 	// AbandonWorkItem unlocks a worker row, making it visible at
 	// now+opts.Delay; with opts.IgnoreAttempt the attempt count is
@@ -131,10 +142,6 @@ type Provider interface {
 	// deleted row returns ErrLockLost: the worker must treat it as
 	// cancellation of the activity.
 	RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error
-
-	// EnqueueWork inserts worker-queue messages atomically (used by tests and
-	// tools; the runtime enqueues activities through turn acks).
-	EnqueueWork(ctx context.Context, msgs ...*WorkerMessage) error
 
 	// RenewSessionLocks extends to now+extendFor the leases of the sessions
 	// owned by any of ownerIDs whose lease is still valid and which saw
@@ -155,6 +162,12 @@ type Provider interface {
 
 	// LockStore manages execution locks and idempotency keys.
 	LockStore
+
+	// Admin lists, inspects and purges instances (what a Client reads).
+	Admin
+
+	// Notifier wakes dispatchers and waiters when the store changes.
+	Notifier
 
 	// Close releases the store's resources. Calls after Close return ErrClosed.
 	Close() error
@@ -200,6 +213,13 @@ type FetchOptions struct {
 	LockTimeout time.Duration
 	// Max is the most instances to lock in one call. 0 means 1.
 	Max int
+	// Cached, when set, reports what the caller already holds of an
+	// instance's history: the execution and the ID of its last event (ok
+	// false: nothing). When that execution is still the instance's current
+	// one, the fetch loads only the events after lastEventID. It is called
+	// once for each instance the fetch locks, possibly while the store holds
+	// a transaction open, so it must be fast and must not call the store.
+	Cached func(instanceID string) (executionID, lastEventID int64, ok bool)
 }
 
 // WorkFetchOptions tunes FetchWorkItems.
@@ -255,6 +275,32 @@ type Waker interface {
 	NextVisible(ctx context.Context, q Queue) (time.Time, error)
 }
 
+// Notifier tells the runtime and clients of a process when a store changed,
+// so they need not poll. Every channel is coalescing (a buffer of one, never
+// blocking the sender): a value means "look again", not "one change".
+//
+// A store notifies for the commits made through it in this process once
+// they are committed and before the committing call returns: an enqueue,
+// an ack that queues work or leaves messages waiting for the instance it
+// unlocks, an abandon, a purge, a lock release. A call that fails notifies
+// nobody.
+// It should also notice commits made by other processes sharing the
+// database (SQLite: PRAGMA data_version; PostgreSQL: LISTEN/NOTIFY) and
+// notify for those, at least on both queues. Notifications may be spurious
+// and may be lost (a dropped connection): the runtime still polls, slowly,
+// as a fallback, and sleeps until Waker.NextVisible for delayed work.
+type Notifier interface {
+	// Subscribe returns a channel that receives a value whenever work may
+	// have become fetchable on queue q, and a function that ends the
+	// subscription.
+	Subscribe(q Queue) (<-chan struct{}, func())
+
+	// WatchInstance returns a channel that receives a value whenever the
+	// instance may have changed (a turn committed, it was purged, another
+	// process changed the store), and a function that ends the watch.
+	WatchInstance(instanceID string) (<-chan struct{}, func())
+}
+
 // InstanceMeta is the stored row of an instance, as seen by a fetch.
 type InstanceMeta struct {
 	OrchestrationName    string
@@ -264,6 +310,10 @@ type InstanceMeta struct {
 	CurrentExecutionID int64
 	ParentInstanceID   string
 	ParentExecutionID  int64
+	// StartAt is, for an instance whose first execution has not started,
+	// when its queued start message becomes visible (a delayed start); the
+	// zero time when the start is visible now, or when there is none.
+	StartAt time.Time
 }
 
 // OrchestrationItem is one locked instance with the messages of its turn.
@@ -277,8 +327,13 @@ type OrchestrationItem struct {
 	// Instance is the stored instance row, or nil if none exists (a message
 	// for an unknown instance; the runtime decides what to do with it).
 	Instance *InstanceMeta
-	// History is the current execution's history ordered by event ID.
+	// History is the current execution's history ordered by event ID: all
+	// of it, or only the events after HistoryAfter.
 	History []history.Event
+	// HistoryAfter is 0 when History is the whole current history, or the
+	// event ID (as reported by FetchOptions.Cached) after which History
+	// starts: the caller holds the events up to it.
+	HistoryAfter int64
 	// HistoryError is set (wrapping ErrCorruptData) when the stored history
 	// cannot be decoded; History is then nil.
 	HistoryError error
@@ -300,9 +355,19 @@ type TurnAck struct {
 	Metadata ExecutionMetadata
 	// WorkerItems are enqueued on the worker queue.
 	WorkerItems []*WorkerMessage
-	// CancelledActivities are deleted from the worker queue after WorkerItems
+	// LeaseFor, when > 0, leases the WorkerItems marked Lease to the
+	// caller in the same transaction, as a FetchWorkItems would, with locks
+	// of this duration: a runtime that will run the activities it schedules
+	// saves the fetch. The leases are in Leased once the ack committed;
+	// leased items wake no worker subscriber.
+	LeaseFor time.Duration
+	// Leased is set by a committed ack: one lease (attempt 1) for each
+	// WorkerItem marked Lease that the ack did not also cancel, in
+	// WorkerItems order. A crashed caller's leases expire like a fetch's.
+	Leased []*WorkItemLease
+	// CanceledActivities are deleted from the worker queue after WorkerItems
 	// are inserted.
-	CancelledActivities []ActivityRef
+	CanceledActivities []ActivityRef
 	// OrchestratorItems are enqueued on the orchestrator queue (timers,
 	// sub-orchestration starts, completions to parents, continue-as-new).
 	OrchestratorItems []*OrchestratorMessage
@@ -388,6 +453,10 @@ type WorkerMessage struct {
 	// VisibleAt delays visibility; zero means now.
 	VisibleAt time.Time
 	Item      history.WorkItem
+	// Lease, in a TurnAck with LeaseFor > 0, inserts the item already
+	// leased to the caller (see TurnAck.Leased). A leased item has no
+	// SessionID and no VisibleAt (ErrInvalidArgument otherwise).
+	Lease bool
 }
 
 // WorkItemLease is one locked worker-queue row.
@@ -408,4 +477,17 @@ type WorkAck struct {
 	// Completion is enqueued on the orchestrator queue in the same
 	// transaction as the deletion; nil deletes without enqueueing.
 	Completion *OrchestratorMessage
+	// TakeTurn, when set with a Completion, also takes the turn of the
+	// instance the completion is for, in the same transaction, if that
+	// instance's lock is free and it has no other activity in the worker
+	// queue (whose results should reach one turn together): as
+	// FetchOrchestrationItems with these options would for that instance
+	// alone (Max is ignored). A runtime that will run the turn saves the
+	// fetch. A taken turn wakes no orchestrator subscriber: it is the
+	// caller's.
+	TakeTurn *FetchOptions
+	// Turn is set by a committed ack with TakeTurn when it locked the
+	// instance: its turn, with the completion and every other visible
+	// message of the instance. The caller must ack or abandon it.
+	Turn *OrchestrationItem
 }

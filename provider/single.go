@@ -13,15 +13,6 @@ func FetchOrchestrationItem(ctx context.Context, p Provider, opts FetchOptions) 
 	return items[0], nil
 }
 
-// AckOrchestrationItem commits one turn.
-func AckOrchestrationItem(ctx context.Context, p Provider, ack *TurnAck) error {
-	errs, err := p.AckOrchestrationItems(ctx, []*TurnAck{ack})
-	if err != nil {
-		return err
-	}
-	return errs[0]
-}
-
 // FetchWorkItem locks one worker-queue row. It returns nil, nil when none is eligible.
 func FetchWorkItem(ctx context.Context, p Provider, opts WorkFetchOptions) (*WorkItemLease, error) {
 	opts.Max = 1
@@ -30,13 +21,4 @@ func FetchWorkItem(ctx context.Context, p Provider, opts WorkFetchOptions) (*Wor
 		return nil, err
 	}
 	return items[0], nil
-}
-
-// AckWorkItem completes one activity.
-func AckWorkItem(ctx context.Context, p Provider, ack *WorkAck) error {
-	errs, err := p.AckWorkItems(ctx, []*WorkAck{ack})
-	if err != nil {
-		return err
-	}
-	return errs[0]
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -18,20 +19,23 @@ func TestApproval(t *testing.T) {
 	cases := []struct {
 		name string
 		// decide acts on the instance "a" once it waits for the decision.
-		decide func(h *duroxidetest.Harness)
+		decide func(t *testing.T, h *duroxidetest.Harness)
 		want   string
 	}{
-		{"approve", func(h *duroxidetest.Harness) {
+		{"approve", func(t *testing.T, h *duroxidetest.Harness) {
 			h.RaiseEvent("a", DecisionEvent, Decision{Approved: true, By: "alice"})
 		}, "laptop: approved by alice"},
-		{"reject an hour before the deadline", func(h *duroxidetest.Harness) {
+		{"reject an hour before the deadline", func(t *testing.T, h *duroxidetest.Harness) {
 			h.Advance(23 * time.Hour)
 			h.RaiseEvent("a", DecisionEvent, Decision{Approved: false, By: "bob"})
 		}, "laptop: rejected by bob"},
-		{"timeout", func(h *duroxidetest.Harness) {
+		{"timeout", func(t *testing.T, h *duroxidetest.Harness) {
 			h.Advance(24 * time.Hour)
-			// Too late: the instance has finished and the event is dropped.
-			h.RaiseEvent("a", DecisionEvent, Decision{Approved: true, By: "alice"})
+			// Too late: the instance has finished and the event is refused.
+			err := h.Client.RaiseEvent(context.Background(), "a", DecisionEvent, Decision{Approved: true, By: "alice"})
+			if !errors.Is(err, duroxide.ErrInstanceTerminal) {
+				t.Fatalf("a late event: %v, want ErrInstanceTerminal", err)
+			}
 		}, "laptop: no decision within 24h0m0s"},
 	}
 	for _, c := range cases {
@@ -42,7 +46,7 @@ func TestApproval(t *testing.T) {
 			h := duroxidetest.New(t, reg, nil)
 			h.Start("Approval", "a", req)
 			h.WaitIdle() // waiting for the decision and the deadline
-			c.decide(h)
+			c.decide(t, h)
 			var got string
 			if err := h.Wait("a").Decode(&got); err != nil {
 				t.Fatal(err)

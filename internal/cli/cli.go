@@ -1,4 +1,4 @@
-// Package cli implements the duroxide command line (DESIGN §6): serve, start,
+// Package cli implements the duroxide command line: serve, start,
 // status, history, list, raise, cancel, purge, locks and migrate.
 //
 // Run is the whole program minus process set-up, so tests drive every
@@ -50,6 +50,7 @@ var commands = []*command{
 	purgeCommand,
 	locksCommand,
 	migrateCommand,
+	benchCommand,
 }
 
 func lookup(name string) *command {
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err == nil || errors.Is(err, errHelpShown) {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "duroxide: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "duroxide: %s\n", escapeText(oneLine(err.Error())))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -144,7 +145,14 @@ the %s environment variable, else %q:
   postgres://...     PostgreSQL (not built yet)
 Read commands (status, history, list, locks list, locks status, start) take --json.
 Flags may come before or after the arguments.
-`, envDB, defaultDB)
+
+Client mode: start, status, history, list, raise, cancel, purge and locks take
+--server URL (else $%s) to go through the HTTP API of a running
+'duroxide serve' instead of opening the store, with --auth-token TOKEN (else
+$%s) when the server requires one. Output and exit codes are the same.
+Values from the store (IDs, names, errors) are printed with control
+characters escaped, as Go string literals; --json prints them exactly.
+`, envDB, defaultDB, envServer, envAuthToken)
 }
 
 // errHelpShown means a command printed its help on request: exit 0.

@@ -42,7 +42,7 @@ With --wait, start waits until the instance ends and prints its final status
 was Canceled, or if --timeout passed first (the instance keeps running).
 
 --idempotency-key K makes the start idempotent: repeating K within 24 hours
-starts nothing; start then prints the ID of the instance K first started,
+starts nothing, even if the instance was purged since; start then prints the ID of the instance K first started,
 notes on standard error that the start was a duplicate, and exits 0. --wait
 then waits for that instance; --json without --wait prints
 {"instanceId": ..., "duplicate": true}.
@@ -71,6 +71,7 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	lockTTL := inv.fs.Duration("lock-ttl", 0, "with --lock-key, how long the lock outlives the instance's last turn (default 1h)")
 	queue := inv.fs.Bool("queue-if-locked", false, "with --lock-key, when the lock is held, queue the instance to start after the holder ends")
 	inv.jsonFlag("the instance ID, or with --wait the final status,")
+	inv.serverFlags()
 	if err := inv.parse(args, 1, "orchestration NAME"); err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if *id == "" {
 		*id = uuid.NewString()
 	}
-	client, done, err := inv.openClient(ctx, openCreate)
+	client, done, err := inv.openBackend(ctx, openCreate)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,11 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	case errors.As(err, &dup):
 		// Not a failure: the key's instance is the answer.
 		duplicate, *id = true, dup.InstanceID
-		fmt.Fprintf(inv.stderr, "duplicate start: idempotency key %q already started instance %s; nothing new was started\n", dup.IdempotencyKey, dup.InstanceID)
+		purged := ""
+		if !dup.PurgedAt.IsZero() {
+			purged = " (purged at " + formatTime(dup.PurgedAt) + ")"
+		}
+		fmt.Fprintf(inv.stderr, "duplicate start: idempotency key %q already started instance %s%s; nothing new was started\n", dup.IdempotencyKey, safe(dup.InstanceID), purged)
 	case errors.Is(err, duroxide.ErrWorkflowLocked):
 		if lerr := lockedError(err, *lockKey); lerr != nil {
 			return lerr
@@ -123,19 +128,19 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 		return interrupted(err) // the client names the orchestration
 	case *queue:
 		// Say whether the instance runs now or waits its turn.
-		if l, lerr := client.GetLock(ctx, *lockKey); lerr == nil && l.ExecutionID != nil && *l.ExecutionID != *id {
-			fmt.Fprintf(inv.stderr, "queued: workflow %s is locked by instance %s; %s starts when the lock is freed\n", *lockKey, *l.ExecutionID, *id)
+		if l, lerr := client.GetLock(ctx, *lockKey); lerr == nil && l.InstanceID != nil && *l.InstanceID != *id {
+			fmt.Fprintf(inv.stderr, "queued: workflow %s is locked by instance %s; %s starts when the lock is freed\n", safe(*lockKey), safe(*l.InstanceID), safe(*id))
 		}
 	}
 	if !*wait {
 		if inv.jsonOut {
 			return inv.printJSON(map[string]any{"instanceId": *id, "duplicate": duplicate})
 		}
-		_, err := fmt.Fprintln(inv.stdout, *id)
+		_, err := fmt.Fprintln(inv.stdout, safe(*id))
 		return err
 	}
 	if !inv.jsonOut {
-		fmt.Fprintln(inv.stdout, *id)
+		fmt.Fprintln(inv.stdout, safe(*id))
 	}
 	st, err := waitFor(ctx, inv, client, *id, *timeout)
 	if err != nil {
@@ -158,7 +163,7 @@ const pendingHint = 5 * time.Second
 
 // waitFor waits until instance id ends, the timeout (if > 0) passes or ctx
 // is canceled.
-func waitFor(ctx context.Context, inv *invocation, client *duroxide.Client, id string, timeout time.Duration) (*duroxide.Status, error) {
+func waitFor(ctx context.Context, inv *invocation, client backend, id string, timeout time.Duration) (*duroxide.Status, error) {
 	wctx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -171,7 +176,7 @@ func waitFor(ctx context.Context, inv *invocation, client *duroxide.Client, id s
 	if err != nil && hctx.Err() != nil && wctx.Err() == nil {
 		if cur, serr := client.GetStatus(wctx, id); serr == nil && cur.State == duroxide.StatePending {
 			fmt.Fprintf(inv.stderr, "duroxide: %s is still Pending after %s: is a runtime hosting %s running on this store (e.g. 'duroxide serve --demo')?\n",
-				id, pendingHint, cur.Orchestration)
+				safe(id), pendingHint, safe(cur.Orchestration))
 		}
 		st, err = client.WaitForOrchestration(wctx, id)
 	}
@@ -212,10 +217,11 @@ var statusCommand = &command{
 	summary:  "show an instance's status, input, output and error",
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		inv.jsonFlag("the status")
+		inv.serverFlags()
 		if err := inv.parse(args, 1, "instance ID"); err != nil {
 			return err
 		}
-		client, done, err := inv.openClient(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, openExisting)
 		if err != nil {
 			return err
 		}
@@ -240,13 +246,14 @@ starts a new execution). --json prints {"events": [...]} as the HTTP API does.`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		exec := inv.fs.Int64("execution", 0, "the execution to show (default: the current one)")
 		inv.jsonFlag("the events")
+		inv.serverFlags()
 		if err := inv.parse(args, 1, "instance ID"); err != nil {
 			return err
 		}
 		if *exec < 0 {
 			return usageErrorf("history: --execution must be 1 or more")
 		}
-		client, done, err := inv.openClient(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, openExisting)
 		if err != nil {
 			return err
 		}
@@ -283,7 +290,8 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 	orch := inv.fs.String("orchestration", "", "keep instances of this orchestration")
 	limit := inv.fs.Int("limit", 100, "page size, 1 to 1000")
 	cursor := inv.fs.String("cursor", "", "continue a previous listing (printed after its last page)")
-	inv.jsonFlag(`the page ({"instances": [...], "nextCursor": "..."})`)
+	inv.jsonFlag(`the page ({"instances": [...], "nextCursor": "..."}), summaries without input, output or custom status`)
+	inv.serverFlags()
 	if err := inv.parse(args, 0); err != nil {
 		return err
 	}
@@ -300,7 +308,7 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 			opts.States = append(opts.States, st)
 		}
 	}
-	client, done, err := inv.openClient(ctx, openExisting)
+	client, done, err := inv.openBackend(ctx, openExisting)
 	if err != nil {
 		return err
 	}
@@ -313,6 +321,12 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 		return err
 	}
 	if inv.jsonOut {
+		// Summaries, as GET /api/instances answers them: inputs, outputs
+		// and custom statuses can be large; 'duroxide status' shows them.
+		for i := range page.Instances {
+			in := &page.Instances[i]
+			in.Input, in.Output, in.CustomStatus = nil, nil, nil
+		}
 		return inv.printJSON(page)
 	}
 	if len(page.Instances) == 0 {
@@ -323,7 +337,7 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 		return err
 	}
 	if page.NextCursor != "" {
-		fmt.Fprintf(inv.stderr, "more instances: continue with --cursor %s\n", page.NextCursor)
+		fmt.Fprintf(inv.stderr, "more instances: continue with --cursor %s\n", safe(page.NextCursor))
 	}
 	return nil
 }
@@ -354,6 +368,7 @@ Example:
   duroxide raise order-42 approval --data true`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		data := inv.fs.String("data", "", "the event payload as JSON (default: none)")
+		inv.serverFlags()
 		if err := inv.parse(args, 2, "instance ID", "EVENT name"); err != nil {
 			return err
 		}
@@ -361,7 +376,7 @@ Example:
 		if err != nil {
 			return err
 		}
-		client, done, err := inv.openClient(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, openExisting)
 		if err != nil {
 			return err
 		}
@@ -381,7 +396,7 @@ Example:
 		if err := client.RaiseEvent(ctx, id, event, payload); err != nil {
 			return instanceError(id, err)
 		}
-		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", event, id)
+		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", safe(event), safe(id))
 		return err
 	},
 }
@@ -392,10 +407,11 @@ var cancelCommand = &command{
 	summary:  "cancel a running instance (and its activities and sub-orchestrations)",
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		reason := inv.fs.String("reason", "", "why, recorded with the cancellation")
+		inv.serverFlags()
 		if err := inv.parse(args, 1, "instance ID"); err != nil {
 			return err
 		}
-		client, done, err := inv.openClient(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, openExisting)
 		if err != nil {
 			return err
 		}
@@ -406,13 +422,13 @@ var cancelCommand = &command{
 			return instanceError(id, err)
 		}
 		if st.State.IsTerminal() {
-			_, err := fmt.Fprintf(inv.stdout, "%s already ended (%s): nothing to cancel\n", id, st.State)
+			_, err := fmt.Fprintf(inv.stdout, "%s already ended (%s): nothing to cancel\n", safe(id), st.State)
 			return err
 		}
 		if err := client.CancelInstance(ctx, id, *reason); err != nil {
 			return instanceError(id, err)
 		}
-		_, err = fmt.Fprintf(inv.stdout, "cancellation of %s requested: it ends Canceled at its next turn ('duroxide status %s')\n", id, id)
+		_, err = fmt.Fprintf(inv.stdout, "cancellation of %s requested: it ends Canceled at its next turn ('duroxide status %s')\n", safe(id), safe(id))
 		return err
 	},
 }
@@ -425,10 +441,11 @@ var purgeCommand = &command{
 already started elsewhere still run, and their results are discarded.`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		force := inv.fs.Bool("force", false, "purge even if the instance is still Pending or Running")
+		inv.serverFlags()
 		if err := inv.parse(args, 1, "instance ID"); err != nil {
 			return err
 		}
-		client, done, err := inv.openClient(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, openExisting)
 		if err != nil {
 			return err
 		}
@@ -447,7 +464,7 @@ already started elsewhere still run, and their results are discarded.`,
 		case err != nil:
 			return instanceError(id, err)
 		}
-		_, err = fmt.Fprintf(inv.stdout, "purged %s\n", id)
+		_, err = fmt.Fprintf(inv.stdout, "purged %s\n", safe(id))
 		return err
 	},
 }

@@ -17,10 +17,12 @@ type invocation struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 
-	db       string
-	jsonOut  bool
-	args     []string // positional arguments, after parse
-	argNames []string // for messages about missing arguments
+	db      string
+	jsonOut bool
+	// server and authToken are --server and --auth-token (serverFlags).
+	server, authToken string
+	args              []string // positional arguments, after parse
+	argNames          []string // for messages about missing arguments
 }
 
 func newInvocation(cmd *command, stdout, stderr io.Writer, getenv func(string) string) *invocation {

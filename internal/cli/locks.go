@@ -37,6 +37,7 @@ API shows it).`,
 
 func runLocks(ctx context.Context, inv *invocation, args []string) error {
 	inv.jsonFlag("the locks (list) or the lock (status)")
+	inv.serverFlags()
 	if err := inv.parse(args, 0, "subcommand", "workflow ID"); err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func runLocks(ctx context.Context, inv *invocation, args []string) error {
 	if inv.jsonOut && (sub == "release" || sub == "cleanup") {
 		return usageErrorf("locks %s: --json applies to 'locks list' and 'locks status' only", sub)
 	}
-	client, done, err := inv.openClient(ctx, openExisting)
+	client, done, err := inv.openBackend(ctx, openExisting)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func runLocks(ctx context.Context, inv *invocation, args []string) error {
 	return printLocks(inv.stdout, locks)
 }
 
-func lockStatus(ctx context.Context, inv *invocation, client *duroxide.Client, w string) error {
+func lockStatus(ctx context.Context, inv *invocation, client backend, w string) error {
 	l, err := client.GetLock(ctx, w)
 	if err != nil {
 		return interrupted(err)
@@ -105,17 +106,17 @@ func lockStatus(ctx context.Context, inv *invocation, client *duroxide.Client, w
 		return inv.printJSON(l)
 	}
 	if !l.IsLocked {
-		_, err := fmt.Fprintf(inv.stdout, "workflow %s is not locked\n", w)
+		_, err := fmt.Fprintf(inv.stdout, "workflow %s is not locked\n", safe(w))
 		return err
 	}
 	return printLock(inv.stdout, l)
 }
 
-func lockRelease(ctx context.Context, inv *invocation, client *duroxide.Client, w string) error {
+func lockRelease(ctx context.Context, inv *invocation, client backend, w string) error {
 	// Read the lock first, only to name its holder in the message.
 	var holder string
-	if l, err := client.GetLock(ctx, w); err == nil && l.ExecutionID != nil {
-		holder = *l.ExecutionID
+	if l, err := client.GetLock(ctx, w); err == nil && l.InstanceID != nil {
+		holder = *l.InstanceID
 	}
 	ok, err := client.ReleaseLock(ctx, w)
 	if err != nil {
@@ -124,9 +125,9 @@ func lockRelease(ctx context.Context, inv *invocation, client *duroxide.Client, 
 	if !ok {
 		return fmt.Errorf("no lock on %s: nothing to release (see 'duroxide locks list')", w)
 	}
-	msg := "released the lock on " + w
+	msg := "released the lock on " + safe(w)
 	if holder != "" {
-		msg += fmt.Sprintf(" (held by %s, which keeps running if alive)", holder)
+		msg += fmt.Sprintf(" (held by %s, which keeps running if alive)", safe(holder))
 	}
 	_, err = fmt.Fprintln(inv.stdout, msg)
 	return err
@@ -178,10 +179,10 @@ func printLocks(w io.Writer, locks []duroxide.LockStatus) error {
 	for i := range locks {
 		l := &locks[i]
 		holder := "-"
-		if l.ExecutionID != nil {
-			holder = *l.ExecutionID
+		if l.InstanceID != nil {
+			holder = *l.InstanceID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", l.WorkflowID, holder, holderState(l),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", safe(l.WorkflowID), safe(holder), safe(holderState(l)),
 			lockTime(l.LockedSince), lockTime(l.ExpiresAt), yesNo(l.IsStale), l.Queued)
 	}
 	return tw.Flush()
@@ -190,11 +191,11 @@ func printLocks(w io.Writer, locks []duroxide.LockStatus) error {
 // printLock prints one held lock as aligned "key: value" lines.
 func printLock(w io.Writer, l *duroxide.LockStatus) error {
 	tw := newTable(w)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, safe(v)) }
 	row("Workflow", l.WorkflowID)
 	row("Locked", "yes")
-	if l.ExecutionID != nil {
-		row("Holder", *l.ExecutionID)
+	if l.InstanceID != nil {
+		row("Holder", *l.InstanceID)
 	}
 	row("Holder status", holderState(l))
 	row("Locked since", lockTime(l.LockedSince))

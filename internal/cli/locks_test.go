@@ -94,7 +94,7 @@ func TestLocks(t *testing.T) {
 		ttl       time.Duration
 	}{{"wf-a", "i1", duroxide.DefaultLockTTL}, {"wf-b", "i2", 2 * time.Hour}} {
 		l := list.Locks[i]
-		if l.WorkflowID != want.w || !l.IsLocked || l.ExecutionID == nil || *l.ExecutionID != want.holder ||
+		if l.WorkflowID != want.w || !l.IsLocked || l.InstanceID == nil || *l.InstanceID != want.holder ||
 			l.HolderStatus != duroxide.StatePending || l.IsStale || l.LockedSince == nil || l.ExpiresAt == nil {
 			t.Fatalf("lock %d = %+v", i, l)
 		}
@@ -127,7 +127,7 @@ func TestLocks(t *testing.T) {
 	}
 	var l duroxide.LockStatus
 	runCLI(t, "locks", "status", "wf-a", "--json", "--db", db).wantCode(t, 0).decode(t, &l)
-	if !l.IsLocked || l.ExecutionID == nil || *l.ExecutionID != "i1" {
+	if !l.IsLocked || l.InstanceID == nil || *l.InstanceID != "i1" {
 		t.Fatalf("locks status --json = %+v", l)
 	}
 	if r := runCLI(t, "locks", "status", "nope", "--db", db).wantCode(t, 0); r.stdout != "workflow nope is not locked\n" {
@@ -205,7 +205,7 @@ func TestStartLockKey(t *testing.T) {
 
 	var l duroxide.LockStatus
 	runCLI(t, "locks", "status", "wf", "--json", "--db", db).wantCode(t, 0).decode(t, &l)
-	if l.ExecutionID == nil || *l.ExecutionID != "h1" || l.ExpiresAt.Sub(*l.LockedSince).Round(time.Minute) != 90*time.Minute {
+	if l.InstanceID == nil || *l.InstanceID != "h1" || l.ExpiresAt.Sub(*l.LockedSince).Round(time.Minute) != 90*time.Minute {
 		t.Fatalf("lock after start --lock-ttl 90m = %+v", l)
 	}
 
@@ -215,7 +215,7 @@ func TestStartLockKey(t *testing.T) {
 		t.Fatalf("start --queue-if-locked: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	runCLI(t, "locks", "status", "wf", "--json", "--db", db).wantCode(t, 0).decode(t, &l)
-	if *l.ExecutionID != "h1" || l.Queued != 1 {
+	if *l.InstanceID != "h1" || l.Queued != 1 {
 		t.Fatalf("lock with a queued start = %+v", l)
 	}
 
@@ -366,8 +366,67 @@ func TestServeTriggers(t *testing.T) {
 	}
 	var l duroxide.LockStatus
 	runCLI(t, "locks", "status", "approve", "--json", "--db", db).wantCode(t, 0).decode(t, &l)
-	if !l.IsLocked || l.ExecutionID == nil || *l.ExecutionID != first.ExecutionID {
+	if !l.IsLocked || l.InstanceID == nil || *l.InstanceID != first.ExecutionID {
 		t.Fatalf("lock of the exclusive trigger = %+v", l)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exited %d; stderr:\n%s", code, s.stderr)
+	}
+}
+
+// TestServeTriggerChecks: serve refuses triggers it can tell would fail:
+// an orchestration its runtime lacks (--demo), a secret that is not set.
+func TestServeTriggerChecks(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, content string
+		args          []string
+		parts         []string
+	}{
+		{"unknown orchestration with --demo", `{"triggers": [{"id": "a", "orchestration": "demo.Helo"}]}`, []string{"--demo"},
+			[]string{`trigger "a"`, `"demo.Helo" is not registered`}},
+		{"unknown version with --demo", `{"triggers": [{"id": "a", "orchestration": "demo.Hello", "version": "9.0.0"}]}`, []string{"--demo"},
+			[]string{`trigger "a"`, `no version "9.0.0"`}},
+		{"secret not set", `{"triggers": [{"id": "a", "orchestration": "demo.Hello", "auth": {"type": "github", "secretEnv": "GH_SECRET"}}]}`, nil,
+			[]string{`trigger "a"`, "GH_SECRET", "not set"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			file := writeFile(t, "triggers.json", tt.content)
+			db, _ := tempDB(t)
+			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--triggers", file, "--db", db}, tt.args...)
+			runCLI(t, args...).wantErr(t, 1, tt.parts...)
+		})
+	}
+}
+
+// TestServeSignedTrigger: serve reads a trigger's secret from the
+// environment and answers 401 to unsigned calls; without --demo an
+// orchestration it cannot check is a warning.
+func TestServeSignedTrigger(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, "triggers.json", `{"triggers": [
+		{"id": "gh", "orchestration": "my.Orchestration", "concurrency": "parallel", "auth": {"type": "github", "secretEnv": "GH_SECRET"}}
+	]}`)
+	db, _ := tempDB(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	s := &serving{stdout: newLineWriter(), stderr: newLineWriter(), cancel: cancel, exited: make(chan struct{})}
+	go func() {
+		defer close(s.exited)
+		env := map[string]string{"GH_SECRET": "s3cret"}
+		s.code = run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--triggers", file, "--db", db}, s.stdout, s.stderr,
+			func(k string) string { return env[k] })
+	}()
+	t.Cleanup(func() { cancel(); <-s.exited })
+	s.url = s.stdout.waitLine(t, "listening on ", s.exited)
+	if want := "webhook gh → POST " + s.url + "/api/webhooks/gh (my.Orchestration, parallel, github auth, secret $GH_SECRET)\n"; !strings.Contains(s.stdout.String(), want) {
+		t.Fatalf("serve output lacks %q:\n%s", want, s.stdout)
+	}
+	if code, body := httpDo(t, "POST", s.url+"/api/webhooks/gh", `{}`); code != http.StatusUnauthorized {
+		t.Fatalf("unsigned call = %d %s, want 401", code, body)
+	}
+	if !strings.Contains(s.stderr.String(), "my.Orchestration") || !strings.Contains(s.stderr.String(), "WARN") {
+		t.Fatalf("stderr lacks the warning about my.Orchestration:\n%s", s.stderr)
 	}
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("serve exited %d; stderr:\n%s", code, s.stderr)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
@@ -53,7 +54,7 @@ func printStatus(w io.Writer, st *duroxide.Status) error {
 	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", k, safe(v))
 		}
 	}
 	row("Instance", st.InstanceID)
@@ -88,7 +89,7 @@ func printHistory(w io.Writer, evs []history.Event) error {
 	fmt.Fprintln(tw, "ID\tTYPE\tTIME\tDETAILS")
 	for i := range evs {
 		e := &evs[i]
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.EventID, e.Kind, formatTime(time.UnixMilli(e.TimestampMs)), eventDetails(e))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.EventID, safe(string(e.Kind)), formatTime(time.UnixMilli(e.TimestampMs)), eventDetails(e))
 	}
 	return tw.Flush()
 }
@@ -98,7 +99,7 @@ func eventDetails(e *history.Event) string {
 	var parts []string
 	add := func(k, v string) {
 		if v != "" {
-			parts = append(parts, k+"="+v)
+			parts = append(parts, k+"="+safe(v))
 		}
 	}
 	add("name", e.Name)
@@ -151,8 +152,56 @@ func printInstances(w io.Writer, page *duroxide.InstancePage) error {
 		if st.Version != "" {
 			name += "@" + st.Version
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", st.InstanceID, name, st.State, st.ExecutionID,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", safe(st.InstanceID), safe(name), safe(string(st.State)), st.ExecutionID,
 			formatTime(st.CreatedAt), formatTime(st.UpdatedAt))
 	}
 	return tw.Flush()
+}
+
+// safe returns a user-controlled value (an instance ID, a name, an error,
+// a custom status) for a table cell or a line of text: unchanged when it is
+// valid UTF-8 made of printable characters and spaces, else quoted as a Go
+// string literal (strconv.Quote), so that control characters (ESC
+// sequences, newlines, tabs, carriage returns), invisible formatting
+// characters and invalid bytes cannot clear the terminal or forge rows.
+func safe(s string) string {
+	if printable(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// escapeText escapes, in place, the characters of a free-text message that
+// are not printable (as strconv.Quote would write them), for error lines.
+func escapeText(s string) string {
+	if printable(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		w = size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }

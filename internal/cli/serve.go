@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,10 +21,23 @@ import (
 
 var serveCommand = &command{
 	name:     "serve",
-	synopsis: "[--addr 127.0.0.1:8080] [--triggers FILE] [--demo] [--shutdown-timeout 30s]",
+	synopsis: "[--addr 127.0.0.1:8080] [--auth-token T] [--allowed-host NAME]... [--insecure] [--triggers FILE] [--demo] [--shutdown-timeout 30s]",
 	summary:  "serve the HTTP API (and, with --demo, run the demo orchestrations)",
 	details: `Serves the HTTP API on --addr; port 0 picks a free port, and the address is
-printed as "listening on http://HOST:PORT".
+printed as "listening on http://HOST:PORT" (the listener's own address; a
+wildcard address such as ":8080" is printed as http://[::]:8080 or
+http://0.0.0.0:8080 with "all interfaces").
+
+Security (docs/security.md): on a loopback address (the default) no token
+is needed. --auth-token T (or $DUROXIDE_AUTH_TOKEN; at least 16 characters)
+requires "Authorization: Bearer T" on every route but /healthz, /readyz and
+the webhooks. Requests are only served for the Host names localhost and
+loopback addresses, plus each --allowed-host NAME (repeatable; '*' allows
+any Host, for use behind a proxy that checks it). Binding another address
+needs a token (or --insecure, to serve without one at your own risk) and at
+least one --allowed-host. serve refuses to start on a store it cannot write.
+POST requests need Content-Type: application/json, bodyless ones included
+(with curl: -H 'Content-Type: application/json'); webhooks take any.
 
 Without --demo, serve runs no orchestrations: it serves the API only, and the
 instances started through it wait until a runtime hosting their
@@ -40,6 +54,14 @@ POST /api/webhooks/ID and printed at startup with its URL. The file is JSON:
 concurrency is exclusive (409 while one runs; the default), parallel or
 queue. A file that cannot be read or is invalid stops serve before it starts.
 
+A trigger may require a signature or a shared token: "auth": {"type":
+"github", "secretEnv": "GITHUB_WEBHOOK_SECRET"} (also "stripe", "hmac" with
+"header", "encoding" and "prefix", "token" with "header", and "none"). The
+secret is read from the named environment variable, which must be set. A
+bad or missing signature is answered 401 and starts nothing. With --demo, a
+trigger naming an orchestration or version the demo runtime does not
+register stops serve; without it, serve warns.
+
 Ctrl-C (SIGINT) or SIGTERM shuts down gracefully: the HTTP server stops
 taking requests, then the runtime finishes the turns and activities in
 flight, within --shutdown-timeout. Work not finished by then is not lost: it
@@ -52,11 +74,21 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	withDemo := inv.fs.Bool("demo", false, "run a runtime hosting the demo orchestrations (default: API only, no runtime)")
 	grace := inv.fs.Duration("shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")
 	triggersFile := inv.fs.String("triggers", "", "serve the webhook triggers of this JSON file at POST /api/webhooks/ID (default: none)")
+	token := inv.fs.String("auth-token", "", "require Authorization: Bearer TOKEN on every route but /healthz, /readyz and webhooks (default $"+envAuthToken+", else none)")
+	var allowedHosts stringList
+	inv.fs.Var(&allowedHosts, "allowed-host", "also serve requests whose Host is NAME (repeatable; '*' = any; default: localhost and loopback addresses only)")
+	insecure := inv.fs.Bool("insecure", false, "allow a non-loopback --addr without --auth-token")
 	if err := inv.parse(args, 0); err != nil {
 		return err
 	}
 	if *grace <= 0 {
 		return usageErrorf("serve: --shutdown-timeout must be positive")
+	}
+	if *token == "" {
+		*token = inv.getenv(envAuthToken)
+	}
+	if err := checkExposure(*addr, *token, allowedHosts, *insecure); err != nil {
+		return err
 	}
 	// Triggers are loaded first: a bad file fails before anything starts.
 	var triggers []httpapi.Trigger
@@ -79,6 +111,13 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		}
 	}()
 	fmt.Fprintf(out, "store %s\n", spec.raw)
+	checkWritable := store.CheckWritable
+	if hook, ok := ctx.Value(writableHookKey{}).(func(context.Context) error); ok {
+		checkWritable = hook
+	}
+	if err := checkWritable(ctx); err != nil {
+		return fmt.Errorf("the store %s cannot be written, refusing to serve: %w", spec.raw, err)
+	}
 
 	var (
 		reg *duroxide.Registry
@@ -115,7 +154,11 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	}
 
 	client := duroxide.NewClient(store)
-	handler, err := httpapi.NewHandler(client, &httpapi.Options{Logger: logger, Registry: reg, Runtime: rt, Triggers: triggers})
+	// NewHandler checks the triggers: their secrets' environment variables
+	// are set, and with --demo the runtime registers their orchestrations.
+	handler, err := httpapi.NewHandler(client, &httpapi.Options{Logger: logger, Registry: reg, Runtime: rt, Triggers: triggers,
+		AuthToken: *token, AllowedHosts: allowedHosts,
+		LookupEnv: func(k string) (string, bool) { v := inv.getenv(k); return v, v != "" }})
 	if err != nil {
 		return abort(fmt.Errorf("creating the HTTP API: %w", err))
 	}
@@ -127,9 +170,12 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		return abort(fmt.Errorf("cannot listen on %s: %w: choose another --addr (port 0 picks a free one)", *addr, err))
 	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler: handler,
+		// Bodies have their own deadline (httpapi.Options.ReadTimeout);
+		// no WriteTimeout, for long polls.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		// Requests see ctx, so long polls end as soon as shutdown begins.
 		BaseContext: func(net.Listener) context.Context { return ctx },
@@ -140,7 +186,14 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	for i := range triggers {
 		fmt.Fprintln(out, webhookLine(base, &triggers[i]))
 	}
-	fmt.Fprintf(out, "listening on %s\n", base)
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		fmt.Fprintf(out, "listening on %s (all interfaces)\n", base)
+	} else {
+		fmt.Fprintf(out, "listening on %s\n", base)
+	}
+	if *token == "" {
+		fmt.Fprintln(out, "no --auth-token: the API is open to every local program and user of this machine")
+	}
 
 	var serveErr error
 	select {
@@ -186,19 +239,85 @@ func webhookLine(base string, t *httpapi.Trigger) string {
 	if t.WorkflowID != "" && mode != httpapi.ConcurrencyParallel {
 		details = append(details, "workflow "+t.WorkflowID)
 	}
+	switch {
+	case t.Auth == nil:
+	case t.Auth.Type == httpapi.AuthNone:
+		details = append(details, "unauthenticated")
+	default:
+		details = append(details, fmt.Sprintf("%s auth, secret $%s", t.Auth.Type, t.Auth.SecretEnv))
+	}
 	return fmt.Sprintf("webhook %s → POST %s/api/webhooks/%s (%s)", t.ID, base, url.PathEscape(t.ID), strings.Join(details, ", "))
 }
 
-// listenURL is the URL of a listening address; an unspecified host (as in
-// ":8080") is shown as localhost.
+// listenURL is the URL of a listening address, as the listener has it: a
+// wildcard address stays "[::]" or "0.0.0.0".
 func listenURL(a net.Addr) string {
-	host, port := a.String(), ""
 	if tcp, ok := a.(*net.TCPAddr); ok {
-		host, port = tcp.IP.String(), strconv.Itoa(tcp.Port)
-		if tcp.IP.IsUnspecified() {
-			host = "localhost"
-		}
-		return "http://" + net.JoinHostPort(host, port)
+		return "http://" + net.JoinHostPort(tcp.IP.String(), strconv.Itoa(tcp.Port))
 	}
-	return "http://" + host
+	return "http://" + a.String()
+}
+
+// minTokenLength is the shortest --auth-token serve accepts.
+const minTokenLength = 16
+
+// writableHookKey is the context key of a test hook, a
+// func(context.Context) error that replaces the store's writability check.
+type writableHookKey struct{}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("must not be empty")
+	}
+	*l = append(*l, v)
+	return nil
+}
+
+// checkExposure refuses settings that would expose the API unprotected:
+// a non-loopback address without a token (unless insecure) or without
+// allowed hosts (every request would be refused), and a short token.
+func checkExposure(addr, token string, allowedHosts []string, insecure bool) error {
+	if token != "" && len(token) < minTokenLength {
+		return usageErrorf("serve: --auth-token (or $%s) must be at least %d characters; generate one with: openssl rand -hex 32", envAuthToken, minTokenLength)
+	}
+	loopback, err := isLoopbackAddr(addr)
+	if err != nil {
+		return usageErrorf("serve: --addr %q: %v", addr, err)
+	}
+	if loopback {
+		return nil
+	}
+	if token == "" && !insecure {
+		return usageErrorf("serve: refusing to serve on %s, which is not a loopback address, without --auth-token (or $%s): anyone who can reach it could start, cancel and purge work; set a token, or pass --insecure to serve without one", addr, envAuthToken)
+	}
+	if len(allowedHosts) == 0 {
+		return usageErrorf("serve: serving on %s, which is not a loopback address, needs --allowed-host NAME for each host name clients use to reach it (or --allowed-host '*' behind a proxy that checks Host)", addr)
+	}
+	return nil
+}
+
+// isLoopbackAddr reports whether every address that addr (host:port)
+// listens on is a loopback one; an empty host or a wildcard address is
+// every interface.
+func isLoopbackAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if host == "" {
+		return false, nil
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false, nil // a name: it may resolve to any address
+	}
+	return ip.Unmap().IsLoopback(), nil
 }

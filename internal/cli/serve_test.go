@@ -91,11 +91,17 @@ func serve(t *testing.T, args ...string) *serving {
 
 func serveCtx(t *testing.T, ctx context.Context, args ...string) *serving {
 	t.Helper()
+	return serveEnv(t, ctx, nil, args...)
+}
+
+// serveEnv is serveCtx with environment variables.
+func serveEnv(t *testing.T, ctx context.Context, env map[string]string, args ...string) *serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	s := &serving{stdout: newLineWriter(), stderr: newLineWriter(), cancel: cancel, exited: make(chan struct{})}
 	go func() {
 		defer close(s.exited)
-		s.code = run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), s.stdout, s.stderr, func(string) string { return "" })
+		s.code = run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), s.stdout, s.stderr, func(k string) string { return env[k] })
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -38,9 +38,7 @@ func parseDB(raw string) (storeSpec, error) {
 		return s, usageErrorf("the PostgreSQL store is not built yet: use an SQLite store, e.g. --db sqlite:duroxide.db")
 	case strings.HasPrefix(lower, "sqlite:"):
 		s.path = raw[len("sqlite:"):]
-		if strings.HasPrefix(s.path, "//") { // sqlite:///abs/path.db, sqlite://rel.db
-			s.path = s.path[2:]
-		}
+		s.path = strings.TrimPrefix(s.path, "//") // sqlite:///abs/path.db, sqlite://rel.db
 		if s.path == "" {
 			return s, usageErrorf("--db %q names no file: use sqlite:PATH, e.g. sqlite:duroxide.db, or sqlite::memory:", raw)
 		}

@@ -47,6 +47,19 @@ func (c *cache) take(instanceID string, executionID int64) *replay.Execution {
 	return x
 }
 
+// position reports the execution and last event ID cached for instanceID,
+// without taking it (provider.FetchOptions.Cached).
+func (c *cache) position(instanceID string) (executionID, lastEventID int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.m[instanceID]
+	if !ok {
+		return 0, 0, false
+	}
+	x := el.Value.(*replay.Execution)
+	return x.ExecutionID(), x.LastEventID(), true
+}
+
 // put caches x, evicting the least recently used entry when full.
 func (c *cache) put(x *replay.Execution) {
 	if c == nil {

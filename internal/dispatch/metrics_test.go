@@ -158,10 +158,9 @@ func TestRuntimeMetricsCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.hub.WakeOrchestrator()
 	for i := range n {
 		id := fmt.Sprint("metrics-", i)
-		changed, stop := r.hub.WatchInstance(id)
+		changed, stop := store.WatchInstance(id)
 		for {
 			info, err := store.GetInstance(ctx, id)
 			if err != nil {

@@ -1,12 +1,15 @@
-// Package dispatch runs orchestrations and activities against a store: the
-// orchestration dispatcher fetches instances with ready messages, runs a
-// turn of each through the replay engine and acks it; the activity
-// dispatcher fetches activities, runs them and acks their results.
+// Package dispatch schedules orchestrations and activities against a
+// store: the orchestration dispatcher fetches instances with ready
+// messages, completes their history from the cache of live executions,
+// has internal/turn decide each turn and commits (acks) or abandons it; the
+// activity dispatcher fetches activities, runs them and acks their results.
+// It owns the concurrency slots, lock renewal, the cache and the periodic
+// sweeps; what a turn means is decided in internal/turn.
 //
-// Neither polls on a fixed period. In-process enqueues wake them through the
-// Hub; an idle dispatcher sleeps until the store's next visible message
-// (provider.Waker), bounded by Options.PollInterval so that writes made by
-// other processes are noticed.
+// Neither polls on a fixed period. The store's notifications
+// (provider.Notifier) wake them when work may be ready; an idle dispatcher
+// sleeps until the store's next visible message (provider.Waker), bounded
+// by Options.PollInterval, a slow fallback for lost notifications.
 package dispatch
 
 import (
@@ -21,6 +24,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/internal/replay"
 	"github.com/duroxide/duroxide-go/provider"
 )
@@ -57,8 +61,16 @@ type Options struct {
 	// LockCleanupInterval is how often expired execution locks are swept;
 	// zero disables the sweep (the root package fills its default).
 	LockCleanupInterval time.Duration
-	Clock               clockwork.Clock
-	Logger              *slog.Logger
+	// ShutdownGrace bounds how long Shutdown waits, in real time, for
+	// activities to return once their contexts were canceled (0 = 1s;
+	// negative: no wait).
+	ShutdownGrace time.Duration
+	Clock         clockwork.Clock
+	Logger        *slog.Logger
+
+	// testHookActivityStart, set by tests, runs in an activity's goroutine
+	// just before the runtime decides to start its function.
+	testHookActivityStart func()
 }
 
 // Runtime is a running pair of dispatchers.
@@ -66,7 +78,6 @@ type Runtime struct {
 	p     provider.Provider
 	reg   Registry
 	o     Options
-	hub   *Hub
 	cache *cache
 	clock clockwork.Clock
 	log   *slog.Logger
@@ -86,11 +97,18 @@ type Runtime struct {
 
 	orchSlots chan struct{}
 	workSlots chan struct{}
+	// workerKick wakes the activity fetch loop (kickWorker).
+	workerKick chan struct{}
 
 	metrics metrics // what Metrics reports
 
-	mu      sync.Mutex
-	running map[activityKey]context.CancelCauseFunc
+	mu sync.Mutex
+	// running holds the activities whose function runs, by lock token;
+	// runningOf counts them by instance.
+	running   map[string]*inflight
+	runningOf map[string]int
+	// drained, when set, is closed once running is empty.
+	drained chan struct{}
 	parked  map[string]int // instance -> consecutive parks, for backoff
 }
 
@@ -104,9 +122,14 @@ type activityKey struct {
 // taken away (its orchestration ended or was canceled, or its lock was lost).
 var errActivityCanceled = errors.New("activity canceled: its orchestration no longer needs it or its lock was lost")
 
-// ErrStopped is the cause given to activities still running when Shutdown's
-// deadline passes.
-var ErrStopped = errors.New("runtime stopped")
+// ErrRuntimeStopped is the cause given to activities still running when
+// Shutdown's deadline passes. The root package exports it as
+// duroxide.ErrRuntimeStopped.
+var ErrRuntimeStopped = errors.New("runtime stopped")
+
+// DefaultPollInterval bounds an idle dispatcher's sleep: the fallback for
+// notifications a store failed to deliver.
+const DefaultPollInterval = 5 * time.Second
 
 // Start validates o, fills defaults, and starts the dispatchers.
 func Start(p provider.Provider, reg Registry, o Options) (*Runtime, error) {
@@ -118,14 +141,15 @@ func Start(p provider.Provider, reg Registry, o Options) (*Runtime, error) {
 	}
 	r := &Runtime{
 		p: p, reg: reg, o: o,
-		hub:       HubFor(p),
-		clock:     o.Clock,
-		log:       o.Logger,
-		stopping:  make(chan struct{}),
-		orchSlots: make(chan struct{}, o.OrchestrationConcurrency),
-		workSlots: make(chan struct{}, o.WorkerConcurrency),
-		running:   map[activityKey]context.CancelCauseFunc{},
-		parked:    map[string]int{},
+		clock:      o.Clock,
+		log:        o.Logger,
+		stopping:   make(chan struct{}),
+		orchSlots:  make(chan struct{}, o.OrchestrationConcurrency),
+		workSlots:  make(chan struct{}, o.WorkerConcurrency),
+		workerKick: make(chan struct{}, 1),
+		running:    map[string]*inflight{},
+		runningOf:  map[string]int{},
+		parked:     map[string]int{},
 	}
 	if o.CacheSize > 0 {
 		r.cache = newCache(o.CacheSize)
@@ -164,7 +188,7 @@ func (o *Options) fill() error {
 		{&o.WorkerLockTimeout, 30 * time.Second},
 		{&o.BackoffBase, time.Second},
 		{&o.BackoffMax, time.Minute},
-		{&o.PollInterval, 250 * time.Millisecond},
+		{&o.PollInterval, DefaultPollInterval},
 		{&o.SessionLockTimeout, 30 * time.Second},
 		{&o.SessionIdleTimeout, 5 * time.Minute},
 	} {
@@ -184,6 +208,12 @@ func (o *Options) fill() error {
 	if o.FetchBatch == 0 {
 		o.FetchBatch = 16
 	}
+	switch {
+	case o.ShutdownGrace == 0:
+		o.ShutdownGrace = time.Second
+	case o.ShutdownGrace < 0:
+		o.ShutdownGrace = 0
+	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 10
 	}
@@ -202,8 +232,13 @@ func (o *Options) fill() error {
 
 // Shutdown stops fetching, waits for in-flight turns and activities to
 // finish, and returns. If ctx ends first, running activities are canceled
-// (their work goes back to the queue) and Shutdown returns ctx's error once
-// they have returned.
+// with cause ErrRuntimeStopped; those that return within
+// Options.ShutdownGrace give their work items back themselves, and the
+// work items of the others are given back without waiting for their
+// functions to return. Shutdown then waits only for turns and for the
+// runtime's own store calls, and returns ctx's error. The goroutine of an
+// activity that ignores its context is left running the user's function;
+// when it returns, its result is discarded without touching the store.
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	r.stopOnce.Do(func() { close(r.stopping) })
 	r.loops.Wait()
@@ -217,22 +252,28 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
-		r.actsStop(ErrStopped)
+		r.actsStop(ErrRuntimeStopped)
+		r.awaitActivities(r.o.ShutdownGrace)
+		r.abandonRunning()
 		<-done
 	}
-	r.ioStop(ErrStopped)
-	r.actsStop(ErrStopped)
+	r.ioStop(ErrRuntimeStopped)
+	r.actsStop(ErrRuntimeStopped)
 	r.cache.clear()
 	return err
 }
 
 // fetchLoop fetches work for one queue while slots are free and sleeps
-// when there is none, until woken by the hub, the store's next visible
-// time, or the poll interval.
+// when there is none, until woken by the store's notifications, its next
+// visible time, or the poll interval.
 func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(max int) (int, error)) {
 	defer r.loops.Done()
-	wake, unsubscribe := r.hub.subscribe(q)
+	wake, unsubscribe := r.p.Subscribe(q)
 	defer unsubscribe()
+	var kick <-chan struct{}
+	if q == provider.QueueWorker {
+		kick = r.workerKick
+	}
 	waker, _ := r.p.(provider.Waker)
 	errors := 0
 	idle := time.Duration(0)
@@ -242,7 +283,6 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 		case <-r.stopping:
 			return
 		}
-		ended := r.hub.turnsEnded.Load()
 		n := 1
 	fill:
 		for n < r.o.FetchBatch {
@@ -263,7 +303,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			if !provider.IsRetryable(err) {
 				d = 100 * time.Millisecond
 			}
-			r.log.Warn("fetch failed", "queue", queueName(q), "error", err, "retryIn", d)
+			r.log.Warn("fetch failed", logkey.Queue, queueName(q), logkey.Error, err, logkey.RetryIn, d)
 			if !r.sleep(d, nil) {
 				return
 			}
@@ -272,16 +312,21 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 		errors = 0
 		if got > 0 {
 			idle = 0
-			continue
+			if got == n {
+				continue // there may be more
+			}
+			// The store had less than asked: it was drained when it
+			// looked. Fetch again only when something new may be there
+			// (a notification, or work coming due), not at once: an
+			// empty fetch costs a write transaction.
 		}
 		now := r.clock.Now()
 		wait := r.o.PollInterval
-		stalled := false
 		if waker != nil {
 			next, err := waker.NextVisible(r.io, q)
 			switch {
 			case err != nil:
-				r.log.Warn("reading next visible time failed", "queue", queueName(q), "error", err)
+				r.log.Warn("reading next visible time failed", logkey.Queue, queueName(q), logkey.Error, err)
 			case next.IsZero():
 			default:
 				if d := next.Sub(now); d > 0 {
@@ -294,40 +339,34 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 					continue
 				} else {
 					// Something is visible that this node cannot take (a
-					// session another node owns, an instance locked by a
-					// turn in progress): back off instead of spinning.
+					// session another node owns): back off instead of
+					// spinning. A commit that frees it notifies.
 					idle = min(idle*2, r.o.PollInterval)
 					wait = idle
-					stalled = q == provider.QueueOrchestrator
 				}
 			}
 		}
-		if stalled {
-			// A turn of this process that ends wakes the loop early (see
-			// endTurn). Announce the stall before checking for turns that
-			// ended since the fetch, so that one of the two sides sees
-			// the other.
-			r.hub.stalled.Add(1)
-			if r.hub.turnsEnded.Load() != ended {
-				r.hub.stalled.Add(-1)
-				continue
-			}
-		}
-		ok := r.sleepUntil(now.Add(wait), wake)
-		if stalled {
-			r.hub.stalled.Add(-1)
-		}
-		if !ok {
+		if !r.sleepUntil(now.Add(wait), wake, kick) {
 			return
 		}
 	}
 }
 
-// sleepUntil waits until the clock reads deadline, a wake-up, or shutdown;
+// kickWorker wakes this runtime's activity fetch loop: for work it was not
+// notified of, such as a leased activity whose lock was lost.
+func (r *Runtime) kickWorker() {
+	select {
+	case r.workerKick <- struct{}{}:
+	default:
+	}
+}
+
+// sleepUntil waits until the clock reads deadline, a wake-up (either
+// channel; nil never fires), or shutdown;
 // it reports false on shutdown. If the clock jumps while the timer is being
 // armed (a fake clock advanced by a test), the timer is armed again, so the
 // deadline is not overslept by the jump.
-func (r *Runtime) sleepUntil(deadline time.Time, wake <-chan struct{}) bool {
+func (r *Runtime) sleepUntil(deadline time.Time, wake, kick <-chan struct{}) bool {
 	for {
 		now := r.clock.Now()
 		if !now.Before(deadline) {
@@ -347,6 +386,9 @@ func (r *Runtime) sleepUntil(deadline time.Time, wake <-chan struct{}) bool {
 		case <-wake:
 			t.Stop()
 			return true
+		case <-kick:
+			t.Stop()
+			return true
 		case <-r.stopping:
 			t.Stop()
 			return false
@@ -356,7 +398,7 @@ func (r *Runtime) sleepUntil(deadline time.Time, wake <-chan struct{}) bool {
 
 // sleep waits for d, a wake-up, or shutdown; it reports false on shutdown.
 func (r *Runtime) sleep(d time.Duration, wake <-chan struct{}) bool {
-	return r.sleepUntil(r.clock.Now().Add(d), wake)
+	return r.sleepUntil(r.clock.Now().Add(d), wake, nil)
 }
 
 // retry runs op until it succeeds or fails permanently, retrying transient
@@ -397,6 +439,7 @@ type renewer struct {
 	mu      sync.Mutex
 	timer   clockwork.Timer
 	stopped bool
+	ticking sync.WaitGroup // a renewal in progress
 }
 
 func (r *Runtime) startRenewer(timeout time.Duration, renew func() error, lost func(error)) *renewer {
@@ -409,13 +452,15 @@ func (r *Runtime) startRenewer(timeout time.Duration, renew func() error, lost f
 			rn.mu.Unlock()
 			return
 		}
+		rn.ticking.Add(1)
 		rn.mu.Unlock()
+		defer rn.ticking.Done()
 		if err := renew(); err != nil {
 			if errors.Is(err, provider.ErrLockLost) {
 				lost(err)
 				return
 			}
-			r.log.Warn("lock renewal failed; will retry", "error", err)
+			r.log.Warn("lock renewal failed; will retry", logkey.Error, err)
 		}
 		rn.mu.Lock()
 		if !rn.stopped {
@@ -431,6 +476,9 @@ func (r *Runtime) startRenewer(timeout time.Duration, renew func() error, lost f
 	return rn
 }
 
+// stop stops the renewals and waits for one in progress, so that no
+// renewal runs once stop returns. It may be called more than once, but
+// not from the renew or lost functions.
 func (rn *renewer) stop() {
 	rn.mu.Lock()
 	rn.stopped = true
@@ -438,6 +486,7 @@ func (rn *renewer) stop() {
 		rn.timer.Stop()
 	}
 	rn.mu.Unlock()
+	rn.ticking.Wait()
 }
 
 // maintainSessions renews the session leases this runtime owns and sweeps
@@ -449,12 +498,12 @@ func (r *Runtime) maintainSessions() {
 	lastSweep := r.clock.Now()
 	for r.sleep(every, nil) {
 		if _, err := r.p.RenewSessionLocks(r.io, []string{r.o.WorkerID}, r.o.SessionLockTimeout, r.o.SessionIdleTimeout); err != nil {
-			r.log.Warn("renewing session leases failed", "error", err)
+			r.log.Warn("renewing session leases failed", logkey.Worker, r.o.WorkerID, logkey.Error, err)
 		}
 		if r.clock.Since(lastSweep) >= sweepEvery {
 			lastSweep = r.clock.Now()
 			if _, err := r.p.CleanupOrphanedSessions(r.io); err != nil {
-				r.log.Warn("sweeping orphaned sessions failed", "error", err)
+				r.log.Warn("sweeping orphaned sessions failed", logkey.Error, err)
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/logkey"
+	"github.com/duroxide/duroxide-go/internal/turn"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -19,7 +21,11 @@ type ActivityInfo struct {
 	ActivityID  int64
 	Name        string
 	SessionID   string
-	// Attempt counts deliveries of this activity, from 1.
+	// Attempt counts deliveries of this activity, from 1: every start of
+	// the function, including runs cut short by a crash, a lost lock or a
+	// shutdown, and every delivery to a runtime lacking the activity; not a
+	// delivery given back unstarted because Shutdown was canceling
+	// activities (see runActivity).
 	Attempt int
 	// WorkerID is the runtime's worker (session owner) ID.
 	WorkerID string
@@ -42,20 +48,117 @@ func (r *Runtime) fetchActivities(max int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, l := range leases {
-		r.work.Add(1)
-		go func() {
-			defer func() {
-				<-r.workSlots
-				r.work.Done()
-			}()
-			r.runActivity(l)
-		}()
-	}
+	r.startActivities(leases)
 	return len(leases), nil
 }
 
+// startActivities runs leased activities, each on its own goroutine,
+// holding one worker slot each (taken by the caller).
+func (r *Runtime) startActivities(leases []*provider.WorkItemLease) {
+	for _, l := range leases {
+		r.work.Add(1)
+		go func() {
+			defer func() { <-r.workSlots }()
+			r.runActivity(l)
+		}()
+	}
+}
+
+// reserveLeases marks for leasing (provider.TurnAck.LeaseFor) the
+// activities of ack this runtime can run now: registered here, with no
+// session or delay, one free worker slot each, which it takes. It returns
+// how many slots it took; the caller runs the leases the ack returns and
+// gives back the slots it did not use (releaseSlots).
+func (r *Runtime) reserveLeases(ack *provider.TurnAck) int {
+	select {
+	case <-r.stopping:
+		return 0
+	default:
+	}
+	n := 0
+	for _, m := range ack.WorkerItems {
+		if m.SessionID != "" || !m.VisibleAt.IsZero() {
+			continue
+		}
+		if _, ok := r.reg.Activity(m.Item.Name); !ok {
+			continue
+		}
+		select {
+		case r.workSlots <- struct{}{}:
+		default:
+			return n // no free slot: the rest go through the queue
+		}
+		m.Lease = true
+		n++
+	}
+	if n > 0 {
+		ack.LeaseFor = r.o.WorkerLockTimeout
+	}
+	return n
+}
+
+// reserveTurn asks ack to take the turn its completion starts
+// (provider.WorkAck.TakeTurn) when an orchestration slot is free, which it
+// takes: the runtime then runs that turn without fetching it. It reports
+// whether it took a slot.
+func (r *Runtime) reserveTurn(ack *provider.WorkAck) bool {
+	if ack.Completion == nil {
+		return false
+	}
+	// While other activities of the instance run here, their results
+	// should reach one turn together: the last one takes it.
+	r.mu.Lock()
+	others := r.runningOf[ack.Completion.InstanceID]
+	r.mu.Unlock()
+	if others > 0 {
+		return false
+	}
+	select {
+	case <-r.stopping:
+		return false
+	default:
+	}
+	select {
+	case r.orchSlots <- struct{}{}:
+	default:
+		return false
+	}
+	ack.TakeTurn = &provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout}
+	if r.cache != nil {
+		ack.TakeTurn.Cached = r.cache.position
+	}
+	return true
+}
+
+// releaseSlots gives back n worker slots.
+func (r *Runtime) releaseSlots(n int) {
+	for range n {
+		<-r.workSlots
+	}
+}
+
+// inflight is an activity whose function is running.
+type inflight struct {
+	key    activityKey
+	lease  *provider.WorkItemLease
+	cancel context.CancelCauseFunc
+	rn     *renewer
+	start  time.Time
+	// abandoned is set, under Runtime.mu, when Shutdown gave the work
+	// item back and stopped waiting for the function.
+	abandoned bool
+}
+
+// runActivity runs one fetched activity and commits or gives back its
+// work item. It marks it done in Runtime.work, unless Shutdown stopped
+// waiting for it (see abandonRunning), which then did.
 func (r *Runtime) runActivity(l *provider.WorkItemLease) {
+	awaited := true // by Shutdown, through Runtime.work
+	defer func() {
+		if awaited {
+			r.work.Done()
+		}
+	}()
 	item := l.Item
 	complete := func(out json.RawMessage, fail *history.ErrorDetails) *provider.OrchestratorMessage {
 		w := history.WorkItem{InstanceID: l.InstanceID, ExecutionID: l.ExecutionID, ID: l.ActivityID}
@@ -67,62 +170,91 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 		return &provider.OrchestratorMessage{InstanceID: l.InstanceID, Item: w}
 	}
 	if l.AttemptCount > r.o.MaxAttempts {
-		r.log.Error("activity poisoned", "instance", l.InstanceID, "activity", item.Name, "attempts", l.AttemptCount)
+		r.log.Error("activity poisoned", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID,
+			logkey.Activity, item.Name, logkey.Attempt, l.AttemptCount)
 		r.ackActivity(l, complete(nil, &history.ErrorDetails{Kind: history.ErrorPoison,
-			Message: fmt.Sprintf("activity %s was delivered %d times (max attempts %d) without completing: its worker crashed or lost its lock each time",
+			Message: fmt.Sprintf("activity %s was delivered %d times (max attempts %d) without completing: its worker crashed, lost its lock or was shut down each time",
 				item.Name, l.AttemptCount-1, r.o.MaxAttempts)}))
 		return
 	}
 	fn, ok := r.reg.Activity(item.Name)
 	if !ok {
 		msg := fmt.Sprintf("activity %s is not registered on this runtime", item.Name)
-		if l.AttemptCount >= r.o.MaxAttempts {
-			r.ackActivity(l, complete(nil, &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: msg}))
+		if turn.Unregistered(l.AttemptCount, r.o.MaxAttempts) {
+			r.ackActivity(l, complete(nil, &history.ErrorDetails{Kind: history.ErrorConfiguration,
+				Message: fmt.Sprintf("%s (looked up on %d deliveries)", msg, l.AttemptCount)}))
 			return
 		}
-		r.log.Warn("activity not registered; will retry", "instance", l.InstanceID, "activity", item.Name, "attempt", l.AttemptCount)
+		r.log.Warn("activity not registered; will retry", logkey.Instance, l.InstanceID, logkey.Activity, item.Name, logkey.Attempt, l.AttemptCount)
 		if err := r.p.AbandonWorkItem(r.io, l.LockToken, provider.AbandonOptions{Delay: r.backoff(l.AttemptCount)}); err != nil && !errors.Is(err, provider.ErrLockLost) {
-			r.log.Warn("abandoning activity failed; its lock will expire", "error", err)
+			r.log.Warn("abandoning activity failed; its lock will expire", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID, logkey.Error, err)
 		}
-		// The fetch loop sleeps on a deadline computed before the abandon;
-		// wake it so it sleeps until the retry is due instead.
-		r.hub.WakeWorker()
 		return
 	}
 
-	key := activityKey{l.InstanceID, l.ExecutionID, l.ActivityID}
 	ctx, cancel := context.WithCancelCause(r.acts)
 	defer cancel(nil)
 	ctx = context.WithValue(ctx, activityInfoKey{}, &ActivityInfo{
 		InstanceID: l.InstanceID, ExecutionID: l.ExecutionID, ActivityID: l.ActivityID,
 		Name: item.Name, SessionID: l.SessionID, Attempt: l.AttemptCount, WorkerID: r.o.WorkerID,
 	})
+	a := &inflight{key: activityKey{l.InstanceID, l.ExecutionID, l.ActivityID}, lease: l, cancel: cancel}
+	if r.o.testHookActivityStart != nil {
+		r.o.testHookActivityStart()
+	}
 	r.mu.Lock()
-	r.running[key] = cancel
-	r.mu.Unlock()
-	rn := r.startRenewer(r.o.WorkerLockTimeout, func() error {
+	if r.acts.Err() != nil {
+		// Shutdown is canceling activities: do not start another. The
+		// function never ran, so the delivery is not counted.
+		r.mu.Unlock()
+		r.giveBack(l, provider.AbandonOptions{IgnoreAttempt: true})
+		return
+	}
+	a.start = time.Now()
+	a.rn = r.startRenewer(r.o.WorkerLockTimeout, func() error {
 		return r.p.RenewWorkItemLock(r.io, l.LockToken, r.o.WorkerLockTimeout)
 	}, func(error) { cancel(errActivityCanceled) })
-
-	start := time.Now()
-	out, err := callActivity(ctx, fn, item.Input)
-	ran := time.Since(start)
-
-	rn.stop()
-	r.mu.Lock()
-	delete(r.running, key)
+	r.running[l.LockToken] = a
+	r.runningOf[l.InstanceID]++
 	r.mu.Unlock()
+
+	out, err := callActivity(ctx, fn, item.Input)
+	ran := time.Since(a.start)
+
+	a.rn.stop()
+	r.mu.Lock()
+	abandoned := a.abandoned
+	if _, ok := r.running[l.LockToken]; ok { // not cut loose by abandonRunning
+		delete(r.running, l.LockToken)
+		r.forgetRunning(l.InstanceID)
+	}
+	if len(r.running) == 0 && r.drained != nil {
+		close(r.drained)
+		r.drained = nil
+	}
+	r.mu.Unlock()
+	if abandoned {
+		// Shutdown gave the work item back and no longer waits for this
+		// goroutine; the store may be closed by now. Drop the result.
+		awaited = false
+		r.log.Debug("activity returned after shutdown; result discarded", logkey.Instance, l.InstanceID,
+			logkey.ActivityID, l.ActivityID, logkey.Activity, item.Name)
+		return
+	}
 
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errActivityCanceled):
 		r.metrics.observeActivity(ActivityCanceled, ran)
-		return // the work item is gone; nobody wants the result
-	case errors.Is(cause, ErrStopped):
+		// The work item is gone, or back in the queue once its lost lock
+		// expires: the fetch loop may not know of it (a leased item never
+		// woke it), so it looks again.
+		r.kickWorker()
+		return
+	case errors.Is(cause, ErrRuntimeStopped) && err != nil:
+		// Shutdown cut it short: give it back to the queue. The function
+		// ran, so the delivery counts.
 		r.metrics.observeActivity(ActivityCanceled, ran)
-		// Shutdown cut it short: give it back to the queue untouched.
-		if aerr := r.p.AbandonWorkItem(r.io, l.LockToken, provider.AbandonOptions{IgnoreAttempt: true}); aerr != nil && !errors.Is(aerr, provider.ErrLockLost) {
-			r.log.Warn("returning activity to the queue failed; its lock will expire", "error", aerr)
-		}
+		r.giveBack(l, provider.AbandonOptions{})
 		return
 	}
 	if err != nil {
@@ -132,6 +264,66 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 	}
 	r.metrics.observeActivity(ActivityCompleted, ran)
 	r.ackActivity(l, complete(out, nil))
+}
+
+// awaitActivities waits, at most grace in real time, for the running
+// activities to return.
+func (r *Runtime) awaitActivities(grace time.Duration) {
+	r.mu.Lock()
+	if len(r.running) == 0 || grace <= 0 {
+		r.mu.Unlock()
+		return
+	}
+	if r.drained == nil {
+		r.drained = make(chan struct{})
+	}
+	drained := r.drained
+	r.mu.Unlock()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+	}
+}
+
+// forgetRunning counts one running activity of instance less; r.mu held.
+func (r *Runtime) forgetRunning(instance string) {
+	if r.runningOf[instance]--; r.runningOf[instance] <= 0 {
+		delete(r.runningOf, instance)
+	}
+}
+
+// abandonRunning gives the work items of the running activities back to
+// the queue and stops waiting for their functions (Shutdown's deadline
+// and grace passed). Activities fetched but not started are not started
+// (see runActivity): the activities' parent context is canceled.
+func (r *Runtime) abandonRunning() {
+	r.mu.Lock()
+	cut := make([]*inflight, 0, len(r.running))
+	for tok, a := range r.running {
+		a.abandoned = true
+		delete(r.running, tok)
+		r.forgetRunning(a.lease.InstanceID)
+		cut = append(cut, a)
+	}
+	r.mu.Unlock()
+	for _, a := range cut {
+		a.rn.stop()
+		r.metrics.observeActivity(ActivityCanceled, time.Since(a.start))
+		// The function started, so the delivery counts (its attempt count
+		// is kept): it may have had side effects.
+		r.giveBack(a.lease, provider.AbandonOptions{})
+		r.work.Done()
+	}
+}
+
+// giveBack returns an activity's work item to the queue.
+func (r *Runtime) giveBack(l *provider.WorkItemLease, opts provider.AbandonOptions) {
+	if err := r.p.AbandonWorkItem(r.io, l.LockToken, opts); err != nil && !errors.Is(err, provider.ErrLockLost) {
+		r.log.Warn("returning activity to the queue failed; its lock will expire", logkey.Instance, l.InstanceID,
+			logkey.ActivityID, l.ActivityID, logkey.Error, err)
+	}
 }
 
 // callActivity runs fn, turning a panic into an error.
@@ -166,29 +358,37 @@ func activityFailure(err error) *history.ErrorDetails {
 
 // ackActivity commits an activity's result, retrying transient failures.
 func (r *Runtime) ackActivity(l *provider.WorkItemLease, completion *provider.OrchestratorMessage) {
-	err := r.retry(func() error {
-		return provider.AckWorkItem(r.io, r.p, &provider.WorkAck{LockToken: l.LockToken, Completion: completion})
-	})
+	ack := &provider.WorkAck{LockToken: l.LockToken, Completion: completion}
+	reserved := r.reserveTurn(ack)
+	err := r.retry(func() error { return r.p.AckWorkItem(r.io, ack) })
+	if err == nil && ack.Turn != nil {
+		r.startTurn(ack.Turn, time.Now()) // it keeps the reserved slot
+		return
+	}
+	if reserved {
+		<-r.orchSlots
+	}
 	if err == nil {
-		r.hub.WakeOrchestrator()
 		return
 	}
 	if errors.Is(err, provider.ErrLockLost) {
-		r.log.Info("activity result discarded: its lock was lost", "instance", l.InstanceID, "activityId", l.ActivityID)
+		r.log.Info("activity result discarded: its lock was lost", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID)
+		r.kickWorker() // the item may be back in the queue
 		return
 	}
-	r.log.Error("committing activity result failed; it will run again", "instance", l.InstanceID, "activityId", l.ActivityID, "error", err)
+	r.log.Error("committing activity result failed; it will run again", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID, logkey.Error, err)
 	if aerr := r.p.AbandonWorkItem(r.io, l.LockToken, provider.AbandonOptions{Delay: 100 * time.Millisecond}); aerr != nil && !errors.Is(aerr, provider.ErrLockLost) {
-		r.log.Warn("abandoning activity failed; its lock will expire", "error", aerr)
+		r.log.Warn("abandoning activity failed; its lock will expire", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID, logkey.Error, aerr)
 	}
 }
 
 // cancelLocal cancels an activity running in this process.
 func (r *Runtime) cancelLocal(k activityKey) {
 	r.mu.Lock()
-	cancel := r.running[k]
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel(errActivityCanceled)
+	defer r.mu.Unlock()
+	for _, a := range r.running {
+		if a.key == k {
+			a.cancel(errActivityCanceled)
+		}
 	}
 }

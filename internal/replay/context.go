@@ -282,10 +282,3 @@ func (r *replayHandler) WithAttrs(a []slog.Attr) slog.Handler {
 func (r *replayHandler) WithGroup(n string) slog.Handler {
 	return &replayHandler{h: r.h.WithGroup(n), x: r.x}
 }
-
-type discardHandler struct{}
-
-func (discardHandler) Enabled(context.Context, slog.Level) bool  { return false }
-func (discardHandler) Handle(context.Context, slog.Record) error { return nil }
-func (d discardHandler) WithAttrs([]slog.Attr) slog.Handler      { return d }
-func (d discardHandler) WithGroup(string) slog.Handler           { return d }

@@ -1,7 +1,12 @@
 // Package replay is the pure replay engine of duroxide-go: history and new
 // messages in, history delta and turn result out. It performs no I/O, reads
 // no clock (the caller passes the turn's time) and knows nothing of stores
-// or queues; internal/dispatch turns its output into a store ack.
+// or queues; internal/turn turns its output into a store ack.
+//
+// It is the only code that creates history events: the engine appends what
+// the code does and what the world did, and Started, FailUnrun and
+// CancelUnstarted build the events of the endings and starts the runtime
+// decides without running the code.
 //
 // # The model
 //

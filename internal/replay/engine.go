@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
@@ -98,9 +99,9 @@ type TurnOutput struct {
 	Error *history.ErrorDetails
 	// ContinueAsNew holds the next execution's input and version (ContinuedAsNew).
 	ContinueAsNew *ContinueAsNewError
-	// CancelledActivities are activity IDs still in flight when the
+	// CanceledActivities are activity IDs still in flight when the
 	// execution ended; their breadcrumbs are in Delta.
-	CancelledActivities []int64
+	CanceledActivities []int64
 	// CanceledChildren are sub-orchestrations still running when the
 	// execution ended; each must receive a cancel request.
 	CanceledChildren []ChildRef
@@ -252,7 +253,7 @@ func New(cfg Config) *Execution {
 	if cfg.Logger != nil {
 		x.ctx.logger = slog.New(&replayHandler{h: cfg.Logger.Handler(), x: x})
 	} else {
-		x.ctx.logger = slog.New(discardHandler{})
+		x.ctx.logger = slog.New(slog.DiscardHandler)
 	}
 	return x
 }
@@ -265,6 +266,18 @@ func (x *Execution) ExecutionID() int64 { return x.cfg.ExecutionID }
 
 // Len is the number of events the execution holds.
 func (x *Execution) Len() int { return len(x.hist) }
+
+// LastEventID is the ID of the last event the execution holds (0: none).
+func (x *Execution) LastEventID() int64 {
+	if len(x.hist) == 0 {
+		return 0
+	}
+	return x.hist[len(x.hist)-1].EventID
+}
+
+// History returns the events the execution holds. The caller must not
+// modify them; the slice is valid until the next Turn.
+func (x *Execution) History() []history.Event { return slices.Clip(x.hist) }
 
 // Finished reports whether the code has returned (or been stopped).
 func (x *Execution) Finished() bool { return x.finished }
@@ -762,7 +775,7 @@ func (x *Execution) finalize() *TurnOutput {
 	}
 	if out.Result != Running {
 		reason := "orchestration " + out.Result.String()
-		out.CancelledActivities, out.CanceledChildren = x.cancelOutstanding(reason)
+		out.CanceledActivities, out.CanceledChildren = x.cancelOutstanding(reason)
 		x.appendNew(term)
 		x.Close()
 	}
@@ -784,8 +797,8 @@ func (x *Execution) cancelOutstanding(reason string) (acts []int64, kids []Child
 // CancelBreadcrumbs returns, for the activities and sub-orchestrations of
 // hist that have neither completed nor been canceled, the cancel events to
 // append (IDs from nextID, stamped nowMs) and their IDs. The engine uses it
-// when an execution ends; the dispatcher when it fails an execution without
-// running its code (poison, unregistered, nondeterminism).
+// when an execution ends; FailUnrun when the runtime fails an execution
+// without running its code.
 func CancelBreadcrumbs(hist []history.Event, nextID, nowMs int64, reason string) (evs []history.Event, acts []int64, kids []ChildRef) {
 	closed := map[int64]bool{}
 	for i := range hist {

@@ -244,8 +244,8 @@ func TestCancelEndsWithBreadcrumbsThenTerminal(t *testing.T) {
 		if got := kinds(out.Delta); got != "OrchestrationCancelRequested,ActivityCancelRequested,SubOrchestrationCancelRequested,OrchestrationFailed" {
 			t.Fatalf("delta %s", got)
 		}
-		if len(out.CancelledActivities) != 1 || len(out.CanceledChildren) != 1 || out.CanceledChildren[0].InstanceID != "i::sub::3" {
-			t.Fatalf("cancelled %v %v", out.CancelledActivities, out.CanceledChildren)
+		if len(out.CanceledActivities) != 1 || len(out.CanceledChildren) != 1 || out.CanceledChildren[0].InstanceID != "i::sub::3" {
+			t.Fatalf("canceled %v %v", out.CanceledActivities, out.CanceledChildren)
 		}
 	})
 }
@@ -310,6 +310,7 @@ func TestRetryPolicyDelays(t *testing.T) {
 func TestPanicFailsWithStack(t *testing.T) {
 	h := newHarness(t, true, func(ctx *Context, in json.RawMessage) (json.RawMessage, error) {
 		var m map[string]int
+		//lint:ignore SA5000 the orchestration panics on purpose, with a runtime error
 		m["boom"] = 1
 		return nil, nil
 	})

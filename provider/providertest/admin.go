@@ -18,7 +18,7 @@ var adminCases = []testCase{
 			e.enqueue(startMsg(id))
 			e.clock.Advance(time.Second)
 		}
-		mustEqual(e.t, "instances", e.p2listAll(provider.ListInstancesOptions{}), []string{"c", "b", "a"})
+		mustEqual(e.t, "instances", e.listAll(provider.ListInstancesOptions{}), []string{"c", "b", "a"})
 	}},
 
 	{name: "list_instances_empty_store", run: func(e *env) {
@@ -30,11 +30,11 @@ var adminCases = []testCase{
 	{name: "list_instances_filters_by_statuses", run: func(e *env) {
 		e.admin()
 		e.createInstance("run")
-		e.p2createFinished("done", provider.StatusCompleted)
-		e.p2createFinished("fail", provider.StatusFailed)
+		e.createFinished("done", provider.StatusCompleted)
+		e.createFinished("fail", provider.StatusFailed)
 		e.enqueue(startMsg("pend"))
 		list := func(st ...provider.Status) []string {
-			return p2sorted(e.p2listAll(provider.ListInstancesOptions{Statuses: st}))
+			return sorted(e.listAll(provider.ListInstancesOptions{Statuses: st}))
 		}
 		mustEqual(e.t, "Completed|Failed", list(provider.StatusCompleted, provider.StatusFailed), []string{"done", "fail"})
 		mustEqual(e.t, "Pending", list(provider.StatusPending), []string{"pend"})
@@ -44,16 +44,16 @@ var adminCases = []testCase{
 
 	{name: "list_instances_filters_by_orchestration", run: func(e *env) {
 		e.admin()
-		e.enqueue(p2startNamed("o1", "Other"), startMsg("t1"), p2startNamed("o2", "Other"))
-		mustEqual(e.t, "Other", p2sorted(e.p2listAll(provider.ListInstancesOptions{Orchestration: "Other"})), []string{"o1", "o2"})
-		mustEqual(e.t, testOrch, e.p2listAll(provider.ListInstancesOptions{Orchestration: testOrch}), []string{"t1"})
+		e.enqueue(startNamedMsg("o1", "Other"), startMsg("t1"), startNamedMsg("o2", "Other"))
+		mustEqual(e.t, "Other", sorted(e.listAll(provider.ListInstancesOptions{Orchestration: "Other"})), []string{"o1", "o2"})
+		mustEqual(e.t, testOrch, e.listAll(provider.ListInstancesOptions{Orchestration: testOrch}), []string{"t1"})
 	}},
 
 	{name: "list_instances_filters_by_parent_direct_children_only", run: func(e *env) {
 		e.admin()
-		e.enqueue(startMsg("root"), p2childStart("root", "c1"), p2childStart("root", "c2"), p2childStart("c1", "g1"))
-		mustEqual(e.t, "children of root", p2sorted(e.p2listAll(provider.ListInstancesOptions{ParentInstanceID: "root"})), []string{"c1", "c2"})
-		mustEqual(e.t, "children of c1", e.p2listAll(provider.ListInstancesOptions{ParentInstanceID: "c1"}), []string{"g1"})
+		e.enqueue(startMsg("root"), childStartMsg("root", 1, 2, "c1"), childStartMsg("root", 1, 2, "c2"), childStartMsg("c1", 1, 2, "g1"))
+		mustEqual(e.t, "children of root", sorted(e.listAll(provider.ListInstancesOptions{ParentInstanceID: "root"})), []string{"c1", "c2"})
+		mustEqual(e.t, "children of c1", e.listAll(provider.ListInstancesOptions{ParentInstanceID: "c1"}), []string{"g1"})
 	}},
 
 	{name: "list_instances_pages_walk_all_once_while_instances_are_added", run: func(e *env) {
@@ -115,8 +115,8 @@ var adminCases = []testCase{
 			want = append(want, id)
 			e.enqueue(startMsg(id))
 		}
-		got := e.p2listAll(provider.ListInstancesOptions{Limit: 5})
-		mustEqual(e.t, "instances", p2sorted(got), want)
+		got := e.listAll(provider.ListInstancesOptions{Limit: 5})
+		mustEqual(e.t, "instances", sorted(got), want)
 	}},
 
 	{name: "list_instances_malformed_cursor_invalid_argument", run: func(e *env) {
@@ -139,10 +139,10 @@ var adminCases = []testCase{
 		meta := runningMeta()
 		meta.Input = js("input-gi")
 		meta.CustomStatus = &provider.CustomStatusUpdate{Value: js("half")}
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: meta})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")}, Metadata: meta})
 		e.clock.Advance(2 * time.Second)
-		e.p2finish("gi", provider.StatusCompleted)
-		info := e.p2instance("gi")
+		e.finish("gi", provider.StatusCompleted)
+		info := e.instance("gi")
 		mustEqual(e.t, "info", []any{
 			info.InstanceID, info.OrchestrationName, info.OrchestrationVersion, info.Status, info.CurrentExecutionID,
 			info.Input, info.Output, info.Error, info.CustomStatus, info.CustomStatusVersion, info.ParentInstanceID, info.ParentExecutionID,
@@ -150,16 +150,16 @@ var adminCases = []testCase{
 			"gi", testOrch, testVersion, provider.StatusCompleted, 1,
 			js("input-gi"), js("out-gi"), nil, js("half"), 1, "", 0,
 		})
-		e.p2sameTime("CreatedAt", info.CreatedAt, t0)
-		e.p2sameTime("UpdatedAt", info.UpdatedAt, t0.Add(3*time.Second))
+		e.sameTime("CreatedAt", info.CreatedAt, t0)
+		e.sameTime("UpdatedAt", info.UpdatedAt, t0.Add(3*time.Second))
 	}},
 
 	{name: "get_instance_failed_has_error", run: func(e *env) {
 		e.admin()
-		e.p2createFinished("gf", provider.StatusFailed)
-		info := e.p2instance("gf")
+		e.createFinished("gf", provider.StatusFailed)
+		info := e.instance("gf")
 		mustEqual(e.t, "status", info.Status, provider.StatusFailed)
-		mustEqual(e.t, "error", info.Error, p2failure(history.ErrorApplication))
+		mustEqual(e.t, "error", info.Error, errDetails(history.ErrorApplication, "boom"))
 		if len(info.Output) != 0 {
 			e.t.Fatalf("Output = %s, want none", info.Output)
 		}
@@ -168,19 +168,19 @@ var adminCases = []testCase{
 	{name: "get_instance_pending_before_first_turn", run: func(e *env) {
 		e.admin()
 		e.enqueue(startMsg("gp"))
-		info := e.p2instance("gp")
+		info := e.instance("gp")
 		mustEqual(e.t, "info", []any{info.Status, info.CurrentExecutionID, info.OrchestrationName, info.Input},
 			[]any{provider.StatusPending, 0, testOrch, js("input-gp")})
-		e.p2sameTime("CreatedAt", info.CreatedAt, e.clock.Now())
+		e.sameTime("CreatedAt", info.CreatedAt, e.clock.Now())
 	}},
 
 	{name: "get_instance_child_knows_parent", run: func(e *env) {
 		e.admin()
 		e.createInstance("par")
-		e.p2createChild("par", "kid")
-		info := e.p2instance("kid")
+		e.createChild("par", "kid")
+		info := e.instance("kid")
 		mustEqual(e.t, "parent", []any{info.ParentInstanceID, info.ParentExecutionID}, []any{"par", 1})
-		mustEqual(e.t, "root parent", e.p2instance("par").ParentInstanceID, "")
+		mustEqual(e.t, "root parent", e.instance("par").ParentInstanceID, "")
 	}},
 
 	{name: "get_instance_unknown_not_found", run: func(e *env) {
@@ -193,28 +193,28 @@ var adminCases = []testCase{
 		t0 := e.clock.Now()
 		e.createInstance("ex")
 		e.clock.Advance(2 * time.Second)
-		e.p2continueAsNew("ex", js("in-2"))
+		e.continueAsNew("ex", "in-2", 0)
 		e.clock.Advance(3 * time.Second)
-		e.p2finish("ex", provider.StatusCompleted)
+		e.finish("ex", provider.StatusCompleted)
 		execs, err := a.ListExecutions(e.ctx, "ex")
 		e.noErr(err, "ListExecutions")
-		e.p2wantCount("executions", len(execs), 2)
+		e.wantCount("executions", len(execs), 2)
 		x1, x2 := execs[0], execs[1]
 		mustEqual(e.t, "execution 1", []any{x1.ExecutionID, x1.Status, x1.Input, x1.EventCount}, []any{1, provider.StatusContinuedAsNew, js("in"), 2})
 		mustEqual(e.t, "execution 2", []any{x2.ExecutionID, x2.Status, x2.Input, x2.Output, x2.EventCount}, []any{2, provider.StatusCompleted, js("in-2"), js("out-ex"), 2})
-		e.p2sameTime("execution 1 StartedAt", x1.StartedAt, t0)
-		e.p2sameTime("execution 1 CompletedAt", x1.CompletedAt, t0.Add(2*time.Second))
-		e.p2sameTime("execution 2 StartedAt", x2.StartedAt, t0.Add(2*time.Second))
-		e.p2sameTime("execution 2 CompletedAt", x2.CompletedAt, t0.Add(5*time.Second))
-		info := e.p2instance("ex")
+		e.sameTime("execution 1 StartedAt", x1.StartedAt, t0)
+		e.sameTime("execution 1 CompletedAt", x1.CompletedAt, t0.Add(2*time.Second))
+		e.sameTime("execution 2 StartedAt", x2.StartedAt, t0.Add(2*time.Second))
+		e.sameTime("execution 2 CompletedAt", x2.CompletedAt, t0.Add(5*time.Second))
+		info := e.instance("ex")
 		mustEqual(e.t, "instance", []any{info.Status, info.CurrentExecutionID}, []any{provider.StatusCompleted, 2})
 	}},
 
 	{name: "instance_running_while_current_execution_continued_as_new", run: func(e *env) {
 		e.admin()
 		e.createInstance("can")
-		e.p2continueAsNew("can", js("next"))
-		info := e.p2instance("can")
+		e.continueAsNew("can", "next", 0)
+		info := e.instance("can")
 		mustEqual(e.t, "instance", []any{info.Status, info.CurrentExecutionID}, []any{provider.StatusRunning, 2})
 	}},
 
@@ -222,20 +222,20 @@ var adminCases = []testCase{
 		a := e.admin()
 		t0 := e.clock.Now()
 		e.createInstance("ge")
-		e.p2schedule("ge", 2)
+		e.schedule("ge", 2)
 		x, err := a.GetExecution(e.ctx, "ge", 1)
 		e.noErr(err, "GetExecution")
 		mustEqual(e.t, "execution", []any{x.ExecutionID, x.Status, x.EventCount}, []any{1, provider.StatusRunning, 3})
-		e.p2sameTime("StartedAt", x.StartedAt, t0)
+		e.sameTime("StartedAt", x.StartedAt, t0)
 		if !x.CompletedAt.IsZero() {
 			e.t.Fatalf("CompletedAt = %v, want zero while running", x.CompletedAt)
 		}
 		e.clock.Advance(time.Minute)
-		e.p2finish("ge", provider.StatusFailed)
+		e.finish("ge", provider.StatusFailed)
 		x, err = a.GetExecution(e.ctx, "ge", 1)
 		e.noErr(err, "GetExecution")
-		mustEqual(e.t, "finished", []any{x.Status, x.Error, x.EventCount}, []any{provider.StatusFailed, p2failure(history.ErrorApplication), 4})
-		e.p2sameTime("CompletedAt", x.CompletedAt, t0.Add(time.Minute))
+		mustEqual(e.t, "finished", []any{x.Status, x.Error, x.EventCount}, []any{provider.StatusFailed, errDetails(history.ErrorApplication, "boom"), 4})
+		e.sameTime("CompletedAt", x.CompletedAt, t0.Add(time.Minute))
 	}},
 
 	{name: "executions_of_unknown_instance_or_execution_not_found", run: func(e *env) {
@@ -253,21 +253,21 @@ var adminCases = []testCase{
 		e.enqueue(startMsg("pe"))
 		execs, err := e.admin().ListExecutions(e.ctx, "pe")
 		e.noErr(err, "ListExecutions")
-		e.p2wantCount("executions", len(execs), 0)
+		e.wantCount("executions", len(execs), 0)
 	}},
 
 	{name: "list_children_direct_only", run: func(e *env) {
 		a := e.admin()
 		e.createInstance("root")
-		e.p2createChild("root", "c1")
-		e.p2createChild("root", "c2")
-		e.p2createChild("c1", "g1")
+		e.createChild("root", "c1")
+		e.createChild("root", "c2")
+		e.createChild("c1", "g1")
 		kids, err := a.ListChildren(e.ctx, "root")
 		e.noErr(err, "ListChildren(root)")
-		mustEqual(e.t, "children of root", p2sorted(kids), []string{"c1", "c2"})
+		mustEqual(e.t, "children of root", sorted(kids), []string{"c1", "c2"})
 		kids, err = a.ListChildren(e.ctx, "g1")
 		e.noErr(err, "ListChildren(g1)")
-		e.p2wantCount("children of leaf", len(kids), 0)
+		e.wantCount("children of leaf", len(kids), 0)
 		_, err = a.ListChildren(e.ctx, "nope")
 		e.wantErr(err, provider.ErrNotFound, "ListChildren(unknown)")
 	}},
@@ -284,7 +284,7 @@ var adminCases = []testCase{
 		later := activityMsg("w", 3, "")
 		later.VisibleAt = e.clock.Now().Add(time.Minute)
 		e.enqueueWork(later)
-		mustEqual(e.t, "depths", e.p2depths(), provider.QueueDepths{
+		mustEqual(e.t, "depths", e.depths(), provider.QueueDepths{
 			OrchestratorReady: 1, OrchestratorDelayed: 1, OrchestratorLocked: 2,
 			WorkerReady: 1, WorkerDelayed: 1, WorkerLocked: 1,
 		})
@@ -295,21 +295,21 @@ var adminCases = []testCase{
 		e.enqueue(eventMsg("busy", "a", 1))
 		e.fetchFor("busy")
 		e.enqueue(eventMsg("busy", "late", 2))
-		mustEqual(e.t, "depths", e.p2depths(), provider.QueueDepths{OrchestratorReady: 1, OrchestratorLocked: 1})
+		mustEqual(e.t, "depths", e.depths(), provider.QueueDepths{OrchestratorReady: 1, OrchestratorLocked: 1})
 	}},
 
 	{name: "queue_depths_zero_on_empty_store", run: func(e *env) {
 		e.admin()
-		mustEqual(e.t, "depths", e.p2depths(), provider.QueueDepths{})
+		mustEqual(e.t, "depths", e.depths(), provider.QueueDepths{})
 	}},
 
 	{name: "counts_instances_executions_events_by_status", run: func(e *env) {
 		e.admin()
 		e.createInstance("c-run")
-		e.p2createFinished("c-done", provider.StatusCompleted)
-		e.p2createFinished("c-fail", provider.StatusFailed)
+		e.createFinished("c-done", provider.StatusCompleted)
+		e.createFinished("c-fail", provider.StatusFailed)
 		e.enqueue(startMsg("c-pend"))
-		c := e.p2counts()
+		c := e.counts()
 		mustEqual(e.t, "totals", []int64{c.Instances, c.Executions, c.HistoryEvents}, []int64{4, 3, 5})
 		for _, st := range []provider.Status{provider.StatusPending, provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusCanceled} {
 			want := int64(1)
@@ -325,7 +325,7 @@ var adminCases = []testCase{
 	{name: "custom_status_default_empty_version_zero", run: func(e *env) {
 		e.admin()
 		e.createInstance("cs0")
-		info := e.p2instance("cs0")
+		info := e.instance("cs0")
 		mustEqual(e.t, "custom status", []any{len(info.CustomStatus), info.CustomStatusVersion}, []any{0, 0})
 	}},
 
@@ -333,10 +333,10 @@ var adminCases = []testCase{
 		e.admin()
 		e.createInstance("cs")
 		for i, v := range []string{"one", "two", "three"} {
-			e.p2turn("cs", func(*provider.OrchestrationItem, int64) *provider.TurnAck {
+			e.runTurn("cs", func(*provider.OrchestrationItem, int64) *provider.TurnAck {
 				return &provider.TurnAck{Metadata: provider.ExecutionMetadata{CustomStatus: &provider.CustomStatusUpdate{Value: js(v)}}}
 			})
-			info := e.p2instance("cs")
+			info := e.instance("cs")
 			mustEqual(e.t, "custom status", []any{info.CustomStatus, info.CustomStatusVersion}, []any{js(v), i + 1})
 		}
 	}},
@@ -345,11 +345,11 @@ var adminCases = []testCase{
 		e.admin()
 		e.createInstance("csc")
 		for _, val := range []json.RawMessage{js("set"), nil} {
-			e.p2turn("csc", func(*provider.OrchestrationItem, int64) *provider.TurnAck {
+			e.runTurn("csc", func(*provider.OrchestrationItem, int64) *provider.TurnAck {
 				return &provider.TurnAck{Metadata: provider.ExecutionMetadata{CustomStatus: &provider.CustomStatusUpdate{Value: val}}}
 			})
 		}
-		info := e.p2instance("csc")
+		info := e.instance("csc")
 		if len(info.CustomStatus) != 0 {
 			e.t.Fatalf("CustomStatus = %s, want cleared", info.CustomStatus)
 		}
@@ -359,18 +359,18 @@ var adminCases = []testCase{
 	{name: "custom_status_unchanged_by_ack_without_update", run: func(e *env) {
 		e.admin()
 		e.createInstance("csu")
-		e.p2turn("csu", func(*provider.OrchestrationItem, int64) *provider.TurnAck {
+		e.runTurn("csu", func(*provider.OrchestrationItem, int64) *provider.TurnAck {
 			return &provider.TurnAck{Metadata: provider.ExecutionMetadata{CustomStatus: &provider.CustomStatusUpdate{Value: js("keep")}}}
 		})
-		e.p2schedule("csu", 1)
-		e.p2finish("csu", provider.StatusCompleted)
-		info := e.p2instance("csu")
+		e.schedule("csu", 1)
+		e.finish("csu", provider.StatusCompleted)
+		info := e.instance("csu")
 		mustEqual(e.t, "custom status", []any{info.CustomStatus, info.CustomStatusVersion}, []any{js("keep"), 1})
 	}},
 
 	{name: "dead_letters_empty_on_fresh_store", run: func(e *env) {
 		dl, err := e.admin().ListDeadLetters(e.ctx, 0)
 		e.noErr(err, "ListDeadLetters")
-		e.p2wantCount("dead letters", len(dl), 0)
+		e.wantCount("dead letters", len(dl), 0)
 	}},
 }

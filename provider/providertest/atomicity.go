@@ -9,18 +9,18 @@ import (
 )
 
 // atomicityCases check that an ack is one atomic step: all of it or none of
-// it, with the lock released only by success (reference §6.1).
+// it, with the lock released only by success.
 var atomicityCases = []testCase{
 	{name: "FailedAckDuplicateEventWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(completionMsg("a", 2, "r"))
 		it := e.fetchFor("a")
-		before := e.p1Snapshot("a", "child")
+		before := e.snapshot("a", "child")
 		fireAt := e.clock.Now().Add(time.Second)
 		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			// Event 2 is new, event 1 is stored already: the whole ack must roll back.
-			History: []history.Event{e.scheduledEvent(2), e.startedEvent()},
+			History: []history.Event{e.scheduledEvent(2), e.startedEvent("in")},
 			Metadata: provider.ExecutionMetadata{
 				Status: provider.StatusCompleted, Output: js("done"),
 				CustomStatus: &provider.CustomStatusUpdate{Value: js("half")},
@@ -29,13 +29,13 @@ var atomicityCases = []testCase{
 			OrchestratorItems: []*provider.OrchestratorMessage{startMsg("child"), timerMsg("a", 3, fireAt)},
 		})
 		e.wantErr(err, provider.ErrDuplicateEvent, "ack re-appending event 1")
-		e.p1Unchanged(before)
+		e.unchanged(before)
 		e.fetchWorkNone(workOpts())
 		e.fetchNone() // "a" is still locked and "child" was not created
 
 		// The lock is still held: the same token commits a correct turn, and
 		// nothing of the failed ack shows up afterwards.
-		e.ack(p1Turn(it, 1, e.scheduledEvent(2)))
+		e.ack(turnAck(it, 1, e.scheduledEvent(2)))
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 1)), []int64{1, 2})
 		e.clock.Advance(2 * time.Second)
 		e.fetchNone() // no timer, no child, and the completion was consumed
@@ -45,13 +45,13 @@ var atomicityCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		before := e.p1Snapshot("a")
-		err := e.ackErr(p1Turn(it, 1, e.scheduledEvent(2), e.scheduledEvent(3), e.p1ExternalEvent(2, "again")))
+		before := e.snapshot("a")
+		err := e.ackErr(turnAck(it, 1, e.scheduledEvent(2), e.scheduledEvent(3), e.externalEvent(2, "again")))
 		if !errors.Is(err, provider.ErrDuplicateEvent) && !errors.Is(err, provider.ErrInvalidArgument) {
 			e.t.Fatalf("ack with event 2 twice: got %v, want ErrDuplicateEvent or ErrInvalidArgument", err)
 		}
-		e.p1Unchanged(before)
-		e.ack(p1Turn(it, 1, e.scheduledEvent(2)))
+		e.unchanged(before)
+		e.ack(turnAck(it, 1, e.scheduledEvent(2)))
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 	}},
 	{name: "MultiPartAckCommitsEverything", run: func(e *env) {
@@ -63,13 +63,13 @@ var atomicityCases = []testCase{
 		e.ack(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History: []history.Event{
-				e.startedEvent(), e.scheduledEvent(2), e.scheduledEvent(3),
-				e.p1TimerCreatedEvent(4, fireAt), e.p1SubOrchScheduledEvent(5, "p::child"),
+				e.startedEvent("in"), e.scheduledEvent(2), e.scheduledEvent(3),
+				e.timerCreatedEvent(4, fireAt), e.subOrchScheduledEvent(5, "p::child"),
 			},
 			Metadata:    meta,
 			WorkerItems: []*provider.WorkerMessage{activityMsg("p", 2, ""), activityMsg("p", 3, "")},
 			OrchestratorItems: []*provider.OrchestratorMessage{
-				timerMsg("p", 4, fireAt), p1ChildStartMsg("p", 1, 5, "p::child"),
+				timerMsg("p", 4, fireAt), childStartMsg("p", 1, 5, "p::child"),
 			},
 		})
 		mustEqual(e.t, "history", eventIDs(e.readHistory("p", 0)), []int64{1, 2, 3, 4, 5})
@@ -85,7 +85,8 @@ var atomicityCases = []testCase{
 		}
 		e.fetchNone() // the timer is not due yet
 
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			info, err := a.GetInstance(e.ctx, "p")
 			e.noErr(err, "GetInstance(p)")
 			mustEqual(e.t, "status", info.Status, provider.StatusRunning)
@@ -104,15 +105,15 @@ var atomicityCases = []testCase{
 		mustEqual(e.t, "history seen by fetch", eventIDs(timer.History), []int64{1, 2, 3, 4, 5})
 	}},
 	{name: "AckInsertsWorkerItemsBeforeCancellingActivities", run: func(e *env) {
-		// Step (h) runs after (g): an activity both scheduled and cancelled
-		// by one turn is gone; an older one cancelled by it is gone too.
+		// Step (h) runs after (g): an activity both scheduled and canceled
+		// by one turn is gone; an older one canceled by it is gone too.
 		e.createInstance("a")
 		e.enqueueWork(activityMsg("a", 2, ""))
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		ack := p1Turn(it, 1, e.scheduledEvent(3), e.scheduledEvent(4))
+		ack := turnAck(it, 1, e.scheduledEvent(3), e.scheduledEvent(4))
 		ack.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 3, ""), activityMsg("a", 4, "")}
-		ack.CancelledActivities = []provider.ActivityRef{
+		ack.CanceledActivities = []provider.ActivityRef{
 			{InstanceID: "a", ExecutionID: 1, ActivityID: 2},
 			{InstanceID: "a", ExecutionID: 1, ActivityID: 3},
 			{InstanceID: "a", ExecutionID: 1, ActivityID: 99}, // unknown: ignored
@@ -126,20 +127,20 @@ var atomicityCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		e.wantErr(e.ackErr(p1Turn(it, 1, e.startedEvent())), provider.ErrDuplicateEvent, "failing ack")
+		e.wantErr(e.ackErr(turnAck(it, 1, e.startedEvent("in"))), provider.ErrDuplicateEvent, "failing ack")
 		e.fetchNone()
 		e.enqueue(eventMsg("a", "late", 2))
 		e.fetchNone()
-		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
+		e.ack(turnAck(it, 1, e.externalEvent(2, "go")))
 		next := e.fetchFor("a")
-		mustEqual(e.t, "next turn", p1Names(next.Messages), []string{"late"})
+		mustEqual(e.t, "next turn", itemNames(next.Messages), []string{"late"})
 	}},
 	{name: "SecondAckWithSameTokenLockLost", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
-		second := p1Turn(it, 1, e.p1ExternalEvent(3, "again"))
+		e.ack(turnAck(it, 1, e.externalEvent(2, "go")))
+		second := turnAck(it, 1, e.externalEvent(3, "again"))
 		second.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 3, "")}
 		e.lockLost(e.ackErr(second), "second ack with the same token")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
@@ -151,8 +152,8 @@ var atomicityCases = []testCase{
 		it := e.fetchFor("a")
 		names := []string{"first", "second"}
 		errs := make([]error, 2)
-		p1Parallel(2, func(i int) {
-			errs[i] = retryErr(func() error { return e.ackErr(p1Turn(it, 1, e.p1ExternalEvent(2, names[i]))) })
+		parallel(2, func(i int) {
+			errs[i] = retryErr(func() error { return e.ackErr(turnAck(it, 1, e.externalEvent(2, names[i]))) })
 		})
 		winner := -1
 		for i, err := range errs {
@@ -173,22 +174,20 @@ var atomicityCases = []testCase{
 		mustEqual(e.t, "history", eventIDs(h), []int64{1, 2})
 		mustEqual(e.t, "event 2 name", h[1].Name, names[winner])
 	}},
-	{name: "SameTokenTwiceInOneBatchCommitsOnce", run: func(e *env) {
+	{name: "SameTokenTwiceConcurrentlyCommitsOnce", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		first := p1Turn(it, 1, e.p1ExternalEvent(2, "first"))
-		second := p1Turn(it, 1, e.p1ExternalEvent(3, "second"))
+		first := turnAck(it, 1, e.externalEvent(2, "first"))
+		second := turnAck(it, 1, e.externalEvent(3, "second"))
 		second.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 3, "")}
-		errs, err := e.p.AckOrchestrationItems(e.ctx, []*provider.TurnAck{first, second})
-		e.noErr(err, "AckOrchestrationItems")
-		mustEqual(e.t, "result count", len(errs), 2)
+		errs := e.ackConcurrently(first, second)
 		if (errs[0] == nil) == (errs[1] == nil) {
-			e.t.Fatalf("acks with one token in one batch: got %v, want exactly one success", errs)
+			e.t.Fatalf("concurrent acks with one token: got %v, want exactly one success", errs)
 		}
 		for _, err := range errs {
 			if err != nil {
-				e.lockLost(err, "losing ack of the batch")
+				e.lockLost(err, "losing ack")
 			}
 		}
 		h := e.readHistory("a", 0)
@@ -201,28 +200,26 @@ var atomicityCases = []testCase{
 			e.fetchWork()
 		}
 	}},
-	{name: "BatchAckIsolatesTheBadAck", run: func(e *env) {
+	{name: "ConcurrentAcksIsolateTheBadAck", run: func(e *env) {
 		for _, id := range []string{"a", "b", "c"} {
 			e.createInstance(id)
 		}
 		for _, id := range []string{"a", "b", "c"} {
 			e.enqueue(eventMsg(id, "go", id))
 		}
-		items := e.p1FetchEach()
+		items := e.fetchEach()
 		mustEqual(e.t, "instances fetched", len(items), 3)
-		beforeB := e.p1Snapshot("b")
-		bad := p1Turn(items["b"], 1, e.p1ExternalEvent(2, "go"), e.startedEvent())
+		beforeB := e.snapshot("b")
+		bad := turnAck(items["b"], 1, e.externalEvent(2, "go"), e.startedEvent("in"))
 		bad.WorkerItems = []*provider.WorkerMessage{activityMsg("b", 2, "")}
 		bad.OrchestratorItems = []*provider.OrchestratorMessage{startMsg("b-child")}
-		stray := p1Turn(&provider.OrchestrationItem{LockToken: "no-such-token"}, 1, e.p1ExternalEvent(2, "stray"))
-		errs, err := e.p.AckOrchestrationItems(e.ctx, []*provider.TurnAck{
-			p1Turn(items["a"], 1, e.p1ExternalEvent(2, "go")),
+		stray := turnAck(&provider.OrchestrationItem{LockToken: "no-such-token"}, 1, e.externalEvent(2, "stray"))
+		errs := e.ackConcurrently(
+			turnAck(items["a"], 1, e.externalEvent(2, "go")),
 			bad,
-			p1Turn(items["c"], 1, e.p1ExternalEvent(2, "go")),
+			turnAck(items["c"], 1, e.externalEvent(2, "go")),
 			stray,
-		})
-		e.noErr(err, "AckOrchestrationItems batch")
-		mustEqual(e.t, "result count", len(errs), 4)
+		)
 		e.noErr(errs[0], "ack a")
 		e.wantErr(errs[1], provider.ErrDuplicateEvent, "ack b")
 		e.noErr(errs[2], "ack c")
@@ -230,43 +227,44 @@ var atomicityCases = []testCase{
 
 		mustEqual(e.t, "history a", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 		mustEqual(e.t, "history c", eventIDs(e.readHistory("c", 0)), []int64{1, 2})
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			_, err := a.GetInstance(e.ctx, "b-child")
 			e.wantErr(err, provider.ErrNotFound, "GetInstance(b-child)")
 		}
-		mustEqual(e.t, "state of b", e.p1Snapshot("b").Instances["b"], beforeB.Instances["b"])
+		mustEqual(e.t, "state of b", e.snapshot("b").Instances["b"], beforeB.Instances["b"])
 		e.fetchWorkNone(workOpts())
 		e.fetchNone() // b is still locked; a and c have nothing queued
-		e.ack(p1Turn(items["b"], 1, e.p1ExternalEvent(2, "go")))
+		e.ack(turnAck(items["b"], 1, e.externalEvent(2, "go")))
 		mustEqual(e.t, "history b", eventIDs(e.readHistory("b", 0)), []int64{1, 2})
 	}},
 	{name: "InvalidEventAckRejectedWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		before := e.p1Snapshot("a")
-		bad := p1Turn(it, 1, e.scheduledEvent(2), e.p1InvalidEvent(3))
+		before := e.snapshot("a")
+		bad := turnAck(it, 1, e.scheduledEvent(2), e.invalidEvent(3))
 		bad.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
 		err := e.ackErr(bad)
 		e.wantErr(err, provider.ErrInvalidArgument, "ack with an invalid event")
-		e.p1Permanent(err, "ack with an invalid event")
-		e.p1Unchanged(before)
+		e.wantPermanent(err, "ack with an invalid event")
+		e.unchanged(before)
 		e.fetchWorkNone(workOpts())
 		e.fetchNone() // the failed ack left the lock held
-		e.ack(p1Turn(it, 1, e.scheduledEvent(2)))
+		e.ack(turnAck(it, 1, e.scheduledEvent(2)))
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 	}},
 	{name: "InvalidWorkerItemAckRejectedWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		before := e.p1Snapshot("a")
+		before := e.snapshot("a")
 		badItem := activityMsg("a", 3, "")
 		badItem.Item.Name = ""
-		bad := p1Turn(it, 1, e.scheduledEvent(2), e.scheduledEvent(3))
+		bad := turnAck(it, 1, e.scheduledEvent(2), e.scheduledEvent(3))
 		bad.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, ""), badItem}
 		e.wantErr(e.ackErr(bad), provider.ErrInvalidArgument, "ack with an invalid worker item")
-		e.p1Unchanged(before)
+		e.unchanged(before)
 		e.fetchWorkNone(workOpts())
 		e.fetchNone()
 	}},
@@ -274,30 +272,30 @@ var atomicityCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		before := e.p1Snapshot("a", "b")
-		bad := p1Turn(it, 1, e.scheduledEvent(2))
-		bad.OrchestratorItems = []*provider.OrchestratorMessage{startMsg("b"), p1InvalidMsg("b")}
+		before := e.snapshot("a", "b")
+		bad := turnAck(it, 1, e.scheduledEvent(2))
+		bad.OrchestratorItems = []*provider.OrchestratorMessage{startMsg("b"), invalidMsg("b")}
 		e.wantErr(e.ackErr(bad), provider.ErrInvalidArgument, "ack with an invalid orchestrator item")
-		e.p1Unchanged(before)
+		e.unchanged(before)
 		e.fetchNone() // a still locked, b not created
 	}},
 	{name: "FailedAckKeepsFetchedMessages", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "one", 1), eventMsg("a", "two", 2))
 		it := e.fetchFor("a")
-		e.wantErr(e.ackErr(p1Turn(it, 1, e.startedEvent())), provider.ErrDuplicateEvent, "failing ack")
+		e.wantErr(e.ackErr(turnAck(it, 1, e.startedEvent("in"))), provider.ErrDuplicateEvent, "failing ack")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")
 		again := e.fetchFor("a")
-		mustEqual(e.t, "redelivered messages", p1Names(again.Messages), []string{"one", "two"})
+		mustEqual(e.t, "redelivered messages", itemNames(again.Messages), []string{"one", "two"})
 		mustEqual(e.t, "attempt count", again.AttemptCount, 2)
 	}},
-	{name: "FailedAckKeepsCancelledActivities", run: func(e *env) {
+	{name: "FailedAckKeepsCanceledActivities", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueueWork(activityMsg("a", 2, ""))
 		e.enqueue(eventMsg("a", "cancel", 1))
 		it := e.fetchFor("a")
-		bad := p1Turn(it, 1, e.p1ExternalEvent(3, "cancel"), e.startedEvent())
-		bad.CancelledActivities = []provider.ActivityRef{{InstanceID: "a", ExecutionID: 1, ActivityID: 2}}
+		bad := turnAck(it, 1, e.externalEvent(3, "cancel"), e.startedEvent("in"))
+		bad.CanceledActivities = []provider.ActivityRef{{InstanceID: "a", ExecutionID: 1, ActivityID: 2}}
 		e.wantErr(e.ackErr(bad), provider.ErrDuplicateEvent, "failing ack")
 		w := e.fetchWork()
 		mustEqual(e.t, "surviving activity", w.ActivityID, int64(2))
@@ -310,12 +308,12 @@ var atomicityCases = []testCase{
 		e.createInstance("taken")
 		e.enqueue(eventMsg("a", "restart", 1))
 		it := e.fetchFor("a")
-		before := e.p1Snapshot("a", "taken")
-		bad := p1Turn(it, 2, e.p1StartedEvent("v2"))
+		before := e.snapshot("a", "taken")
+		bad := turnAck(it, 2, e.startedEvent("v2"))
 		bad.OrchestratorItems = []*provider.OrchestratorMessage{startMsg("taken")}
 		err := e.ackErr(bad)
 		e.wantErr(err, provider.ErrInstanceExists, "ack creating a taken instance")
-		e.p1Unchanged(before)
+		e.unchanged(before)
 		_, err = e.p.ReadHistory(e.ctx, "a", 2)
 		e.wantErr(err, provider.ErrNotFound, "ReadHistory(a, 2)")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")

@@ -8,43 +8,18 @@ import (
 	"github.com/duroxide/duroxide-go/provider"
 )
 
-// p2ackBatchErr acks one turn and returns its error, whether the provider
-// reports it per ack or for the whole batch.
-func (e *env) p2ackBatchErr(a *provider.TurnAck) error {
-	errs, err := e.p.AckOrchestrationItems(e.ctx, []*provider.TurnAck{a})
-	if err != nil {
-		return err
-	}
-	if len(errs) != 1 {
-		e.t.Fatalf("AckOrchestrationItems returned %d results for 1 ack", len(errs))
-	}
-	return errs[0]
-}
-
-// p2workAckBatchErr is p2ackBatchErr for worker acks.
-func (e *env) p2workAckBatchErr(a *provider.WorkAck) error {
-	errs, err := e.p.AckWorkItems(e.ctx, []*provider.WorkAck{a})
-	if err != nil {
-		return err
-	}
-	if len(errs) != 1 {
-		e.t.Fatalf("AckWorkItems returned %d results for 1 ack", len(errs))
-	}
-	return errs[0]
-}
-
-// p2lockedTurn creates instanceID, enqueues an event and returns its locked turn.
-func (e *env) p2lockedTurn(instanceID string) *provider.OrchestrationItem {
+// lockedTurn creates instanceID, enqueues an event and returns its locked turn.
+func (e *env) lockedTurn(instanceID string) *provider.OrchestrationItem {
 	e.t.Helper()
 	e.createInstance(instanceID)
 	e.enqueue(eventMsg(instanceID, "go", 1))
 	return e.fetchFor(instanceID)
 }
 
-// p2rejectedAckKeepsLock asserts that a rejected ack of it wrote nothing and
+// rejectedAckKeepsLock asserts that a rejected ack of it wrote nothing and
 // left the lock held: the history is unchanged, nothing is queued, and a
 // valid ack with the same token still commits.
-func (e *env) p2rejectedAckKeepsLock(it *provider.OrchestrationItem) {
+func (e *env) rejectedAckKeepsLock(it *provider.OrchestrationItem) {
 	e.t.Helper()
 	mustEqual(e.t, "history after rejected ack", eventIDs(e.readHistory(it.InstanceID, 0)), []int64{1})
 	e.fetchNone()
@@ -79,18 +54,21 @@ var badInputCases = []testCase{
 		e.fetchNone()
 	}},
 
-	{name: "enqueue_work_empty_instance_id_rejected_whole_call", run: func(e *env) {
-		bad := activityMsg("", 2, "")
-		err := e.p.EnqueueWork(e.ctx, activityMsg("ok", 1, ""), bad)
-		e.wantErr(err, provider.ErrInvalidArgument, "EnqueueWork with empty instance ID")
-		e.fetchWorkNone(workOpts())
-	}},
-
-	{name: "enqueue_work_nil_or_invalid_item_rejected", run: func(e *env) {
-		e.wantErr(e.p.EnqueueWork(e.ctx, nil), provider.ErrInvalidArgument, "EnqueueWork(nil)")
-		bad := activityMsg("w", 1, "")
-		bad.Item.Name = "" // ActivityExecute requires a name
-		e.wantErr(e.p.EnqueueWork(e.ctx, bad), provider.ErrInvalidArgument, "EnqueueWork with item failing Validate")
+	{name: "ack_with_invalid_worker_items_rejected", run: func(e *env) {
+		it := e.lockedTurn("w")
+		noInstance := activityMsg("", 2, "")
+		e.wantErr(e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+			WorkerItems: []*provider.WorkerMessage{activityMsg("w", 1, ""), noInstance}}),
+			provider.ErrInvalidArgument, "ack with a worker item without instance ID")
+		e.wantErr(e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+			WorkerItems: []*provider.WorkerMessage{nil}}),
+			provider.ErrInvalidArgument, "ack with a nil worker item")
+		noName := activityMsg("w", 1, "")
+		noName.Item.Name = "" // ActivityExecute requires a name
+		e.wantErr(e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+			WorkerItems: []*provider.WorkerMessage{noName}}),
+			provider.ErrInvalidArgument, "ack with a worker item failing Validate")
+		e.rejectedAckKeepsLock(it)
 		e.fetchWorkNone(workOpts())
 	}},
 
@@ -98,78 +76,72 @@ var badInputCases = []testCase{
 		e.enqueue(startMsg("z"))
 		_, err := e.p.FetchOrchestrationItems(e.ctx, provider.FetchOptions{})
 		e.wantErr(err, provider.ErrInvalidArgument, "FetchOrchestrationItems with zero LockTimeout")
-		e.p2attempt("first valid fetch", e.fetch().AttemptCount, 1)
+		e.wantCount("first valid fetch attempt count", e.fetch().AttemptCount, 1)
 	}},
 
 	{name: "fetch_work_with_zero_lock_timeout_rejected", run: func(e *env) {
 		e.enqueueWork(activityMsg("z", 1, ""))
 		_, err := e.p.FetchWorkItems(e.ctx, provider.WorkFetchOptions{})
 		e.wantErr(err, provider.ErrInvalidArgument, "FetchWorkItems with zero LockTimeout")
-		e.p2attempt("first valid fetch", e.fetchWork().AttemptCount, 1)
+		e.wantCount("first valid fetch attempt count", e.fetchWork().AttemptCount, 1)
 	}},
 
 	{name: "fetch_work_with_bad_session_options_rejected", run: func(e *env) {
-		e.p2enqueueSession("S1", 1)
-		noOwner := p2sess("")
+		e.enqueueSession("S1", 1)
+		noOwner := sessionOpts("")
 		_, err := e.p.FetchWorkItems(e.ctx, noOwner)
 		e.wantErr(err, provider.ErrInvalidArgument, "FetchWorkItems with empty session owner")
-		noLease := p2sess(p2ownerA)
+		noLease := sessionOpts(ownerA)
 		noLease.Session.LockTimeout = 0
 		_, err = e.p.FetchWorkItems(e.ctx, noLease)
 		e.wantErr(err, provider.ErrInvalidArgument, "FetchWorkItems with zero session lease")
-		mustEqual(e.t, "B can still claim", e.fetchWorkWith(p2sess(p2ownerB)).AttemptCount, 1)
+		mustEqual(e.t, "B can still claim", e.fetchWorkWith(sessionOpts(ownerB)).AttemptCount, 1)
 	}},
 
 	{name: "ack_with_execution_id_zero_rejected_lock_kept", run: func(e *env) {
-		it := e.p2lockedTurn("x0")
-		err := e.p2ackBatchErr(&provider.TurnAck{
+		it := e.lockedTurn("x0")
+		err := e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 0,
 			History:     []history.Event{e.scheduledEvent(2)},
 			WorkerItems: []*provider.WorkerMessage{activityMsg("x0", 2, "")},
 		})
 		e.wantErr(err, provider.ErrInvalidArgument, "ack with ExecutionID 0")
-		e.p2rejectedAckKeepsLock(it)
+		e.rejectedAckKeepsLock(it)
 	}},
 
 	{name: "ack_with_invalid_event_rejected_lock_kept", run: func(e *env) {
-		it := e.p2lockedTurn("xe")
+		it := e.lockedTurn("xe")
 		bad := e.scheduledEvent(3)
 		bad.Name = "" // ActivityScheduled requires a name
-		err := e.p2ackBatchErr(&provider.TurnAck{
+		err := e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History:     []history.Event{e.scheduledEvent(2), bad},
 			WorkerItems: []*provider.WorkerMessage{activityMsg("xe", 2, "")},
 		})
 		e.wantErr(err, provider.ErrInvalidArgument, "ack with event failing Validate")
-		e.p2rejectedAckKeepsLock(it)
+		e.rejectedAckKeepsLock(it)
 	}},
 
 	{name: "ack_with_invalid_queued_items_rejected_lock_kept", run: func(e *env) {
-		it := e.p2lockedTurn("xq")
+		it := e.lockedTurn("xq")
 		badWork := activityMsg("", 2, "")
-		err := e.p2ackBatchErr(&provider.TurnAck{
+		err := e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History: []history.Event{e.scheduledEvent(2)}, WorkerItems: []*provider.WorkerMessage{badWork},
 		})
 		e.wantErr(err, provider.ErrInvalidArgument, "ack with invalid worker item")
 		badOrch := eventMsg("xq", "x", 1)
 		badOrch.Item.Kind = "NoSuchKind"
-		err = e.p2ackBatchErr(&provider.TurnAck{
+		err = e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History: []history.Event{e.scheduledEvent(2)}, OrchestratorItems: []*provider.OrchestratorMessage{badOrch, nil},
 		})
 		e.wantErr(err, provider.ErrInvalidArgument, "ack with invalid orchestrator items")
-		e.p2rejectedAckKeepsLock(it)
+		e.rejectedAckKeepsLock(it)
 	}},
 
 	{name: "ack_nil_turn_rejected", run: func(e *env) {
-		errs, err := e.p.AckOrchestrationItems(e.ctx, []*provider.TurnAck{nil})
-		if err == nil {
-			if len(errs) != 1 {
-				e.t.Fatalf("AckOrchestrationItems returned %d results for 1 ack", len(errs))
-			}
-			err = errs[0]
-		}
+		err := e.p.AckOrchestrationItem(e.ctx, nil)
 		e.wantErr(err, provider.ErrInvalidArgument, "ack(nil)")
 	}},
 
@@ -178,7 +150,7 @@ var badInputCases = []testCase{
 		w := e.fetchWork()
 		bad := completionMsg("wc", 1, "r")
 		bad.Item.ID = 0 // ActivityCompleted requires the activity id
-		err := e.p2workAckBatchErr(&provider.WorkAck{LockToken: w.LockToken, Completion: bad})
+		err := e.p.AckWorkItem(e.ctx, &provider.WorkAck{LockToken: w.LockToken, Completion: bad})
 		e.wantErr(err, provider.ErrInvalidArgument, "worker ack with invalid completion")
 		e.fetchNone()
 		e.fetchWorkNone(workOpts()) // still locked by w
@@ -225,7 +197,7 @@ var badInputCases = []testCase{
 		e.enqueue(eventMsg("cc", "go", 1))
 		for want := 1; want <= 3; want++ {
 			it := e.fetchFor("cc")
-			e.p2attempt("fetch of corrupt history", it.AttemptCount, want)
+			e.wantCount("fetch of corrupt history attempt count", it.AttemptCount, want)
 			e.wantErr(it.HistoryError, provider.ErrCorruptData, "HistoryError")
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Second}), "abandon")
 			e.clock.Advance(time.Second)
@@ -257,7 +229,7 @@ var badInputCases = []testCase{
 			e.t.Skip("Harness.CorruptHistory is nil")
 		}
 		e.createInstance("cr")
-		e.p2schedule("cr", 2)
+		e.schedule("cr", 2)
 		e.h.CorruptHistory(e.t, e.p, "cr")
 		for _, exec := range []int64{0, 1} {
 			evs, err := e.p.ReadHistory(e.ctx, "cr", exec)
@@ -277,16 +249,17 @@ var badInputCases = []testCase{
 		e.enqueue(startMsg("good"))
 		mustEqual(e.t, "kinds", kinds(e.fetchFor("good").Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		e.fetchNone()
-		if a, ok := e.p.(provider.Admin); ok {
+		{
+			a := e.p
 			dl, err := a.ListDeadLetters(e.ctx, 0)
 			e.noErr(err, "ListDeadLetters")
-			e.p2wantCount("dead letters", len(dl), 1)
+			e.wantCount("dead letters", len(dl), 1)
 			mustEqual(e.t, "dead letter", []any{dl[0].Queue, dl[0].InstanceID}, []any{"orchestrator", "bad"})
 			if dl[0].Error == "" || len(dl[0].Payload) == 0 {
 				e.t.Fatalf("dead letter lacks error or payload: %+v", dl[0])
 			}
-			e.p2sameTime("DeadAt", dl[0].DeadAt, e.clock.Now())
-			mustEqual(e.t, "orchestrator ready", e.p2depths().OrchestratorReady, 0)
+			e.sameTime("DeadAt", dl[0].DeadAt, e.clock.Now())
+			mustEqual(e.t, "orchestrator ready", e.depths().OrchestratorReady, 0)
 		}
 	}},
 
@@ -314,16 +287,17 @@ var badInputCases = []testCase{
 		e.fetchWorkNone(workOpts())
 		e.expireLocks()
 		mustEqual(e.t, "redelivered", e.fetchWork().InstanceID, "good")
-		if a, ok := e.p.(provider.Admin); ok {
+		{
+			a := e.p
 			dl, err := a.ListDeadLetters(e.ctx, 0)
 			e.noErr(err, "ListDeadLetters")
-			e.p2wantCount("dead letters", len(dl), 2)
+			e.wantCount("dead letters", len(dl), 2)
 			for _, d := range dl {
 				mustEqual(e.t, "dead letter", []any{d.Queue, d.InstanceID}, []any{"worker", "bad"})
 			}
 			one, err := a.ListDeadLetters(e.ctx, 1)
 			e.noErr(err, "ListDeadLetters(1)")
-			e.p2wantCount("dead letters with limit 1", len(one), 1)
+			e.wantCount("dead letters with limit 1", len(one), 1)
 		}
 	}},
 }

@@ -5,10 +5,10 @@ import (
 	"github.com/duroxide/duroxide-go/provider"
 )
 
-// p2serveActivity fetches the next activity, checks it is id, renews its lock
+// serveActivity fetches the next activity, checks it is id, renews its lock
 // and acks it with a completion: what a worker does, whatever the state of
 // the orchestration.
-func (e *env) p2serveActivity(instanceID string, id int64) {
+func (e *env) serveActivity(instanceID string, id int64) {
 	e.t.Helper()
 	w := e.fetchWork()
 	mustEqual(e.t, "activity", []any{w.InstanceID, w.ActivityID}, []any{instanceID, id})
@@ -21,68 +21,68 @@ func (e *env) p2serveActivity(instanceID string, id int64) {
 var cancellationCases = []testCase{
 	{name: "activity_of_running_instance_served", run: func(e *env) {
 		e.createInstance("run")
-		ids := e.p2schedule("run", 1)
-		e.p2serveActivity("run", ids[0])
+		ids := e.schedule("run", 1)
+		e.serveActivity("run", ids[0])
 	}},
 
 	{name: "activity_of_completed_instance_still_served_and_renewable", run: func(e *env) {
 		e.createInstance("done")
-		ids := e.p2schedule("done", 1)
-		e.p2finish("done", provider.StatusCompleted)
-		e.p2serveActivity("done", ids[0])
+		ids := e.schedule("done", 1)
+		e.finish("done", provider.StatusCompleted)
+		e.serveActivity("done", ids[0])
 	}},
 
 	{name: "activity_of_failed_instance_still_served_and_renewable", run: func(e *env) {
 		e.createInstance("fail")
-		ids := e.p2schedule("fail", 1)
-		e.p2finish("fail", provider.StatusFailed)
-		e.p2serveActivity("fail", ids[0])
+		ids := e.schedule("fail", 1)
+		e.finish("fail", provider.StatusFailed)
+		e.serveActivity("fail", ids[0])
 	}},
 
 	{name: "activity_of_continued_as_new_execution_still_served", run: func(e *env) {
 		e.createInstance("can")
-		ids := e.p2schedule("can", 1)
-		e.p2continueAsNew("can", js("next"))
+		ids := e.schedule("can", 1)
+		e.continueAsNew("can", "next", 0)
 		w := e.fetchWork()
 		mustEqual(e.t, "activity", []any{w.ActivityID, w.ExecutionID}, []any{ids[0], 1})
 		e.noErr(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "RenewWorkItemLock")
 	}},
 
 	{name: "activity_of_purged_instance_served", run: func(e *env) {
-		e.p2createFinished("gone", provider.StatusCompleted)
-		e.p2mustPurge(false, "gone")
+		e.createFinished("gone", provider.StatusCompleted)
+		e.mustPurge(false, "gone")
 		e.enqueueWork(activityMsg("gone", 5, ""))
-		e.p2serveActivity("gone", 5)
+		e.serveActivity("gone", 5)
 	}},
 
 	{name: "activity_of_never_created_instance_served", run: func(e *env) {
 		e.enqueueWork(activityMsg("never", 3, ""))
-		e.p2serveActivity("never", 3)
+		e.serveActivity("never", 3)
 	}},
 
-	{name: "cancelled_activity_deleted_by_turn_ack", run: func(e *env) {
+	{name: "canceled_activity_deleted_by_turn_ack", run: func(e *env) {
 		e.createInstance("c1")
-		ids := e.p2schedule("c1", 2)
-		e.p2cancelTurn("c1", provider.ActivityRef{InstanceID: "c1", ExecutionID: 1, ActivityID: ids[0]})
+		ids := e.schedule("c1", 2)
+		e.cancelTurn("c1", provider.ActivityRef{InstanceID: "c1", ExecutionID: 1, ActivityID: ids[0]})
 		mustEqual(e.t, "remaining", e.fetchWork().ActivityID, ids[1])
 		e.fetchWorkNone(workOpts())
 	}},
 
 	{name: "batch_cancellation_deletes_every_named_activity", run: func(e *env) {
 		e.createInstance("c2")
-		ids := e.p2schedule("c2", 4)
-		e.p2cancelTurn("c2",
+		ids := e.schedule("c2", 4)
+		e.cancelTurn("c2",
 			provider.ActivityRef{InstanceID: "c2", ExecutionID: 1, ActivityID: ids[0]},
 			provider.ActivityRef{InstanceID: "c2", ExecutionID: 1, ActivityID: ids[2]},
 			provider.ActivityRef{InstanceID: "c2", ExecutionID: 1, ActivityID: ids[3]},
 		)
-		mustEqual(e.t, "remaining", p2actIDs(e.p2fetchWorkN(workOpts(), 10)), []int64{ids[1]})
+		mustEqual(e.t, "remaining", activityIDs(e.fetchWorkN(workOpts(), 10)), []int64{ids[1]})
 	}},
 
 	{name: "cancelling_unknown_activities_is_ignored", run: func(e *env) {
 		e.createInstance("c3")
-		ids := e.p2schedule("c3", 1)
-		e.p2cancelTurn("c3",
+		ids := e.schedule("c3", 1)
+		e.cancelTurn("c3",
 			provider.ActivityRef{InstanceID: "c3", ExecutionID: 1, ActivityID: 99},
 			provider.ActivityRef{InstanceID: "nobody", ExecutionID: 1, ActivityID: ids[0]},
 		)
@@ -94,8 +94,8 @@ var cancellationCases = []testCase{
 		exec2 := activityMsg("c4", 2, "")
 		exec2.ExecutionID, exec2.Item.ExecutionID = 2, 2
 		e.enqueueWork(activityMsg("c4", 2, ""), exec2, activityMsg("other", 2, ""))
-		e.p2cancelTurn("c4", provider.ActivityRef{InstanceID: "c4", ExecutionID: 2, ActivityID: 2})
-		ls := e.p2fetchWorkN(workOpts(), 10)
+		e.cancelTurn("c4", provider.ActivityRef{InstanceID: "c4", ExecutionID: 2, ActivityID: 2})
+		ls := e.fetchWorkN(workOpts(), 10)
 		var got [][]any
 		for _, l := range ls {
 			got = append(got, []any{l.InstanceID, l.ExecutionID, l.ActivityID})
@@ -103,19 +103,20 @@ var cancellationCases = []testCase{
 		mustEqual(e.t, "remaining", got, [][]any{{"c4", 1, 2}, {"other", 1, 2}})
 	}},
 
-	{name: "activity_scheduled_and_cancelled_in_same_ack_not_queued", run: func(e *env) {
+	{name: "activity_scheduled_and_canceled_in_same_ack_not_queued", run: func(e *env) {
 		e.createInstance("c5")
-		e.p2turn("c5", func(it *provider.OrchestrationItem, next int64) *provider.TurnAck {
+		e.runTurn("c5", func(it *provider.OrchestrationItem, next int64) *provider.TurnAck {
 			return &provider.TurnAck{
 				History: []history.Event{e.scheduledEvent(next), {
 					EventID: next + 1, Kind: history.ActivityCancelRequested, TimestampMs: ms(e.clock.Now()), SourceEventID: next,
 				}},
-				WorkerItems:         []*provider.WorkerMessage{activityMsg("c5", next, "")},
-				CancelledActivities: []provider.ActivityRef{{InstanceID: "c5", ExecutionID: 1, ActivityID: next}},
+				WorkerItems:        []*provider.WorkerMessage{activityMsg("c5", next, "")},
+				CanceledActivities: []provider.ActivityRef{{InstanceID: "c5", ExecutionID: 1, ActivityID: next}},
 			}
 		})
 		e.fetchWorkNone(workOpts())
-		if a, ok := e.p.(provider.Admin); ok {
+		{
+			a := e.p
 			d, err := a.QueueDepths(e.ctx)
 			e.noErr(err, "QueueDepths")
 			mustEqual(e.t, "worker depths", []int64{d.WorkerReady, d.WorkerDelayed, d.WorkerLocked}, []int64{0, 0, 0})
@@ -124,11 +125,11 @@ var cancellationCases = []testCase{
 
 	{name: "worker_ack_after_cancellation_lock_lost_permanent_no_completion", run: func(e *env) {
 		e.createInstance("c6")
-		ids := e.p2schedule("c6", 1)
+		ids := e.schedule("c6", 1)
 		w := e.fetchWork()
-		e.p2cancelTurn("c6", provider.ActivityRef{InstanceID: "c6", ExecutionID: 1, ActivityID: ids[0]})
-		err := e.p2ackWorkErr(&provider.WorkAck{LockToken: w.LockToken, Completion: completionMsg("c6", ids[0], "r")})
-		e.lockLost(err, "ack of cancelled activity")
+		e.cancelTurn("c6", provider.ActivityRef{InstanceID: "c6", ExecutionID: 1, ActivityID: ids[0]})
+		err := e.ackWorkErr(&provider.WorkAck{LockToken: w.LockToken, Completion: completionMsg("c6", ids[0], "r")})
+		e.lockLost(err, "ack of canceled activity")
 		e.fetchNone()
 		e.expireLocks()
 		e.fetchWorkNone(workOpts())
@@ -136,19 +137,19 @@ var cancellationCases = []testCase{
 
 	{name: "worker_renew_after_cancellation_lock_lost_permanent", run: func(e *env) {
 		e.createInstance("c7")
-		ids := e.p2schedule("c7", 1)
+		ids := e.schedule("c7", 1)
 		w := e.fetchWork()
 		e.noErr(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "renew before cancellation")
-		e.p2cancelTurn("c7", provider.ActivityRef{InstanceID: "c7", ExecutionID: 1, ActivityID: ids[0]})
-		e.lockLost(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "renew of cancelled activity")
+		e.cancelTurn("c7", provider.ActivityRef{InstanceID: "c7", ExecutionID: 1, ActivityID: ids[0]})
+		e.lockLost(e.p.RenewWorkItemLock(e.ctx, w.LockToken, lockTimeout), "renew of canceled activity")
 	}},
 
 	{name: "worker_abandon_after_cancellation_lock_lost_and_not_requeued", run: func(e *env) {
 		e.createInstance("c8")
-		ids := e.p2schedule("c8", 1)
+		ids := e.schedule("c8", 1)
 		w := e.fetchWork()
-		e.p2cancelTurn("c8", provider.ActivityRef{InstanceID: "c8", ExecutionID: 1, ActivityID: ids[0]})
-		e.wantErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{}), provider.ErrLockLost, "abandon of cancelled activity")
+		e.cancelTurn("c8", provider.ActivityRef{InstanceID: "c8", ExecutionID: 1, ActivityID: ids[0]})
+		e.wantErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{}), provider.ErrLockLost, "abandon of canceled activity")
 		e.fetchWorkNone(workOpts())
 	}},
 }

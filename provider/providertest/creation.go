@@ -9,7 +9,7 @@ import (
 
 // creationCases check where instance rows come from: a message with Create
 // (Pending at once), or the first ack's metadata; and what happens when an
-// ID is taken (reference §6.3, adapted to our contract).
+// ID is taken.
 var creationCases = []testCase{
 	{name: "EnqueueCreateMakesPendingInstanceVisible", run: func(e *env) {
 		a := e.admin()
@@ -44,7 +44,8 @@ var creationCases = []testCase{
 		e.enqueue(startMsgNoCreate("a"))
 		_, err := e.p.ReadHistory(e.ctx, "a", 0)
 		e.wantErr(err, provider.ErrNotFound, "ReadHistory(a) before any ack")
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			_, err := a.GetInstance(e.ctx, "a")
 			e.wantErr(err, provider.ErrNotFound, "GetInstance(a)")
 		}
@@ -59,14 +60,15 @@ var creationCases = []testCase{
 		it := e.fetchFor("a")
 		meta := runningMeta()
 		meta.OrchestrationVersion = "2.0.0"
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: meta})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")}, Metadata: meta})
 		e.enqueue(eventMsg("a", "next", 1))
 		next := e.fetchFor("a")
 		mustEqual(e.t, "instance row", next.Instance, &provider.InstanceMeta{
 			OrchestrationName: testOrch, OrchestrationVersion: "2.0.0", Status: provider.StatusRunning, CurrentExecutionID: 1,
 		})
 		mustEqual(e.t, "history", eventIDs(next.History), []int64{1})
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			info, err := a.GetInstance(e.ctx, "a")
 			e.noErr(err, "GetInstance(a)")
 			mustEqual(e.t, "instance", []any{info.OrchestrationName, info.OrchestrationVersion, info.Status, info.CurrentExecutionID},
@@ -80,13 +82,14 @@ var creationCases = []testCase{
 		it := e.fetchFor(child)
 		meta := runningMeta()
 		meta.ParentInstanceID, meta.ParentExecutionID = "p", 1
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: meta})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")}, Metadata: meta})
 		e.enqueue(eventMsg(child, "next", 1))
 		next := e.fetchFor(child)
 		if next.Instance == nil || next.Instance.ParentInstanceID != "p" || next.Instance.ParentExecutionID != 1 {
 			e.t.Fatalf("child instance row = %+v, want parent p execution 1", next.Instance)
 		}
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			info, err := a.GetInstance(e.ctx, child)
 			e.noErr(err, "GetInstance(child)")
 			mustEqual(e.t, "parent link", []any{info.ParentInstanceID, info.ParentExecutionID}, []any{"p", 1})
@@ -97,7 +100,7 @@ var creationCases = []testCase{
 	}},
 	{name: "EnqueueCreateRecordsParentLink", run: func(e *env) {
 		e.createInstance("p")
-		e.enqueue(p1ChildStartMsg("p", 1, 2, "p::c"))
+		e.enqueue(childStartMsg("p", 1, 2, "p::c"))
 		it := e.fetchFor("p::c")
 		mustEqual(e.t, "child row", it.Instance, &provider.InstanceMeta{
 			OrchestrationName: testOrch, OrchestrationVersion: testVersion, Status: provider.StatusPending,
@@ -109,14 +112,15 @@ var creationCases = []testCase{
 		m := startMsg("a")
 		m.Item.Version, m.Create.OrchestrationVersion = "", ""
 		e.enqueue(m)
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			info, err := a.GetInstance(e.ctx, "a")
 			e.noErr(err, "GetInstance(a)")
 			mustEqual(e.t, "version before the first turn", info.OrchestrationVersion, "")
 		}
 		it := e.fetchFor("a")
 		mustEqual(e.t, "fetched version", []string{it.Instance.OrchestrationVersion, it.Messages[0].Version}, []string{"", ""})
-		e.p1AckStart(it) // metadata names version testVersion
+		e.ackStart(it) // metadata names version testVersion
 		e.enqueue(eventMsg("a", "next", 1))
 		next := e.fetchFor("a")
 		mustEqual(e.t, "version after the first turn", next.Instance.OrchestrationVersion, testVersion)
@@ -127,7 +131,7 @@ var creationCases = []testCase{
 		it := e.fetchFor("a")
 		meta := runningMeta()
 		meta.OrchestrationName, meta.OrchestrationVersion = "Renamed", "3.1.0"
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.p1ExternalEvent(2, "upgrade")}, Metadata: meta})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.externalEvent(2, "upgrade")}, Metadata: meta})
 		e.enqueue(eventMsg("a", "next", 1))
 		next := e.fetchFor("a")
 		mustEqual(e.t, "name and version", []string{next.Instance.OrchestrationName, next.Instance.OrchestrationVersion}, []string{"Renamed", "3.1.0"})
@@ -136,7 +140,7 @@ var creationCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.p1ExternalEvent(2, "go")}})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.externalEvent(2, "go")}})
 		e.enqueue(eventMsg("a", "next", 1))
 		next := e.fetchFor("a")
 		mustEqual(e.t, "instance row", next.Instance, &provider.InstanceMeta{
@@ -148,7 +152,8 @@ var creationCases = []testCase{
 		m.VisibleAt = e.clock.Now().Add(time.Hour)
 		e.enqueue(m)
 		mustEqual(e.t, "history", len(e.readHistory("a", 0)), 0) // the row exists at once
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			info, err := a.GetInstance(e.ctx, "a")
 			e.noErr(err, "GetInstance(a)")
 			mustEqual(e.t, "status", info.Status, provider.StatusPending)
@@ -160,11 +165,11 @@ var creationCases = []testCase{
 	}},
 	{name: "CreateOnTakenIDFailsAndWritesNothing", run: func(e *env) {
 		e.createInstance("a")
-		before := e.p1Snapshot("a", "b")
+		before := e.snapshot("a", "b")
 		err := e.p.Enqueue(e.ctx, eventMsg("b", "ok", 1), startMsg("a"))
 		e.wantErr(err, provider.ErrInstanceExists, "Enqueue creating a taken ID")
-		e.p1Permanent(err, "ErrInstanceExists")
-		e.p1Unchanged(before)
+		e.wantPermanent(err, "ErrInstanceExists")
+		e.unchanged(before)
 		e.fetchNone() // neither message was enqueued
 	}},
 	{name: "CreateOnPendingIDFails", run: func(e *env) {
@@ -174,7 +179,8 @@ var creationCases = []testCase{
 		e.wantErr(e.p.Enqueue(e.ctx, second), provider.ErrInstanceExists, "second create of a pending instance")
 		it := e.fetchFor("a")
 		mustEqual(e.t, "messages", len(it.Messages), 1)
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			info, err := a.GetInstance(e.ctx, "a")
 			e.noErr(err, "GetInstance(a)")
 			mustEqual(e.t, "input of the first create", info.Input, js("input-a"))
@@ -189,11 +195,11 @@ var creationCases = []testCase{
 	{name: "CreateWithOnExistsEnqueuesOnExistsInstead", run: func(e *env) {
 		e.createInstance("p")
 		e.createInstance("c")
-		before := e.p1Snapshot("c")
-		m := p1ChildStartMsg("p", 1, 2, "c")
-		m.Create.OnExists = p1SubOrchFailedMsg("p", 1, 2, "c")
+		before := e.snapshot("c")
+		m := childStartMsg("p", 1, 2, "c")
+		m.Create.OnExists = subOrchFailedMsg("p", 1, 2, "c")
 		e.noErr(e.p.Enqueue(e.ctx, m), "Enqueue with OnExists on a taken ID")
-		mustEqual(e.t, "state of c", e.p1Snapshot("c").Instances["c"], before.Instances["c"])
+		mustEqual(e.t, "state of c", e.snapshot("c").Instances["c"], before.Instances["c"])
 		it := e.fetchFor("p")
 		mustEqual(e.t, "parent messages", kinds(it.Messages), []history.WorkItemKind{history.WorkSubOrchFailed})
 		mustEqual(e.t, "failed child", it.Messages[0].ChildInstanceID, "c")
@@ -201,8 +207,8 @@ var creationCases = []testCase{
 	}},
 	{name: "CreateWithOnExistsCreatesWhenIDIsFree", run: func(e *env) {
 		e.createInstance("p")
-		m := p1ChildStartMsg("p", 1, 2, "c")
-		m.Create.OnExists = p1SubOrchFailedMsg("p", 1, 2, "c")
+		m := childStartMsg("p", 1, 2, "c")
+		m.Create.OnExists = subOrchFailedMsg("p", 1, 2, "c")
 		e.enqueue(m)
 		it := e.fetchFor("c")
 		mustEqual(e.t, "child messages", kinds(it.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
@@ -215,11 +221,12 @@ var creationCases = []testCase{
 		e.createInstance("p")
 		e.enqueue(eventMsg("p", "spawn", 1))
 		it := e.fetchFor("p")
-		ack := p1Turn(it, 1, e.p1SubOrchScheduledEvent(2, "p::c"))
-		ack.OrchestratorItems = []*provider.OrchestratorMessage{p1ChildStartMsg("p", 1, 2, "p::c")}
+		ack := turnAck(it, 1, e.subOrchScheduledEvent(2, "p::c"))
+		ack.OrchestratorItems = []*provider.OrchestratorMessage{childStartMsg("p", 1, 2, "p::c")}
 		e.ack(ack)
 		mustEqual(e.t, "child history", len(e.readHistory("p::c", 0)), 0)
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			info, err := a.GetInstance(e.ctx, "p::c")
 			e.noErr(err, "GetInstance(p::c)")
 			mustEqual(e.t, "child", []any{info.Status, info.ParentInstanceID, info.ParentExecutionID, info.OrchestrationName},
@@ -229,16 +236,16 @@ var creationCases = []testCase{
 	{name: "AckChildCollisionBecomesMessageToParent", run: func(e *env) {
 		e.createInstance("p")
 		e.createInstance("c")
-		before := e.p1Snapshot("c")
+		before := e.snapshot("c")
 		e.enqueue(eventMsg("p", "spawn", 1))
 		it := e.fetchFor("p")
-		start := p1ChildStartMsg("p", 1, 2, "c")
-		start.Create.OnExists = p1SubOrchFailedMsg("p", 1, 2, "c")
-		ack := p1Turn(it, 1, e.p1SubOrchScheduledEvent(2, "c"))
+		start := childStartMsg("p", 1, 2, "c")
+		start.Create.OnExists = subOrchFailedMsg("p", 1, 2, "c")
+		ack := turnAck(it, 1, e.subOrchScheduledEvent(2, "c"))
 		ack.OrchestratorItems = []*provider.OrchestratorMessage{start}
 		e.ack(ack)
 		mustEqual(e.t, "parent history", eventIDs(e.readHistory("p", 0)), []int64{1, 2})
-		mustEqual(e.t, "state of c", e.p1Snapshot("c").Instances["c"], before.Instances["c"])
+		mustEqual(e.t, "state of c", e.snapshot("c").Instances["c"], before.Instances["c"])
 		next := e.fetchFor("p")
 		mustEqual(e.t, "parent messages", kinds(next.Messages), []history.WorkItemKind{history.WorkSubOrchFailed})
 		e.fetchNone() // nothing reached c
@@ -248,16 +255,16 @@ var creationCases = []testCase{
 		e.createInstance("c")
 		e.enqueue(eventMsg("p", "spawn", 1))
 		it := e.fetchFor("p")
-		before := e.p1Snapshot("p", "c", "d")
-		ack := p1Turn(it, 1, e.p1SubOrchScheduledEvent(2, "d"), e.p1SubOrchScheduledEvent(3, "c"))
+		before := e.snapshot("p", "c", "d")
+		ack := turnAck(it, 1, e.subOrchScheduledEvent(2, "d"), e.subOrchScheduledEvent(3, "c"))
 		ack.WorkerItems = []*provider.WorkerMessage{activityMsg("p", 4, "")}
-		ack.OrchestratorItems = []*provider.OrchestratorMessage{p1ChildStartMsg("p", 1, 2, "d"), p1ChildStartMsg("p", 1, 3, "c")}
+		ack.OrchestratorItems = []*provider.OrchestratorMessage{childStartMsg("p", 1, 2, "d"), childStartMsg("p", 1, 3, "c")}
 		err := e.ackErr(ack)
 		e.wantErr(err, provider.ErrInstanceExists, "ack creating a taken child ID")
-		e.p1Unchanged(before)
+		e.unchanged(before)
 		e.fetchWorkNone(workOpts())
 		e.fetchNone() // p still locked, d not created, nothing for c
-		e.ack(p1Turn(it, 1, e.p1SubOrchScheduledEvent(2, "d")))
+		e.ack(turnAck(it, 1, e.subOrchScheduledEvent(2, "d")))
 		mustEqual(e.t, "parent history", eventIDs(e.readHistory("p", 0)), []int64{1, 2})
 	}},
 }

@@ -27,7 +27,7 @@ var e2eCancellationCases = []e2eCase{
 	{"CancelRunning", e2eCancelRunning},
 	{"CancelCascadesToChildren", e2eCancelCascade},
 	{"CancelStopsRunningActivity", e2eCancelStopsActivity},
-	{"CancelFinishedIsNoop", e2eCancelFinished},
+	{"CancelFinishedIsRefused", e2eCancelFinished},
 	{"CancelUnknownInstance", e2eCancelUnknown},
 	{"CancelChildSeenByParent", e2eCancelChildSeenByParent},
 	{"CancelPendingDelayedStart", e2eCancelPending},
@@ -242,12 +242,13 @@ func e2eCancelRunning(e *e2e) {
 	if h[2].Reason != "operator said stop" || h[3].Error == nil || h[3].Error.Kind != history.ErrorCanceled {
 		e.t.Fatalf("cancel events %+v %+v", h[2], h[3])
 	}
-	// A second cancel and a late event change nothing.
-	if err := e.c.CancelInstance(e.ctx, "hold", "again"); err != nil {
-		e.t.Fatal(err)
+	// A second cancel and a late event are refused and change nothing.
+	var te *duroxide.InstanceTerminalError
+	if err := e.c.CancelInstance(e.ctx, "hold", "again"); !errors.As(err, &te) || te.State != duroxide.StateCanceled {
+		e.t.Fatalf("second cancel: %v, want *InstanceTerminalError (Canceled)", err)
 	}
-	if err := e.c.RaiseEvent(e.ctx, "hold", "release", "late"); err != nil {
-		e.t.Fatal(err)
+	if err := e.c.RaiseEvent(e.ctx, "hold", "release", "late"); !errors.Is(err, duroxide.ErrInstanceTerminal) {
+		e.t.Fatalf("late event: %v, want ErrInstanceTerminal", err)
 	}
 	e.drained()
 	if h2 := e.history("hold", 0); len(h2) != len(h) {
@@ -341,15 +342,19 @@ func e2eCancelFinished(e *e2e) {
 	e.runtime(helloRegistry())
 	e.start("greet", "Greet", "z")
 	e.wait("greet")
-	before := e.history("greet", 0)
-	if err := e.c.CancelInstance(e.ctx, "greet", "too late"); err != nil {
-		e.t.Fatalf("CancelInstance of a completed instance: %v", err)
+	before, stBefore := e.history("greet", 0), e.status("greet")
+	var te *duroxide.InstanceTerminalError
+	if err := e.c.CancelInstance(e.ctx, "greet", "too late"); !errors.As(err, &te) || te.State != duroxide.StateCompleted || te.InstanceID != "greet" {
+		e.t.Fatalf("CancelInstance of a completed instance: %v, want *InstanceTerminalError (Completed)", err)
 	}
 	e.drained()
 	st := e.status("greet")
 	var out string
 	if err := st.Decode(&out); err != nil || st.State != duroxide.StateCompleted || out != "Hello, z!" {
 		e.t.Fatalf("canceling a completed instance changed it: %s", describeStatus(st))
+	}
+	if !st.UpdatedAt.Equal(stBefore.UpdatedAt) {
+		e.t.Fatalf("canceling a completed instance moved updatedAt from %v to %v", stBefore.UpdatedAt, st.UpdatedAt)
 	}
 	if after := e.history("greet", 0); len(after) != len(before) {
 		e.t.Fatalf("history changed: %v", eventKinds(after))

@@ -205,9 +205,9 @@ func e2eTimerVsEventTimerWins(e *e2e) {
 		e.t.Fatalf("output %q (%v)", out, err)
 	}
 	before := e.history("appr", 0)
-	// An event for a finished instance is accepted and dropped.
-	if err := e.c.RaiseEvent(e.ctx, "appr", "approve", "late"); err != nil {
-		e.t.Fatalf("RaiseEvent to a completed instance: %v", err)
+	// An event for a finished instance is refused.
+	if err := e.c.RaiseEvent(e.ctx, "appr", "approve", "late"); !errors.Is(err, duroxide.ErrInstanceTerminal) {
+		e.t.Fatalf("RaiseEvent to a completed instance: %v, want ErrInstanceTerminal", err)
 	}
 	e.drained()
 	after := e.history("appr", 0)

@@ -8,7 +8,7 @@ import (
 )
 
 // errorCases check the sentinel errors the contract promises, their
-// retryability, and that a failing call writes nothing (reference §6.2).
+// retryability, and that a failing call writes nothing.
 var errorCases = []testCase{
 	{name: "AckUnknownTokenLockLost", run: func(e *env) {
 		e.createInstance("a")
@@ -46,19 +46,19 @@ var errorCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		dup := e.startedEvent()
+		dup := e.startedEvent("in")
 		dup.Name, dup.Input = "Other", js("other")
-		err := e.ackErr(p1Turn(it, 1, dup))
+		err := e.ackErr(turnAck(it, 1, dup))
 		e.wantErr(err, provider.ErrDuplicateEvent, "ack re-appending event 1")
-		e.p1Permanent(err, "duplicate event")
+		e.wantPermanent(err, "duplicate event")
 		h := e.readHistory("a", 0)
 		mustEqual(e.t, "history", eventIDs(h), []int64{1})
-		mustEqual(e.t, "stored event 1", h[0], e.startedEvent())
+		mustEqual(e.t, "stored event 1", h[0], e.startedEvent("in"))
 	}},
 	{name: "ReadHistoryUnknownInstanceNotFound", run: func(e *env) {
 		_, err := e.p.ReadHistory(e.ctx, "nobody", 0)
 		e.wantErr(err, provider.ErrNotFound, "ReadHistory(nobody, 0)")
-		e.p1Permanent(err, "ReadHistory of an unknown instance")
+		e.wantPermanent(err, "ReadHistory of an unknown instance")
 		_, err = e.p.ReadHistory(e.ctx, "nobody", 1)
 		e.wantErr(err, provider.ErrNotFound, "ReadHistory(nobody, 1)")
 	}},
@@ -82,7 +82,7 @@ var errorCases = []testCase{
 		e.enqueue(completionMsg("a", 2, "r"))
 		it := e.fetchFor("a")
 		e.expireLocks()
-		before := e.p1Snapshot("a", "child")
+		before := e.snapshot("a", "child")
 		meta := runningMeta()
 		meta.Status, meta.Output = provider.StatusCompleted, js("stale")
 		meta.CustomStatus = &provider.CustomStatusUpdate{Value: js("stale")}
@@ -94,7 +94,7 @@ var errorCases = []testCase{
 			OrchestratorItems: []*provider.OrchestratorMessage{startMsg("child")},
 		})
 		e.lockLost(err, "ack after lock expiry")
-		e.p1Unchanged(before)
+		e.unchanged(before)
 		e.fetchWorkNone(workOpts())
 		again := e.fetchFor("a")
 		mustEqual(e.t, "redelivered messages", kinds(again.Messages), []history.WorkItemKind{history.WorkActivityCompleted})
@@ -102,11 +102,12 @@ var errorCases = []testCase{
 		e.fetchNone() // no child was created
 	}},
 	{name: "EnqueueInvalidItemWritesNothing", run: func(e *env) {
-		err := e.p.Enqueue(e.ctx, startMsg("a"), eventMsg("b", "ok", 1), p1InvalidMsg("b"))
+		err := e.p.Enqueue(e.ctx, startMsg("a"), eventMsg("b", "ok", 1), invalidMsg("b"))
 		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue with an invalid item")
-		e.p1Permanent(err, "Enqueue with an invalid item")
+		e.wantPermanent(err, "Enqueue with an invalid item")
 		e.fetchNone()
-		if a := e.p1Admin(); a != nil {
+		{
+			a := e.admin()
 			_, err := a.GetInstance(e.ctx, "a")
 			e.wantErr(err, provider.ErrNotFound, "GetInstance(a)")
 		}
@@ -121,8 +122,8 @@ var errorCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
-		e.lockLost(e.ackErr(p1Turn(it, 1, e.p1ExternalEvent(3, "again"))), "ack after ack")
+		e.ack(turnAck(it, 1, e.externalEvent(2, "go")))
+		e.lockLost(e.ackErr(turnAck(it, 1, e.externalEvent(3, "again"))), "ack after ack")
 		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after ack")
 		e.lockLost(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon after ack")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
@@ -133,7 +134,7 @@ var errorCases = []testCase{
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Minute}), "abandon")
-		late := p1Turn(it, 1, e.p1ExternalEvent(2, "go"))
+		late := turnAck(it, 1, e.externalEvent(2, "go"))
 		late.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
 		e.lockLost(e.ackErr(late), "ack after abandon")
 		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after abandon")
@@ -142,7 +143,7 @@ var errorCases = []testCase{
 		e.fetchWorkNone(workOpts())
 		e.clock.Advance(time.Minute)
 		again := e.fetchFor("a")
-		mustEqual(e.t, "redelivered messages", p1Names(again.Messages), []string{"go"})
+		mustEqual(e.t, "redelivered messages", itemNames(again.Messages), []string{"go"})
 	}},
 	{name: "CallsAfterCloseReturnErrClosed", run: func(e *env) {
 		e.createInstance("a")
@@ -154,6 +155,6 @@ var errorCases = []testCase{
 		e.wantErr(err, provider.ErrClosed, "ReadHistory after Close")
 		e.wantErr(e.ackErr(&provider.TurnAck{LockToken: "t", ExecutionID: 1}), provider.ErrClosed, "ack after Close")
 		e.wantErr(e.p.RenewOrchestrationItemLock(e.ctx, "t", lockTimeout), provider.ErrClosed, "renew after Close")
-		e.p1Permanent(err, "ErrClosed")
+		e.wantPermanent(err, "ErrClosed")
 	}},
 }

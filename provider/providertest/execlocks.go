@@ -9,40 +9,41 @@ import (
 	"github.com/duroxide/duroxide-go/provider"
 )
 
-// execLockCases cover execution locks (DESIGN §4, provider/locks.go): taken
+// execLockCases cover execution locks (provider/locks.go): taken
 // by the Enqueue that creates the holder, extended by its acks, released by
 // its terminal ack, taken over when expired, queued starts handed the lock in
 // arrival order, force release, cleanup and purge.
 var execLockCases = []testCase{
 	{name: "StartWithLockAcquiresIt", run: func(e *env) {
 		e.clock.Advance(time.Second)
-		e.enqueue(xlStart("a", "k"))
+		e.enqueue(lockedStart("a", "k"))
 		now := e.clock.Now()
-		e.xlWantLock(xlLive("k", "a", provider.StatusPending, now, now, xlTTL, 0))
-		e.xlStatus("a", provider.StatusPending)
-		e.xlRun("a")
+		e.wantLock(liveLock("k", "a", provider.StatusPending, now, now, lockTTL, 0))
+		e.wantStatus("a", provider.StatusPending)
+		e.runStart("a")
 	}},
 	{name: "UnknownKeyNotFound", run: func(e *env) {
-		e.xlNoLock("nope")
-		mustEqual(e.t, "locks of an empty store", len(e.xlList()), 0)
-		e.enqueue(xlStart("a", "k"))
-		e.xlNoLock("K")
-		e.xlNoLock("k2")
+		e.wantNoLock("nope")
+		mustEqual(e.t, "locks of an empty store", len(e.listLocks()), 0)
+		e.enqueue(lockedStart("a", "k"))
+		e.wantNoLock("K")
+		e.wantNoLock("k2")
 	}},
 	{name: "ListOrderedByKey", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("c", "kc"))
+		e.enqueue(lockedStart("c", "kc"))
 		e.clock.Advance(time.Second)
-		e.enqueue(xlStartWith("a", &provider.LockRequest{Key: "ka", TTL: 2 * time.Hour}))
+		e.enqueue(startWithLock("a", &provider.LockRequest{Key: "ka", TTL: 2 * time.Hour}))
 		e.clock.Advance(time.Second)
-		e.enqueue(xlStart("b", "kb"), xlQueued("q", "kb", xlTTL))
+		e.enqueue(lockedStart("b", "kb"), queuedStart("q", "kb", lockTTL))
 		t2 := e.clock.Now()
-		mustEqual(e.t, "locks", e.xlList(), []provider.ExecutionLock{
-			xlNorm(xlLive("ka", "a", provider.StatusPending, t0.Add(time.Second), t0.Add(time.Second), 2*time.Hour, 0)),
-			xlNorm(xlLive("kb", "b", provider.StatusPending, t2, t2, xlTTL, 1)),
-			xlNorm(xlLive("kc", "c", provider.StatusPending, t0, t0, xlTTL, 0)),
+		mustEqual(e.t, "locks", e.listLocks(), []provider.ExecutionLock{
+			utcLock(liveLock("ka", "a", provider.StatusPending, t0.Add(time.Second), t0.Add(time.Second), 2*time.Hour, 0)),
+			utcLock(liveLock("kb", "b", provider.StatusPending, t2, t2, lockTTL, 1)),
+			utcLock(liveLock("kc", "c", provider.StatusPending, t0, t0, lockTTL, 0)),
 		})
-		if a, ok := e.p.(provider.Admin); ok {
+		{
+			a := e.p
 			c, err := a.Counts(e.ctx)
 			e.noErr(err, "Counts")
 			mustEqual(e.t, "Counts.ExecutionLocks", c.ExecutionLocks, int64(3))
@@ -50,105 +51,105 @@ var execLockCases = []testCase{
 	}},
 	{name: "HeldKeyRefusesSecondStartAndWritesNothing", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.clock.Advance(time.Minute)
-		before := e.p1Snapshot("a", "b")
-		err := e.p.Enqueue(e.ctx, xlStart("b", "k"))
-		e.xlWantLocked(err, "k", "a", t0, t0.Add(xlTTL))
+		before := e.snapshot("a", "b")
+		err := e.p.Enqueue(e.ctx, lockedStart("b", "k"))
+		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
 		if errors.Is(err, provider.ErrInstanceExists) {
 			e.t.Fatalf("LockedError %v matches ErrInstanceExists", err)
 		}
-		e.p1Unchanged(before)
-		e.xlAbsent("b")
+		e.unchanged(before)
+		e.absent("b")
 		e.fetchNone() // b's start was not queued
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 0))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 0))
 	}},
 	{name: "RefusedStartRollsBackWholeEnqueue", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
+		e.enqueue(lockedStart("a", "k"))
 		t0 := e.clock.Now()
-		before := e.p1Snapshot("a", "b", "c")
-		err := e.p.Enqueue(e.ctx, startMsg("c"), eventMsg("a", "x", 1), xlStart("d", "free"), xlStart("b", "k"))
-		e.xlWantLocked(err, "k", "a", t0, t0.Add(xlTTL))
-		e.p1Unchanged(before)
-		e.xlAbsent("b")
-		e.xlAbsent("c")
-		e.xlAbsent("d")
-		e.xlNoLock("free")
+		before := e.snapshot("a", "b", "c")
+		err := e.p.Enqueue(e.ctx, startMsg("c"), eventMsg("a", "x", 1), lockedStart("d", "free"), lockedStart("b", "k"))
+		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
+		e.unchanged(before)
+		e.absent("b")
+		e.absent("c")
+		e.absent("d")
+		e.wantNoLock("free")
 		it := e.fetchFor("a")
 		mustEqual(e.t, "messages of a", kinds(it.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		e.fetchNone()
-		e.xlWantLock(xlLive("k", "a", provider.StatusPending, t0, t0, xlTTL, 0))
+		e.wantLock(liveLock("k", "a", provider.StatusPending, t0, t0, lockTTL, 0))
 	}},
 	{name: "SameKeyTwiceInOneEnqueueFails", run: func(e *env) {
 		t0 := e.clock.Now()
-		err := e.p.Enqueue(e.ctx, xlStart("a", "k"), xlStart("b", "k"))
-		e.xlWantLocked(err, "k", "a", t0, t0.Add(xlTTL))
-		e.xlAbsent("a")
-		e.xlAbsent("b")
-		e.xlNoLock("k")
+		err := e.p.Enqueue(e.ctx, lockedStart("a", "k"), lockedStart("b", "k"))
+		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
+		e.absent("a")
+		e.absent("b")
+		e.wantNoLock("k")
 		e.fetchNone()
 	}},
 	{name: "SameKeyInOneEnqueueQueuesSecond", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"), xlQueued("b", "k", xlTTL))
-		e.xlWantLock(xlLive("k", "a", provider.StatusPending, t0, t0, xlTTL, 1))
-		e.xlStatus("b", provider.StatusPending)
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"), queuedStart("b", "k", lockTTL))
+		e.wantLock(liveLock("k", "a", provider.StatusPending, t0, t0, lockTTL, 1))
+		e.wantStatus("b", provider.StatusPending)
+		e.runStart("a")
 		e.fetchNone()
 	}},
 	{name: "DifferentKeysDoNotInterfere", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k1"), xlStart("b", "k2"))
-		got := e.p1FetchEach()
-		mustEqual(e.t, "fetched", p2sorted([]string{got["a"].InstanceID, got["b"].InstanceID}), []string{"a", "b"})
-		e.p1AckStart(got["a"])
-		e.p1AckStart(got["b"])
-		e.p2finish("a", provider.StatusCompleted)
-		e.xlNoLock("k1")
-		e.xlWantLock(xlLive("k2", "b", provider.StatusRunning, t0, t0, xlTTL, 0))
+		e.enqueue(lockedStart("a", "k1"), lockedStart("b", "k2"))
+		got := e.fetchEach()
+		mustEqual(e.t, "fetched", sorted([]string{got["a"].InstanceID, got["b"].InstanceID}), []string{"a", "b"})
+		e.ackStart(got["a"])
+		e.ackStart(got["b"])
+		e.finish("a", provider.StatusCompleted)
+		e.wantNoLock("k1")
+		e.wantLock(liveLock("k2", "b", provider.StatusRunning, t0, t0, lockTTL, 0))
 	}},
 	{name: "LockCheckedBeforeInstanceID", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"), startMsg("x"))
-		err := e.p.Enqueue(e.ctx, xlStart("x", "k"))
-		e.xlWantLocked(err, "k", "a", t0, t0.Add(xlTTL))
+		e.enqueue(lockedStart("a", "k"), startMsg("x"))
+		err := e.p.Enqueue(e.ctx, lockedStart("x", "k"))
+		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
 	}},
 	{name: "InstanceIDCollisionDoesNotTakeFreeLock", run: func(e *env) {
 		e.createInstance("a")
-		before := e.p1Snapshot("a")
-		err := e.p.Enqueue(e.ctx, xlStart("a", "k"))
+		before := e.snapshot("a")
+		err := e.p.Enqueue(e.ctx, lockedStart("a", "k"))
 		e.wantErr(err, provider.ErrInstanceExists, "locked start on a taken ID")
 		if errors.Is(err, provider.ErrLocked) {
 			e.t.Fatalf("error %v matches ErrLocked", err)
 		}
-		e.p1Unchanged(before)
-		e.xlNoLock("k")
-		e.enqueue(xlStart("b", "k"))
-		e.xlHolder("k", "b")
+		e.unchanged(before)
+		e.wantNoLock("k")
+		e.enqueue(lockedStart("b", "k"))
+		e.wantHolder("k", "b")
 	}},
 	{name: "InvalidLockRequestWritesNothing", run: func(e *env) {
 		for i, lr := range []*provider.LockRequest{
-			{Key: "", TTL: xlTTL},
+			{Key: "", TTL: lockTTL},
 			{Key: "k", TTL: 0},
 			{Key: "k", TTL: -time.Second},
-			{Key: "", TTL: xlTTL, Queue: true},
+			{Key: "", TTL: lockTTL, Queue: true},
 			{Key: "k", TTL: 0, Queue: true},
 		} {
-			err := e.p.Enqueue(e.ctx, startMsg("ok"), xlStartWith("a", lr))
+			err := e.p.Enqueue(e.ctx, startMsg("ok"), startWithLock("a", lr))
 			e.wantErr(err, provider.ErrInvalidArgument, fmt.Sprintf("start with lock request %d %+v", i, *lr))
-			e.xlAbsent("a")
-			e.xlAbsent("ok")
-			e.xlNoLock("k")
-			mustEqual(e.t, "locks", len(e.xlList()), 0)
+			e.absent("a")
+			e.absent("ok")
+			e.wantNoLock("k")
+			mustEqual(e.t, "locks", len(e.listLocks()), 0)
 			e.fetchNone()
 		}
 	}},
 	{name: "AckCreatingInstanceWithLockOrKeyIsInvalid", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		for i, child := range []*provider.OrchestratorMessage{
-			xlStart("child", "other"),
+			lockedStart("child", "other"),
 			func() *provider.OrchestratorMessage {
 				m := startMsg("child")
 				m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "key", time.Hour
@@ -158,87 +159,87 @@ var execLockCases = []testCase{
 			e.enqueue(eventMsg("a", "go", nil))
 			it := e.fetchFor("a")
 			err := e.ackErr(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
-				History: []history.Event{e.p1ExternalEvent(p2next(it), "go")}, Metadata: runningMeta(),
+				History: []history.Event{e.externalEvent(nextEventID(it), "go")}, Metadata: runningMeta(),
 				OrchestratorItems: []*provider.OrchestratorMessage{child}})
 			e.wantErr(err, provider.ErrInvalidArgument, fmt.Sprintf("ack %d creating a child with a lock or key", i))
-			e.xlAbsent("child")
-			e.xlNoLock("other")
+			e.absent("child")
+			e.wantNoLock("other")
 			e.abandonWith(it, nil)
 		}
 	}},
 	{name: "AcksOfHolderExtendLockToNowPlusTTL", run: func(e *env) {
 		const ttl = 5 * time.Minute
 		t0 := e.clock.Now()
-		e.enqueue(xlStartWith("a", &provider.LockRequest{Key: "k", TTL: ttl}))
+		e.enqueue(startWithLock("a", &provider.LockRequest{Key: "k", TTL: ttl}))
 		e.clock.Advance(2 * time.Minute)
-		e.xlRun("a")
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, e.clock.Now(), ttl, 0))
+		e.runStart("a")
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, e.clock.Now(), ttl, 0))
 		for range 3 { // each turn comes after the previous expiry would have hit
 			e.clock.Advance(4 * time.Minute)
-			e.xlTurn("a")
-			e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, e.clock.Now(), ttl, 0))
+			e.runningTurn("a")
+			e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, e.clock.Now(), ttl, 0))
 		}
 	}},
 	{name: "AbandonDoesNotExtendLock", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.clock.Advance(10 * time.Minute)
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 0))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 0))
 		it = e.fetchFor("a")
 		e.noErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew")
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 0))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 0))
 	}},
 	{name: "HolderAckRevivesItsExpiredLock", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.clock.Advance(xlTTL + time.Minute)
-		e.xlTurn("a")
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, e.clock.Now(), xlTTL, 0))
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.clock.Advance(lockTTL + time.Minute)
+		e.runningTurn("a")
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, e.clock.Now(), lockTTL, 0))
 	}},
 	{name: "ContinueAsNewKeepsAndExtendsLock", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.clock.Advance(10 * time.Minute)
-		e.p2turn("a", func(_ *provider.OrchestrationItem, next int64) *provider.TurnAck {
+		e.runTurn("a", func(_ *provider.OrchestrationItem, next int64) *provider.TurnAck {
 			return &provider.TurnAck{
 				History:           []history.Event{{EventID: next, Kind: history.OrchestrationContinuedAsNew, TimestampMs: ms(e.clock.Now()), Input: js("again")}},
 				Metadata:          provider.ExecutionMetadata{Status: provider.StatusContinuedAsNew},
-				OrchestratorItems: []*provider.OrchestratorMessage{p1ContinueAsNewMsg("a", 2, "again")},
+				OrchestratorItems: []*provider.OrchestratorMessage{continueAsNewMsg("a", 2, "again")},
 			}
 		})
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, e.clock.Now(), xlTTL, 0))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, e.clock.Now(), lockTTL, 0))
 		e.clock.Advance(10 * time.Minute)
 		it := e.fetchFor("a")
 		mustEqual(e.t, "continue-as-new turn", kinds(it.Messages), []history.WorkItemKind{history.WorkContinueAsNew})
 		meta := runningMeta()
 		meta.Input = js("again")
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.p1StartedEvent("again")}, Metadata: meta})
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, e.clock.Now(), xlTTL, 0))
-		e.p2finish("a", provider.StatusCompleted)
-		e.xlNoLock("k")
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.startedEvent("again")}, Metadata: meta})
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, e.clock.Now(), lockTTL, 0))
+		e.finish("a", provider.StatusCompleted)
+		e.wantNoLock("k")
 	}},
-	xlTerminalCase(provider.StatusCompleted),
-	xlTerminalCase(provider.StatusFailed),
-	xlTerminalCase(provider.StatusCanceled),
+	terminalReleasesLockCase(provider.StatusCompleted),
+	terminalReleasesLockCase(provider.StatusFailed),
+	terminalReleasesLockCase(provider.StatusCanceled),
 	{name: "TerminalAckOnFirstTurnReleasesLock", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
+		e.enqueue(lockedStart("a", "k"))
 		it := e.fetchFor("a")
 		meta := runningMeta()
 		meta.Status, meta.Output = provider.StatusCompleted, js("done")
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
-			History: []history.Event{e.startedEvent(), e.completedEvent(2, "done")}, Metadata: meta})
-		e.xlNoLock("k")
+			History: []history.Event{e.startedEvent("in"), e.completedEvent(2, "done")}, Metadata: meta})
+		e.wantNoLock("k")
 	}},
 	{name: "DuplicateEventAckLeavesLockUntouched", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.clock.Advance(10 * time.Minute)
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
@@ -246,16 +247,16 @@ var execLockCases = []testCase{
 			History:  []history.Event{e.completedEvent(1, "dup")},
 			Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("dup")}})
 		e.wantErr(err, provider.ErrDuplicateEvent, "terminal ack with a duplicate event")
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 0))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 0))
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
 			History:  []history.Event{e.completedEvent(2, "ok")},
 			Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("ok")}})
-		e.xlNoLock("k")
+		e.wantNoLock("k")
 	}},
 	{name: "StaleTokenAckLeavesLockUntouched", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		old := e.fetchFor("a")
 		e.expireLocks()
@@ -264,304 +265,304 @@ var execLockCases = []testCase{
 			History:  []history.Event{e.completedEvent(2, "stale")},
 			Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("stale")}})
 		e.lockLost(err, "terminal ack with a stale token")
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 0))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 0))
 		e.ack(&provider.TurnAck{LockToken: cur.LockToken, ExecutionID: 1,
-			History: []history.Event{e.p1ExternalEvent(2, "go")}, Metadata: runningMeta()})
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, e.clock.Now(), xlTTL, 0))
+			History: []history.Event{e.externalEvent(2, "go")}, Metadata: runningMeta()})
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, e.clock.Now(), lockTTL, 0))
 	}},
 	{name: "ExpiredLockIsReported", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.clock.Advance(xlTTL - time.Millisecond)
-		e.xlWantLock(xlLive("k", "a", provider.StatusPending, t0, t0, xlTTL, 0))
+		e.enqueue(lockedStart("a", "k"))
+		e.clock.Advance(lockTTL - time.Millisecond)
+		e.wantLock(liveLock("k", "a", provider.StatusPending, t0, t0, lockTTL, 0))
 		e.clock.Advance(time.Millisecond) // ExpiresAt <= now
-		want := xlLive("k", "a", provider.StatusPending, t0, t0, xlTTL, 0)
+		want := liveLock("k", "a", provider.StatusPending, t0, t0, lockTTL, 0)
 		want.Expired = true
-		e.xlWantLock(want)
-		mustEqual(e.t, "listed", e.xlList(), []provider.ExecutionLock{xlNorm(want)})
+		e.wantLock(want)
+		mustEqual(e.t, "listed", e.listLocks(), []provider.ExecutionLock{utcLock(want)})
 	}},
 	{name: "ExpiredLockTakenOverByNewStart", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.clock.Advance(xlTTL + time.Second)
-		e.enqueue(xlStart("b", "k"))
+		e.enqueue(lockedStart("a", "k"))
+		e.clock.Advance(lockTTL + time.Second)
+		e.enqueue(lockedStart("b", "k"))
 		now := e.clock.Now()
-		e.xlWantLock(xlLive("k", "b", provider.StatusPending, now, now, xlTTL, 0))
-		e.xlStatus("a", provider.StatusPending) // the old holder is not touched
-		got := e.p1FetchEach()
+		e.wantLock(liveLock("k", "b", provider.StatusPending, now, now, lockTTL, 0))
+		e.wantStatus("a", provider.StatusPending) // the old holder is not touched
+		got := e.fetchEach()
 		if got["a"] == nil || got["b"] == nil || len(got) != 2 {
 			e.t.Fatalf("fetched %d instances, want a and b", len(got))
 		}
 	}},
 	{name: "OldHolderAcksDoNotTouchNewHoldersLock", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.clock.Advance(xlTTL + time.Second)
-		e.enqueue(xlStart("b", "k"))
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.clock.Advance(lockTTL + time.Second)
+		e.enqueue(lockedStart("b", "k"))
 		tb := e.clock.Now()
-		e.xlRun("b")
+		e.runStart("b")
 		e.clock.Advance(time.Minute)
-		e.xlTurn("a")
-		e.xlWantLock(xlLive("k", "b", provider.StatusRunning, tb, tb, xlTTL, 0))
-		e.p2finish("a", provider.StatusCompleted)
-		e.xlWantLock(xlLive("k", "b", provider.StatusRunning, tb, tb, xlTTL, 0))
+		e.runningTurn("a")
+		e.wantLock(liveLock("k", "b", provider.StatusRunning, tb, tb, lockTTL, 0))
+		e.finish("a", provider.StatusCompleted)
+		e.wantLock(liveLock("k", "b", provider.StatusRunning, tb, tb, lockTTL, 0))
 		e.clock.Advance(time.Minute)
-		e.xlTurn("b")
-		e.xlWantLock(xlLive("k", "b", provider.StatusRunning, tb, e.clock.Now(), xlTTL, 0))
+		e.runningTurn("b")
+		e.wantLock(liveLock("k", "b", provider.StatusRunning, tb, e.clock.Now(), lockTTL, 0))
 	}},
 	{name: "ExpiredLockGoesToQueuedStartBeforeNewStart", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.enqueue(xlQueued("q", "k", xlTTL))
-		e.clock.Advance(xlTTL + time.Second)
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.enqueue(queuedStart("q", "k", lockTTL))
+		e.clock.Advance(lockTTL + time.Second)
 		now := e.clock.Now()
-		err := e.p.Enqueue(e.ctx, xlStart("b", "k"))
-		e.xlWantLocked(err, "k", "q", now, now.Add(xlTTL))
-		e.xlAbsent("b")
+		err := e.p.Enqueue(e.ctx, lockedStart("b", "k"))
+		e.wantLockedErr(err, "k", "q", now, now.Add(lockTTL))
+		e.absent("b")
 		// The failed Enqueue wrote nothing, its hand-over included: cleanup
 		// (or the next start) hands the lock to q.
-		mustEqual(e.t, "cleanup", e.xlCleanup(), provider.LockCleanup{Locks: 1, Promoted: 1})
-		e.xlWantLock(xlLive("k", "q", provider.StatusPending, now, now, xlTTL, 0))
-		e.xlRun("q")
+		mustEqual(e.t, "cleanup", e.cleanupLocks(), provider.LockCleanup{Locks: 1, Promoted: 1})
+		e.wantLock(liveLock("k", "q", provider.StatusPending, now, now, lockTTL, 0))
+		e.runStart("q")
 		e.fetchNone()
 	}},
 	{name: "ExpiredLockGoesToQueuedStartAndNewStartQueuesBehind", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.enqueue(xlQueued("q", "k", xlTTL))
-		e.clock.Advance(xlTTL + time.Second)
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.enqueue(queuedStart("q", "k", lockTTL))
+		e.clock.Advance(lockTTL + time.Second)
 		now := e.clock.Now()
-		e.enqueue(xlQueued("b", "k", xlTTL))
-		e.xlWantLock(xlLive("k", "q", provider.StatusPending, now, now, xlTTL, 1))
-		e.xlRun("q")
+		e.enqueue(queuedStart("b", "k", lockTTL))
+		e.wantLock(liveLock("k", "q", provider.StatusPending, now, now, lockTTL, 1))
+		e.runStart("q")
 		e.fetchNone()
-		e.p2finish("q", provider.StatusCompleted)
-		e.xlHolder("k", "b")
-		e.xlRun("b")
+		e.finish("q", provider.StatusCompleted)
+		e.wantHolder("k", "b")
+		e.runStart("b")
 	}},
 	{name: "QueuedStartWhileHeldIsPendingAndHeldBack", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.clock.Advance(time.Second)
-		e.enqueue(xlQueued("b", "k", xlTTL))
-		e.xlStatus("b", provider.StatusPending)
+		e.enqueue(queuedStart("b", "k", lockTTL))
+		e.wantStatus("b", provider.StatusPending)
 		mustEqual(e.t, "history of b", len(e.readHistory("b", 0)), 0)
 		e.fetchNone()
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 1))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 1))
 		e.clock.Advance(time.Second)
-		e.enqueue(xlQueued("c", "k", xlTTL))
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 2))
-		e.clock.Advance(2 * xlTTL / 3) // the holder's turn still extends, queued starts wait
-		e.xlTurn("a")
+		e.enqueue(queuedStart("c", "k", lockTTL))
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 2))
+		e.clock.Advance(2 * lockTTL / 3) // the holder's turn still extends, queued starts wait
+		e.runningTurn("a")
 		e.fetchNone()
 	}},
 	{name: "QueuedStartWhenFreeAcquiresAtOnce", run: func(e *env) {
 		now := e.clock.Now()
-		e.enqueue(xlQueued("a", "k", 2*time.Hour))
-		e.xlWantLock(xlLive("k", "a", provider.StatusPending, now, now, 2*time.Hour, 0))
-		e.xlRun("a")
+		e.enqueue(queuedStart("a", "k", 2*time.Hour))
+		e.wantLock(liveLock("k", "a", provider.StatusPending, now, now, 2*time.Hour, 0))
+		e.runStart("a")
 	}},
 	{name: "QueuedStartsPromotedInArrivalOrder", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		ttls := map[string]time.Duration{"b": 2 * time.Hour, "c": 3 * time.Hour, "d": 4 * time.Hour}
 		for _, id := range []string{"b", "c", "d"} {
 			e.clock.Advance(time.Second)
-			e.enqueue(xlQueued(id, "k", ttls[id]))
+			e.enqueue(queuedStart(id, "k", ttls[id]))
 		}
 		e.fetchNone()
 		prev := "a"
 		for i, id := range []string{"b", "c", "d"} {
 			e.clock.Advance(time.Minute)
-			e.p2finish(prev, provider.StatusCompleted)
+			e.finish(prev, provider.StatusCompleted)
 			now := e.clock.Now()
-			e.xlWantLock(xlLive("k", id, provider.StatusPending, now, now, ttls[id], 2-i))
-			e.xlRun(id) // its start became fetchable in the same ack
+			e.wantLock(liveLock("k", id, provider.StatusPending, now, now, ttls[id], 2-i))
+			e.runStart(id) // its start became fetchable in the same ack
 			e.fetchNone()
-			e.xlWantLock(xlLive("k", id, provider.StatusRunning, now, now, ttls[id], 2-i))
+			e.wantLock(liveLock("k", id, provider.StatusRunning, now, now, ttls[id], 2-i))
 			prev = id
 		}
-		e.p2finish("d", provider.StatusFailed)
-		e.xlNoLock("k")
+		e.finish("d", provider.StatusFailed)
+		e.wantNoLock("k")
 		e.fetchNone()
 	}},
 	{name: "QueuedStartIsPromotedByEachTerminalStatus", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.enqueue(xlQueued("b", "k", xlTTL), xlQueued("c", "k", xlTTL))
-		e.p2finish("a", provider.StatusCanceled)
-		e.xlHolder("k", "b")
-		e.xlRun("b")
-		e.p2finish("b", provider.StatusFailed)
-		e.xlHolder("k", "c")
-		e.xlRun("c")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.enqueue(queuedStart("b", "k", lockTTL), queuedStart("c", "k", lockTTL))
+		e.finish("a", provider.StatusCanceled)
+		e.wantHolder("k", "b")
+		e.runStart("b")
+		e.finish("b", provider.StatusFailed)
+		e.wantHolder("k", "c")
+		e.runStart("c")
 	}},
 	{name: "PromotedDelayedStartKeepsItsDelay", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		m := xlQueued("b", "k", xlTTL)
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		m := queuedStart("b", "k", lockTTL)
 		due := e.clock.Now().Add(30 * time.Minute)
 		m.VisibleAt = due
 		e.enqueue(m)
 		e.clock.Advance(time.Minute)
-		e.p2finish("a", provider.StatusCompleted)
-		e.xlHolder("k", "b")
+		e.finish("a", provider.StatusCompleted)
+		e.wantHolder("k", "b")
 		e.fetchNone()
 		e.clock.Advance(due.Sub(e.clock.Now()) - time.Millisecond)
 		e.fetchNone()
 		e.clock.Advance(time.Millisecond)
-		e.xlRun("b")
+		e.runStart("b")
 	}},
 	{name: "CanceledQueuedStartLeavesQueue", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.enqueue(xlQueued("b", "k", xlTTL), xlQueued("c", "k", xlTTL))
-		e.enqueue(xlCancelMsg("b"))
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.enqueue(queuedStart("b", "k", lockTTL), queuedStart("c", "k", lockTTL))
+		e.enqueue(cancelMsg("b"))
 		it := e.fetchFor("b")
 		mustEqual(e.t, "messages of the queued instance", kinds(it.Messages), []history.WorkItemKind{history.WorkCancelInstance})
 		meta := runningMeta()
-		meta.Status, meta.Error = provider.StatusCanceled, p2failure(history.ErrorCanceled)
+		meta.Status, meta.Error = provider.StatusCanceled, errDetails(history.ErrorCanceled, "boom")
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, Metadata: meta, History: []history.Event{
-			e.startedEvent(),
-			{EventID: 2, Kind: history.OrchestrationFailed, TimestampMs: ms(e.clock.Now()), Error: p2failure(history.ErrorCanceled)},
+			e.startedEvent("in"),
+			{EventID: 2, Kind: history.OrchestrationFailed, TimestampMs: ms(e.clock.Now()), Error: errDetails(history.ErrorCanceled, "boom")},
 		}})
-		e.xlStatus("b", provider.StatusCanceled)
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 1))
+		e.wantStatus("b", provider.StatusCanceled)
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 1))
 		e.fetchNone()
-		e.p2finish("a", provider.StatusCompleted)
-		e.xlHolder("k", "c")
-		e.xlRun("c")
+		e.finish("a", provider.StatusCompleted)
+		e.wantHolder("k", "c")
+		e.runStart("c")
 		e.fetchNone() // b's start never comes
-		e.p2finish("c", provider.StatusCompleted)
-		e.xlNoLock("k")
+		e.finish("c", provider.StatusCompleted)
+		e.wantNoLock("k")
 		e.fetchNone()
 	}},
 	{name: "ReleaseDeletesLiveLock", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		if !e.xlRelease("k") {
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		if !e.releaseLock("k") {
 			e.t.Fatal("ReleaseExecutionLock(k) = false, want true")
 		}
-		e.xlNoLock("k")
-		e.xlStatus("a", provider.StatusRunning)
-		if e.xlRelease("k") {
+		e.wantNoLock("k")
+		e.wantStatus("a", provider.StatusRunning)
+		if e.releaseLock("k") {
 			e.t.Fatal("second ReleaseExecutionLock(k) = true, want false")
 		}
 		e.clock.Advance(time.Minute)
-		e.enqueue(xlStart("b", "k"))
+		e.enqueue(lockedStart("b", "k"))
 		tb := e.clock.Now()
-		e.xlRun("b")
-		e.p2finish("a", provider.StatusCompleted) // the released holder's end leaves b's lock alone
-		e.xlWantLock(xlLive("k", "b", provider.StatusRunning, tb, tb, xlTTL, 0))
+		e.runStart("b")
+		e.finish("a", provider.StatusCompleted) // the released holder's end leaves b's lock alone
+		e.wantLock(liveLock("k", "b", provider.StatusRunning, tb, tb, lockTTL, 0))
 	}},
 	{name: "ReleaseUnknownKeyReportsFalse", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		if e.xlRelease("other") {
+		e.enqueue(lockedStart("a", "k"))
+		if e.releaseLock("other") {
 			e.t.Fatal("ReleaseExecutionLock(other) = true, want false")
 		}
-		e.xlHolder("k", "a")
+		e.wantHolder("k", "a")
 	}},
 	{name: "ReleaseHandsLockToOldestQueuedStart", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.clock.Advance(time.Second)
-		e.enqueue(xlQueued("b", "k", 2*time.Hour))
+		e.enqueue(queuedStart("b", "k", 2*time.Hour))
 		e.clock.Advance(time.Second)
-		e.enqueue(xlQueued("c", "k", xlTTL))
+		e.enqueue(queuedStart("c", "k", lockTTL))
 		e.clock.Advance(time.Minute)
-		if !e.xlRelease("k") {
+		if !e.releaseLock("k") {
 			e.t.Fatal("ReleaseExecutionLock(k) = false, want true")
 		}
 		now := e.clock.Now()
-		e.xlWantLock(xlLive("k", "b", provider.StatusPending, now, now, 2*time.Hour, 1))
-		e.xlRun("b")
+		e.wantLock(liveLock("k", "b", provider.StatusPending, now, now, 2*time.Hour, 1))
+		e.runStart("b")
 		e.fetchNone()
-		e.p2finish("a", provider.StatusCompleted) // the released holder's end hands nothing on
-		e.xlWantLock(xlLive("k", "b", provider.StatusRunning, now, now, 2*time.Hour, 1))
+		e.finish("a", provider.StatusCompleted) // the released holder's end hands nothing on
+		e.wantLock(liveLock("k", "b", provider.StatusRunning, now, now, 2*time.Hour, 1))
 		e.fetchNone()
 	}},
 	{name: "ReleaseOfExpiredLockReportsTrue", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		e.clock.Advance(2 * xlTTL)
-		if !e.xlRelease("k") {
+		e.enqueue(lockedStart("a", "k"))
+		e.clock.Advance(2 * lockTTL)
+		if !e.releaseLock("k") {
 			e.t.Fatal("ReleaseExecutionLock of an expired lock = false, want true")
 		}
-		e.xlNoLock("k")
+		e.wantNoLock("k")
 	}},
 	{name: "CleanupDeletesExpiredLocksOnly", run: func(e *env) {
-		e.enqueue(xlStart("a", "k1"))
+		e.enqueue(lockedStart("a", "k1"))
 		e.clock.Advance(30 * time.Minute)
-		e.enqueue(xlStart("b", "k2"))
+		e.enqueue(lockedStart("b", "k2"))
 		tb := e.clock.Now()
 		e.clock.Advance(30 * time.Minute) // k1 expires exactly now
-		mustEqual(e.t, "cleanup", e.xlCleanup(), provider.LockCleanup{Locks: 1})
-		e.xlNoLock("k1")
-		e.xlWantLock(xlLive("k2", "b", provider.StatusPending, tb, tb, xlTTL, 0))
-		mustEqual(e.t, "second cleanup", e.xlCleanup(), provider.LockCleanup{})
-		e.xlStatus("a", provider.StatusPending)
+		mustEqual(e.t, "cleanup", e.cleanupLocks(), provider.LockCleanup{Locks: 1})
+		e.wantNoLock("k1")
+		e.wantLock(liveLock("k2", "b", provider.StatusPending, tb, tb, lockTTL, 0))
+		mustEqual(e.t, "second cleanup", e.cleanupLocks(), provider.LockCleanup{})
+		e.wantStatus("a", provider.StatusPending)
 	}},
 	{name: "CleanupPromotesQueuedStarts", run: func(e *env) {
-		e.enqueue(xlStart("a", "k1"), xlStart("b", "k2"))
-		e.xlRun("a")
-		e.xlRun("b")
-		e.enqueue(xlQueued("qa", "k1", xlTTL), xlQueued("qb", "k2", xlTTL), xlQueued("qb2", "k2", xlTTL))
-		e.clock.Advance(xlTTL)
-		mustEqual(e.t, "cleanup", e.xlCleanup(), provider.LockCleanup{Locks: 2, Promoted: 2})
+		e.enqueue(lockedStart("a", "k1"), lockedStart("b", "k2"))
+		e.runStart("a")
+		e.runStart("b")
+		e.enqueue(queuedStart("qa", "k1", lockTTL), queuedStart("qb", "k2", lockTTL), queuedStart("qb2", "k2", lockTTL))
+		e.clock.Advance(lockTTL)
+		mustEqual(e.t, "cleanup", e.cleanupLocks(), provider.LockCleanup{Locks: 2, Promoted: 2})
 		now := e.clock.Now()
-		e.xlWantLock(xlLive("k1", "qa", provider.StatusPending, now, now, xlTTL, 0))
-		e.xlWantLock(xlLive("k2", "qb", provider.StatusPending, now, now, xlTTL, 1))
-		got := e.p1FetchEach()
+		e.wantLock(liveLock("k1", "qa", provider.StatusPending, now, now, lockTTL, 0))
+		e.wantLock(liveLock("k2", "qb", provider.StatusPending, now, now, lockTTL, 1))
+		got := e.fetchEach()
 		if got["qa"] == nil || got["qb"] == nil || len(got) != 2 {
 			e.t.Fatalf("fetched %d instances, want the promoted qa and qb", len(got))
 		}
-		mustEqual(e.t, "cleanup of live locks", e.xlCleanup(), provider.LockCleanup{})
+		mustEqual(e.t, "cleanup of live locks", e.cleanupLocks(), provider.LockCleanup{})
 	}},
 	{name: "PurgeOfHolderDeletesItsLock", run: func(e *env) {
 		e.admin()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.p2mustPurge(true, "a")
-		e.xlNoLock("k")
-		e.enqueue(xlStart("b", "k"))
-		e.xlHolder("k", "b")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.mustPurge(true, "a")
+		e.wantNoLock("k")
+		e.enqueue(lockedStart("b", "k"))
+		e.wantHolder("k", "b")
 	}},
 	{name: "PurgeOfHolderHandsLockToOldestQueuedStart", run: func(e *env) {
 		e.admin()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
 		e.clock.Advance(time.Second)
-		e.enqueue(xlQueued("b", "k", xlTTL))
+		e.enqueue(queuedStart("b", "k", lockTTL))
 		e.clock.Advance(time.Second)
-		e.enqueue(xlQueued("c", "k", xlTTL))
+		e.enqueue(queuedStart("c", "k", lockTTL))
 		e.clock.Advance(time.Minute)
-		e.p2mustPurge(true, "a")
+		e.mustPurge(true, "a")
 		now := e.clock.Now()
-		e.xlWantLock(xlLive("k", "b", provider.StatusPending, now, now, xlTTL, 1))
-		e.xlRun("b")
+		e.wantLock(liveLock("k", "b", provider.StatusPending, now, now, lockTTL, 1))
+		e.runStart("b")
 		e.fetchNone()
 	}},
 	{name: "PurgeOfQueuedStartRemovesItFromQueue", run: func(e *env) {
 		e.admin()
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		e.xlRun("a")
-		e.enqueue(xlQueued("b", "k", xlTTL))
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.enqueue(queuedStart("b", "k", lockTTL))
 		e.clock.Advance(time.Second)
-		e.enqueue(xlQueued("c", "k", xlTTL))
-		e.p2mustPurge(true, "b")
-		e.xlAbsent("b")
-		e.xlWantLock(xlLive("k", "a", provider.StatusRunning, t0, t0, xlTTL, 1))
-		e.p2finish("a", provider.StatusCompleted)
-		e.xlHolder("k", "c")
-		e.xlRun("c")
+		e.enqueue(queuedStart("c", "k", lockTTL))
+		e.mustPurge(true, "b")
+		e.absent("b")
+		e.wantLock(liveLock("k", "a", provider.StatusRunning, t0, t0, lockTTL, 1))
+		e.finish("a", provider.StatusCompleted)
+		e.wantHolder("k", "c")
+		e.runStart("c")
 		e.fetchNone()
 	}},
 	{name: "ConcurrentStartsOneWinner", run: func(e *env) {
 		const n = 8
 		errs := make([]error, n)
-		p1Parallel(n, func(i int) {
-			errs[i] = retryErr(func() error { return e.p.Enqueue(e.ctx, xlStart(fmt.Sprintf("s%d", i), "k")) })
+		parallel(n, func(i int) {
+			errs[i] = retryErr(func() error { return e.p.Enqueue(e.ctx, lockedStart(fmt.Sprintf("s%d", i), "k")) })
 		})
 		winner := -1
 		for i, err := range errs {
@@ -576,180 +577,248 @@ var execLockCases = []testCase{
 			e.t.Fatalf("no start took lock k; first error: %v", errs[0])
 		}
 		w := fmt.Sprintf("s%d", winner)
-		l := e.xlHolder("k", w)
+		l := e.wantHolder("k", w)
 		for i, err := range errs {
 			if i != winner {
-				e.xlWantLocked(err, "k", w, l.LockedAt, l.ExpiresAt)
-				e.xlAbsent(fmt.Sprintf("s%d", i))
+				e.wantLockedErr(err, "k", w, l.LockedAt, l.ExpiresAt)
+				e.absent(fmt.Sprintf("s%d", i))
 			}
 		}
-		e.xlRun(w)
+		e.runStart(w)
 		e.fetchNone()
 	}},
 	{name: "ConcurrentQueuedStartsAllQueue", run: func(e *env) {
 		const n = 8
-		var errs p1Errors
-		p1Parallel(n, func(i int) {
-			errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, xlQueued(fmt.Sprintf("s%d", i), "k", xlTTL)) }))
+		var errs goErrors
+		parallel(n, func(i int) {
+			errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, queuedStart(fmt.Sprintf("s%d", i), "k", lockTTL)) }))
 		})
 		errs.check(e)
-		l := e.xlLock("k")
+		l := e.getLock("k")
 		mustEqual(e.t, "queued", l.Queued, n-1)
 		seen := map[string]bool{}
 		for range n {
-			e.xlRun(l.InstanceID)
+			e.runStart(l.InstanceID)
 			seen[l.InstanceID] = true
 			e.fetchNone()
-			e.p2finish(l.InstanceID, provider.StatusCompleted)
+			e.finish(l.InstanceID, provider.StatusCompleted)
 			if len(seen) == n {
 				break
 			}
-			l = e.xlLock("k")
+			l = e.getLock("k")
 			if seen[l.InstanceID] {
 				e.t.Fatalf("lock handed to %q twice", l.InstanceID)
 			}
 		}
 		mustEqual(e.t, "instances that held the lock", len(seen), n)
-		e.xlNoLock("k")
+		e.wantNoLock("k")
 	}},
 }
 
-// idempotencyCases cover idempotency keys (DESIGN §4): a repeat within
-// retention writes nothing and names the first instance, the key is checked
-// before the lock, expires, is cleaned up and is deleted with its instance.
+// idempotencyCases cover idempotency keys: a repeat within retention writes
+// nothing and names the first instance, the key is checked before the lock,
+// expires, is cleaned up, and outlives the purge of its instance.
 var idempotencyCases = []testCase{
 	{name: "RepeatKeySameInstanceIsDuplicate", run: func(e *env) {
-		e.enqueue(xlIdem("a", "i", xlRetention))
-		err := e.p.Enqueue(e.ctx, xlIdem("a", "i", xlRetention))
-		e.xlWantDup(err, "i", "a")
+		e.enqueue(idemStart("a", "i", idemRetention))
+		err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention))
+		e.wantDupErr(err, "i", "a")
 	}},
 	{name: "RepeatKeyOtherInstanceIsDuplicateAndWritesNothing", run: func(e *env) {
-		e.enqueue(xlIdem("a", "i", xlRetention))
+		e.enqueue(idemStart("a", "i", idemRetention))
 		e.clock.Advance(time.Hour)
-		before := e.p1Snapshot("a", "b")
-		err := e.p.Enqueue(e.ctx, xlIdem("b", "i", 2*xlRetention))
-		e.xlWantDup(err, "i", "a")
-		e.p1Unchanged(before)
-		e.xlAbsent("b")
-		e.xlRun("a")
+		before := e.snapshot("a", "b")
+		err := e.p.Enqueue(e.ctx, idemStart("b", "i", 2*idemRetention))
+		e.wantDupErr(err, "i", "a")
+		e.unchanged(before)
+		e.absent("b")
+		e.runStart("a")
 		e.fetchNone()
-		e.enqueue(xlIdem("c", "j", xlRetention)) // another key is free
-		e.xlRun("c")
+		e.enqueue(idemStart("c", "j", idemRetention)) // another key is free
+		e.runStart("c")
 	}},
 	{name: "KeyRetainedAfterInstanceEnds", run: func(e *env) {
-		e.enqueue(xlIdem("a", "i", xlRetention))
-		e.xlRun("a")
-		e.p2finish("a", provider.StatusCompleted)
-		e.clock.Advance(xlRetention - time.Minute)
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("b", "i", xlRetention)), "i", "a")
-		e.xlAbsent("b")
+		e.enqueue(idemStart("a", "i", idemRetention))
+		e.runStart("a")
+		e.finish("a", provider.StatusCompleted)
+		e.clock.Advance(idemRetention - time.Minute)
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "a")
+		e.absent("b")
 	}},
 	{name: "KeyReusableAfterRetention", run: func(e *env) {
-		e.enqueue(xlIdem("a", "i", time.Hour))
+		e.enqueue(idemStart("a", "i", time.Hour))
 		e.clock.Advance(time.Hour - time.Millisecond)
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("b", "i", time.Hour)), "i", "a")
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("b", "i", time.Hour)), "i", "a")
 		e.clock.Advance(2 * time.Millisecond)
-		e.enqueue(xlIdem("b", "i", 2*time.Hour))
-		e.xlStatus("b", provider.StatusPending)
+		e.enqueue(idemStart("b", "i", 2*time.Hour))
+		e.wantStatus("b", provider.StatusPending)
 		e.clock.Advance(time.Hour + time.Minute) // b's retention (2h) applies now
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("c", "i", time.Hour)), "i", "b")
-		e.xlAbsent("c")
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("c", "i", time.Hour)), "i", "b")
+		e.absent("c")
 	}},
 	{name: "KeyCheckedBeforeLock", run: func(e *env) {
-		m := xlStart("a", "k")
-		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", xlRetention
+		m := lockedStart("a", "k")
+		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", idemRetention
 		e.enqueue(m)
-		e.xlRun("a")
-		again := xlStart("b", "k")
-		again.Create.IdempotencyKey, again.Create.IdempotencyTTL = "i", xlRetention
-		before := e.p1Snapshot("a", "b")
-		e.xlWantDup(e.p.Enqueue(e.ctx, again), "i", "a")
-		e.p1Unchanged(before)
-		queued := xlQueued("c", "k", xlTTL)
-		queued.Create.IdempotencyKey, queued.Create.IdempotencyTTL = "i", xlRetention
-		e.xlWantDup(e.p.Enqueue(e.ctx, queued), "i", "a")
-		mustEqual(e.t, "queued starts", e.xlHolder("k", "a").Queued, 0)
-		e.xlAbsent("c")
+		e.runStart("a")
+		again := lockedStart("b", "k")
+		again.Create.IdempotencyKey, again.Create.IdempotencyTTL = "i", idemRetention
+		before := e.snapshot("a", "b")
+		e.wantDupErr(e.p.Enqueue(e.ctx, again), "i", "a")
+		e.unchanged(before)
+		queued := queuedStart("c", "k", lockTTL)
+		queued.Create.IdempotencyKey, queued.Create.IdempotencyTTL = "i", idemRetention
+		e.wantDupErr(e.p.Enqueue(e.ctx, queued), "i", "a")
+		mustEqual(e.t, "queued starts", e.wantHolder("k", "a").Queued, 0)
+		e.absent("c")
 	}},
 	{name: "KeyCheckedBeforeInstanceID", run: func(e *env) {
-		e.enqueue(xlIdem("a", "i", xlRetention))
+		e.enqueue(idemStart("a", "i", idemRetention))
 		e.enqueue(startMsg("x"))
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("x", "i", xlRetention)), "i", "a")
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("x", "i", idemRetention)), "i", "a")
 	}},
 	{name: "DuplicateInMultiMessageEnqueueRollsBackAll", run: func(e *env) {
-		e.enqueue(xlIdem("a", "i", xlRetention))
-		before := e.p1Snapshot("a", "b", "c", "d")
-		err := e.p.Enqueue(e.ctx, startMsg("c"), xlIdem("d", "j", xlRetention), eventMsg("a", "x", 1), xlIdem("b", "i", xlRetention))
-		e.xlWantDup(err, "i", "a")
-		e.p1Unchanged(before)
-		e.xlAbsent("c")
-		e.xlAbsent("d")
-		e.xlRun("a")
+		e.enqueue(idemStart("a", "i", idemRetention))
+		before := e.snapshot("a", "b", "c", "d")
+		err := e.p.Enqueue(e.ctx, startMsg("c"), idemStart("d", "j", idemRetention), eventMsg("a", "x", 1), idemStart("b", "i", idemRetention))
+		e.wantDupErr(err, "i", "a")
+		e.unchanged(before)
+		e.absent("c")
+		e.absent("d")
+		e.runStart("a")
 		e.fetchNone()
-		e.enqueue(xlIdem("e", "j", xlRetention)) // j was not recorded
+		e.enqueue(idemStart("e", "j", idemRetention)) // j was not recorded
 	}},
 	{name: "SameKeyTwiceInOneEnqueueIsDuplicate", run: func(e *env) {
-		err := e.p.Enqueue(e.ctx, xlIdem("a", "i", xlRetention), xlIdem("b", "i", xlRetention))
-		e.xlWantDup(err, "i", "a")
-		e.xlAbsent("a")
-		e.xlAbsent("b")
+		err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention), idemStart("b", "i", idemRetention))
+		e.wantDupErr(err, "i", "a")
+		e.absent("a")
+		e.absent("b")
 		e.fetchNone()
-		e.enqueue(xlIdem("c", "i", xlRetention))
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("d", "i", xlRetention)), "i", "c")
+		e.enqueue(idemStart("c", "i", idemRetention))
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("d", "i", idemRetention)), "i", "c")
 	}},
 	{name: "RefusedLockedStartRecordsNoKey", run: func(e *env) {
 		t0 := e.clock.Now()
-		e.enqueue(xlStart("a", "k"))
-		m := xlStart("b", "k")
-		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", xlRetention
-		e.xlWantLocked(e.p.Enqueue(e.ctx, m), "k", "a", t0, t0.Add(xlTTL))
-		e.enqueue(xlIdem("c", "i", xlRetention))
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("d", "i", xlRetention)), "i", "c")
+		e.enqueue(lockedStart("a", "k"))
+		m := lockedStart("b", "k")
+		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", idemRetention
+		e.wantLockedErr(e.p.Enqueue(e.ctx, m), "k", "a", t0, t0.Add(lockTTL))
+		e.enqueue(idemStart("c", "i", idemRetention))
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("d", "i", idemRetention)), "i", "c")
 	}},
 	{name: "InstanceIDCollisionRecordsNoKey", run: func(e *env) {
 		e.createInstance("a")
-		err := e.p.Enqueue(e.ctx, xlIdem("a", "i", xlRetention))
+		err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention))
 		e.wantErr(err, provider.ErrInstanceExists, "start with a key on a taken ID")
 		var de *provider.DuplicateStartError
 		if errors.As(err, &de) {
 			e.t.Fatalf("got %v, want plain ErrInstanceExists: key i was never recorded", err)
 		}
-		e.enqueue(xlIdem("b", "i", xlRetention))
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("c", "i", xlRetention)), "i", "b")
+		e.enqueue(idemStart("b", "i", idemRetention))
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention)), "i", "b")
 	}},
 	{name: "QueuedStartKeyIsRecorded", run: func(e *env) {
-		e.enqueue(xlStart("a", "k"))
-		m := xlQueued("q", "k", xlTTL)
-		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", xlRetention
+		e.enqueue(lockedStart("a", "k"))
+		m := queuedStart("q", "k", lockTTL)
+		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", idemRetention
 		e.enqueue(m)
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("b", "i", xlRetention)), "i", "q")
-		mustEqual(e.t, "queued starts", e.xlHolder("k", "a").Queued, 1)
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "q")
+		mustEqual(e.t, "queued starts", e.wantHolder("k", "a").Queued, 1)
 	}},
-	{name: "PurgeDeletesKeyOfInstance", run: func(e *env) {
+	{name: "PurgeKeepsKeyForItsRetention", run: func(e *env) {
 		e.admin()
-		e.enqueue(xlIdem("a", "i", xlRetention), xlIdem("b", "j", xlRetention))
-		e.p2mustPurge(true, "a")
-		e.enqueue(xlIdem("c", "i", xlRetention))
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("d", "i", xlRetention)), "i", "c")
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("d", "j", xlRetention)), "j", "b")
+		e.enqueue(idemStart("a", "i", idemRetention), idemStart("b", "j", idemRetention))
+		e.clock.Advance(time.Minute)
+		purgedAt := e.clock.Now()
+		e.mustPurge(true, "a")
+		e.clock.Advance(idemRetention - time.Minute - time.Millisecond)
+		before := e.snapshot("a", "c")
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention)), "i", "a", purgedAt)
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention)), "i", "a", purgedAt)
+		e.unchanged(before)
+		e.absent("a")
+		e.absent("c")
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("c", "j", idemRetention)), "j", "b", time.Time{})
+		mustEqual(e.t, "cleanup within retention", e.cleanupLocks(), provider.LockCleanup{})
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention)), "i", "a", purgedAt)
+	}},
+	{name: "PurgedKeyReusableAfterRetention", run: func(e *env) {
+		e.admin()
+		e.enqueue(idemStart("a", "i", time.Hour), idemStart("b", "j", time.Hour))
+		e.mustPurge(true, "a", "b")
+		e.clock.Advance(time.Hour)
+		e.enqueue(idemStart("c", "i", time.Hour))
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("d", "i", time.Hour)), "i", "c", time.Time{})
+		mustEqual(e.t, "cleanup after retention", e.cleanupLocks(), provider.LockCleanup{IdempotencyKeys: 1})
+		e.enqueue(idemStart("d", "j", time.Hour))
+	}},
+	{name: "ReusedIDAfterPurgeKeepsKeysApart", run: func(e *env) {
+		e.admin()
+		e.enqueue(idemStart("a", "i", idemRetention))
+		e.clock.Advance(time.Minute)
+		first := e.clock.Now()
+		e.mustPurge(true, "a")
+		e.clock.Advance(time.Minute)
+		e.enqueue(idemStart("a", "j", idemRetention)) // the purged ID, a new key
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "a", first)
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "j", idemRetention)), "j", "a", time.Time{})
+		e.clock.Advance(time.Minute)
+		second := e.clock.Now()
+		e.mustPurge(true, "a")
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "a", first)
+		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "j", idemRetention)), "j", "a", second)
+		e.absent("a")
+		e.absent("b")
 	}},
 	{name: "InvalidRetentionWritesNothing", run: func(e *env) {
 		for _, ttl := range []time.Duration{0, -time.Second} {
-			err := e.p.Enqueue(e.ctx, startMsg("ok"), xlIdem("a", "i", ttl))
+			err := e.p.Enqueue(e.ctx, startMsg("ok"), idemStart("a", "i", ttl))
 			e.wantErr(err, provider.ErrInvalidArgument, fmt.Sprintf("start with key retention %v", ttl))
-			e.xlAbsent("a")
-			e.xlAbsent("ok")
+			e.absent("a")
+			e.absent("ok")
 			e.fetchNone()
 		}
-		e.enqueue(xlIdem("b", "i", xlRetention)) // i was not recorded
+		e.enqueue(idemStart("b", "i", idemRetention)) // i was not recorded
 	}},
 	{name: "CleanupDeletesKeysPastRetention", run: func(e *env) {
-		e.enqueue(xlIdem("a", "i1", time.Hour), xlIdem("b", "i2", 3*time.Hour), xlIdem("c", "i3", 30*time.Minute))
+		e.enqueue(idemStart("a", "i1", time.Hour), idemStart("b", "i2", 3*time.Hour), idemStart("c", "i3", 30*time.Minute))
 		e.clock.Advance(2 * time.Hour)
-		mustEqual(e.t, "cleanup", e.xlCleanup(), provider.LockCleanup{IdempotencyKeys: 2})
-		mustEqual(e.t, "second cleanup", e.xlCleanup(), provider.LockCleanup{})
-		e.xlWantDup(e.p.Enqueue(e.ctx, xlIdem("d", "i2", time.Hour)), "i2", "b")
-		e.enqueue(xlIdem("d", "i1", time.Hour))
-		e.xlStatus("a", provider.StatusPending) // cleanup deletes keys, not instances
+		mustEqual(e.t, "cleanup", e.cleanupLocks(), provider.LockCleanup{IdempotencyKeys: 2})
+		mustEqual(e.t, "second cleanup", e.cleanupLocks(), provider.LockCleanup{})
+		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("d", "i2", time.Hour)), "i2", "b")
+		e.enqueue(idemStart("d", "i1", time.Hour))
+		e.wantStatus("a", provider.StatusPending) // cleanup deletes keys, not instances
 	}},
+}
+
+// terminalReleasesLockCase is a case that ends the holder of a lock with status and
+// checks the lock is gone in the same ack and the key can be taken again.
+func terminalReleasesLockCase(status provider.Status) testCase {
+	return testCase{name: "TerminalAck" + string(status) + "ReleasesLock", run: func(e *env) {
+		e.enqueue(lockedStart("a", "k"))
+		e.runStart("a")
+		e.clock.Advance(time.Minute)
+		e.finish("a", status)
+		e.wantNoLock("k")
+		mustEqual(e.t, "locks", len(e.listLocks()), 0)
+		e.wantStatus("a", status)
+		e.clock.Advance(time.Minute)
+		e.enqueue(lockedStart("b", "k"))
+		now := e.clock.Now()
+		e.wantLock(liveLock("k", "b", provider.StatusPending, now, now, lockTTL, 0))
+		e.runStart("b")
+	}}
+}
+
+// wantDupPurged is wantDupErr that also wants the error's PurgedAt to be
+// purgedAt (zero: the instance was not purged).
+func (e *env) wantDupPurged(err error, idem, first string, purgedAt time.Time) {
+	e.t.Helper()
+	e.wantDupErr(err, idem, first)
+	var de *provider.DuplicateStartError
+	errors.As(err, &de)
+	if !de.PurgedAt.Equal(purgedAt) {
+		e.t.Fatalf("DuplicateStartError for %q: PurgedAt = %v, want %v", idem, de.PurgedAt, purgedAt)
+	}
 }

@@ -9,22 +9,22 @@ import (
 
 // executionCases check instances with several executions (continue-as-new):
 // separate histories, the current-execution pointer, and execution rows
-// with their statuses (reference §6.6).
+// with their statuses.
 var executionCases = []testCase{
 	{name: "ExecutionHistoriesAreIsolated", run: func(e *env) {
 		e.createInstance("a")
-		e.p1ContinueAsNew("a", 1, 1, "second")
+		e.continueAsNew("a", "second", time.Second)
 		h1, h2 := e.readHistory("a", 1), e.readHistory("a", 2)
-		mustEqual(e.t, "execution 1", p1EventKinds(h1), []history.EventKind{history.OrchestrationStarted, history.OrchestrationContinuedAsNew})
-		mustEqual(e.t, "execution 2", p1EventKinds(h2), []history.EventKind{history.OrchestrationStarted})
+		mustEqual(e.t, "execution 1", eventKinds(h1), []history.EventKind{history.OrchestrationStarted, history.OrchestrationContinuedAsNew})
+		mustEqual(e.t, "execution 2", eventKinds(h2), []history.EventKind{history.OrchestrationStarted})
 		mustEqual(e.t, "input of execution 2", h2[0].Input, js("second"))
 		mustEqual(e.t, "input of execution 1", h1[0].Input, js("in"))
 	}},
 	{name: "ReadHistoryZeroIsTheCurrentExecution", run: func(e *env) {
 		e.createInstance("a")
-		e.p1ContinueAsNew("a", 1, 1, "second")
+		e.continueAsNew("a", "second", time.Second)
 		mustEqual(e.t, "current history", e.readHistory("a", 0), e.readHistory("a", 2))
-		e.p1ContinueAsNew("a", 2, 1, "third")
+		e.continueAsNew("a", "third", time.Second)
 		mustEqual(e.t, "current history", e.readHistory("a", 0), e.readHistory("a", 3))
 	}},
 	{name: "CurrentExecutionFollowsAckedIDs", run: func(e *env) {
@@ -39,12 +39,12 @@ var executionCases = []testCase{
 				EventID: 2, Kind: history.OrchestrationContinuedAsNew, TimestampMs: ms(e.clock.Now()), Input: js("next"),
 			}},
 			Metadata:          provider.ExecutionMetadata{Status: provider.StatusContinuedAsNew},
-			OrchestratorItems: []*provider.OrchestratorMessage{p1ContinueAsNewMsg("a", 2, "next")},
+			OrchestratorItems: []*provider.OrchestratorMessage{continueAsNewMsg("a", 2, "next")},
 		})
 		it = e.fetchFor("a")
 		mustEqual(e.t, "current execution before the new one is acked", it.Instance.CurrentExecutionID, int64(1))
 		mustEqual(e.t, "status of an instance that continued as new", it.Instance.Status, provider.StatusRunning)
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.p1StartedEvent("next")}, Metadata: runningMeta()})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.startedEvent("next")}, Metadata: runningMeta()})
 		e.enqueue(eventMsg("a", "y", 1))
 		it = e.fetchFor("a")
 		mustEqual(e.t, "current execution", it.Instance.CurrentExecutionID, int64(2))
@@ -53,9 +53,9 @@ var executionCases = []testCase{
 	}},
 	{name: "EveryExecutionStaysReadable", run: func(e *env) {
 		e.createInstance("a")
-		e.p1ContinueAsNew("a", 1, 1, "two")
-		e.p1ContinueAsNew("a", 2, 1, "three")
-		e.p1ContinueAsNew("a", 3, 1, "four")
+		e.continueAsNew("a", "two", time.Second)
+		e.continueAsNew("a", "three", time.Second)
+		e.continueAsNew("a", "four", time.Second)
 		for x, input := range map[int64]string{2: "two", 3: "three", 4: "four"} {
 			h := e.readHistory("a", x)
 			mustEqual(e.t, "input of the execution", h[0].Input, js(input))
@@ -67,10 +67,10 @@ var executionCases = []testCase{
 	}},
 	{name: "AckOfOlderExecutionKeepsCurrentExecution", run: func(e *env) {
 		e.createInstance("a")
-		e.p1ContinueAsNew("a", 1, 1, "second")
+		e.continueAsNew("a", "second", time.Second)
 		e.enqueue(eventMsg("a", "late", 1))
 		it := e.fetchFor("a")
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.p1ExternalEvent(3, "late")}})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.externalEvent(3, "late")}})
 		mustEqual(e.t, "execution 1", eventIDs(e.readHistory("a", 1)), []int64{1, 2, 3})
 		mustEqual(e.t, "current history", e.readHistory("a", 0), e.readHistory("a", 2))
 		e.enqueue(eventMsg("a", "next", 1))
@@ -79,21 +79,21 @@ var executionCases = []testCase{
 	}},
 	{name: "SameEventIDsInDifferentExecutions", run: func(e *env) {
 		e.createInstance("a")
-		e.p1ContinueAsNew("a", 1, 1, "second")
+		e.continueAsNew("a", "second", time.Second)
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		e.ack(p1Turn(it, 2, e.p1ExternalEvent(2, "go"))) // event 2 exists in execution 1 only
+		e.ack(turnAck(it, 2, e.externalEvent(2, "go"))) // event 2 exists in execution 1 only
 		mustEqual(e.t, "execution 2", eventIDs(e.readHistory("a", 2)), []int64{1, 2})
 		e.enqueue(eventMsg("a", "dup", 1))
 		it = e.fetchFor("a")
-		e.wantErr(e.ackErr(p1Turn(it, 2, e.p1ExternalEvent(2, "dup"))), provider.ErrDuplicateEvent, "event 2 again in execution 2")
+		e.wantErr(e.ackErr(turnAck(it, 2, e.externalEvent(2, "dup"))), provider.ErrDuplicateEvent, "event 2 again in execution 2")
 	}},
 	{name: "ListExecutionsReflectsStatuses", run: func(e *env) {
 		a := e.admin()
 		e.createInstance("a")
 		started1 := e.clock.Now()
-		e.p1ContinueAsNew("a", 1, 1, "second")
-		// p1ContinueAsNew acks execution 1's last turn at +1s, execution 2's first at +2s.
+		e.continueAsNew("a", "second", time.Second)
+		// continueAsNew acks execution 1's last turn at +1s, execution 2's first at +2s.
 		execs, err := a.ListExecutions(e.ctx, "a")
 		e.noErr(err, "ListExecutions(a)")
 		if len(execs) != 2 {
@@ -127,7 +127,7 @@ var executionCases = []testCase{
 				EventID: 2, Kind: history.OrchestrationContinuedAsNew, TimestampMs: ms(e.clock.Now()), Input: js("next"),
 			}},
 			Metadata:          provider.ExecutionMetadata{Status: provider.StatusContinuedAsNew},
-			OrchestratorItems: []*provider.OrchestratorMessage{p1ContinueAsNewMsg("a", 2, "next")},
+			OrchestratorItems: []*provider.OrchestratorMessage{continueAsNewMsg("a", 2, "next")},
 		})
 		info, err := a.GetInstance(e.ctx, "a")
 		e.noErr(err, "GetInstance(a)")
@@ -217,10 +217,10 @@ var executionCases = []testCase{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History:           []history.Event{{EventID: 2, Kind: history.OrchestrationContinuedAsNew, TimestampMs: ms(e.clock.Now())}},
 			Metadata:          provider.ExecutionMetadata{Status: provider.StatusContinuedAsNew},
-			OrchestratorItems: []*provider.OrchestratorMessage{p1ContinueAsNewMsg("a", 2, nil)},
+			OrchestratorItems: []*provider.OrchestratorMessage{continueAsNewMsg("a", 2, nil)},
 		})
 		it = e.fetchFor("a")
-		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.startedEvent()}})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 2, History: []history.Event{e.startedEvent("in")}})
 		ex, err := a.GetExecution(e.ctx, "a", 2)
 		e.noErr(err, "GetExecution(a, 2)")
 		mustEqual(e.t, "status of a new execution acked without status", ex.Status, provider.StatusRunning)

@@ -10,7 +10,7 @@ import (
 
 // expiryCases check how an orchestration lock ends: expiry, abandon (with
 // and without delay), renewal, ack, and theft of an expired lock
-// (reference §6.5, orchestration side).
+// (orchestration side).
 var expiryCases = []testCase{
 	{name: "LockedUntilIsNowPlusLockTimeout", run: func(e *env) {
 		e.enqueue(startMsg("a"), startMsg("b"))
@@ -73,7 +73,7 @@ var expiryCases = []testCase{
 		e.enqueue(eventMsg("a", "late", 1)) // untagged: keeps its own visibility
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Minute}), "abandon with delay")
 		late := e.fetchFor("a")
-		mustEqual(e.t, "batch right after abandon", p1Names(late.Messages), []string{"late"})
+		mustEqual(e.t, "batch right after abandon", itemNames(late.Messages), []string{"late"})
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, late.LockToken, provider.AbandonOptions{}), "abandon")
 		e.clock.Advance(time.Minute)
 		all := e.fetchFor("a")
@@ -95,7 +95,7 @@ var expiryCases = []testCase{
 		e.noErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew")
 		e.clock.Advance(lockTimeout - 20*time.Second + time.Second) // 1s past the original expiry
 		e.fetchNone()
-		e.noErr(e.ackErr(p1Turn(it, 1, e.p1ExternalEvent(2, "go"))), "ack of a renewed lock after its original expiry")
+		e.noErr(e.ackErr(turnAck(it, 1, e.externalEvent(2, "go"))), "ack of a renewed lock after its original expiry")
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 		e.enqueue(eventMsg("a", "next", 2))
 		e.fetchFor("a")
@@ -122,14 +122,14 @@ var expiryCases = []testCase{
 		e.clock.Advance(20 * time.Second)
 		e.noErr(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew")
 		e.clock.Advance(lockTimeout + time.Millisecond)
-		before := e.p1Snapshot("a")
-		late := p1Turn(it, 1, e.p1ExternalEvent(2, "go"))
+		before := e.snapshot("a")
+		late := turnAck(it, 1, e.externalEvent(2, "go"))
 		late.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
 		e.lockLost(e.ackErr(late), "ack after the renewed lock expired")
-		e.p1Unchanged(before)
+		e.unchanged(before)
 		e.fetchWorkNone(workOpts())
 		again := e.fetchFor("a")
-		mustEqual(e.t, "redelivered messages", p1Names(again.Messages), []string{"go"})
+		mustEqual(e.t, "redelivered messages", itemNames(again.Messages), []string{"go"})
 	}},
 	{name: "RenewSetsExpiryToNowPlusExtendFor", run: func(e *env) {
 		// Renewal sets the deadline to now+extendFor, even when that is
@@ -153,7 +153,7 @@ var expiryCases = []testCase{
 	{name: "RenewAfterAckLockLost", run: func(e *env) {
 		e.enqueue(startMsg("a"))
 		it := e.fetchFor("a")
-		e.p1AckStart(it)
+		e.ackStart(it)
 		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, it.LockToken, lockTimeout), "renew after ack")
 		e.enqueue(eventMsg("a", "next", 1))
 		e.fetchFor("a") // the failed renewal did not lock the instance
@@ -161,11 +161,11 @@ var expiryCases = []testCase{
 	{name: "AckReleasesLockSoNewMessagesAreFetchableAtOnce", run: func(e *env) {
 		e.enqueue(startMsg("a"))
 		it := e.fetchFor("a")
-		e.p1AckStart(it)
+		e.ackStart(it)
 		e.fetchNone()
 		e.enqueue(eventMsg("a", "next", 1))
 		next := e.fetchFor("a")
-		mustEqual(e.t, "next turn", p1Names(next.Messages), []string{"next"})
+		mustEqual(e.t, "next turn", itemNames(next.Messages), []string{"next"})
 	}},
 	{name: "StolenLockOldHolderAckRenewAbandonAllFail", run: func(e *env) {
 		e.createInstance("a")
@@ -173,15 +173,15 @@ var expiryCases = []testCase{
 		old := e.fetchFor("a")
 		e.expireLocks()
 		thief := e.fetchFor("a")
-		mustEqual(e.t, "thief's batch", p1Names(thief.Messages), []string{"go"})
-		stale := p1Turn(old, 1, e.p1ExternalEvent(2, "old"))
+		mustEqual(e.t, "thief's batch", itemNames(thief.Messages), []string{"go"})
+		stale := turnAck(old, 1, e.externalEvent(2, "old"))
 		stale.WorkerItems = []*provider.WorkerMessage{activityMsg("a", 2, "")}
 		e.lockLost(e.ackErr(stale), "old holder's ack")
 		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, old.LockToken, lockTimeout), "old holder's renew")
 		e.lockLost(e.p.AbandonOrchestrationItem(e.ctx, old.LockToken, provider.AbandonOptions{}), "old holder's abandon")
 		e.fetchNone() // the old holder's abandon did not release the thief's lock
 		e.fetchWorkNone(workOpts())
-		e.ack(p1Turn(thief, 1, e.p1ExternalEvent(2, "thief")))
+		e.ack(turnAck(thief, 1, e.externalEvent(2, "thief")))
 		h := e.readHistory("a", 0)
 		mustEqual(e.t, "history", eventIDs(h), []int64{1, 2})
 		mustEqual(e.t, "event 2", h[1].Name, "thief")
@@ -193,9 +193,9 @@ var expiryCases = []testCase{
 		count := func() int {
 			var mu sync.Mutex
 			var n int
-			var errs p1Errors
-			p1Parallel(8, func(int) {
-				items, err := e.p1FetchRetry(1)
+			var errs goErrors
+			parallel(8, func(int) {
+				items, err := e.fetchMaxRetry(1)
 				errs.add(err)
 				mu.Lock()
 				n += len(items)

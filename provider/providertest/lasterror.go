@@ -18,23 +18,23 @@ var lastErrorCases = []testCase{
 		e.wantLastError("a", nil)
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		why := lastErr(history.ErrorNondeterminism, "replay mismatch at event 2")
+		why := errDetails(history.ErrorNondeterminism, "replay mismatch at event 2")
 		e.abandonWith(it, why)
 		e.wantLastError("a", why)
-		info := e.p2instance("a")
+		info := e.instance("a")
 		mustEqual(e.t, "status and error of a parked instance", []any{info.Status, info.Error}, []any{provider.StatusRunning, nil})
 	}},
 
 	{name: "abandon_with_error_on_pending_instance", run: func(e *env) {
 		e.admin()
 		e.enqueue(startMsg("a"))
-		why := lastErr(history.ErrorConfiguration, "orchestration TestOrch is not registered")
+		why := errDetails(history.ErrorConfiguration, "orchestration TestOrch is not registered")
 		e.abandonWith(e.fetchFor("a"), why)
 		e.wantLastError("a", why)
-		mustEqual(e.t, "status", e.p2instance("a").Status, provider.StatusPending)
+		mustEqual(e.t, "status", e.instance("a").Status, provider.StatusPending)
 		// Registered after a deploy: the first turn commits and clears it.
 		e.ack(&provider.TurnAck{LockToken: e.fetchFor("a").LockToken, ExecutionID: 1,
-			History: []history.Event{e.startedEvent()}, Metadata: runningMeta()})
+			History: []history.Event{e.startedEvent("in")}, Metadata: runningMeta()})
 		e.wantLastError("a", nil)
 	}},
 
@@ -42,11 +42,11 @@ var lastErrorCases = []testCase{
 		e.admin()
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		first := lastErr(history.ErrorNondeterminism, "first")
+		first := errDetails(history.ErrorNondeterminism, "first")
 		e.abandonWith(e.fetchFor("a"), first)
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, e.fetchFor("a").LockToken, provider.AbandonOptions{}), "abandon without Error")
 		e.wantLastError("a", first)
-		second := lastErr(history.ErrorConfiguration, "second")
+		second := errDetails(history.ErrorConfiguration, "second")
 		e.abandonWith(e.fetchFor("a"), second)
 		e.wantLastError("a", second)
 	}},
@@ -55,7 +55,7 @@ var lastErrorCases = []testCase{
 		e.admin()
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		e.abandonWith(e.fetchFor("a"), lastErr(history.ErrorNondeterminism, "mismatch"))
+		e.abandonWith(e.fetchFor("a"), errDetails(history.ErrorNondeterminism, "mismatch"))
 		e.ack(&provider.TurnAck{LockToken: e.fetchFor("a").LockToken, ExecutionID: 1})
 		e.wantLastError("a", nil)
 	}},
@@ -64,7 +64,7 @@ var lastErrorCases = []testCase{
 		e.admin()
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
-		why := lastErr(history.ErrorNondeterminism, "mismatch")
+		why := errDetails(history.ErrorNondeterminism, "mismatch")
 		e.abandonWith(e.fetchFor("a"), why)
 		it := e.fetchFor("a")
 		e.expireLocks()
@@ -78,7 +78,7 @@ var lastErrorCases = []testCase{
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
 		e.expireLocks()
-		err := e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Error: lastErr(history.ErrorNondeterminism, "late")})
+		err := e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Error: errDetails(history.ErrorNondeterminism, "late")})
 		e.lockLost(err, "abandon after lock expiry")
 		e.wantLastError("a", nil)
 	}},
@@ -90,18 +90,13 @@ var lastErrorCases = []testCase{
 		if it.Instance != nil {
 			e.t.Fatalf("instance row of a message without Create: %+v, want none", it.Instance)
 		}
-		e.abandonWith(it, lastErr(history.ErrorConfiguration, "unknown instance"))
+		e.abandonWith(it, errDetails(history.ErrorConfiguration, "unknown instance"))
 		_, err := a.GetInstance(e.ctx, "ghost")
 		e.wantErr(err, provider.ErrNotFound, "GetInstance(ghost)")
-		mustEqual(e.t, "instances listed", len(e.p2listAll(provider.ListInstancesOptions{})), 0)
+		mustEqual(e.t, "instances listed", len(e.listAll(provider.ListInstancesOptions{})), 0)
 		// The abandon still released the lock and kept the message.
 		mustEqual(e.t, "refetched", e.fetch().InstanceID, "ghost")
 	}},
-}
-
-// lastErr is an ErrorDetails of kind with message.
-func lastErr(kind history.ErrorKind, message string) *history.ErrorDetails {
-	return &history.ErrorDetails{Kind: kind, Message: message}
 }
 
 // abandonWith abandons it with a one-second delay, recording why; the
@@ -117,7 +112,7 @@ func (e *env) abandonWith(it *provider.OrchestrationItem, why *history.ErrorDeta
 // as read by both GetInstance and ListInstances.
 func (e *env) wantLastError(instanceID string, want *history.ErrorDetails) {
 	e.t.Helper()
-	mustEqual(e.t, "GetInstance("+instanceID+").LastError", e.p2instance(instanceID).LastError, want)
+	mustEqual(e.t, "GetInstance("+instanceID+").LastError", e.instance(instanceID).LastError, want)
 	page, err := e.admin().ListInstances(e.ctx, provider.ListInstancesOptions{})
 	e.noErr(err, "ListInstances")
 	for _, in := range page.Instances {

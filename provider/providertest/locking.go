@@ -2,7 +2,7 @@ package providertest
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,8 +11,7 @@ import (
 )
 
 // lockingCases check the instance lock: one holder at a time, message
-// tagging, late arrivals, and fetches racing on real goroutines
-// (reference §6.4 and the race scenarios of seed 000).
+// tagging, late arrivals, and fetches racing on real goroutines.
 var lockingCases = []testCase{
 	{name: "ExclusiveInstanceLock", run: func(e *env) {
 		e.enqueue(startMsg("a"))
@@ -50,32 +49,32 @@ var lockingCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(eventMsg("a", "go", 1))
 		it := e.fetchFor("a")
-		e.lockLost(e.ackErr(p1Turn(&provider.OrchestrationItem{LockToken: "bogus"}, 1, e.p1ExternalEvent(2, "bogus"))), "ack with a bogus token")
+		e.lockLost(e.ackErr(turnAck(&provider.OrchestrationItem{LockToken: "bogus"}, 1, e.externalEvent(2, "bogus"))), "ack with a bogus token")
 		e.lockLost(e.p.AbandonOrchestrationItem(e.ctx, "bogus", provider.AbandonOptions{}), "abandon with a bogus token")
 		e.lockLost(e.p.RenewOrchestrationItemLock(e.ctx, "bogus", lockTimeout), "renew with a bogus token")
 		e.fetchNone()
-		e.ack(p1Turn(it, 1, e.p1ExternalEvent(2, "go")))
+		e.ack(turnAck(it, 1, e.externalEvent(2, "go")))
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
 	}},
 	{name: "CrossInstanceLockIsolation", run: func(e *env) {
 		e.enqueue(startMsg("a"), startMsg("b"))
 		a := e.fetchFor("a")
 		b := e.fetchFor("b")
-		e.p1AckStart(b)
+		e.ackStart(b)
 		e.enqueue(eventMsg("b", "next", 1))
 		e.fetchFor("b") // acking b released b only: a is still locked
 		e.fetchNone()
-		e.p1AckStart(a)
+		e.ackStart(a)
 	}},
 	{name: "AckDeletesOnlyTheFetchedMessages", run: func(e *env) {
 		e.enqueue(startMsg("a"))
 		it := e.fetchFor("a")
 		e.enqueue(eventMsg("a", "two", 2), eventMsg("a", "three", 3))
-		e.p1AckStart(it)
+		e.ackStart(it)
 		next := e.fetchFor("a")
-		mustEqual(e.t, "late arrivals", p1Names(next.Messages), []string{"two", "three"})
+		mustEqual(e.t, "late arrivals", itemNames(next.Messages), []string{"two", "three"})
 		mustEqual(e.t, "attempt count of late arrivals", next.AttemptCount, 1)
-		e.ack(p1Turn(next, 1, e.p1ExternalEvent(2, "two"), e.p1ExternalEvent(3, "three")))
+		e.ack(turnAck(next, 1, e.externalEvent(2, "two"), e.externalEvent(3, "three")))
 		e.fetchNone()
 	}},
 	{name: "CompletionsDuringLockDeliveredAsOneBatchAfterExpiry", run: func(e *env) {
@@ -95,7 +94,7 @@ var lockingCases = []testCase{
 		it := e.fetchFor("a")
 		mustEqual(e.t, "batch", kinds(it.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
 		e.clock.Advance(10 * time.Second) // the timer comes due while the lock is held
-		e.p1AckStart(it)
+		e.ackStart(it)
 		next := e.fetchFor("a")
 		mustEqual(e.t, "next batch", kinds(next.Messages), []history.WorkItemKind{history.WorkTimerFired})
 	}},
@@ -106,7 +105,7 @@ var lockingCases = []testCase{
 			e.enqueue(eventMsg("a", fmt.Sprint(i+1), i))
 		}
 		e.enqueue(eventMsg("b", "b", 0))
-		items := e.p1FetchMax(5)
+		items := e.fetchMax(5)
 		if len(items) != 1 || items[0].InstanceID != "b" {
 			e.t.Fatalf("fetch behind a locked instance returned %d items, want b alone", len(items))
 		}
@@ -117,7 +116,7 @@ var lockingCases = []testCase{
 		e.enqueue(eventMsg("a", "a1", 1))
 		e.clock.Advance(time.Millisecond)
 		e.enqueue(eventMsg("c", "c1", 1), eventMsg("b", "b2", 2), eventMsg("d", "d1", 1))
-		items := e.p1FetchMax(3)
+		items := e.fetchMax(3)
 		ids := make([]string, len(items))
 		tokens := map[string]bool{}
 		for i, it := range items {
@@ -129,11 +128,11 @@ var lockingCases = []testCase{
 		}
 		mustEqual(e.t, "instances, oldest message first", ids, []string{"b", "a", "c"})
 		mustEqual(e.t, "distinct tokens", len(tokens), 3)
-		mustEqual(e.t, "messages of b", p1Names(items[0].Messages), []string{"b1", "b2"})
+		mustEqual(e.t, "messages of b", itemNames(items[0].Messages), []string{"b1", "b2"})
 		e.fetchFor("d") // b, a and c are locked
 		e.fetchNone()
 		for _, it := range items {
-			e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent()}, Metadata: runningMeta()})
+			e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")}, Metadata: runningMeta()})
 		}
 	}},
 	{name: "Seed000Scenario1ConcurrentFetchSameInstance", run: func(e *env) {
@@ -144,9 +143,9 @@ var lockingCases = []testCase{
 		for round := range 20 {
 			e.enqueue(eventMsg("foo", fmt.Sprint(round), round))
 			got := make([][]*provider.OrchestrationItem, 2)
-			var errs p1Errors
-			p1Parallel(2, func(i int) {
-				items, err := e.p1FetchRetry(1)
+			var errs goErrors
+			parallel(2, func(i int) {
+				items, err := e.fetchMaxRetry(1)
 				errs.add(err)
 				got[i] = items
 			})
@@ -155,9 +154,9 @@ var lockingCases = []testCase{
 				e.t.Fatalf("round %d: workers got %d and %d items, want exactly one winner", round, len(got[0]), len(got[1]))
 			}
 			win := append(got[0], got[1]...)[0]
-			mustEqual(e.t, "winner's messages", p1Names(win.Messages), []string{fmt.Sprint(round)})
+			mustEqual(e.t, "winner's messages", itemNames(win.Messages), []string{fmt.Sprint(round)})
 			e.fetchNone()
-			e.ack(p1Turn(win, 1, e.p1ExternalEvent(int64(round)+2, fmt.Sprint(round))))
+			e.ack(turnAck(win, 1, e.externalEvent(int64(round)+2, fmt.Sprint(round))))
 		}
 		mustEqual(e.t, "events", len(e.readHistory("foo", 0)), 21)
 	}},
@@ -168,7 +167,7 @@ var lockingCases = []testCase{
 		e.fetchNone() // worker B: foo is locked
 		e.ack(&provider.TurnAck{
 			LockToken: a.LockToken, ExecutionID: 1,
-			History:     []history.Event{e.startedEvent(), e.scheduledEvent(2)},
+			History:     []history.Event{e.startedEvent("in"), e.scheduledEvent(2)},
 			Metadata:    runningMeta(),
 			WorkerItems: []*provider.WorkerMessage{activityMsg("foo", 2, "")},
 		})
@@ -182,10 +181,10 @@ var lockingCases = []testCase{
 		a := e.fetchFor("foo")
 		e.clock.Advance(lockTimeout + 2*time.Second) // A is slow
 		b := e.fetchFor("foo")                       // B takes the expired lock
-		mustEqual(e.t, "B's batch", p1Names(b.Messages), []string{"go"})
-		e.lockLost(e.ackErr(p1Turn(a, 1, e.p1ExternalEvent(2, "from A"))), "A's ack after expiry")
+		mustEqual(e.t, "B's batch", itemNames(b.Messages), []string{"go"})
+		e.lockLost(e.ackErr(turnAck(a, 1, e.externalEvent(2, "from A"))), "A's ack after expiry")
 		mustEqual(e.t, "history after A's stale ack", eventIDs(e.readHistory("foo", 0)), []int64{1})
-		e.ack(p1Turn(b, 1, e.p1ExternalEvent(2, "from B")))
+		e.ack(turnAck(b, 1, e.externalEvent(2, "from B")))
 		h := e.readHistory("foo", 0)
 		mustEqual(e.t, "event 2", h[len(h)-1].Name, "from B")
 		e.fetchNone()
@@ -193,13 +192,13 @@ var lockingCases = []testCase{
 	{name: "Seed000Scenario4CompletionFlood", run: func(e *env) {
 		e.enqueue(startMsg("foo"))
 		a := e.fetchFor("foo")
-		var errs p1Errors
-		p1Parallel(10, func(i int) {
+		var errs goErrors
+		parallel(10, func(i int) {
 			errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, completionMsg("foo", int64(i)+2, i)) }))
 		})
 		errs.check(e)
 		e.fetchNone() // worker B: foo is locked
-		e.p1AckStart(a)
+		e.ackStart(a)
 		b := e.fetchFor("foo")
 		ids := map[int64]bool{}
 		for _, m := range b.Messages {
@@ -211,7 +210,7 @@ var lockingCases = []testCase{
 		if len(b.Messages) != 10 || len(ids) != 10 {
 			e.t.Fatalf("flood batch has %d messages (%d distinct), want all 10 completions", len(b.Messages), len(ids))
 		}
-		e.ack(p1Turn(b, 1))
+		e.ack(turnAck(b, 1))
 		e.fetchNone()
 	}},
 	{name: "ConcurrentFetchersEachGetADistinctInstance", run: func(e *env) {
@@ -222,16 +221,16 @@ var lockingCases = []testCase{
 			e.enqueue(startMsg(fmt.Sprintf("i%d", i)))
 		}
 		got := make([]string, n)
-		var errs p1Errors
-		p1Parallel(n, func(i int) {
-			items, err := e.p1FetchRetry(1)
+		var errs goErrors
+		parallel(n, func(i int) {
+			items, err := e.fetchMaxRetry(1)
 			errs.add(err)
 			if len(items) == 1 {
 				got[i] = items[0].InstanceID
 			}
 		})
 		errs.check(e)
-		sort.Strings(got)
+		slices.Sort(got)
 		want := make([]string, n)
 		for i := range n {
 			want[i] = fmt.Sprintf("i%d", i)
@@ -250,10 +249,10 @@ var lockingCases = []testCase{
 		var mu sync.Mutex
 		turns := map[string]int{}
 		delivered := map[string]int{}
-		var errs p1Errors
-		p1Parallel(fetchers, func(w int) {
+		var errs goErrors
+		parallel(fetchers, func(w int) {
 			for {
-				items, err := e.p1FetchRetry(1 + w%3)
+				items, err := e.fetchMaxRetry(1 + w%3)
 				if err != nil || len(items) == 0 {
 					errs.add(err)
 					return
@@ -265,7 +264,7 @@ var lockingCases = []testCase{
 						delivered[it.InstanceID+"/"+string(m.Kind)+"/"+m.Name]++
 					}
 					mu.Unlock()
-					errs.add(retryErr(func() error { return e.ackErr(p1Turn(it, 1, e.startedEvent())) }))
+					errs.add(retryErr(func() error { return e.ackErr(turnAck(it, 1, e.startedEvent("in"))) }))
 				}
 			}
 		})
@@ -288,9 +287,9 @@ var lockingCases = []testCase{
 		e.enqueue(startMsg("solo"))
 		var wins int
 		var mu sync.Mutex
-		var errs p1Errors
-		p1Parallel(10, func(int) {
-			items, err := e.p1FetchRetry(1)
+		var errs goErrors
+		parallel(10, func(int) {
+			items, err := e.fetchMaxRetry(1)
 			errs.add(err)
 			mu.Lock()
 			wins += len(items)
@@ -306,10 +305,10 @@ var lockingCases = []testCase{
 		const producers, each = 4, 10
 		e.enqueue(startMsg("a"))
 		it := e.fetchFor("a")
-		var errs p1Errors
-		p1Parallel(producers+1, func(i int) {
+		var errs goErrors
+		parallel(producers+1, func(i int) {
 			if i == producers {
-				errs.add(retryErr(func() error { return e.ackErr(p1Turn(it, 1, e.startedEvent())) }))
+				errs.add(retryErr(func() error { return e.ackErr(turnAck(it, 1, e.startedEvent("in"))) }))
 				return
 			}
 			for j := range each {
@@ -325,8 +324,8 @@ var lockingCases = []testCase{
 			if next == nil {
 				break
 			}
-			got = append(got, p1Names(next.Messages)...)
-			e.ack(p1Turn(next, 1))
+			got = append(got, itemNames(next.Messages)...)
+			e.ack(turnAck(next, 1))
 		}
 		mustEqual(e.t, "messages delivered", len(got), producers*each)
 		last := map[string]string{}

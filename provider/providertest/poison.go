@@ -9,14 +9,14 @@ import (
 var poisonCases = []testCase{
 	{name: "orchestration_attempt_starts_at_one", run: func(e *env) {
 		e.enqueue(startMsg("p1"))
-		e.p2attempt("first fetch", e.fetch().AttemptCount, 1)
+		e.wantCount("first fetch attempt count", e.fetch().AttemptCount, 1)
 	}},
 
 	{name: "orchestration_attempt_increments_on_abandon_and_refetch", run: func(e *env) {
 		e.enqueue(startMsg("p2"))
 		for want := 1; want <= 4; want++ {
 			it := e.fetch()
-			e.p2attempt("fetch", it.AttemptCount, want)
+			e.wantCount("fetch attempt count", it.AttemptCount, want)
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "AbandonOrchestrationItem")
 		}
 	}},
@@ -24,7 +24,7 @@ var poisonCases = []testCase{
 	{name: "orchestration_attempt_increments_on_lock_expiry", run: func(e *env) {
 		e.enqueue(startMsg("p3"))
 		for want := 1; want <= 3; want++ {
-			e.p2attempt("fetch", e.fetch().AttemptCount, want)
+			e.wantCount("fetch attempt count", e.fetch().AttemptCount, want)
 			e.expireLocks()
 		}
 	}},
@@ -36,9 +36,9 @@ var poisonCases = []testCase{
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "AbandonOrchestrationItem")
 		}
 		hot := e.fetchFor("hot") // 4th delivery, now locked
-		e.p2attempt("hot", hot.AttemptCount, 4)
+		e.wantCount("hot attempt count", hot.AttemptCount, 4)
 		e.enqueue(startMsg("cold"))
-		e.p2attempt("cold", e.fetchFor("cold").AttemptCount, 1)
+		e.wantCount("cold attempt count", e.fetchFor("cold").AttemptCount, 1)
 	}},
 
 	{name: "orchestration_batch_reports_max_over_old_and_new_messages", run: func(e *env) {
@@ -50,8 +50,8 @@ var poisonCases = []testCase{
 		}
 		e.enqueue(eventMsg("mx", "new", 2))
 		it := e.fetchFor("mx")
-		e.p2wantCount("messages", len(it.Messages), 2)
-		e.p2attempt("batch of old (3rd) and new (1st)", it.AttemptCount, 3)
+		e.wantCount("messages", len(it.Messages), 2)
+		e.wantCount("batch of old (3rd) and new (1st) attempt count", it.AttemptCount, 3)
 	}},
 
 	{name: "message_arriving_during_turn_starts_at_one", run: func(e *env) {
@@ -60,11 +60,11 @@ var poisonCases = []testCase{
 		it := e.fetchFor("late")
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "AbandonOrchestrationItem")
 		it = e.fetchFor("late")
-		e.p2attempt("second delivery", it.AttemptCount, 2)
+		e.wantCount("second delivery attempt count", it.AttemptCount, 2)
 		e.enqueue(eventMsg("late", "b", 2)) // not tagged by the turn in progress
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1})
 		it = e.fetchFor("late")
-		e.p2attempt("untagged message", it.AttemptCount, 1)
+		e.wantCount("untagged message attempt count", it.AttemptCount, 1)
 	}},
 
 	{name: "orchestration_ignore_attempt_undoes_increment", run: func(e *env) {
@@ -72,29 +72,29 @@ var poisonCases = []testCase{
 		it := e.fetch()
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")
 		it = e.fetch()
-		e.p2attempt("second fetch", it.AttemptCount, 2)
+		e.wantCount("second fetch attempt count", it.AttemptCount, 2)
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "abandon ignoring attempt")
-		e.p2attempt("after ignored abandon", e.fetch().AttemptCount, 2)
+		e.wantCount("after ignored abandon attempt count", e.fetch().AttemptCount, 2)
 	}},
 
 	{name: "orchestration_ignore_attempt_never_goes_below_first_delivery", run: func(e *env) {
 		e.enqueue(startMsg("ign"))
 		for range 4 {
 			it := e.fetch()
-			e.p2attempt("fetch after ignored abandons", it.AttemptCount, 1)
+			e.wantCount("fetch after ignored abandons attempt count", it.AttemptCount, 1)
 			e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "abandon")
 		}
 	}},
 
 	{name: "worker_attempt_starts_at_one", run: func(e *env) {
 		e.enqueueWork(activityMsg("w1", 1, ""))
-		e.p2attempt("first fetch", e.fetchWork().AttemptCount, 1)
+		e.wantCount("first fetch attempt count", e.fetchWork().AttemptCount, 1)
 	}},
 
 	{name: "worker_attempt_increments_on_lock_expiry", run: func(e *env) {
 		e.enqueueWork(activityMsg("w2", 1, ""))
 		for want := 1; want <= 3; want++ {
-			e.p2attempt("fetch", e.fetchWork().AttemptCount, want)
+			e.wantCount("fetch attempt count", e.fetchWork().AttemptCount, want)
 			e.expireLocks()
 		}
 	}},
@@ -103,7 +103,7 @@ var poisonCases = []testCase{
 		e.enqueueWork(activityMsg("w3", 1, ""))
 		for want := 1; want <= 3; want++ {
 			w := e.fetchWork()
-			e.p2attempt("fetch", w.AttemptCount, want)
+			e.wantCount("fetch attempt count", w.AttemptCount, want)
 			e.noErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{}), "AbandonWorkItem")
 		}
 	}},
@@ -113,8 +113,8 @@ var poisonCases = []testCase{
 		w := e.fetchWork()
 		e.noErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{}), "AbandonWorkItem")
 		e.enqueueWork(activityMsg("w4", 2, ""))
-		ls := e.p2fetchWorkN(workOpts(), 2)
-		mustEqual(e.t, "activities", p2actIDs(ls), []int64{1, 2})
+		ls := e.fetchWorkN(workOpts(), 2)
+		mustEqual(e.t, "activities", activityIDs(ls), []int64{1, 2})
 		mustEqual(e.t, "attempts", []int{ls[0].AttemptCount, ls[1].AttemptCount}, []int{2, 1})
 	}},
 
@@ -123,16 +123,16 @@ var poisonCases = []testCase{
 		w := e.fetchWork()
 		e.noErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{}), "abandon")
 		w = e.fetchWork()
-		e.p2attempt("second fetch", w.AttemptCount, 2)
+		e.wantCount("second fetch attempt count", w.AttemptCount, 2)
 		e.noErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "abandon ignoring attempt")
-		e.p2attempt("after ignored abandon", e.fetchWork().AttemptCount, 2)
+		e.wantCount("after ignored abandon attempt count", e.fetchWork().AttemptCount, 2)
 	}},
 
 	{name: "worker_ignore_attempt_never_goes_below_first_delivery", run: func(e *env) {
 		e.enqueueWork(activityMsg("w6", 1, ""))
 		for range 4 {
 			w := e.fetchWork()
-			e.p2attempt("fetch after ignored abandons", w.AttemptCount, 1)
+			e.wantCount("fetch after ignored abandons attempt count", w.AttemptCount, 1)
 			e.noErr(e.p.AbandonWorkItem(e.ctx, w.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "abandon")
 		}
 	}},

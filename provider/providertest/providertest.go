@@ -9,8 +9,8 @@
 // passes in, and cases that need a lock to expire or a timer to come due
 // advance that clock.
 //
-// Cases of an optional capability (provider.Admin, provider.Waker) skip,
-// saying so, on a store that does not implement it.
+// Cases of the optional capability provider.Waker skip, saying so, on a
+// store that does not implement it.
 package providertest
 
 import (
@@ -27,6 +27,14 @@ type Harness struct {
 	// New returns a fresh, empty provider that reads the time only from
 	// clock.Now. The harness closes it when the test ends (t.Cleanup).
 	New func(t testing.TB, clock *Clock) provider.Provider
+	// EnqueueWork inserts worker-queue messages atomically, all or none,
+	// without a turn ack (the runtime enqueues activities only through
+	// acks): the worker-queue cases set up their rows with it.
+	EnqueueWork func(ctx context.Context, p provider.Provider, msgs ...*provider.WorkerMessage) error
+	// NewSharing, when set, opens a second store on the database of p, as
+	// another process would, reading the same clock; it returns nil when p
+	// cannot be shared (an in-memory database). The suite closes it.
+	NewSharing func(t testing.TB, p provider.Provider, clock *Clock) provider.Provider
 	// CorruptHistory overwrites every stored event of the instance's current
 	// execution with data that cannot be decoded.
 	CorruptHistory func(t testing.TB, p provider.Provider, instanceID string)
@@ -75,7 +83,7 @@ type group struct {
 	cases []testCase
 }
 
-// groups lists the suite, in the order of the reference contract's categories.
+// groups lists the suite's groups; Run starts them in this order.
 func groups() []group {
 	return []group{
 		{"Atomicity", atomicityCases},
@@ -95,6 +103,11 @@ func groups() []group {
 		{"LastError", lastErrorCases},
 		{"ExecutionLocks", execLockCases},
 		{"Idempotency", idempotencyCases},
+		{"CachedHistory", cachedCases},
+		{"PendingStarts", pendingStartCases},
+		{"Notifications", notifyCases},
+		{"Leases", leaseCases},
+		{"TakeTurn", takeTurnCases},
 	}
 }
 
@@ -124,20 +137,4 @@ func Run(t *testing.T, h Harness) {
 			}
 		})
 	}
-}
-
-// env is what a case works with: one fresh store and its clock.
-type env struct {
-	t     *testing.T
-	h     Harness
-	ctx   context.Context
-	clock *Clock
-	p     provider.Provider
-}
-
-func newEnv(t *testing.T, h Harness) *env {
-	clock := NewClock(suiteStart)
-	p := h.New(t, clock)
-	t.Cleanup(func() { _ = p.Close() })
-	return &env{t: t, h: h, ctx: t.Context(), clock: clock, p: p}
 }

@@ -87,7 +87,7 @@ var wakeupCases = []testCase{
 		it := e.fetchFor("a")
 		e.enqueue(eventMsg("a", "late", 1))
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
-			History: []history.Event{e.startedEvent()}, Metadata: runningMeta()})
+			History: []history.Event{e.startedEvent("in")}, Metadata: runningMeta()})
 		e.wantDueNow(provider.QueueOrchestrator)
 	}},
 
@@ -97,7 +97,7 @@ var wakeupCases = []testCase{
 		it := e.fetchFor("a")
 		fire := e.clock.Now().Add(time.Hour)
 		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
-			History: []history.Event{e.startedEvent()}, Metadata: runningMeta(),
+			History: []history.Event{e.startedEvent("in")}, Metadata: runningMeta(),
 			OrchestratorItems: []*provider.OrchestratorMessage{timerMsg("a", 2, fire)}})
 		e.wantNext(provider.QueueOrchestrator, fire)
 		e.wantEmpty(provider.QueueWorker)
@@ -185,7 +185,7 @@ var wakeupCases = []testCase{
 		e.createInstance("a")
 		e.enqueue(timerMsg("a", 2, e.clock.Now().Add(time.Hour)))
 		e.enqueueWork(activityMsg("a", 3, ""))
-		e.p2mustPurge(true, "a")
+		e.mustPurge(true, "a")
 		e.wantEmpty(provider.QueueOrchestrator)
 		e.wantEmpty(provider.QueueWorker)
 	}},
@@ -219,7 +219,7 @@ func (e *env) nextVisible(q provider.Queue) time.Time {
 // wantNext fails unless NextVisible of q is exactly want.
 func (e *env) wantNext(q provider.Queue, want time.Time) {
 	e.t.Helper()
-	e.p2sameTime("NextVisible("+queueLabel(q)+")", e.nextVisible(q), want)
+	e.sameTime("NextVisible("+queueLabel(q)+")", e.nextVisible(q), want)
 }
 
 // wantEmpty fails unless NextVisible of q is the zero time (queue empty).

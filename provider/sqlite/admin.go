@@ -65,6 +65,40 @@ func nullError(s sql.NullString) (*history.ErrorDetails, error) {
 
 // scanInstanceInfo scans the columns of instanceColumns, after extra.
 func scanInstanceInfo(r interface{ Scan(...any) error }, extra ...any) (*provider.InstanceInfo, error) {
+	in, err := scanInstanceRow(r, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if in.corrupt != nil {
+		return nil, fmt.Errorf("instance %q: %w", in.InstanceID, in.corrupt)
+	}
+	return &in.InstanceInfo, nil
+}
+
+// instanceRow is a scanned instance row. corrupt is set (wrapping
+// provider.ErrCorruptData) when a stored JSON column cannot be decoded;
+// the fields that decoded are filled in, the others left empty.
+type instanceRow struct {
+	provider.InstanceInfo
+	corrupt error
+}
+
+// corruptRowMessage starts the LastError message of a listed instance
+// whose row could not be fully decoded.
+const corruptRowMessage = "corrupt stored row: "
+
+// markCorrupt returns the listed form of a row that could not be fully
+// decoded: the fields that decoded, and LastError describing the damage.
+func (in *instanceRow) markCorrupt() provider.InstanceInfo {
+	info := in.InstanceInfo
+	info.LastError = &history.ErrorDetails{Kind: history.ErrorInfrastructure, Message: corruptRowMessage + in.corrupt.Error()}
+	return info
+}
+
+// scanInstanceRow scans the columns of instanceColumns, after extra. A
+// column that cannot be decoded is left empty and reported in corrupt;
+// only a failure to scan is an error.
+func scanInstanceRow(r interface{ Scan(...any) error }, extra ...any) (*instanceRow, error) {
 	var (
 		in                          provider.InstanceInfo
 		status                      string
@@ -78,17 +112,33 @@ func scanInstanceInfo(r interface{ Scan(...any) error }, extra ...any) (*provide
 	if err := r.Scan(dest...); err != nil {
 		return nil, err
 	}
+	row := &instanceRow{}
+	var bad []string
 	in.Status = provider.Status(status)
-	in.Input, in.Output, in.CustomStatus = nullJSON(input), nullJSON(output), nullJSON(custom)
+	for _, c := range []struct {
+		name string
+		col  sql.NullString
+		dst  *json.RawMessage
+	}{{"input", input, &in.Input}, {"output", output, &in.Output}, {"custom status", custom, &in.CustomStatus}} {
+		if v := nullJSON(c.col); v != nil && !json.Valid(v) {
+			bad = append(bad, c.name+" is not valid JSON")
+		} else {
+			*c.dst = v
+		}
+	}
 	var err error
 	if in.Error, err = nullError(errJ); err != nil {
-		return nil, fmt.Errorf("instance %q: %w", in.InstanceID, err)
+		bad = append(bad, "error details are not valid JSON")
 	}
 	if in.LastError, err = nullError(lastErr); err != nil {
-		return nil, fmt.Errorf("instance %q last error: %w", in.InstanceID, err)
+		bad = append(bad, "last error details are not valid JSON")
 	}
 	in.CreatedAt, in.UpdatedAt = msTime(created), msTime(updated)
-	return &in, nil
+	row.InstanceInfo = in
+	if len(bad) > 0 {
+		row.corrupt = fmt.Errorf("%w: %s", provider.ErrCorruptData, strings.Join(bad, "; "))
+	}
+	return row, nil
 }
 
 func scanExecutionInfo(r interface{ Scan(...any) error }) (*provider.ExecutionInfo, error) {
@@ -115,7 +165,12 @@ func scanExecutionInfo(r interface{ Scan(...any) error }) (*provider.ExecutionIn
 	return &e, nil
 }
 
-// ListInstances returns one page of instances, newest first; see provider.Admin.
+// ListInstances returns one page of instances, newest first; see
+// provider.Admin. A row whose stored JSON (input, output, custom status,
+// error details) cannot be decoded does not fail the page: it is listed
+// with the fields that decoded and a LastError of kind infrastructure
+// whose message starts "corrupt stored row: " and names the damaged
+// fields. GetInstance reports such a row as provider.ErrCorruptData.
 func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstancesOptions) (*provider.InstancePage, error) {
 	const op = "listing instances"
 	limit := opts.Limit
@@ -172,11 +227,19 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 				page.NextCursor = encodeCursor(lastSeq)
 				break
 			}
-			in, err := scanInstanceInfo(rows, &lastSeq)
-			if err != nil {
+			// A row whose JSON columns cannot be decoded is listed with
+			// what decoded and LastError naming the damage, so one bad
+			// row does not hide the page (GetInstance reports it as
+			// ErrCorruptData).
+			in, err := scanInstanceRow(rows, &lastSeq)
+			switch {
+			case err != nil:
 				return interpretError(err, nil)
+			case in.corrupt != nil:
+				page.Instances = append(page.Instances, in.markCorrupt())
+			default:
+				page.Instances = append(page.Instances, in.InstanceInfo)
 			}
-			page.Instances = append(page.Instances, *in)
 		}
 		return interpretError(rows.Err(), nil)
 	})
@@ -381,15 +444,16 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 				res.Instances = n
 			}
 		}
-		// Execution locks: the purged instances leave every queue and
-		// their idempotency keys go; the locks they held pass to the
-		// oldest queued start of each key.
+		// Execution locks: the purged instances leave every queue and the
+		// locks they held pass to the oldest queued start of each key.
+		// Their idempotency keys stay for their retention, stamped as
+		// purged, so a repeat start is still a duplicate.
 		n, err := w.exec(sPurgeDeleteLockQueue, nil, treeJSON)
 		if err != nil {
 			return err
 		}
 		res.Messages += n
-		if _, err := w.exec(sPurgeDeleteIdemKeys, nil, treeJSON); err != nil {
+		if _, err := w.exec(sPurgeMarkIdemKeys, nil, treeJSON, w.now); err != nil {
 			return err
 		}
 		keys, err := w.queryStrings(sPurgeDeleteExecLocks, treeJSON)
@@ -401,6 +465,7 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 				return err
 			}
 		}
+		w.changes.instances = append(w.changes.instances, tree...)
 		return nil
 	})
 	if err != nil {

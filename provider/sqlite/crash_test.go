@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -202,7 +203,7 @@ func (w *crashWorkload) step(ctx context.Context, which int) (bool, error) {
 			return false, err
 		}
 		if it != nil {
-			if err := provider.AckOrchestrationItem(ctx, w.p, crashTurn(it)); err != nil {
+			if err := w.p.AckOrchestrationItem(ctx, crashTurn(it)); err != nil {
 				return false, fmt.Errorf("acking %s: %w", it.InstanceID, err)
 			}
 			progressed = true
@@ -221,7 +222,7 @@ func (w *crashWorkload) step(ctx context.Context, which int) (bool, error) {
 					ID: l.ActivityID, Output: json.RawMessage(strconv.FormatInt(l.ActivityID*10, 10)),
 				},
 			}
-			if err := provider.AckWorkItem(ctx, w.p, &provider.WorkAck{LockToken: l.LockToken, Completion: done}); err != nil {
+			if err := w.p.AckWorkItem(ctx, &provider.WorkAck{LockToken: l.LockToken, Completion: done}); err != nil {
 				return false, fmt.Errorf("acking activity %d of %s: %w", l.ActivityID, l.InstanceID, err)
 			}
 			progressed = true
@@ -279,12 +280,7 @@ func crashTurn(it *provider.OrchestrationItem) *provider.TurnAck {
 }
 
 func historyHas(evs []history.Event, k history.EventKind) bool {
-	for _, ev := range evs {
-		if ev.Kind == k {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(evs, func(ev history.Event) bool { return ev.Kind == k })
 }
 
 // checkCrashInvariants checks, for every instance, that history is gap-free

@@ -1,5 +1,5 @@
 // Package sqlite is the embedded store of duroxide-go: a provider.Provider
-// (with provider.Admin and provider.Waker) kept in one SQLite file, with no
+// (with the optional provider.Waker) kept in one SQLite file, with no
 // server to run. It uses the pure-Go driver modernc.org/sqlite, so it needs
 // no cgo.
 //
@@ -16,8 +16,7 @@
 // tags the turn's messages); late messages survive a turn; an activity's
 // completion is enqueued in the transaction that deletes the activity; a
 // message that cannot be decoded is moved to the dead-letter list instead of
-// blocking its queue. A batch of acks is committed in one transaction, each
-// ack in its own savepoint, so one failing ack leaves the others committed.
+// blocking its queue.
 //
 // Group commit: all writes go through one writer connection, one
 // transaction at a time. Calls that arrive while a transaction runs are
@@ -40,6 +39,31 @@
 // instance locks, or the worker queue's earliest visible_at, which a fetch
 // moves to the row's lock expiry.
 //
+// A fetch loads only the history its caller does not already hold
+// (provider.FetchOptions.Cached): one range read of the history's primary
+// key from the cached event on, so a turn of a long orchestration costs the
+// same as a turn of a short one.
+//
+// # Notifications
+//
+// The store is the meeting point of the runtimes and clients that share it
+// (provider.Notifier). Its own commits notify the subscribers of this
+// process before the committing call returns: an enqueue wakes the
+// orchestrator queue and the watchers of a created instance, an ack wakes
+// the queues it put work on (and the orchestrator queue again when messages
+// still wait for the instance it unlocked), an abandon wakes its queue, a
+// purge wakes the watchers of every purged instance. A write that rolls
+// back notifies nobody.
+//
+// Commits of other processes sharing the file are noticed through PRAGMA
+// data_version on the writer connection, whose value changes exactly when
+// another connection committed: the writer reads it at the start of each
+// transaction, and while it is idle a watcher reads it every
+// Options.ChangeCheckInterval (default 20ms), so a runtime in one process
+// picks up work started by a CLI or server in another within milliseconds,
+// without fetching on a timer. Such a change wakes everyone (the store
+// cannot tell what another process changed).
+//
 // Every time the store compares or records comes from Options.Clock, never
 // from SQLite's clock, and is stored as INTEGER epoch milliseconds.
 //
@@ -56,6 +80,9 @@
 //     migrations/, each in its own transaction, recorded in
 //     schema_migrations). With Options.NoMigrate it does not; call
 //     Provider.Migrate before use, for example from a CLI command.
+//   - Provider.CheckWritable tells whether the store can serve: it answers,
+//     its schema is migrated, and a write transaction commits (a readiness
+//     probe; "duroxide serve" refuses to start without it).
 //
 // The path "" or ":memory:" opens a private in-memory store, which lives
 // until Close. It runs on a single connection (reads and writes are

@@ -78,6 +78,11 @@ func sentinelForCode(code int, conflict error) error {
 			return conflict
 		}
 		return provider.ErrInvalidArgument
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_READONLY_DBMOVED, sqlite3.SQLITE_READONLY_DIRECTORY, sqlite3.SQLITE_READONLY_ROLLBACK:
+		// The file (or its directory or journal) cannot be written: a
+		// retry will not mend that, so the error stays permanent. The other
+		// read-only codes (recovery, locking) pass.
+		return nil
 	}
 	switch code & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT, sqlite3.SQLITE_PROTOCOL:

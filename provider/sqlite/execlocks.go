@@ -10,8 +10,8 @@ import (
 	"github.com/duroxide/duroxide-go/provider"
 )
 
-// Execution locks, their queues and idempotency keys (migration 0005); see
-// provider.LockStore for the contract.
+// Execution locks, their queues and idempotency keys (migrations 0005 and
+// 0006); see provider.LockStore for the contract.
 
 // isTerminalStatus reports whether a stored instance status ends it.
 func isTerminalStatus(s string) bool { return provider.Status(s).IsTerminal() }
@@ -24,13 +24,18 @@ func ttlMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 func (w *wtx) checkIdempotencyKey(key string) error {
 	var inst string
 	var expires int64
+	var purged sql.NullInt64
 	found := false
-	err := w.query(sIdemGet, func(r *sql.Rows) error { found = true; return r.Scan(&inst, &expires) }, key)
+	err := w.query(sIdemGet, func(r *sql.Rows) error { found = true; return r.Scan(&inst, &expires, &purged) }, key)
 	if err != nil || !found {
 		return err
 	}
 	if expires > w.now {
-		return &provider.DuplicateStartError{IdempotencyKey: key, InstanceID: inst}
+		dup := &provider.DuplicateStartError{IdempotencyKey: key, InstanceID: inst}
+		if purged.Valid {
+			dup.PurgedAt = time.UnixMilli(purged.Int64).UTC()
+		}
+		return dup
 	}
 	_, err = w.exec(sIdemDelete, nil, key)
 	return err
@@ -93,6 +98,11 @@ func (w *wtx) promoteQueuedStart(key string) (bool, error) {
 	if _, err := w.exec(sInsertMessage, nil, inst, item, max(visible, w.now), w.now); err != nil {
 		return false, err
 	}
+	if _, err := w.exec(sXLockQueueReleaseWaiting, nil, inst, max(visible, w.now)); err != nil {
+		return false, err
+	}
+	w.changes.orch = true
+	w.changes.instances = append(w.changes.instances, inst)
 	return true, nil
 }
 

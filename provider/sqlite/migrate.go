@@ -1,15 +1,17 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -44,7 +46,7 @@ func migrations() ([]migration, error) {
 		}
 		ms = append(ms, migration{version: v, name: strings.TrimSuffix(name, ".sql"), sql: string(b)})
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
 	for i := 1; i < len(ms); i++ {
 		if ms[i].version == ms[i-1].version {
 			return nil, fmt.Errorf("sqlite: two migrations have version %d", ms[i].version)
@@ -109,6 +111,6 @@ func (p *Provider) applyMigration(ctx context.Context, m migration) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	p.log.Info("sqlite: applied schema migration", logKeyMigration, m.name, logKeyPath, p.path)
+	p.log.Info("sqlite: applied schema migration", logkey.Migration, m.name, logkey.Path, p.path)
 	return nil
 }

@@ -1,15 +1,17 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -29,7 +31,7 @@ type deadLetter struct {
 func (p *Provider) logDeadLetters(dls []deadLetter) {
 	for _, d := range dls {
 		p.log.Warn("sqlite: moved an undecodable message to the dead-letter list",
-			logKeyQueue, d.queue, logKeyInstance, d.instanceID, logKeyError, d.err)
+			logkey.Queue, d.queue, logkey.Instance, d.instanceID, logkey.Error, d.err)
 	}
 }
 
@@ -77,22 +79,28 @@ func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.Fe
 	)
 	err := p.write(ctx, op, func(w *wtx) error {
 		var err error
-		items, histories, dead, err = w.fetchTurns(limit, durMs(opts.LockTimeout))
+		items, histories, dead, err = w.fetchTurns(limit, durMs(opts.LockTimeout), opts.Cached)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	p.logDeadLetters(dead)
-	// Decode histories after commit: the instance locks keep them stable and
-	// the writer is free sooner.
+	decodeHistories(items, histories)
+	return items, nil
+}
+
+// decodeHistories decodes the loaded history of each item, after the
+// transaction committed: the instance locks keep it stable and the writer
+// is free sooner.
+func decodeHistories(items []*provider.OrchestrationItem, histories map[string][]storedEvent) {
 	for _, it := range items {
 		if it.Instance == nil {
 			it.History = []history.Event{}
 			continue
 		}
 		rows := histories[it.InstanceID]
-		slices.SortFunc(rows, func(a, b storedEvent) int { return cmpInt64(a.id, b.id) })
+		slices.SortFunc(rows, func(a, b storedEvent) int { return cmp.Compare(a.id, b.id) })
 		evs, herr := decodeStoredEvents(rows)
 		if herr != nil {
 			it.HistoryError = fmt.Errorf("instance %q execution %d: %w", it.InstanceID, it.Instance.CurrentExecutionID, herr)
@@ -100,10 +108,9 @@ func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.Fe
 		}
 		it.History = evs
 	}
-	return items, nil
 }
 
-func (w *wtx) fetchTurns(limit int, lockMs int64) ([]*provider.OrchestrationItem, map[string][]storedEvent, []deadLetter, error) {
+func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, map[string][]storedEvent, []deadLetter, error) {
 	until := w.now + lockMs
 	prefix := newTokenPrefix()
 	var (
@@ -121,88 +128,111 @@ func (w *wtx) fetchTurns(limit int, lockMs int64) ([]*provider.OrchestrationItem
 			}
 			cands = append(cands, id)
 			return nil
-		}, w.now, jsonStrings(skip), limit-len(items))
+		}, w.now, jsonStrings(skip))
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if len(cands) == 0 {
 			break
 		}
-
-		locked := make(map[string]bool, len(cands))
-		err = w.query(sLockInstances, func(r *sql.Rows) error {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			locked[id] = true
-			return nil
-		}, prefix, jsonStrings(cands), until, w.now)
+		cands = cands[:min(len(cands), limit-len(items))]
+		got, lost, d, err := w.lockTurns(cands, prefix, until)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		lockedIDs := make([]string, 0, len(locked))
-		for _, id := range cands {
-			if locked[id] {
-				lockedIDs = append(lockedIDs, id)
-			} else {
-				skip = append(skip, id) // lost the race: try the next one
-			}
-		}
-		if len(lockedIDs) == 0 {
-			continue
-		}
-
-		msgs := make(map[string][]fetchedMsg, len(lockedIDs))
-		err = w.query(sTagMessages, func(r *sql.Rows) error {
-			var m fetchedMsg
-			var inst string
-			if err := r.Scan(&m.id, &inst, &m.data, &m.attempts); err != nil {
-				return err
-			}
-			msgs[inst] = append(msgs[inst], m)
-			return nil
-		}, prefix, jsonStrings(lockedIDs), until, w.now)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-
-		for _, inst := range lockedIDs {
-			batch := msgs[inst]
-			slices.SortFunc(batch, func(a, b fetchedMsg) int { return cmpInt64(a.id, b.id) })
-			it := &provider.OrchestrationItem{
-				InstanceID:  inst,
-				LockToken:   prefix + inst,
-				LockedUntil: msTime(until),
-				Messages:    make([]history.WorkItem, 0, len(batch)),
-			}
-			for _, m := range batch {
-				wi, derr := history.DecodeWorkItem(m.data)
-				if derr != nil {
-					if err := w.deadLetter(queueOrchestrator, sDeleteMessage, m.id, inst, m.data, derr); err != nil {
-						return nil, nil, nil, err
-					}
-					dead = append(dead, deadLetter{queue: queueOrchestrator, instanceID: inst, id: m.id, err: derr})
-					continue
-				}
-				it.Messages = append(it.Messages, wi)
-				it.AttemptCount = max(it.AttemptCount, m.attempts)
-			}
-			if len(it.Messages) == 0 {
-				// Nothing deliverable: release the lock and move on.
-				if _, err := w.exec(sReleaseLock, nil, inst, it.LockToken); err != nil {
-					return nil, nil, nil, err
-				}
-				skip = append(skip, inst)
-				continue
-			}
-			items = append(items, it)
-		}
+		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
 	}
 	if len(items) == 0 {
 		return nil, nil, dead, nil
 	}
+	histories, err := w.loadTurns(items, cached)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return items, histories, dead, nil
+}
 
+// lockTurns locks the instances cands (those whose lock is free or
+// expired) with tokens prefix+ID until until, and tags their visible
+// messages: the items of their turns, without history. lost are the
+// candidates it did not lock or that had nothing deliverable.
+func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+	locked := make(map[string]bool, len(cands))
+	err = w.query(sLockInstances, func(r *sql.Rows) error {
+		var id string
+		if err := r.Scan(&id); err != nil {
+			return err
+		}
+		locked[id] = true
+		return nil
+	}, prefix, jsonStrings(cands), until, w.now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lockedIDs := make([]string, 0, len(locked))
+	for _, id := range cands {
+		if locked[id] {
+			lockedIDs = append(lockedIDs, id)
+		} else {
+			lost = append(lost, id) // lost the race: try the next one
+		}
+	}
+	if len(lockedIDs) == 0 {
+		return nil, lost, nil, nil
+	}
+
+	msgs := make(map[string][]fetchedMsg, len(lockedIDs))
+	err = w.query(sTagMessages, func(r *sql.Rows) error {
+		var m fetchedMsg
+		var inst string
+		if err := r.Scan(&m.id, &inst, &m.data, &m.attempts); err != nil {
+			return err
+		}
+		msgs[inst] = append(msgs[inst], m)
+		return nil
+	}, prefix, jsonStrings(lockedIDs), until, w.now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+
+	for _, inst := range lockedIDs {
+		batch := msgs[inst]
+		slices.SortFunc(batch, func(a, b fetchedMsg) int { return cmp.Compare(a.id, b.id) })
+		it := &provider.OrchestrationItem{
+			InstanceID:  inst,
+			LockToken:   prefix + inst,
+			LockedUntil: msTime(until),
+			Messages:    make([]history.WorkItem, 0, len(batch)),
+		}
+		for _, m := range batch {
+			wi, derr := history.DecodeWorkItem(m.data)
+			if derr != nil {
+				if err := w.deadLetter(queueOrchestrator, sDeleteMessage, m.id, inst, m.data, derr); err != nil {
+					return nil, nil, nil, err
+				}
+				dead = append(dead, deadLetter{queue: queueOrchestrator, instanceID: inst, id: m.id, err: derr})
+				continue
+			}
+			it.Messages = append(it.Messages, wi)
+			it.AttemptCount = max(it.AttemptCount, m.attempts)
+		}
+		if len(it.Messages) == 0 {
+			// Nothing deliverable: release the lock and move on.
+			if _, err := w.exec(sReleaseLock, nil, inst, it.LockToken); err != nil {
+				return nil, nil, nil, err
+			}
+			lost = append(lost, inst)
+			continue
+		}
+		items = append(items, it)
+	}
+	return items, lost, dead, nil
+}
+
+// loadTurns loads the instance rows of the locked items, the history
+// each needs (only what cached does not hold) and when pending starts come
+// due.
+func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) (map[string][]storedEvent, error) {
 	ids := make([]string, len(items))
 	byID := make(map[string]*provider.OrchestrationItem, len(items))
 	for i, it := range items {
@@ -224,32 +254,97 @@ func (w *wtx) fetchTurns(limit int, lockMs int64) ([]*provider.OrchestrationItem
 		return nil
 	}, idsJSON)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	histories := make(map[string][]storedEvent, len(items))
+	// Load only the history the caller does not hold, and when each
+	// pending start comes due.
+	var pairs [][2]any
+	var pending []string
+	for _, it := range items {
+		m := it.Instance
+		switch {
+		case m == nil:
+			continue
+		case m.CurrentExecutionID == 0:
+			pending = append(pending, it.InstanceID)
+			continue
+		}
+		if cached != nil {
+			if ex, last, ok := cached(it.InstanceID); ok && ex == m.CurrentExecutionID && last > 0 {
+				it.HistoryAfter = last
+			}
+		}
+		pairs = append(pairs, [2]any{it.InstanceID, it.HistoryAfter})
+	}
+	histories, err := w.loadHistories(pairs)
+	if err != nil {
+		return nil, err
+	}
+	// A cached position is usable only if the store has that event: the
+	// query returned it first. Otherwise (the instance was purged and
+	// recreated) load the whole history.
+	var reload [][2]any
+	for _, it := range items {
+		if it.HistoryAfter == 0 {
+			continue
+		}
+		rows := histories[it.InstanceID]
+		k := slices.IndexFunc(rows, func(e storedEvent) bool { return e.id == it.HistoryAfter })
+		if k < 0 {
+			it.HistoryAfter = 0
+			delete(histories, it.InstanceID)
+			reload = append(reload, [2]any{it.InstanceID, 0})
+			continue
+		}
+		histories[it.InstanceID] = slices.Delete(rows, k, k+1)
+	}
+	if len(reload) > 0 {
+		full, err := w.loadHistories(reload)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(histories, full)
+	}
+	if len(pending) > 0 {
+		err := w.query(sPendingStarts, func(r *sql.Rows) error {
+			var id string
+			var delayed, queued int64
+			if err := r.Scan(&id, &delayed, &queued); err != nil {
+				return err
+			}
+			if at := max(delayed, queued); at > 0 {
+				byID[id].Instance.StartAt = msTime(at)
+			}
+			return nil
+		}, jsonStrings(pending), w.now)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return histories, nil
+}
+
+// loadHistories reads the current-execution history of each [instance,
+// after] pair from event ID after on (all of it for 0).
+func (w *wtx) loadHistories(pairs [][2]any) (map[string][]storedEvent, error) {
+	out := make(map[string][]storedEvent, len(pairs))
+	if len(pairs) == 0 {
+		return out, nil
+	}
+	pj, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, err
+	}
 	err = w.query(sHistoriesOf, func(r *sql.Rows) error {
 		var id string
 		var ev storedEvent
 		if err := r.Scan(&id, &ev.id, &ev.data); err != nil {
 			return err
 		}
-		histories[id] = append(histories[id], ev)
+		out[id] = append(out[id], ev)
 		return nil
-	}, idsJSON)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return items, histories, dead, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	}, string(pj))
+	return out, err
 }
 
 // encMsg is an orchestrator message validated and encoded before the
@@ -396,6 +491,10 @@ func (w *wtx) insertMessage(m *encMsg) error {
 		}
 	}
 	_, err := w.exec(sInsertMessage, nil, m.instanceID, string(m.item), visible, w.now)
+	w.changes.orch = true
+	if m.create != nil {
+		w.changes.instances = append(w.changes.instances, m.instanceID)
+	}
 	return err
 }
 
@@ -455,10 +554,11 @@ type encAck struct {
 	parent        any
 	parentExec    int64
 
-	events    []encEvent
-	work      []*encWork
-	cancelled []provider.ActivityRef
-	msgs      []*encMsg
+	events   []encEvent
+	work     []*encWork
+	leaseMs  int64 // TurnAck.LeaseFor; 0: lease nothing
+	canceled []provider.ActivityRef
+	msgs     []*encMsg
 }
 
 func encodeAck(a *provider.TurnAck) (*encAck, error) {
@@ -520,18 +620,24 @@ func encodeAck(a *provider.TurnAck) (*encAck, error) {
 		}
 		e.events[i] = encEvent{id: ev.EventID, kind: string(ev.Kind), data: data}
 	}
+	if a.LeaseFor < 0 {
+		return nil, invalid("LeaseFor %v is negative", a.LeaseFor)
+	}
+	if a.LeaseFor > 0 {
+		e.leaseMs = durMs(a.LeaseFor)
+	}
 	e.work = make([]*encWork, len(a.WorkerItems))
 	for i, m := range a.WorkerItems {
 		if e.work[i], err = encodeWork(m); err != nil {
 			return nil, err
 		}
 	}
-	for _, c := range a.CancelledActivities {
+	for _, c := range a.CanceledActivities {
 		if c.InstanceID == "" {
-			return nil, invalid("cancelled activity has no InstanceID")
+			return nil, invalid("canceled activity has no InstanceID")
 		}
 	}
-	e.cancelled = a.CancelledActivities
+	e.canceled = a.CanceledActivities
 	e.msgs = make([]*encMsg, len(a.OrchestratorItems))
 	for i, m := range a.OrchestratorItems {
 		if e.msgs[i], err = encodeMessage(m); err != nil {
@@ -553,64 +659,25 @@ func onExistsCreate(c *encCreate) *encCreate {
 	return c.onExists.create
 }
 
-// ackErrors are the errors that fail one ack of a batch; any other error
-// fails the whole batch.
-var ackErrors = []error{
-	provider.ErrLockLost, provider.ErrDuplicateEvent, provider.ErrInstanceExists,
-	provider.ErrInvalidArgument, provider.ErrNotFound,
-}
-
-func isAckError(err error) bool {
-	for _, s := range ackErrors {
-		if errors.Is(err, s) {
-			return true
-		}
+// AckOrchestrationItem commits one turn; see provider.Provider. Concurrent
+// acks share a transaction (group commit), each in its own savepoint.
+func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnAck) error {
+	const op = "acking turn"
+	e, err := encodeAck(ack)
+	if err != nil {
+		return p.fail(op, err)
 	}
-	return false
-}
-
-// AckOrchestrationItems commits a batch of turns in one transaction, each
-// in its own savepoint; see provider.Provider.
-func (p *Provider) AckOrchestrationItems(ctx context.Context, acks []*provider.TurnAck) ([]error, error) {
-	const op = "acking turns"
-	errs := make([]error, len(acks))
-	enc := make([]*encAck, len(acks))
-	pending := 0
-	for i, a := range acks {
-		e, err := encodeAck(a)
-		if err != nil {
-			errs[i] = p.fail(op, err)
-			continue
-		}
-		enc[i] = e
-		pending++
-	}
-	if pending == 0 {
-		if p.closed.Load() {
-			return nil, p.fail(op, provider.ErrClosed)
-		}
-		return errs, nil
-	}
-	err := p.write(ctx, op, func(w *wtx) error {
-		for i, e := range enc {
-			if e == nil {
-				continue
-			}
-			errs[i] = nil // this may be a re-run (see writer.go)
-			err := w.savepoint(func() error { return w.applyAck(e) })
-			if err != nil {
-				if !isAckError(err) {
-					return err
-				}
-				errs[i] = p.fail(op, err)
-			}
-		}
-		return nil
+	var leased []*provider.WorkItemLease
+	err = p.write(ctx, op, func(w *wtx) error {
+		var err error
+		leased, err = w.applyAck(e)
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return errs, nil
+	ack.Leased = leased
+	return nil
 }
 
 // consumeOnly reports whether the ack writes nothing but the consumption of
@@ -618,11 +685,20 @@ func (p *Provider) AckOrchestrationItems(ctx context.Context, acks []*provider.T
 func (e *encAck) consumeOnly() bool {
 	return e.version == nil && e.status == nil && e.input == nil && e.output == nil && e.errJSON == nil &&
 		e.setCustom == 0 && e.parent == nil && e.parentExec == 0 &&
-		len(e.events) == 0 && len(e.work) == 0 && len(e.cancelled) == 0 && len(e.msgs) == 0
+		len(e.events) == 0 && len(e.work) == 0 && len(e.canceled) == 0 && len(e.msgs) == 0
 }
 
-// applyAck performs steps (a) to (k) of one turn ack.
-func (w *wtx) applyAck(e *encAck) error {
+// applyAck performs steps (a) to (k) of one turn ack, and returns the
+// leases of the worker items it leased to the caller.
+func (w *wtx) applyAck(e *encAck) ([]*provider.WorkItemLease, error) {
+	err := w.applyAckSteps(e)
+	if err != nil || len(w.leaseIDs) == 0 {
+		return nil, err
+	}
+	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.leaseMs)
+}
+
+func (w *wtx) applyAckSteps(e *encAck) error {
 	// (a) The lock must be held and unexpired.
 	inst, ok := tokenInstance(e.token)
 	if !ok {
@@ -646,8 +722,10 @@ func (w *wtx) applyAck(e *encAck) error {
 		if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
 			return err
 		}
-		_, err = w.exec(sDeleteLock, nil, inst, e.token)
-		return err
+		if _, err = w.exec(sDeleteLock, nil, inst, e.token); err != nil {
+			return err
+		}
+		return w.noteLeftovers(inst)
 	}
 
 	// (c) Insert or update the execution; its status decides the instance's.
@@ -692,11 +770,23 @@ func (w *wtx) applyAck(e *encAck) error {
 
 	// (g) Worker items, then (h) cancellations.
 	for _, wk := range e.work {
+		if wk.lease && e.leaseMs > 0 {
+			id, err := w.insertLeased(wk)
+			if err != nil {
+				return err
+			}
+			if w.leaseMsgs == nil {
+				w.leaseMsgs = map[int64]*provider.WorkerMessage{}
+			}
+			w.leaseIDs = append(w.leaseIDs, id)
+			w.leaseMsgs[id] = wk.msg
+			continue
+		}
 		if err := w.insertWork(wk); err != nil {
 			return err
 		}
 	}
-	for _, c := range e.cancelled {
+	for _, c := range e.canceled {
 		if _, err := w.exec(sCancelActivity, nil, c.InstanceID, c.ExecutionID, c.ActivityID); err != nil {
 			return err
 		}
@@ -717,7 +807,21 @@ func (w *wtx) applyAck(e *encAck) error {
 	if _, err = w.exec(sDeleteLock, nil, inst, e.token); err != nil {
 		return err
 	}
-	return w.settleExecutionLocks(inst, isTerminalStatus(instStatus))
+	w.changes.instances = append(w.changes.instances, inst)
+	if err := w.settleExecutionLocks(inst, isTerminalStatus(instStatus)); err != nil {
+		return err
+	}
+	return w.noteLeftovers(inst)
+}
+
+// noteLeftovers notes, after a turn released the lock of instance, whether
+// messages that arrived during the turn (or are due later) still wait for
+// it: dispatchers that found it locked must look again.
+func (w *wtx) noteLeftovers(instance string) error {
+	if w.changes.orch {
+		return nil
+	}
+	return w.query(sInstanceHasMessages, func(r *sql.Rows) error { return r.Scan(&w.changes.orch) }, instance)
 }
 
 // AbandonOrchestrationItem releases an instance lock without committing,
@@ -757,6 +861,8 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		if _, err := w.exec(sUntagMessages, nil, inst, lockToken, w.now+durMs(opts.Delay), undo); err != nil {
 			return err
 		}
+		// The instance is ready again, now or after the delay.
+		w.changes.orch = true
 		if lastErr != nil {
 			// An instance without a row (a message for an unknown instance)
 			// updates nothing: the abandon creates no instance.

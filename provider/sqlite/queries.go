@@ -19,17 +19,23 @@ const (
 	sqlInsertMigration  = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)`
 	sqlMaxMigration     = `SELECT coalesce(max(version), 0) FROM schema_migrations`
 	sqlJournalMode      = `PRAGMA journal_mode`
+	sqlDataVersion      = `PRAGMA data_version`
 )
+
+// candidateLimit caps the rows a fetch's candidate query reads in one go.
+// It is a constant, not a bound parameter: SQLite's planner reads a bound
+// LIMIT's value, so a LIMIT bound to the number of free slots made it
+// re-prepare the statement whenever that number changed. The fetch takes
+// as many of the candidates as it needs and asks again if they were not
+// enough.
+const candidateLimit = "16"
 
 // stmtID names a statement prepared once per connection.
 type stmtID int
 
 // Statements of the writer connection.
 const (
-	sSavepoint stmtID = iota
-	sRelease
-	sRollbackTo
-	sGroupSavepoint
+	sGroupSavepoint stmtID = iota
 	sGroupRelease
 	sGroupRollbackTo
 
@@ -41,6 +47,7 @@ const (
 	sReleaseLock
 	sInstanceMetas
 	sHistoriesOf
+	sPendingStarts
 	sInsertDeadLetter
 
 	// Acking turns.
@@ -51,6 +58,7 @@ const (
 	sSetInstanceName
 	sInsertEvent
 	sInsertWork
+	sInsertWorkReturning
 	sCancelActivity
 	sCreateInstance
 	sInsertMessage
@@ -90,7 +98,7 @@ const (
 	sPurgeDeleteWork
 	sPurgeDeleteLocks
 	sPurgeDeleteInstances
-	sPurgeDeleteIdemKeys
+	sPurgeMarkIdemKeys
 	sPurgeDeleteLockQueue
 	sPurgeDeleteExecLocks
 
@@ -108,7 +116,13 @@ const (
 	sXLockQueueHead
 	sXLockQueueDelete
 	sXLockQueueDeleteInstance
+	sXLockQueueReleaseWaiting
 	sXLockFreeable
+
+	// Notifications.
+	sDataVersion
+	sInstanceHasMessages
+	sInstanceHasWork
 
 	numWriterStmts
 )
@@ -137,10 +151,6 @@ const (
 
 // writerSQL is indexed by the writer stmtIDs.
 var writerSQL = [numWriterStmts]string{
-	sSavepoint:  `SAVEPOINT ack`,
-	sRelease:    `RELEASE ack`,
-	sRollbackTo: `ROLLBACK TO ack`,
-
 	// One request of a group commit (see writer.go).
 	sGroupSavepoint:  `SAVEPOINT request`,
 	sGroupRelease:    `RELEASE request`,
@@ -149,14 +159,13 @@ var writerSQL = [numWriterStmts]string{
 	// Instances that can be taken now, in the order they became ready (see
 	// migration 0002: orchestrator_ready excludes locked instances until
 	// their lock expires). An index range scan that stops at the limit,
-	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip,
-	// ?3 limit.
+	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip.
 	sOrchCandidates: `SELECT r.instance_id, r.first_id
 FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
 WHERE r.ready_at <= ?1
   AND r.instance_id NOT IN (SELECT value FROM json_each(?2))
 ORDER BY r.ready_at, r.first_id
-LIMIT ?3`,
+LIMIT ` + candidateLimit,
 
 	// Take the locks of several instances: insert, or steal an expired lock.
 	// Returns the instances actually locked. The token of each is ?1 ||
@@ -187,12 +196,26 @@ RETURNING id, instance_id, work_item, attempt_count`,
 FROM instances
 WHERE instance_id IN (SELECT value FROM json_each(?1))`,
 
-	// Current-execution histories of several instances (the caller orders
-	// each by event_id). ?1 JSON array of instance IDs.
+	// Current-execution histories of several instances, each from the
+	// event ID the caller already holds on (that event included, so the
+	// caller can check it exists; 0 for all; the caller orders each by
+	// event_id). ?1 JSON array of [instance ID, from] pairs.
 	sHistoriesOf: `SELECT h.instance_id, h.event_id, h.event_data
-FROM instances AS i
+FROM json_each(?1)
+JOIN instances AS i ON i.instance_id = json_each.value ->> 0
 JOIN history AS h ON h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
+  AND h.event_id >= json_each.value ->> 1`,
+
+	// When the starts of instances not yet started become visible: a
+	// delayed start message, or a start queued behind an execution lock
+	// (at the latest when that lock expires). ?1 JSON array of instance
+	// IDs, ?2 now.
+	sPendingStarts: `SELECT json_each.value,
+       coalesce((SELECT min(q.visible_at) FROM orchestrator_queue AS q
+                 WHERE q.instance_id = json_each.value AND q.visible_at > ?2 AND q.lock_token IS NULL), 0),
+       coalesce((SELECT min(l.expires_at) FROM lock_queue AS lq JOIN execution_locks AS l ON l.lock_key = lq.lock_key
+                 WHERE lq.instance_id = json_each.value), 0)
+FROM json_each(?1)`,
 
 	// ?1 queue, ?2 instance, ?3 payload, ?4 error, ?5 now.
 	sInsertDeadLetter: `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`,
@@ -264,6 +287,10 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
 	sInsertWork: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
 
+	// sInsertWork, returning the row's ID.
+	sInsertWorkReturning: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id`,
+
 	sCancelActivity: `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 AND activity_id = ?3`,
 
 	// Create a Pending instance unless the ID is taken (0 rows then).
@@ -302,21 +329,21 @@ WHERE instance_id = ?1 AND lock_token = ?2`,
 	// ?1 instance, ?2 token, ?3 new locked_until.
 	sRenewTagged: `UPDATE orchestrator_queue SET locked_until = ?3 WHERE instance_id = ?1 AND lock_token = ?2`,
 
-	// Rows without a session, oldest first. ?1 now, ?2 after this id, ?3 limit.
+	// Rows without a session, oldest first. ?1 now, ?2 after this id.
 	sWorkCandidatesNoSession: `SELECT id, NULL FROM worker_queue
 WHERE session_id IS NULL AND id > ?2 AND visible_at <= ?1
 ORDER BY id
-LIMIT ?3`,
+LIMIT ` + candidateLimit,
 
 	// Rows without a session, of sessions the owner holds, or of claimable
-	// sessions, oldest first. ?1 now, ?2 after this id, ?3 limit, ?4 owner.
+	// sessions, oldest first. ?1 now, ?2 after this id, ?3 owner.
 	sWorkCandidatesSession: `SELECT q.id, q.session_id FROM worker_queue AS q
 WHERE q.id > ?2 AND q.visible_at <= ?1
   AND (q.session_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM sessions AS s
-        WHERE s.session_id = q.session_id AND s.locked_until > ?1 AND s.owner_id <> ?4))
+        WHERE s.session_id = q.session_id AND s.locked_until > ?1 AND s.owner_id <> ?3))
 ORDER BY q.id
-LIMIT ?3`,
+LIMIT ` + candidateLimit,
 
 	// Claim or refresh a session lease; 0 rows if another owner holds it.
 	// ?1 session, ?2 owner, ?3 locked_until, ?4 now.
@@ -382,13 +409,15 @@ WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
 	sPurgeDeleteWork:       `DELETE FROM worker_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
 	sPurgeDeleteLocks:      `DELETE FROM instance_locks WHERE instance_id IN (SELECT value FROM json_each(?1))`,
 	sPurgeDeleteInstances:  `DELETE FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1))`,
-	sPurgeDeleteIdemKeys:   `DELETE FROM idempotency_keys WHERE instance_id IN (SELECT value FROM json_each(?1))`,
-	sPurgeDeleteLockQueue:  `DELETE FROM lock_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	// Keys outlive their instance: the purge stamps them, once (?2 now).
+	sPurgeMarkIdemKeys: `UPDATE idempotency_keys SET purged_at = ?2
+WHERE instance_id IN (SELECT value FROM json_each(?1)) AND purged_at IS NULL`,
+	sPurgeDeleteLockQueue: `DELETE FROM lock_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
 	// Returns the keys, to hand each to its queue once the purge is done.
 	sPurgeDeleteExecLocks: `DELETE FROM execution_locks WHERE instance_id IN (SELECT value FROM json_each(?1)) RETURNING lock_key`,
 
 	// ?1 key.
-	sIdemGet:    `SELECT instance_id, expires_at FROM idempotency_keys WHERE idem_key = ?1`,
+	sIdemGet:    `SELECT instance_id, expires_at, purged_at FROM idempotency_keys WHERE idem_key = ?1`,
 	sIdemDelete: `DELETE FROM idempotency_keys WHERE idem_key = ?1`,
 	// ?1 key, ?2 instance, ?3 now, ?4 expires_at.
 	sIdemInsert: `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)`,
@@ -415,7 +444,18 @@ WHERE lock_key = ?1 ORDER BY id LIMIT 1`,
 	sXLockQueueDelete: `DELETE FROM lock_queue WHERE id = ?1`,
 	// A queued start whose instance ended (canceled while waiting). ?1 instance.
 	sXLockQueueDeleteInstance: `DELETE FROM lock_queue WHERE instance_id = ?1`,
+	// Messages that waited for a queued start (events raised before it)
+	// become visible with it. ?1 instance, ?2 the start's visibility.
+	sXLockQueueReleaseWaiting: `UPDATE orchestrator_queue SET visible_at = ?2
+WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// Locks that are expired or whose holder ended or is gone. ?1 now.
+	// Changes committed by other connections since this one last looked.
+	sDataVersion: sqlDataVersion,
+	// Whether an instance has activities in the worker queue. ?1 instance.
+	sInstanceHasWork: `SELECT count(*) > 0 FROM (SELECT 1 FROM worker_queue WHERE instance_id = ?1 LIMIT 1)`,
+	// Whether an instance still has queued messages. ?1 instance.
+	sInstanceHasMessages: `SELECT count(*) > 0 FROM orchestrator_ready WHERE instance_id = ?1`,
+
 	sXLockFreeable: `SELECT l.lock_key
 FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id
 WHERE l.expires_at <= ?1 OR i.instance_id IS NULL OR i.status IN ('Completed', 'Failed', 'Canceled')

@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/notify"
 )
 
 // Compile-time interface checks.
@@ -59,6 +60,14 @@ type Options struct {
 	// dead-lettered). Default: warnings and errors to standard error.
 	Logger *slog.Logger
 
+	// ChangeCheckInterval is how often an idle store checks whether another
+	// process committed to the database, to wake this process's
+	// dispatchers and waiters (see Provider.Subscribe). The check is one
+	// PRAGMA on the writer connection. Default: 20ms; negative disables it
+	// (other processes' work is then noticed by the runtime's slow poll).
+	// In-memory stores have no other processes and never check.
+	ChangeCheckInterval time.Duration
+
 	// NoMigrate, when true, makes Open skip applying pending schema
 	// migrations; call Provider.Migrate (for example from a CLI command)
 	// before using the store. Default: false (Open migrates).
@@ -70,15 +79,8 @@ const (
 	DefaultSynchronous = "NORMAL"
 	DefaultBusyTimeout = 5 * time.Second
 	DefaultMaxReaders  = 4
-)
-
-// Log attribute keys.
-const (
-	logKeyMigration = "migration"
-	logKeyQueue     = "queue"
-	logKeyInstance  = "instance_id"
-	logKeyError     = "error"
-	logKeyPath      = "path"
+	// DefaultChangeCheckInterval is the default of Options.ChangeCheckInterval.
+	DefaultChangeCheckInterval = 20 * time.Millisecond
 )
 
 // Provider is the embedded SQLite store. It is safe for concurrent use; see
@@ -110,6 +112,14 @@ type Provider struct {
 	// queued for the writer.
 	groups, brokenGroups atomic.Int64
 	testHookSubmit       func()
+	stats                stats // counters of Stats (stats.go)
+
+	// Notifications (notify.go): subscribers, the writer connection's last
+	// data_version, how many foreign commits were seen, and the watcher.
+	hub                  notify.Hub
+	dataVersion          atomic.Int64
+	foreignCommits       atomic.Int64
+	watchStop, watchDone chan struct{}
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -140,6 +150,19 @@ func Open(ctx context.Context, path string, opts *Options) (*Provider, error) {
 			_ = p.closeDBs()
 			return nil, err
 		}
+	}
+	if !p.memory {
+		// The baseline: commits from now on are news.
+		var v int64
+		if err := p.writer.QueryRowContext(ctx, sqlDataVersion).Scan(&v); err != nil {
+			_ = p.closeDBs()
+			return nil, fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
+		}
+		p.dataVersion.Store(v)
+	}
+	if !p.memory && o.ChangeCheckInterval > 0 {
+		p.watchStop, p.watchDone = make(chan struct{}), make(chan struct{})
+		go p.watchForeignCommits(o.ChangeCheckInterval)
 	}
 	return p, nil
 }
@@ -173,6 +196,9 @@ func (o *Options) withDefaults() (Options, error) {
 		r.MaxReaders = DefaultMaxReaders
 	case r.MaxReaders < 0:
 		return r, fmt.Errorf("sqlite: invalid Options.MaxReaders %d: must not be negative", r.MaxReaders)
+	}
+	if r.ChangeCheckInterval == 0 {
+		r.ChangeCheckInterval = DefaultChangeCheckInterval
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -263,6 +289,10 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
+		if p.watchStop != nil {
+			close(p.watchStop)
+			<-p.watchDone
+		}
 		p.stopWriter()
 		p.prepMu.Lock()
 		for _, s := range p.wstmts {
@@ -401,6 +431,12 @@ type wtx struct {
 	// stmts caches the statements bound to tx, shared by the requests of
 	// one transaction.
 	stmts *txStmts
+	// What the request changed, for the notifications sent once it has
+	// committed (see notify.go).
+	changes changes
+	// Worker rows a turn ack inserted to lease to its caller.
+	leaseIDs  []int64
+	leaseMsgs map[int64]*provider.WorkerMessage
 }
 
 type txStmts [numWriterStmts]*sql.Stmt
@@ -462,24 +498,6 @@ func queryRows(ctx context.Context, s *sql.Stmt, scan func(*sql.Rows) error, arg
 		return interpretError(err, nil)
 	}
 	return interpretError(rows.Close(), nil)
-}
-
-// savepoint runs fn inside a savepoint: if fn fails, only its writes are
-// rolled back and the transaction goes on.
-func (w *wtx) savepoint(fn func() error) error {
-	if _, err := w.exec(sSavepoint, nil); err != nil {
-		return err
-	}
-	ferr := fn()
-	if ferr != nil {
-		if _, err := w.exec(sRollbackTo, nil); err != nil {
-			return errors.Join(ferr, err)
-		}
-	}
-	if _, err := w.exec(sRelease, nil); err != nil {
-		return errors.Join(ferr, err)
-	}
-	return ferr
 }
 
 // read runs fn with the reader statements (and, for in-memory stores, the

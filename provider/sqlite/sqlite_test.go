@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -12,7 +11,7 @@ import (
 )
 
 // quietLogger discards the store's diagnostics in tests.
-var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quietLogger = slog.New(slog.DiscardHandler)
 
 // harness builds file stores in t.TempDir (memory: in-memory stores).
 func harness(memory bool) providertest.Harness {
@@ -28,6 +27,20 @@ func harness(memory bool) providertest.Harness {
 				t.Fatalf("Open(%q): %v", path, err)
 			}
 			return p
+		},
+		NewSharing: func(t testing.TB, pv provider.Provider, clock *providertest.Clock) provider.Provider {
+			t.Helper()
+			if memory {
+				return nil
+			}
+			p, err := Open(context.Background(), pv.(*Provider).path, &Options{Clock: clock.Now, Logger: quietLogger})
+			if err != nil {
+				t.Fatalf("opening a second store: %v", err)
+			}
+			return p
+		},
+		EnqueueWork: func(ctx context.Context, p provider.Provider, msgs ...*provider.WorkerMessage) error {
+			return p.(*Provider).EnqueueWork(ctx, msgs...)
 		},
 		CorruptHistory: func(t testing.TB, pv provider.Provider, instanceID string) {
 			t.Helper()

@@ -283,7 +283,7 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := mustFetch(t, p)
-	err := provider.AckOrchestrationItem(t.Context(), p, &provider.TurnAck{
+	err := p.AckOrchestrationItem(t.Context(), &provider.TurnAck{
 		LockToken: it.LockToken, ExecutionID: 1,
 		History: []history.Event{{EventID: 2, Kind: history.NowRecorded, TimestampMs: 1, TimeMs: 1}},
 	})
@@ -299,7 +299,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	p := openFile(t, filepath.Join(t.TempDir(), "plan.db"), nil)
 	var hot []string
 	for _, id := range []stmtID{
-		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sCheckLock,
+		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sPendingStarts, sInstanceHasMessages, sInstanceHasWork, sCheckLock,
 		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sSetLastError, sRenewLock, sCancelActivity,
 		sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
 		sTouchSession, sRenewSessions, sPurgeTree, sPurgeDeleteHistory, sPurgeDeleteOrch, sPurgeDeleteWork,
@@ -440,7 +440,7 @@ func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
 						return
 					}
 					mu.Unlock()
-					if err := provider.AckOrchestrationItem(ctx, p, ack); err != nil {
+					if err := p.AckOrchestrationItem(ctx, ack); err != nil {
 						fail("ack %s: %v", id, err)
 						return
 					}
@@ -454,7 +454,7 @@ func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
 					return
 				}
 				for _, l := range leases {
-					if err := provider.AckWorkItem(ctx, p, completionAck(l)); err != nil {
+					if err := p.AckWorkItem(ctx, completionAck(l)); err != nil {
 						fail("AckWorkItem: %v", err)
 						return
 					}
@@ -570,7 +570,7 @@ func runFirstTurn(t *testing.T, p *Provider, id string) {
 		t.Fatal(err)
 	}
 	it := mustFetch(t, p)
-	if err := provider.AckOrchestrationItem(t.Context(), p, hammerTurn(it, 0)); err != nil {
+	if err := p.AckOrchestrationItem(t.Context(), hammerTurn(it, 0)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -19,6 +20,8 @@ type encWork struct {
 	sessionID   any // string or nil
 	item        []byte
 	visibleAt   int64 // 0: now
+	lease       bool  // leased to the acking caller (TurnAck.LeaseFor)
+	msg         *provider.WorkerMessage
 }
 
 func encodeWork(m *provider.WorkerMessage) (*encWork, error) {
@@ -35,9 +38,12 @@ func encodeWork(m *provider.WorkerMessage) (*encWork, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: worker message for %q: %w", provider.ErrInvalidArgument, m.InstanceID, err)
 	}
+	if m.Lease && (m.SessionID != "" || !m.VisibleAt.IsZero()) {
+		return nil, invalid("worker message for %q: a leased item has no SessionID or VisibleAt", m.InstanceID)
+	}
 	e := &encWork{
 		instanceID: m.InstanceID, executionID: m.ExecutionID, activityID: m.ActivityID,
-		sessionID: optString(m.SessionID), item: data,
+		sessionID: optString(m.SessionID), item: data, lease: m.Lease, msg: m,
 	}
 	if !m.VisibleAt.IsZero() {
 		e.visibleAt = m.VisibleAt.UnixMilli()
@@ -51,7 +57,46 @@ func (w *wtx) insertWork(e *encWork) error {
 		visible = w.now
 	}
 	_, err := w.exec(sInsertWork, nil, e.instanceID, e.executionID, e.activityID, e.sessionID, string(e.item), visible, w.now)
+	w.changes.work = true
 	return err
+}
+
+// insertLeased inserts e as insertWork does, but not yet visible, and
+// returns its row ID for leaseInserted. Nobody is woken: it is the
+// caller's.
+func (w *wtx) insertLeased(e *encWork) (int64, error) {
+	var id int64
+	err := w.query(sInsertWorkReturning, func(r *sql.Rows) error { return r.Scan(&id) },
+		e.instanceID, e.executionID, e.activityID, e.sessionID, string(e.item), w.now+1, w.now)
+	return id, err
+}
+
+// leaseInserted locks the rows ids (inserted by insertLeased; those the
+// same ack canceled are gone) for lockMs, as a fetch does, and returns
+// their leases in insertion order. byID gives each row's message.
+func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
+	until := w.now + lockMs
+	var rows []workRow
+	err := w.query(sLockWork, func(r *sql.Rows) error {
+		var wr workRow
+		l := &wr.lease
+		if err := r.Scan(&wr.id, &l.LockToken, &l.InstanceID, &l.ExecutionID, &l.ActivityID, &l.SessionID, &wr.data, &l.AttemptCount); err != nil {
+			return err
+		}
+		l.LockedUntil = msTime(until)
+		l.Item = byID[wr.id].Item
+		rows = append(rows, wr)
+		return nil
+	}, newTokenPrefix(), jsonInts(ids), until)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.id, b.id) })
+	leases := make([]*provider.WorkItemLease, len(rows))
+	for i := range rows {
+		leases[i] = &rows[i].lease
+	}
+	return leases, nil
 }
 
 // workRow is one locked worker-queue row before decoding.
@@ -125,9 +170,9 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 		}
 		var err error
 		if sess == nil {
-			err = w.query(sWorkCandidatesNoSession, scan, w.now, after, limit-len(leases))
+			err = w.query(sWorkCandidatesNoSession, scan, w.now, after)
 		} else {
-			err = w.query(sWorkCandidatesSession, scan, w.now, after, limit-len(leases), sess.OwnerID)
+			err = w.query(sWorkCandidatesSession, scan, w.now, after, sess.OwnerID)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -135,6 +180,7 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 		if len(cands) == 0 {
 			break
 		}
+		cands = cands[:min(len(cands), limit-len(leases))]
 		after = cands[len(cands)-1].id
 
 		ids := make([]int64, 0, len(cands))
@@ -177,7 +223,7 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 		if err != nil {
 			return nil, nil, err
 		}
-		slices.SortFunc(rows, func(a, b workRow) int { return cmpInt64(a.id, b.id) })
+		slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.id, b.id) })
 		for i := range rows {
 			wr := &rows[i]
 			item, derr := history.DecodeWorkItem(wr.data)
@@ -200,72 +246,62 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 type encWorkAck struct {
 	token      string
 	completion *encMsg
+	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
+	cached     func(string) (int64, int64, bool)
 }
 
-// AckWorkItems completes a batch of activities in one transaction; see
-// provider.Provider.
-func (p *Provider) AckWorkItems(ctx context.Context, acks []*provider.WorkAck) ([]error, error) {
-	const op = "acking work items"
-	errs := make([]error, len(acks))
-	enc := make([]*encWorkAck, len(acks))
-	pending := 0
-	for i, a := range acks {
-		switch {
-		case a == nil:
-			errs[i] = p.fail(op, invalid("nil work ack"))
-			continue
-		case a.LockToken == "":
-			errs[i] = p.fail(op, invalid("work ack has no LockToken"))
-			continue
-		}
-		e := &encWorkAck{token: a.LockToken}
-		if a.Completion != nil {
-			m, err := encodeMessage(a.Completion)
-			if err != nil {
-				errs[i] = p.fail(op, err)
-				continue
-			}
-			e.completion = m
-		}
-		enc[i] = e
-		pending++
+// takenTurn is the turn a work ack took (WorkAck.TakeTurn), before its
+// history is decoded.
+type takenTurn struct {
+	item      *provider.OrchestrationItem
+	histories map[string][]storedEvent
+	dead      []deadLetter
+}
+
+// AckWorkItem completes one activity; see provider.Provider. Concurrent
+// acks share a transaction (group commit), each in its own savepoint.
+func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error {
+	const op = "acking work item"
+	switch {
+	case ack == nil:
+		return p.fail(op, invalid("nil work ack"))
+	case ack.LockToken == "":
+		return p.fail(op, invalid("work ack has no LockToken"))
 	}
-	if pending == 0 {
-		if p.closed.Load() {
-			return nil, p.fail(op, provider.ErrClosed)
+	e := &encWorkAck{token: ack.LockToken}
+	if ack.Completion != nil {
+		m, err := encodeMessage(ack.Completion)
+		if err != nil {
+			return p.fail(op, err)
 		}
-		return errs, nil
+		e.completion = m
 	}
+	if t := ack.TakeTurn; t != nil {
+		if t.LockTimeout <= 0 {
+			return p.fail(op, invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
+		}
+		if ack.Completion == nil {
+			return p.fail(op, invalid("TakeTurn needs a Completion"))
+		}
+		e.takeMs, e.cached = durMs(t.LockTimeout), t.Cached
+	}
+	var taken takenTurn
 	err := p.write(ctx, op, func(w *wtx) error {
-		for i, e := range enc {
-			if e == nil {
-				continue
-			}
-			errs[i] = nil // this may be a re-run (see writer.go)
-			var err error
-			if e.completion != nil && e.completion.create != nil {
-				// Creating an instance can fail after the delete.
-				err = w.savepoint(func() error { return w.applyWorkAck(e) })
-			} else {
-				// The delete is the only step that can fail for this ack.
-				err = w.applyWorkAck(e)
-			}
-			if err != nil {
-				if !isAckError(err) {
-					return err
-				}
-				errs[i] = p.fail(op, err)
-			}
-		}
-		return nil
+		taken = takenTurn{}
+		return w.applyWorkAck(e, &taken)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return errs, nil
+	p.logDeadLetters(taken.dead)
+	if taken.item != nil {
+		decodeHistories([]*provider.OrchestrationItem{taken.item}, taken.histories)
+		ack.Turn = taken.item
+	}
+	return nil
 }
 
-func (w *wtx) applyWorkAck(e *encWorkAck) error {
+func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn) error {
 	id, ok := tokenRow(e.token)
 	if !ok {
 		return fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
@@ -288,9 +324,37 @@ func (w *wtx) applyWorkAck(e *encWorkAck) error {
 		}
 	}
 	if sess.Valid {
-		_, err = w.exec(sTouchSession, nil, sess.String, w.now)
+		if _, err := w.exec(sTouchSession, nil, sess.String, w.now); err != nil {
+			return err
+		}
 	}
-	return err
+	if e.takeMs > 0 {
+		return w.takeTurn(e.completion.instanceID, e.takeMs, e.cached, taken)
+	}
+	return nil
+}
+
+// takeTurn locks instance, if its lock is free, and loads its turn into
+// taken (WorkAck.TakeTurn). Nobody else is woken for it: it is the caller's.
+func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool), taken *takenTurn) error {
+	// While other activities of the instance are queued or running, their
+	// results should reach one turn together: leave it to a fetch.
+	var busy bool
+	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance); err != nil || busy {
+		return err
+	}
+	items, _, dead, err := w.lockTurns([]string{instance}, newTokenPrefix(), w.now+lockMs)
+	if err != nil || len(items) == 0 {
+		taken.dead = dead
+		return err
+	}
+	histories, err := w.loadTurns(items, cached)
+	if err != nil {
+		return err
+	}
+	*taken = takenTurn{item: items[0], histories: histories, dead: dead}
+	w.changes.orch = false // the completion's turn is taken; nothing else was queued
+	return nil
 }
 
 // AbandonWorkItem unlocks a worker row; see provider.Provider.
@@ -315,6 +379,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 		if n == 0 {
 			return provider.ErrLockLost
 		}
+		w.changes.work = true
 		return nil
 	})
 }
@@ -350,7 +415,10 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	})
 }
 
-// EnqueueWork inserts worker messages atomically; see provider.Provider.
+// EnqueueWork inserts worker messages atomically, all or none.
+//
+// It is not part of provider.Provider (the runtime enqueues activities
+// through turn acks); tests and tools use it.
 func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
 	return enqueueAll(ctx, p, "enqueueing work", msgs, encodeWork, (*wtx).insertWork)
 }
@@ -387,6 +455,8 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context) (int, error) {
 	err := p.write(ctx, "cleaning up sessions", func(w *wtx) error {
 		var err error
 		n, err = w.exec(sCleanupSessions, nil, w.now)
+		// Rows of a deleted session are claimable by any worker now.
+		w.changes.work = n > 0
 		return err
 	})
 	return int(n), err

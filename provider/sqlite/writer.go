@@ -122,12 +122,17 @@ func (p *Provider) runAlone(r *writeReq) {
 	// The statements ignore cancellation: interrupting a statement can roll
 	// back the whole transaction, and a request runs for milliseconds.
 	w := &wtx{ctx: context.WithoutCancel(r.ctx), tx: tx, p: p, now: p.now(), stmts: new(txStmts)}
+	p.checkForeignCommits(w)
 	if err := run(r.fn, w); err != nil {
 		_ = tx.Rollback()
 		r.done <- err
 		return
 	}
-	r.done <- interpretError(tx.Commit(), nil)
+	err = interpretError(p.counted(tx.Commit()), nil)
+	if err == nil {
+		p.notify(&w.changes)
+	}
+	r.done <- err
 }
 
 // runGroup runs several requests in one transaction, each in a savepoint.
@@ -144,12 +149,15 @@ func (p *Provider) runGroup(group []*writeReq) {
 	}
 	broken := false
 	stmts := new(txStmts)
+	p.checkForeignCommits(&wtx{ctx: context.Background(), tx: tx, p: p, stmts: stmts})
+	txs := make([]*wtx, len(group))
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
 		w := &wtx{ctx: context.WithoutCancel(r.ctx), tx: tx, p: p, now: p.now(), stmts: stmts}
+		txs[i] = w
 		if _, err := w.exec(sGroupSavepoint, nil); err != nil {
 			broken = true
 			break
@@ -167,7 +175,7 @@ func (p *Provider) runGroup(group []*writeReq) {
 		}
 	}
 	if !broken {
-		if err := tx.Commit(); err != nil {
+		if err := p.counted(tx.Commit()); err != nil {
 			// Nothing of the group was written; let each request try alone.
 			broken = true
 		}
@@ -182,6 +190,9 @@ func (p *Provider) runGroup(group []*writeReq) {
 		return
 	}
 	for i, r := range group {
+		if results[i] == nil && txs[i] != nil {
+			p.notify(&txs[i].changes)
+		}
 		r.done <- results[i]
 	}
 }

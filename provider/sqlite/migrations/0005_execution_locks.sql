@@ -1,5 +1,5 @@
 -- 0005: execution locks, their queues of waiting starts, and idempotency
--- keys (DESIGN §4; see provider.LockStore).
+-- keys (see provider.LockStore).
 --
 -- execution_locks has one row per held lock key. It is written with its
 -- holder's instance row and deleted by the ack that makes the holder

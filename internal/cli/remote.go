@@ -1,0 +1,419 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/httpapi"
+)
+
+const (
+	// envServer names the server of the client mode when --server is absent.
+	envServer = "DUROXIDE_SERVER"
+	// envAuthToken is the bearer token when --auth-token is absent.
+	envAuthToken = "DUROXIDE_AUTH_TOKEN"
+)
+
+// backend is what the instance and lock commands need: a *duroxide.Client
+// on the store (--db), or the HTTP API of a server (--server).
+type backend interface {
+	StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *duroxide.StartOptions) error
+	GetStatus(ctx context.Context, instanceID string) (*duroxide.Status, error)
+	WaitForOrchestration(ctx context.Context, instanceID string) (*duroxide.Status, error)
+	GetHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error)
+	ListInstances(ctx context.Context, opts *duroxide.ListOptions) (*duroxide.InstancePage, error)
+	RaiseEvent(ctx context.Context, instanceID, name string, data any) error
+	CancelInstance(ctx context.Context, instanceID, reason string) error
+	PurgeInstance(ctx context.Context, instanceID string, force bool) error
+	GetLock(ctx context.Context, workflowID string) (*duroxide.LockStatus, error)
+	ListLocks(ctx context.Context) ([]duroxide.LockStatus, error)
+	ReleaseLock(ctx context.Context, workflowID string) (bool, error)
+	CleanupExpiredLocks(ctx context.Context) (int, error)
+}
+
+var _ backend = (*duroxide.Client)(nil)
+
+// serverFlags adds --server and --auth-token, for the commands that have
+// an HTTP equivalent.
+func (inv *invocation) serverFlags() {
+	inv.fs.StringVar(&inv.server, "server", "", "talk to the HTTP API of a duroxide server at this URL instead of opening the store (default $"+envServer+"; --db then does not apply)")
+	inv.fs.StringVar(&inv.authToken, "auth-token", "", "with --server, the server's bearer token (default $"+envAuthToken+")")
+}
+
+// remoteURL resolves --server, then $DUROXIDE_SERVER; "" means the store
+// is opened directly. --db and --server together are a usage error.
+func (inv *invocation) remoteURL() (string, error) {
+	raw, source := inv.server, "--server"
+	if raw == "" {
+		if inv.db != "" {
+			return "", nil // an explicit --db wins over $DUROXIDE_SERVER
+		}
+		raw, source = inv.getenv(envServer), "$"+envServer
+	}
+	if raw == "" {
+		return "", nil
+	}
+	if inv.db != "" {
+		return "", usageErrorf("%s: --db and --server exclude each other: the server opens its own store", inv.cmd.name)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", usageErrorf("%s: %s %q is not a server URL like http://127.0.0.1:8080", inv.cmd.name, source, raw)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// openBackend returns the client mode's HTTP backend when a server is
+// named, else a client on the store, and a function that releases it.
+func (inv *invocation) openBackend(ctx context.Context, mode openMode) (backend, func(), error) {
+	base, err := inv.remoteURL()
+	if err != nil {
+		return nil, nil, err
+	}
+	if base == "" {
+		return inv.openClient(ctx, mode)
+	}
+	token := inv.authToken
+	if token == "" {
+		token = inv.getenv(envAuthToken)
+	}
+	return &remote{base: base, token: token, http: &http.Client{}}, func() {}, nil
+}
+
+// remote is the backend of the client mode: the HTTP API's routes.
+type remote struct {
+	base  string // scheme://host[:port][/prefix], without a trailing slash
+	token string
+	http  *http.Client
+}
+
+// apiErrorBody is the HTTP API's error answer.
+type apiErrorBody struct {
+	Error               string `json:"error"`
+	Details             string `json:"details"`
+	ExistingExecutionID string `json:"existingExecutionId"`
+}
+
+// Fixed error messages of the HTTP API (its "error" field), which tell
+// the conflicts apart.
+const (
+	apiMsgWorkflowLocked = "Workflow currently executing"
+	apiMsgLockContended  = "Concurrent execution attempted"
+	apiMsgInstanceExists = "instance already exists"
+)
+
+// do sends a request with a JSON body (nil: none) and decodes a 2xx answer
+// into out (nil: discarded). Other answers become errors matching the
+// duroxide sentinels, as the direct mode's would; their status and body
+// are returned too, for the callers that tell conflicts apart.
+func (r *remote) do(ctx context.Context, method, path string, body, out any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil || method != http.MethodGet {
+		// The API refuses state-changing requests without it, bodyless
+		// ones included (a browser form cannot send it).
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	res, err := r.http.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return 0, nil, ctxErr
+		}
+		return 0, nil, fmt.Errorf("cannot reach the server at %s: %w", r.base, errors.Unwrap(err))
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return 0, nil, ctxErr
+		}
+		return 0, nil, fmt.Errorf("reading the answer of %s %s: %w", method, r.base+path, err)
+	}
+	if res.StatusCode >= 200 && res.StatusCode < 300 {
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				return res.StatusCode, nil, fmt.Errorf("the server at %s answered %s %s with unexpected JSON: %w", r.base, method, path, err)
+			}
+		}
+		return res.StatusCode, nil, nil
+	}
+	return res.StatusCode, b, r.answerError(res, b)
+}
+
+// answerError turns an error answer into an error matching the duroxide
+// sentinel of its status.
+func (r *remote) answerError(res *http.Response, b []byte) error {
+	var e apiErrorBody
+	_ = json.Unmarshal(b, &e)
+	msg := e.Error
+	if e.Details != "" {
+		msg += ": " + e.Details
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(string(b))
+	}
+	switch res.StatusCode {
+	case http.StatusUnauthorized:
+		if r.token == "" {
+			return fmt.Errorf("the server at %s requires an auth token (401): pass it with --auth-token or $%s", r.base, envAuthToken)
+		}
+		return fmt.Errorf("the server at %s refused the auth token (401): check --auth-token or $%s", r.base, envAuthToken)
+	case http.StatusNotFound:
+		return fmt.Errorf("%s: %w", msg, duroxide.ErrNotFound)
+	case http.StatusBadRequest:
+		return fmt.Errorf("%s: %w", msg, duroxide.ErrInvalidArgument)
+	case http.StatusNotImplemented:
+		return fmt.Errorf("%s: %w", msg, duroxide.ErrNotSupported)
+	}
+	return fmt.Errorf("the server at %s answered %d: %s", r.base, res.StatusCode, msg)
+}
+
+// conflictError reads a 409 answer of a start: a held or contended lock, or
+// a taken instance ID.
+func conflictError(err error, status int, lockKey, instanceID string, body []byte) error {
+	if status != http.StatusConflict {
+		return err
+	}
+	var e apiErrorBody
+	_ = json.Unmarshal(body, &e)
+	switch e.Error {
+	case apiMsgWorkflowLocked:
+		return &duroxide.WorkflowLockedError{WorkflowID: lockKey, ExistingInstanceID: e.ExistingExecutionID}
+	case apiMsgLockContended:
+		return &duroxide.LockAcquisitionFailedError{WorkflowID: lockKey, InstanceID: instanceID, Reason: e.Details}
+	case apiMsgInstanceExists:
+		return fmt.Errorf("%s: %w", e.Details, duroxide.ErrInstanceExists)
+	}
+	return err
+}
+
+func pathID(id string) string { return url.PathEscape(id) }
+
+func (r *remote) StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *duroxide.StartOptions) error {
+	req := httpapi.StartRequest{Orchestration: name, InstanceID: instanceID}
+	if input != nil {
+		b, err := json.Marshal(input)
+		if err != nil {
+			return fmt.Errorf("encoding the input: %w", err)
+		}
+		req.Input = b
+	}
+	if opts != nil {
+		req.Version, req.IdempotencyKey, req.LockKey, req.QueueIfLocked = opts.Version, opts.IdempotencyKey, opts.LockKey, opts.QueueIfLocked
+		if opts.LockTTL > 0 {
+			req.LockTTL = &httpapi.Duration{Duration: opts.LockTTL}
+		}
+		if !opts.StartAt.IsZero() {
+			req.StartAt = &opts.StartAt
+		}
+	}
+	var out httpapi.StartResponse
+	status, body, err := r.do(ctx, "POST", "/api/instances", req, &out)
+	if err != nil {
+		err = conflictError(err, status, req.LockKey, instanceID, body)
+		// The 409 names the holder; its lock tells since when, as the
+		// direct mode says.
+		var held *duroxide.WorkflowLockedError
+		if errors.As(err, &held) {
+			if l, lerr := r.GetLock(ctx, held.WorkflowID); lerr == nil && l.InstanceID != nil && *l.InstanceID == held.ExistingInstanceID {
+				if l.LockedSince != nil {
+					held.LockedSince = *l.LockedSince
+				}
+				if l.ExpiresAt != nil {
+					held.ExpiresAt = *l.ExpiresAt
+				}
+			}
+		}
+		return err
+	}
+	if out.Duplicate {
+		dup := &duroxide.DuplicateStartError{IdempotencyKey: req.IdempotencyKey, InstanceID: out.InstanceID}
+		if out.PurgedAt != nil {
+			dup.PurgedAt = *out.PurgedAt
+		}
+		return dup
+	}
+	return nil
+}
+
+func (r *remote) GetStatus(ctx context.Context, instanceID string) (*duroxide.Status, error) {
+	var st duroxide.Status
+	if _, _, err := r.do(ctx, "GET", "/api/instances/"+pathID(instanceID), nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// WaitForOrchestration long-polls the status until the instance ends or
+// ctx is done.
+func (r *remote) WaitForOrchestration(ctx context.Context, instanceID string) (*duroxide.Status, error) {
+	for {
+		var st duroxide.Status
+		if _, _, err := r.do(ctx, "GET", "/api/instances/"+pathID(instanceID)+"?wait="+httpapi.MaxWait.String(), nil, &st); err != nil {
+			return nil, err
+		}
+		if st.State.IsTerminal() {
+			return &st, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (r *remote) GetHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error) {
+	path := "/api/instances/" + pathID(instanceID) + "/history"
+	if executionID > 0 {
+		path += "?execution=" + strconv.FormatInt(executionID, 10)
+	}
+	var out struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	if _, _, err := r.do(ctx, "GET", path, nil, &out); err != nil {
+		return nil, err
+	}
+	evs := make([]history.Event, len(out.Events))
+	for i, raw := range out.Events {
+		// The API shows the timestamp as RFC 3339 instead of timestampMs.
+		var ts struct {
+			Timestamp time.Time `json:"timestamp"`
+		}
+		if err := json.Unmarshal(raw, &evs[i]); err != nil {
+			return nil, fmt.Errorf("decoding event %d of %s: %w", i, instanceID, err)
+		}
+		if err := json.Unmarshal(raw, &ts); err != nil {
+			return nil, fmt.Errorf("decoding the timestamp of event %d of %s: %w", i, instanceID, err)
+		}
+		evs[i].TimestampMs = ts.Timestamp.UnixMilli()
+	}
+	return evs, nil
+}
+
+func (r *remote) ListInstances(ctx context.Context, opts *duroxide.ListOptions) (*duroxide.InstancePage, error) {
+	q := url.Values{}
+	if opts != nil {
+		if len(opts.States) > 0 {
+			states := make([]string, len(opts.States))
+			for i, s := range opts.States {
+				states[i] = string(s)
+			}
+			q.Set("status", strings.Join(states, ","))
+		}
+		if opts.Orchestration != "" {
+			q.Set("orchestration", opts.Orchestration)
+		}
+		if opts.ParentInstanceID != "" {
+			q.Set("parent", opts.ParentInstanceID)
+		}
+		if opts.Limit > 0 {
+			q.Set("limit", strconv.Itoa(opts.Limit))
+		}
+		if opts.Cursor != "" {
+			q.Set("cursor", opts.Cursor)
+		}
+	}
+	path := "/api/instances"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var page duroxide.InstancePage
+	if _, _, err := r.do(ctx, "GET", path, nil, &page); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+func (r *remote) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
+	if data == nil {
+		data = json.RawMessage("null")
+	}
+	_, _, err := r.do(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/events/"+pathID(name), data, nil)
+	return err
+}
+
+func (r *remote) CancelInstance(ctx context.Context, instanceID, reason string) error {
+	_, _, err := r.do(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/cancel", map[string]string{"reason": reason}, nil)
+	return err
+}
+
+func (r *remote) PurgeInstance(ctx context.Context, instanceID string, force bool) error {
+	path := "/api/instances/" + pathID(instanceID)
+	if force {
+		path += "?force=true"
+	}
+	status, body, err := r.do(ctx, "DELETE", path, nil, nil)
+	if err != nil && status == http.StatusConflict {
+		var e apiErrorBody
+		_ = json.Unmarshal(body, &e)
+		switch {
+		case strings.HasPrefix(e.Error, "instance is still running"):
+			return fmt.Errorf("%s: %w", e.Details, duroxide.ErrStillRunning)
+		case strings.HasPrefix(e.Error, "instance is a sub-orchestration"):
+			return fmt.Errorf("%s: %w", e.Details, duroxide.ErrChildInstance)
+		}
+	}
+	return err
+}
+
+func (r *remote) GetLock(ctx context.Context, workflowID string) (*duroxide.LockStatus, error) {
+	var l duroxide.LockStatus
+	if _, _, err := r.do(ctx, "GET", "/api/workflows/"+pathID(workflowID)+"/lock", nil, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+func (r *remote) ListLocks(ctx context.Context) ([]duroxide.LockStatus, error) {
+	var out struct {
+		Locks []duroxide.LockStatus `json:"locks"`
+	}
+	if _, _, err := r.do(ctx, "GET", "/api/locks", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Locks, nil
+}
+
+func (r *remote) ReleaseLock(ctx context.Context, workflowID string) (bool, error) {
+	var out struct {
+		Released bool `json:"released"`
+	}
+	if _, _, err := r.do(ctx, "DELETE", "/api/workflows/"+pathID(workflowID)+"/lock", nil, &out); err != nil {
+		return false, err
+	}
+	return out.Released, nil
+}
+
+func (r *remote) CleanupExpiredLocks(ctx context.Context) (int, error) {
+	var out struct {
+		Cleaned int `json:"cleaned"`
+	}
+	if _, _, err := r.do(ctx, "POST", "/api/locks/cleanup", nil, &out); err != nil {
+		return 0, err
+	}
+	return out.Cleaned, nil
+}

@@ -1,0 +1,45 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// sqlProbeWrite rewrites the newest migration record with its own value:
+// a real write (it takes the write lock and commits a page) that changes
+// nothing.
+const sqlProbeWrite = `UPDATE schema_migrations SET version = version WHERE version = ?`
+
+// CheckWritable reports whether the store can serve: it answers, its
+// schema is migrated to this release's version, and it accepts writes. The
+// write check commits a transaction that rewrites the newest migration
+// record with its own value, so it fails on a read-only file, a full disk
+// or a database locked by another process beyond the busy timeout.
+//
+// A schema behind this release is reported with a message that says to
+// run the migrations; other errors wrap the provider sentinels as every
+// store call does (provider.IsRetryable tells transient ones apart).
+func (p *Provider) CheckWritable(ctx context.Context) error {
+	const op = "checking the store is writable"
+	if p.closed.Load() {
+		return fmt.Errorf("sqlite: %s: %w", op, provider.ErrClosed)
+	}
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].version
+	var current int
+	if err := p.readers.QueryRowContext(ctx, sqlMaxMigration).Scan(&current); err != nil {
+		return fmt.Errorf("sqlite: %s: reading the schema version (is the store migrated? run duroxide migrate): %w", op, interpretError(err, nil))
+	}
+	if current < latest {
+		return fmt.Errorf("sqlite: %s: the schema is at version %d, this release needs %d: run duroxide migrate", op, current, latest)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		_, err := w.tx.ExecContext(w.ctx, sqlProbeWrite, current)
+		return interpretError(err, nil)
+	})
+}
