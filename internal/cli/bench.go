@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,8 +104,14 @@ func runBench(ctx context.Context, inv *invocation, args []string) error {
 		if err != nil {
 			return err
 		}
-		storeDesc = spec.raw
-		factory = fileStores(spec, len(names) > 1, &sqlite.Options{Synchronous: synchronous, Logger: inv.logger()})
+		storeDesc = spec.display
+		if spec.kind == kindPostgres {
+			if factory, err = inv.postgresBenchStores(spec); err != nil {
+				return err
+			}
+		} else {
+			factory = fileStores(spec, len(names) > 1, &sqlite.Options{Synchronous: synchronous, Logger: inv.logger()})
+		}
 	}
 
 	prog := newProgressLine(inv.stderr)
@@ -150,6 +157,36 @@ func runBench(ctx context.Context, inv *invocation, args []string) error {
 	return nil
 }
 
+// postgresBenchStores gives each workload a fresh schema of the database
+// spec names, dropped afterwards.
+func (inv *invocation) postgresBenchStores(spec storeSpec) (bench.StoreFactory, error) {
+	if openPostgres == nil || dropPostgresSchema == nil {
+		return nil, fmt.Errorf("this build of duroxide has no PostgreSQL store: bench on SQLite, e.g. --db sqlite:bench.db")
+	}
+	return func(ctx context.Context, workload string) (*bench.Store, error) {
+		// A new name each time: the schema is dropped afterwards, so it
+		// must never be one that holds anything else.
+		prefix := cmp.Or(spec.schema, "duroxide_bench")
+		schema := fmt.Sprintf("%.30s_%s_%d", prefix, workload, time.Now().UnixNano())
+		p, err := openPostgres(ctx, spec.dsn, schema, false, inv.logger())
+		if err != nil {
+			return nil, spec.wrapErr(err, "opening PostgreSQL store %s (schema %s)", spec.display, schema)
+		}
+		return &bench.Store{
+			Provider: p,
+			Close:    p.Close,
+			Cleanup: func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if err := dropPostgresSchema(ctx, spec.dsn, schema); err != nil {
+					return spec.wrapErr(err, "dropping the bench schema %s", schema)
+				}
+				return nil
+			},
+		}, nil
+	}, nil
+}
+
 // fileStores opens the store named by --db for each workload: the file
 // itself for one workload, a file named after each workload for several.
 func fileStores(spec storeSpec, several bool, opts *sqlite.Options) bench.StoreFactory {
@@ -161,7 +198,7 @@ func fileStores(spec storeSpec, several bool, opts *sqlite.Options) bench.StoreF
 		}
 		s, err := bench.SQLiteFile(path, opts)(ctx, workload)
 		if err != nil && errors.Is(err, bench.ErrStoreNotEmpty) {
-			return nil, fmt.Errorf("--db %s: %w", spec.raw, err)
+			return nil, fmt.Errorf("--db %s: %w", spec.display, err)
 		}
 		return s, err
 	}

@@ -1,5 +1,6 @@
 // Package cli implements the duroxide command line: serve, start,
-// status, history, list, raise, cancel, purge, locks and migrate.
+// status, history, list, raise, cancel, purge, locks, migrate, bench and
+// copy, on an SQLite or a PostgreSQL store.
 //
 // Run is the whole program minus process set-up, so tests drive every
 // command in-process; cmd/duroxide only wires it to os.Args, the standard
@@ -51,6 +52,7 @@ var commands = []*command{
 	locksCommand,
 	migrateCommand,
 	benchCommand,
+	copyCommand,
 }
 
 func lookup(name string) *command {
@@ -142,7 +144,9 @@ Every command takes --db (after the command name) to choose the store, else
 the %s environment variable, else %q:
   sqlite:PATH        an SQLite file, created if needed (also: a bare PATH ending in .db)
   sqlite::memory:    a private in-memory store, gone when the command exits
-  postgres://...     PostgreSQL (not built yet)
+  postgres://USER:PASSWORD@HOST:PORT/DB?schema=NAME
+                     PostgreSQL; ?schema= picks the schema holding the tables
+                     (default: the store's own); passwords are never printed
 Read commands (status, history, list, locks list, locks status, start) take --json.
 Flags may come before or after the arguments.
 

@@ -152,8 +152,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad limit", []string{"list", "--limit", "0", "--db", db}, []string{"--limit must be between 1 and 1000"}},
 		{"bad status", []string{"list", "--status", "Done", "--db", db}, []string{`unknown --status "Done"`, "Completed"}},
 		{"bad execution", []string{"history", "x", "--execution", "-1", "--db", db}, []string{"--execution must be 1 or more"}},
-		{"postgres", []string{"status", "x", "--db", "postgres://u@localhost/db"}, []string{"PostgreSQL store is not built yet"}},
-		{"postgresql", []string{"migrate", "--db", "postgresql://u@localhost/db"}, []string{"PostgreSQL store is not built yet"}},
+		{"postgres without server", []string{"status", "x", "--db", "postgres:///db"}, []string{"names no server"}},
+		{"postgresql bad schema", []string{"migrate", "--db", "postgresql://u@localhost/db?schema=a-b"}, []string{"?schema= must name one schema"}},
 		{"unknown db", []string{"list", "--db", "mysql://x"}, []string{`cannot tell which store --db "mysql://x" is`, "sqlite:PATH"}},
 		{"empty sqlite path", []string{"list", "--db", "sqlite:"}, []string{"names no file"}},
 	}
@@ -209,7 +209,7 @@ func TestDBFromEnvironment(t *testing.T) {
 	if _, err := os.Stat(otherPath); err != nil {
 		t.Fatalf("migrate --db did not create %s: %v", otherPath, err)
 	}
-	runCLIEnv(t, map[string]string{envDB: "postgres://x"}, "list").wantErr(t, 2, "not built yet", "$"+envDB)
+	runCLIEnv(t, map[string]string{envDB: "postgres:///x"}, "list").wantErr(t, 2, "names no server", "$"+envDB)
 }
 
 func TestMissingStore(t *testing.T) {

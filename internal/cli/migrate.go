@@ -23,9 +23,9 @@ processes use the store.`,
 		}
 		defer p.Close()
 		if err := p.Migrate(ctx); err != nil {
-			return fmt.Errorf("migrating %s: %w", spec.raw, err)
+			return spec.wrapErr(err, "migrating %s", spec.display)
 		}
-		_, err = fmt.Fprintf(inv.stdout, "store %s is up to date\n", spec.raw)
+		_, err = fmt.Fprintf(inv.stdout, "store %s is up to date\n", spec.display)
 		return err
 	},
 }

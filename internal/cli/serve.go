@@ -110,13 +110,13 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 			fmt.Fprintf(inv.stderr, "duroxide: closing store: %v\n", err)
 		}
 	}()
-	fmt.Fprintf(out, "store %s\n", spec.raw)
+	fmt.Fprintf(out, "store %s\n", spec.display)
 	checkWritable := store.CheckWritable
 	if hook, ok := ctx.Value(writableHookKey{}).(func(context.Context) error); ok {
 		checkWritable = hook
 	}
 	if err := checkWritable(ctx); err != nil {
-		return fmt.Errorf("the store %s cannot be written, refusing to serve: %w", spec.raw, err)
+		return spec.wrapErr(err, "the store %s cannot be written, refusing to serve", spec.display)
 	}
 
 	var (

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
@@ -20,22 +23,55 @@ const (
 	defaultDB = "sqlite:duroxide.db"
 )
 
-// storeSpec is a parsed --db value.
-type storeSpec struct {
-	raw    string // as given, for messages
-	source string // "--db", "$DUROXIDE_DB" or "the default"
-	path   string // SQLite path; "" for in-memory
-	memory bool
+// store is what the commands need of a store: the provider contract, plus
+// migration and the writability probe that both stores have.
+type store interface {
+	provider.Provider
+	// Migrate applies pending schema migrations.
+	Migrate(ctx context.Context) error
+	// CheckWritable reports whether the store answers, is migrated and
+	// accepts writes.
+	CheckWritable(ctx context.Context) error
 }
 
+// Store kinds.
+const (
+	kindSQLite   = "sqlite"
+	kindPostgres = "postgres"
+)
+
+// storeSpec is a parsed --db value.
+type storeSpec struct {
+	raw     string // as given; may hold a password: never print it
+	display string // raw with any password replaced by "xxxxx", for messages
+	source  string // "--db", "$DUROXIDE_DB" or "the default"
+	kind    string // kindSQLite or kindPostgres
+
+	path   string // SQLite path; "" for in-memory
+	memory bool
+
+	dsn      string // PostgreSQL connection URL, without the schema parameter
+	schema   string // PostgreSQL schema; "" for the store's default
+	password string // the password in the URL, to redact from messages
+}
+
+// schemaParam is the query parameter of a PostgreSQL URL that selects the
+// schema holding the store's tables.
+const schemaParam = "schema"
+
+// schemaName is what a --db schema may be: a plain, unquoted PostgreSQL
+// identifier (at most 63 bytes).
+var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
 // parseDB interprets a --db value: sqlite:PATH, sqlite::memory:, a bare
-// path ending in .db (or .sqlite, .sqlite3), or a PostgreSQL URL.
+// path ending in .db (or .sqlite, .sqlite3), or a PostgreSQL URL
+// (postgres:// or postgresql://, optionally with ?schema=NAME).
 func parseDB(raw string) (storeSpec, error) {
-	s := storeSpec{raw: raw}
+	s := storeSpec{raw: raw, display: raw, kind: kindSQLite}
 	lower := strings.ToLower(raw)
 	switch {
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
-		return s, usageErrorf("the PostgreSQL store is not built yet: use an SQLite store, e.g. --db sqlite:duroxide.db")
+		return parsePostgresURL(raw)
 	case strings.HasPrefix(lower, "sqlite:"):
 		s.path = raw[len("sqlite:"):]
 		s.path = strings.TrimPrefix(s.path, "//") // sqlite:///abs/path.db, sqlite://rel.db
@@ -53,6 +89,99 @@ func parseDB(raw string) (storeSpec, error) {
 	return s, nil
 }
 
+// parsePostgresURL checks a PostgreSQL URL and takes its schema parameter
+// out: the rest goes to the driver as it is.
+func parsePostgresURL(raw string) (storeSpec, error) {
+	s := storeSpec{raw: raw, kind: kindPostgres}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's errors quote the whole URL, password included.
+		return s, usageErrorf("--db: not a valid PostgreSQL URL (%s): use postgres://USER:PASSWORD@HOST:PORT/DATABASE?schema=NAME", urlProblem(err))
+	}
+	if pw, ok := u.User.Password(); ok {
+		s.password = pw
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		s.display = u.Redacted()
+		return s, usageErrorf("--db: the parameters of the PostgreSQL URL are malformed (%s): write them as ?name=value&name=value", urlProblem(err))
+	}
+	if pw := q.Get("password"); pw != "" && s.password == "" {
+		s.password = pw
+	}
+	s.display = redactURL(u)
+	if u.Host == "" && q.Get("host") == "" {
+		return s, usageErrorf("--db %s names no server: use postgres://USER:PASSWORD@HOST:PORT/DATABASE", s.display)
+	}
+	if vs, ok := q[schemaParam]; ok {
+		if len(vs) != 1 || !schemaName.MatchString(vs[0]) {
+			return s, usageErrorf("--db %s: ?%s= must name one schema: letters, digits and _, not starting with a digit, at most 63 characters", s.display, schemaParam)
+		}
+		s.schema = vs[0]
+		q.Del(schemaParam)
+		u.RawQuery = q.Encode()
+	}
+	s.dsn = u.String()
+	return s, nil
+}
+
+// urlProblem is what url.Parse found wrong, without the URL itself.
+func urlProblem(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return "malformed"
+}
+
+// redactURL prints u with its password (in the user info or the password
+// parameter) replaced by "xxxxx".
+func redactURL(u *url.URL) string {
+	c := *u
+	if c.RawQuery != "" {
+		q := c.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			c.RawQuery = q.Encode()
+		}
+	}
+	return c.Redacted()
+}
+
+// redact removes the spec's password from a message (a driver's error may
+// quote the connection string).
+func (s storeSpec) redact(msg string) string {
+	if s.password == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, s.password, "xxxxx")
+	if esc := url.QueryEscape(s.password); esc != s.password {
+		msg = strings.ReplaceAll(msg, esc, "xxxxx")
+	}
+	if esc := url.PathEscape(s.password); esc != s.password {
+		msg = strings.ReplaceAll(msg, esc, "xxxxx")
+	}
+	return msg
+}
+
+// redactedError is an error whose message had a password removed; it
+// still wraps the original for errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// wrapErr wraps err with context, removing the spec's password from it.
+func (s storeSpec) wrapErr(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{msg: s.redact(fmt.Sprintf(format, args...) + ": " + err.Error()), err: err}
+}
+
 // resolveStore resolves --db, then $DUROXIDE_DB, then the default.
 func (inv *invocation) resolveStore() (storeSpec, error) {
 	raw, source := inv.db, "--db"
@@ -62,6 +191,11 @@ func (inv *invocation) resolveStore() (storeSpec, error) {
 	if raw == "" {
 		raw, source = defaultDB, "the default"
 	}
+	return resolveSpec(raw, source)
+}
+
+// resolveSpec parses raw, a store named by source (for messages).
+func resolveSpec(raw, source string) (storeSpec, error) {
 	s, err := parseDB(raw)
 	s.source = source
 	if err != nil && source != "--db" {
@@ -90,21 +224,49 @@ func (inv *invocation) logger() *slog.Logger {
 }
 
 // openStore opens the store named by --db.
-func (inv *invocation) openStore(ctx context.Context, mode openMode) (*sqlite.Provider, storeSpec, error) {
+func (inv *invocation) openStore(ctx context.Context, mode openMode) (store, storeSpec, error) {
 	spec, err := inv.resolveStore()
 	if err != nil {
 		return nil, spec, err
 	}
+	s, err := inv.openSpec(ctx, spec, mode)
+	return s, spec, err
+}
+
+// postgresOpener opens a PostgreSQL store: the DSN without the schema
+// parameter, the schema ("" for the store's default). It is nil in builds
+// without the PostgreSQL store.
+type postgresOpener func(ctx context.Context, dsn, schema string, noMigrate bool, logger *slog.Logger) (store, error)
+
+// openPostgres and dropPostgresSchema are set by store_postgres.go.
+var (
+	openPostgres postgresOpener
+	// dropPostgresSchema drops a schema and everything in it.
+	dropPostgresSchema func(ctx context.Context, dsn, schema string) error
+)
+
+// openSpec opens the store spec names.
+func (inv *invocation) openSpec(ctx context.Context, spec storeSpec, mode openMode) (store, error) {
+	if spec.kind == kindPostgres {
+		if openPostgres == nil {
+			return nil, fmt.Errorf("this build of duroxide has no PostgreSQL store: use an SQLite store, e.g. --db sqlite:duroxide.db")
+		}
+		p, err := openPostgres(ctx, spec.dsn, spec.schema, mode == openNoMigrate, inv.logger())
+		if err != nil {
+			return nil, spec.wrapErr(err, "opening PostgreSQL store %s", spec.display)
+		}
+		return p, nil
+	}
 	if mode == openExisting && !spec.memory {
 		if _, err := os.Stat(spec.path); errors.Is(err, fs.ErrNotExist) {
-			return nil, spec, fmt.Errorf("no store at %s (from %s): point --db or $%s at your store, or create one with 'duroxide migrate' or 'duroxide serve'", spec.path, spec.source, envDB)
+			return nil, fmt.Errorf("no store at %s (from %s): point --db or $%s at your store, or create one with 'duroxide migrate' or 'duroxide serve'", spec.path, spec.source, envDB)
 		}
 	}
 	p, err := sqlite.Open(ctx, spec.path, &sqlite.Options{Logger: inv.logger(), NoMigrate: mode == openNoMigrate})
 	if err != nil {
-		return nil, spec, fmt.Errorf("opening store %s: %w", spec.raw, err)
+		return nil, fmt.Errorf("opening store %s: %w", spec.display, err)
 	}
-	return p, spec, nil
+	return p, nil
 }
 
 // openClient opens the store and returns a client of it and a function

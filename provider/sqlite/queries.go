@@ -530,3 +530,56 @@ const (
 	sqlListFilterParent     = ` AND parent_instance_id = ?`
 	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT ?`
 )
+
+// Copying the store (copy.go). The export reads each table in the order its
+// rows were written; a row locked in this store is exported unlocked: a
+// worker row's visible_at is then its lock expiry (0001), so ?1 (the export's
+// now) caps it. The import inserts rows without locks; the triggers of 0002
+// keep orchestrator_ready exact.
+const (
+	sqlCopyCounts = `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions),
+       (SELECT count(*) FROM history), (SELECT count(*) FROM orchestrator_queue),
+       (SELECT count(*) FROM worker_queue), (SELECT count(*) FROM execution_locks),
+       (SELECT count(*) FROM lock_queue), (SELECT count(*) FROM idempotency_keys),
+       (SELECT count(*) FROM dead_letters)`
+	// ?1 now.
+	sqlCopyLiveLeases = `SELECT (SELECT count(*) FROM instance_locks WHERE locked_until > ?1),
+       (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1),
+       (SELECT count(*) FROM sessions WHERE locked_until > ?1)`
+
+	sqlExportInstances  = `SELECT ` + instanceColumns + ` FROM instances ORDER BY seq`
+	sqlExportExecutions = `SELECT instance_id, execution_id, status, input, output, error, started_at, coalesce(completed_at, 0)
+FROM executions ORDER BY instance_id, execution_id`
+	sqlExportHistory = `SELECT instance_id, execution_id, event_id, event_type, event_data, created_at
+FROM history ORDER BY instance_id, execution_id, event_id`
+	sqlExportOrchestratorQ = `SELECT instance_id, work_item, visible_at, attempt_count, created_at
+FROM orchestrator_queue ORDER BY id`
+	// ?1 now.
+	sqlExportWorkerQ = `SELECT instance_id, execution_id, activity_id, coalesce(session_id, ''), work_item,
+       CASE WHEN lock_token IS NOT NULL AND visible_at > ?1 THEN ?1 ELSE visible_at END, attempt_count, created_at
+FROM worker_queue ORDER BY id`
+	sqlExportExecutionLocks = `SELECT lock_key, instance_id, locked_at, expires_at, ttl_ms FROM execution_locks ORDER BY lock_key`
+	sqlExportQueuedStarts   = `SELECT lock_key, instance_id, work_item, visible_at, ttl_ms, created_at FROM lock_queue ORDER BY id`
+	sqlExportIdempotency    = `SELECT idem_key, instance_id, created_at, expires_at, coalesce(purged_at, 0) FROM idempotency_keys ORDER BY idem_key`
+	sqlExportDeadLetters    = `SELECT queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id`
+
+	sqlImportInstance = `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
+    current_execution_id, input, output, error, custom_status, custom_status_version,
+    parent_instance_id, parent_execution_id, created_at, updated_at, last_error)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, nullif(?11, ''), ?12, ?13, ?14, ?15)`
+	sqlImportExecution = `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, nullif(?8, 0))`
+	sqlImportEvent = `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)`
+	sqlImportOrchestratorQ = `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, attempt_count, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5)`
+	sqlImportWorkerQ = `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, attempt_count, created_at)
+VALUES (?1, ?2, ?3, nullif(?4, ''), ?5, ?6, ?7, ?8)`
+	sqlImportExecutionLock = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms)
+VALUES (?1, ?2, ?3, ?4, ?5)`
+	sqlImportQueuedStart = `INSERT INTO lock_queue (lock_key, instance_id, work_item, visible_at, ttl_ms, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)`
+	sqlImportIdempotency = `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at, purged_at)
+VALUES (?1, ?2, ?3, ?4, nullif(?5, 0))`
+	sqlImportDeadLetter = `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`
+)
