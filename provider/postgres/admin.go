@@ -1,0 +1,526 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Admin limits.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// cursorPrefix versions the opaque ListInstances cursor.
+const cursorPrefix = "v1:"
+
+func encodeCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+func decodeCursor(c string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, invalid("malformed cursor %q", c)
+	}
+	s, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		return 0, invalid("malformed cursor %q", c)
+	}
+	seq, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || seq < 1 {
+		return 0, invalid("malformed cursor %q", c)
+	}
+	return seq, nil
+}
+
+// nullJSON returns a stored JSON column as a RawMessage, nil for NULL.
+func nullJSON(s *string) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	return json.RawMessage(*s)
+}
+
+// nullError decodes a stored ErrorDetails column.
+func nullError(s *string) (*history.ErrorDetails, error) {
+	if s == nil {
+		return nil, nil
+	}
+	var d history.ErrorDetails
+	if err := json.Unmarshal([]byte(*s), &d); err != nil {
+		return nil, fmt.Errorf("%w: error details: %w", provider.ErrCorruptData, err)
+	}
+	return &d, nil
+}
+
+// scanInstanceInfo scans the columns of instanceColumns, after extra.
+func scanInstanceInfo(r interface{ Scan(...any) error }, extra ...any) (*provider.InstanceInfo, error) {
+	in, err := scanInstanceRow(r, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if in.corrupt != nil {
+		return nil, fmt.Errorf("instance %q: %w", in.InstanceID, in.corrupt)
+	}
+	return &in.InstanceInfo, nil
+}
+
+// instanceRow is a scanned instance row. corrupt is set (wrapping
+// provider.ErrCorruptData) when a stored JSON column cannot be decoded;
+// the fields that decoded are filled in, the others left empty.
+type instanceRow struct {
+	provider.InstanceInfo
+	corrupt error
+}
+
+// corruptRowMessage starts the LastError message of a listed instance
+// whose row could not be fully decoded.
+const corruptRowMessage = "corrupt stored row: "
+
+// markCorrupt returns the listed form of a row that could not be fully
+// decoded: the fields that decoded, and LastError describing the damage.
+func (in *instanceRow) markCorrupt() provider.InstanceInfo {
+	info := in.InstanceInfo
+	info.LastError = &history.ErrorDetails{Kind: history.ErrorInfrastructure, Message: corruptRowMessage + in.corrupt.Error()}
+	return info
+}
+
+// scanInstanceRow scans the columns of instanceColumns, after extra. A
+// column that cannot be decoded is left empty and reported in corrupt;
+// only a failure to scan is an error.
+func scanInstanceRow(r interface{ Scan(...any) error }, extra ...any) (*instanceRow, error) {
+	var (
+		in                          provider.InstanceInfo
+		status                      string
+		input, output, errJ, custom *string
+		lastErr                     *string
+		created, updated            int64
+	)
+	dest := append(extra, &in.InstanceID, &in.OrchestrationName, &in.OrchestrationVersion, &status,
+		&in.CurrentExecutionID, &input, &output, &errJ, &custom, &in.CustomStatusVersion,
+		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated, &lastErr)
+	if err := r.Scan(dest...); err != nil {
+		return nil, err
+	}
+	row := &instanceRow{}
+	var bad []string
+	in.Status = provider.Status(status)
+	for _, c := range []struct {
+		name string
+		col  *string
+		dst  *json.RawMessage
+	}{{"input", input, &in.Input}, {"output", output, &in.Output}, {"custom status", custom, &in.CustomStatus}} {
+		if v := nullJSON(c.col); v != nil && !json.Valid(v) {
+			bad = append(bad, c.name+" is not valid JSON")
+		} else {
+			*c.dst = v
+		}
+	}
+	var err error
+	if in.Error, err = nullError(errJ); err != nil {
+		bad = append(bad, "error details are not valid JSON")
+	}
+	if in.LastError, err = nullError(lastErr); err != nil {
+		bad = append(bad, "last error details are not valid JSON")
+	}
+	in.CreatedAt, in.UpdatedAt = msTime(created), msTime(updated)
+	row.InstanceInfo = in
+	if len(bad) > 0 {
+		row.corrupt = fmt.Errorf("%w: %s", provider.ErrCorruptData, strings.Join(bad, "; "))
+	}
+	return row, nil
+}
+
+func scanExecutionInfo(r interface{ Scan(...any) error }) (*provider.ExecutionInfo, error) {
+	var (
+		e                   provider.ExecutionInfo
+		status              string
+		input, output, errJ *string
+		started             int64
+		completed           *int64
+	)
+	if err := r.Scan(&e.ExecutionID, &status, &input, &output, &errJ, &started, &completed, &e.EventCount); err != nil {
+		return nil, err
+	}
+	e.Status = provider.Status(status)
+	e.Input, e.Output = nullJSON(input), nullJSON(output)
+	var err error
+	if e.Error, err = nullError(errJ); err != nil {
+		return nil, fmt.Errorf("execution %d: %w", e.ExecutionID, err)
+	}
+	e.StartedAt = msTime(started)
+	if completed != nil {
+		e.CompletedAt = msTime(*completed)
+	}
+	return &e, nil
+}
+
+// ListInstances returns one page of instances, newest first; see
+// provider.Admin. A row whose stored JSON (input, output, custom status,
+// error details) cannot be decoded does not fail the page: it is listed
+// with the fields that decoded and a LastError of kind infrastructure
+// whose message starts "corrupt stored row: " and names the damaged
+// fields. GetInstance reports such a row as provider.ErrCorruptData.
+func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstancesOptions) (*provider.InstancePage, error) {
+	const op = "listing instances"
+	limit := opts.Limit
+	switch {
+	case limit < 0:
+		return nil, p.fail(op, invalid("Limit %d is negative", limit))
+	case limit == 0:
+		limit = defaultPageSize
+	case limit > maxPageSize:
+		limit = maxPageSize
+	}
+	q := sqlListInstancesBase
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if opts.Cursor != "" {
+		seq, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return nil, p.fail(op, err)
+		}
+		q += sqlListFilterCursor + arg(seq)
+	}
+	if len(opts.Statuses) > 0 {
+		ss := make([]string, len(opts.Statuses))
+		for i, s := range opts.Statuses {
+			if !s.Valid() {
+				return nil, p.fail(op, invalid("unknown status %q", s))
+			}
+			ss[i] = string(s)
+		}
+		q += sqlListFilterStatuses + arg(ss) + "::text[])"
+	}
+	if opts.Orchestration != "" {
+		q += sqlListFilterName + arg(opts.Orchestration)
+	}
+	if opts.ParentInstanceID != "" {
+		q += sqlListFilterParent + arg(opts.ParentInstanceID)
+	}
+	q += sqlListInstancesOrderBy + arg(limit+1)
+
+	page := &provider.InstancePage{Instances: []provider.InstanceInfo{}}
+	var lastSeq int64
+	err := p.read(ctx, op, func() error {
+		rows, err := p.pool.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if len(page.Instances) == limit {
+				page.NextCursor = encodeCursor(lastSeq)
+				break
+			}
+			// A row whose JSON columns cannot be decoded is listed with
+			// what decoded and LastError naming the damage, so one bad
+			// row does not hide the page.
+			in, err := scanInstanceRow(rows, &lastSeq)
+			switch {
+			case err != nil:
+				return err
+			case in.corrupt != nil:
+				page.Instances = append(page.Instances, in.markCorrupt())
+			default:
+				page.Instances = append(page.Instances, in.InstanceInfo)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// GetInstance returns one instance; see provider.Admin.
+func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
+	const op = "getting instance"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var in *provider.InstanceInfo
+	err := p.read(ctx, op, func() error {
+		var err error
+		in, err = scanInstanceInfo(p.pool.QueryRow(ctx, sqlGetInstance, instanceID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// ListExecutions returns an instance's executions in order; see provider.Admin.
+func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
+	const op = "listing executions"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var out []provider.ExecutionInfo
+	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
+		if err := instanceExists(ctx, tx, instanceID); err != nil {
+			return err
+		}
+		out = []provider.ExecutionInfo{}
+		return queryRows(ctx, tx, sqlListExecutions, func(r pgx.Rows) error {
+			e, err := scanExecutionInfo(r)
+			if err != nil {
+				return err
+			}
+			out = append(out, *e)
+			return nil
+		}, instanceID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func instanceExists(ctx context.Context, tx pgx.Tx, instanceID string) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, sqlInstanceExists, instanceID).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
+	}
+	return nil
+}
+
+// GetExecution returns one execution; see provider.Admin.
+func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
+	const op = "getting execution"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var e *provider.ExecutionInfo
+	err := p.read(ctx, op, func() error {
+		var err error
+		e, err = scanExecutionInfo(p.pool.QueryRow(ctx, sqlGetExecution, instanceID, executionID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("instance %q execution %d: %w", instanceID, executionID, provider.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// ListChildren returns the IDs of an instance's direct sub-orchestrations;
+// see provider.Admin.
+func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
+	const op = "listing children"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	var ids []string
+	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
+		if err := instanceExists(ctx, tx, instanceID); err != nil {
+			return err
+		}
+		ids = []string{}
+		return queryRows(ctx, tx, sqlListChildren, func(r pgx.Rows) error {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			return nil
+		}, instanceID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// PurgeInstances deletes instances and all their descendants in one
+// transaction; see provider.Admin.
+func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opts provider.PurgeOptions) (*provider.PurgeResult, error) {
+	const op = "purging instances"
+	for _, id := range instanceIDs {
+		if id == "" {
+			return nil, p.fail(op, invalid("empty instance ID"))
+		}
+	}
+	res := &provider.PurgeResult{}
+	if len(instanceIDs) == 0 {
+		if p.closed.Load() {
+			return nil, p.fail(op, provider.ErrClosed)
+		}
+		return res, nil
+	}
+	err := p.write(ctx, op, func(w *wtx) error {
+		*res = provider.PurgeResult{}
+		// The named instances and, recursively, their children.
+		tree, err := w.queryStrings(sqlPurgeTree, instanceIDs)
+		if err != nil {
+			return err
+		}
+		inTree := make(map[string]bool, len(tree))
+		for _, id := range tree {
+			inTree[id] = true
+		}
+		type row struct {
+			status, parent string
+			parentExists   bool
+		}
+		rows := make(map[string]row, len(tree))
+		err = w.query(sqlPurgeRows, func(r pgx.Rows) error {
+			var id string
+			var x row
+			if err := r.Scan(&id, &x.status, &x.parent, &x.parentExists); err != nil {
+				return err
+			}
+			rows[id] = x
+			return nil
+		}, tree)
+		if err != nil {
+			return err
+		}
+		for _, id := range instanceIDs {
+			x, ok := rows[id]
+			if !ok {
+				return fmt.Errorf("instance %q: %w", id, provider.ErrNotFound)
+			}
+			if x.parent != "" && x.parentExists && !inTree[x.parent] {
+				return fmt.Errorf("instance %q (parent %q): %w", id, x.parent, provider.ErrChildInstance)
+			}
+		}
+		if !opts.Force {
+			for _, id := range tree {
+				if s := provider.Status(rows[id].status); s == provider.StatusPending || s == provider.StatusRunning {
+					return fmt.Errorf("instance %q is %s: %w", id, s, provider.ErrStillRunning)
+				}
+			}
+		}
+		var keys []string
+		b := &pgx.Batch{}
+		b.Queue(sqlPurgeCountExecutions, tree).QueryRow(func(r pgx.Row) error { return r.Scan(&res.Executions) })
+		b.Queue(sqlPurgeDeleteHistory, tree).QueryRow(func(r pgx.Row) error { return r.Scan(&res.Events) })
+		b.Queue(sqlPurgeDeleteExecs, tree)
+		b.Queue(sqlPurgeDeleteOrch, tree).Exec(func(ct pgconn.CommandTag) error { res.Messages += ct.RowsAffected(); return nil })
+		b.Queue(sqlPurgeDeleteWork, tree).Exec(func(ct pgconn.CommandTag) error { res.Messages += ct.RowsAffected(); return nil })
+		b.Queue(sqlPurgeDeleteLocks, tree)
+		b.Queue(sqlPurgeDeleteInstances, tree).Exec(func(ct pgconn.CommandTag) error { res.Instances = ct.RowsAffected(); return nil })
+		// Execution locks: the purged instances leave every queue and the
+		// locks they held pass to the oldest queued start of each key.
+		// Their idempotency keys stay for their retention, stamped as
+		// purged, so a repeat start is still a duplicate.
+		b.Queue(sqlPurgeDeleteLockQueue, tree).Exec(func(ct pgconn.CommandTag) error { res.Messages += ct.RowsAffected(); return nil })
+		b.Queue(sqlPurgeMarkIdemKeys, tree, w.now)
+		b.Queue(sqlPurgeDeleteExecLocks, tree).Query(func(r pgx.Rows) error {
+			return forEach(r, func() error {
+				var k string
+				if err := r.Scan(&k); err != nil {
+					return err
+				}
+				keys = append(keys, k)
+				return nil
+			})
+		})
+		if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+			return err
+		}
+		if err := w.promoteAll(keys); err != nil {
+			return err
+		}
+		w.changes.addInstance(tree...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// QueueDepths counts the messages of both queues; see provider.Admin.
+func (p *Provider) QueueDepths(ctx context.Context) (*provider.QueueDepths, error) {
+	d := &provider.QueueDepths{}
+	err := p.read(ctx, "reading queue depths", func() error {
+		return p.pool.QueryRow(ctx, sqlQueueDepths, p.now()).Scan(
+			&d.OrchestratorReady, &d.OrchestratorDelayed, &d.OrchestratorLocked,
+			&d.WorkerReady, &d.WorkerDelayed, &d.WorkerLocked)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Counts returns store-wide totals; see provider.Admin.
+func (p *Provider) Counts(ctx context.Context) (*provider.Counts, error) {
+	var c *provider.Counts
+	err := p.readTx(ctx, "counting", func(tx pgx.Tx) error {
+		c = &provider.Counts{ByStatus: map[provider.Status]int64{}}
+		if err := tx.QueryRow(ctx, sqlCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents, &c.ExecutionLocks); err != nil {
+			return err
+		}
+		return queryRows(ctx, tx, sqlCountsByStatus, func(r pgx.Rows) error {
+			var s string
+			var n int64
+			if err := r.Scan(&s, &n); err != nil {
+				return err
+			}
+			c.ByStatus[provider.Status(s)] = n
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ListDeadLetters returns dead-lettered messages, newest first; see provider.Admin.
+func (p *Provider) ListDeadLetters(ctx context.Context, limit int) ([]provider.DeadLetter, error) {
+	const op = "listing dead letters"
+	switch {
+	case limit < 0:
+		return nil, p.fail(op, invalid("limit %d is negative", limit))
+	case limit == 0:
+		limit = defaultPageSize
+	case limit > maxPageSize:
+		limit = maxPageSize
+	}
+	out := []provider.DeadLetter{}
+	err := p.read(ctx, op, func() error {
+		return queryRows(ctx, p.pool, sqlDeadLetters, func(r pgx.Rows) error {
+			var d provider.DeadLetter
+			var at int64
+			if err := r.Scan(&d.ID, &d.Queue, &d.InstanceID, &d.Payload, &d.Error, &at); err != nil {
+				return err
+			}
+			d.DeadAt = msTime(at)
+			out = append(out, d)
+			return nil
+		}, limit)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// storeError is a driver error translated to a provider sentinel. Both stay
+// reachable with errors.Is/As.
+type storeError struct {
+	sentinel error
+	cause    error
+}
+
+func (e *storeError) Error() string   { return fmt.Sprintf("%v: %v", e.sentinel, e.cause) }
+func (e *storeError) Unwrap() []error { return []error{e.sentinel, e.cause} }
+
+// sentinels are the provider errors that need no translation.
+var sentinels = []error{
+	provider.ErrNotFound, provider.ErrInstanceExists, provider.ErrLockLost, provider.ErrDuplicateEvent,
+	provider.ErrCorruptData, provider.ErrStillRunning, provider.ErrChildInstance, provider.ErrInvalidArgument,
+	provider.ErrClosed, provider.ErrBusy, provider.ErrUnavailable, provider.ErrLocked, provider.ErrLockContended,
+}
+
+// constraintMeaning maps the unique constraints whose violation means
+// something specific to the provider; other unique violations are
+// ErrInvalidArgument.
+var constraintMeaning = map[string]error{
+	// An ack appended an event ID the execution already has.
+	"history_pkey": provider.ErrDuplicateEvent,
+	// Another transaction took the same execution lock key at the same time.
+	"execution_locks_pkey": provider.ErrLockContended,
+	// Another transaction created the same instance at the same time (the
+	// instance insert waits for it, so this is only met on a race the
+	// statement could not resolve).
+	"instances_instance_id_key": provider.ErrInstanceExists,
+	// Another transaction stored the same idempotency key at the same time:
+	// retrying meets the key.
+	"idempotency_keys_pkey": provider.ErrLockContended,
+}
+
+// interpretError translates an error from pgx or the server into the
+// provider's sentinels; it is the only place that looks at driver errors.
+// conflict is what a unique violation means to the caller when its
+// constraint has no meaning of its own (nil: ErrInvalidArgument). Errors
+// that already carry a sentinel, context errors and nil pass through
+// unchanged.
+func interpretError(err error, conflict error) error {
+	if err == nil {
+		return nil
+	}
+	var se *storeError
+	if errors.As(err, &se) {
+		return err
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return err
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		if s := sentinelForCode(pe, conflict); s != nil {
+			return &storeError{sentinel: s, cause: err}
+		}
+		return err
+	}
+	if errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return &storeError{sentinel: provider.ErrBusy, cause: err}
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		pgconn.SafeToRetry(err), pgconn.Timeout(err), isClosedConn(err):
+		return &storeError{sentinel: provider.ErrUnavailable, cause: err}
+	}
+	return err
+}
+
+// isClosedConn recognizes the errors pgx returns for a connection that
+// broke or was closed under a statement.
+func isClosedConn(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool") ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "connection reset")
+}
+
+// sentinelForCode maps a server error; nil for codes that say nothing about
+// retrying, which stay permanent, unknown errors.
+func sentinelForCode(pe *pgconn.PgError, conflict error) error {
+	switch pe.Code {
+	case "23505": // unique_violation
+		if s, ok := constraintMeaning[pe.ConstraintName]; ok {
+			return s
+		}
+		if conflict != nil {
+			return conflict
+		}
+		return provider.ErrInvalidArgument
+	case "40001", // serialization_failure
+		"40P01", // deadlock_detected
+		"55P03", // lock_not_available
+		"57014", // query_canceled (statement timeout)
+		"0A000": // feature_not_supported: "cached plan must not change result type" after a migration
+		return provider.ErrBusy
+	case "57P01", // admin_shutdown
+		"57P02", // crash_shutdown
+		"57P03", // cannot_connect_now
+		"57P04", // database_dropped
+		"25006": // read_only_sql_transaction (a standby after failover)
+		return provider.ErrUnavailable
+	case "42P01", "42703", "3F000": // undefined table / column / schema: not migrated
+		return nil
+	}
+	switch pe.Code[:2] {
+	case "08": // connection exceptions
+		return provider.ErrUnavailable
+	case "53": // insufficient resources (too many connections, out of memory, disk full)
+		return provider.ErrBusy
+	case "58", "XX": // system and internal errors
+		return provider.ErrUnavailable
+	case "22", "23": // data exceptions (a NUL byte in text...), other integrity violations
+		return provider.ErrInvalidArgument
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", provider.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}

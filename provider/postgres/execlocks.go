@@ -1,0 +1,276 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Execution locks, their queues and idempotency keys; see
+// provider.LockStore for the contract.
+//
+// Every transaction that reads a lock key or idempotency key to decide what
+// to write takes the key's advisory lock first, so two starts with the same
+// key on two nodes are serialized: the second sees the first's lock (or
+// key) and never fails on a unique violation.
+
+// lockKey takes the transaction-scoped advisory lock of an execution lock
+// key or idempotency key.
+func (w *wtx) lockKey(kind, key string) error {
+	_, err := w.tx.Exec(w.ctx, sqlAdvisoryLock, w.p.lockSpace+kind+":"+key)
+	return err
+}
+
+// checkIdempotencyKey fails with *provider.DuplicateStartError when key is
+// retained; a key past its retention is deleted so it can be reused.
+func (w *wtx) checkIdempotencyKey(key string) error {
+	if err := w.lockKey("idem", key); err != nil {
+		return err
+	}
+	var inst string
+	var expires int64
+	var purged *int64
+	err := w.tx.QueryRow(w.ctx, sqlIdemGet, key).Scan(&inst, &expires, &purged)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if expires > w.now {
+		dup := &provider.DuplicateStartError{IdempotencyKey: key, InstanceID: inst}
+		if purged != nil {
+			dup.PurgedAt = time.UnixMilli(*purged).UTC()
+		}
+		return dup
+	}
+	_, err = w.exec(sqlIdemDelete, key)
+	return err
+}
+
+// liveLockHolder returns the live, unexpired lock on key, or nil once the
+// key is free. Stale and expired locks met on the way are freed, each
+// handed to its oldest queued start, which then holds the key.
+func (w *wtx) liveLockHolder(key string) (*provider.LockedError, error) {
+	if err := w.lockKey("xlock", key); err != nil {
+		return nil, err
+	}
+	for {
+		var inst, status string
+		var lockedAt, expires int64
+		err := w.tx.QueryRow(w.ctx, sqlXLockGet, key).Scan(&inst, &lockedAt, &expires, &status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if expires > w.now && status != "" && !provider.Status(status).IsTerminal() {
+			return &provider.LockedError{Key: key, InstanceID: inst,
+				LockedAt: time.UnixMilli(lockedAt).UTC(), ExpiresAt: time.UnixMilli(expires).UTC()}, nil
+		}
+		if _, err := w.freeExecutionLock(key); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// freeExecutionLock deletes the lock on key and hands the key to its
+// oldest queued start. It reports whether a start took it.
+func (w *wtx) freeExecutionLock(key string) (bool, error) {
+	if _, err := w.exec(sqlXLockDelete, key); err != nil {
+		return false, err
+	}
+	return w.promoteQueuedStart(key)
+}
+
+// promoteQueuedStart gives the free key to its oldest queued start: the
+// lock row names that instance and its start message is enqueued, keeping
+// the visibility the start asked for.
+func (w *wtx) promoteQueuedStart(key string) (bool, error) {
+	ids, err := w.queryStrings(sqlXLockPromote, key, w.now)
+	if err != nil || len(ids) == 0 {
+		return false, err
+	}
+	w.changes.orch = true
+	w.changes.addInstance(ids[0])
+	return true, nil
+}
+
+// settleExecutionLocks is the execution-lock step of a committed turn ack
+// of instance: a terminal instance frees its lock (to the queue) and
+// leaves any queue it waited in; a live one extends its lock.
+func (w *wtx) settleExecutionLocks(instance string, terminal bool) error {
+	if !terminal {
+		_, err := w.exec(sqlXLockExtend, instance, w.now)
+		return err
+	}
+	keys, err := w.queryStrings(sqlXLockReleaseInstance, instance)
+	if err != nil {
+		return err
+	}
+	return w.promoteAll(keys)
+}
+
+// promoteAll hands each freed key to its queue, taking the keys' advisory
+// locks first.
+func (w *wtx) promoteAll(keys []string) error {
+	for _, k := range keys {
+		if err := w.lockKey("xlock", k); err != nil {
+			return err
+		}
+		if _, err := w.promoteQueuedStart(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanExecutionLock scans a row of xlockSelect.
+func (p *Provider) scanExecutionLock(r pgx.Row) (*provider.ExecutionLock, error) {
+	var l provider.ExecutionLock
+	var lockedAt, expires, ttl, queued int64
+	var status string
+	if err := r.Scan(&l.Key, &l.InstanceID, &lockedAt, &expires, &ttl, &status, &queued); err != nil {
+		return nil, err
+	}
+	l.Queued = int(queued)
+	l.LockedAt = time.UnixMilli(lockedAt).UTC()
+	l.ExpiresAt = time.UnixMilli(expires).UTC()
+	l.TTL = time.Duration(ttl) * time.Millisecond
+	l.HolderStatus = provider.Status(status)
+	l.Stale = status == "" || provider.Status(status).IsTerminal()
+	l.Expired = expires <= p.now()
+	return &l, nil
+}
+
+// GetExecutionLock returns the lock on key; see provider.LockStore.
+func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.ExecutionLock, error) {
+	const op = "getting execution lock"
+	if key == "" {
+		return nil, p.fail(op, invalid("empty lock key"))
+	}
+	var l *provider.ExecutionLock
+	err := p.read(ctx, op, func() error {
+		var err error
+		l, err = p.scanExecutionLock(p.pool.QueryRow(ctx, sqlXLockGetInfo, key))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("execution lock %q: %w", key, provider.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ListExecutionLocks returns every lock by key; see provider.LockStore.
+func (p *Provider) ListExecutionLocks(ctx context.Context) ([]provider.ExecutionLock, error) {
+	var out []provider.ExecutionLock
+	err := p.read(ctx, "listing execution locks", func() error {
+		return queryRows(ctx, p.pool, sqlXLockList, func(r pgx.Rows) error {
+			l, err := p.scanExecutionLock(r)
+			if err != nil {
+				return err
+			}
+			out = append(out, *l)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReleaseExecutionLock force-releases the lock on key; see provider.LockStore.
+func (p *Provider) ReleaseExecutionLock(ctx context.Context, key string) (bool, error) {
+	const op = "releasing execution lock"
+	if key == "" {
+		return false, p.fail(op, invalid("empty lock key"))
+	}
+	var released bool
+	err := p.write(ctx, op, func(w *wtx) error {
+		released = false
+		if err := w.lockKey("xlock", key); err != nil {
+			return err
+		}
+		n, err := w.exec(sqlXLockDelete, key)
+		if err != nil {
+			return err
+		}
+		released = n > 0
+		if !released {
+			return nil
+		}
+		_, err = w.promoteQueuedStart(key)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return released, nil
+}
+
+// CleanupExecutionLocks frees expired and stale locks and drops expired
+// idempotency keys; see provider.LockStore.
+func (p *Provider) CleanupExecutionLocks(ctx context.Context) (*provider.LockCleanup, error) {
+	var res provider.LockCleanup
+	err := p.write(ctx, "cleaning up execution locks", func(w *wtx) error {
+		res = provider.LockCleanup{}
+		keys, err := w.queryStrings(sqlXLockFreeable, w.now)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := w.lockKey("xlock", k); err != nil {
+				return err
+			}
+			// Look again under the key's lock: another node may have
+			// settled it meanwhile.
+			holder, err := w.liveLockHolderNoWait(k)
+			if err != nil {
+				return err
+			}
+			if holder {
+				continue
+			}
+			promoted, err := w.freeExecutionLock(k)
+			if err != nil {
+				return err
+			}
+			res.Locks++
+			if promoted {
+				res.Promoted++
+			}
+		}
+		n, err := w.exec(sqlIdemCleanup, w.now)
+		res.IdempotencyKeys = int(n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// liveLockHolderNoWait reports whether key has a lock that is live and
+// unexpired, or no lock at all (nothing to free): true means leave it.
+func (w *wtx) liveLockHolderNoWait(key string) (bool, error) {
+	var inst, status string
+	var lockedAt, expires int64
+	err := w.tx.QueryRow(w.ctx, sqlXLockGet, key).Scan(&inst, &lockedAt, &expires, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return expires > w.now && status != "" && !provider.Status(status).IsTerminal(), nil
+}

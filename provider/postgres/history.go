@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// ReadHistory returns one execution's events; see provider.Provider.
+func (p *Provider) ReadHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error) {
+	const op = "reading history"
+	if instanceID == "" {
+		return nil, p.fail(op, invalid("empty instance ID"))
+	}
+	if executionID < 0 {
+		return nil, p.fail(op, invalid("executionID %d is negative", executionID))
+	}
+	var evs []history.Event
+	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
+		var current int64
+		err := tx.QueryRow(ctx, sqlInstanceCurrent, instanceID).Scan(&current)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		exec := executionID
+		if exec == 0 {
+			if current == 0 {
+				evs = []history.Event{}
+				return nil // not started yet
+			}
+			exec = current
+		} else {
+			var ok bool
+			if err := tx.QueryRow(ctx, sqlExecutionExists, instanceID, exec).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("instance %q execution %d: %w", instanceID, exec, provider.ErrNotFound)
+			}
+		}
+		var rows []storedEvent
+		err = queryRows(ctx, tx, sqlHistory, func(r pgx.Rows) error {
+			var data []byte
+			if err := r.Scan(&data); err != nil {
+				return err
+			}
+			rows = append(rows, storedEvent{data: data})
+			return nil
+		}, instanceID, exec)
+		if err != nil {
+			return err
+		}
+		evs, err = decodeStoredEvents(rows)
+		if err != nil {
+			return fmt.Errorf("instance %q execution %d: %w", instanceID, exec, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// storedEvent is one history row before decoding.
+type storedEvent struct {
+	id   int64
+	data []byte
+}
+
+// decodeStoredEvents decodes history rows; a failure wraps ErrCorruptData.
+func decodeStoredEvents(rows []storedEvent) ([]history.Event, error) {
+	evs := make([]history.Event, 0, len(rows))
+	for _, r := range rows {
+		ev, err := history.DecodeEvent(r.data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: event %d: %w", provider.ErrCorruptData, r.id, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}

@@ -1,0 +1,221 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/internal/logkey"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Notifications (provider.Notifier).
+//
+// Commits made through this Provider notify its own subscribers at once,
+// after the commit (never for a transaction that rolled back). Every write
+// transaction that changed something also calls pg_notify on the store's
+// channel, inside the transaction, so PostgreSQL delivers the notification
+// to the other nodes only if and when it commits. The payload names the
+// sending node (a node ignores its own notifications: it already woke its
+// subscribers), the queues that may have work and the instances that
+// changed.
+//
+// Each Provider listens on a dedicated connection, not from the pool, so
+// the pool's connections stay interchangeable. When that connection breaks
+// the listener reconnects with capped exponential backoff and then wakes
+// every subscriber and watcher: notifications sent while it was down are
+// lost, and the runtime must look again.
+
+// maxNotifyInstances caps the instance IDs a notification names; beyond it
+// the notification says "every instance".
+const maxNotifyPayload = 7000 // PostgreSQL's limit is 8000 bytes
+
+// changes is what one write transaction changed.
+type changes struct {
+	orch, work bool     // work may be fetchable on the queue
+	instances  []string // instances whose state may have changed
+}
+
+func (c *changes) addInstance(ids ...string) { c.instances = append(c.instances, ids...) }
+
+func (c *changes) empty() bool { return !c.orch && !c.work && len(c.instances) == 0 }
+
+// payload is the JSON carried by a notification.
+type payload struct {
+	Node      string   `json:"n"`
+	Orch      bool     `json:"o,omitempty"`
+	Work      bool     `json:"w,omitempty"`
+	Instances []string `json:"i,omitempty"`
+	// All: the instance list was too long; every watcher should look.
+	All bool `json:"a,omitempty"`
+}
+
+// channelName is the notification channel of a schema: one per schema, so
+// deployments sharing a database do not wake each other. It is a quoted
+// identifier of at most 63 bytes.
+func channelName(schema string) string {
+	name := "duroxide_" + schema
+	if len(name) > maxSchemaLen {
+		sum := sha256.Sum256([]byte(schema))
+		name = "duroxide_" + hex.EncodeToString(sum[:16])
+	}
+	return name
+}
+
+// sendNotify queues the notification of w's changes in its transaction.
+func (p *Provider) sendNotify(w *wtx) error {
+	c := &w.changes
+	if c.empty() {
+		return nil
+	}
+	pl := payload{Node: p.node, Orch: c.orch, Work: c.work, Instances: c.instances}
+	b, err := json.Marshal(pl)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxNotifyPayload {
+		pl.Instances, pl.All = nil, true
+		if b, err = json.Marshal(pl); err != nil {
+			return err
+		}
+	}
+	_, err = w.tx.Exec(w.ctx, `SELECT pg_notify($1, $2)`, p.channel, string(b))
+	return err
+}
+
+// notifyLocal delivers c to this process's subscribers after its
+// transaction committed.
+func (p *Provider) notifyLocal(c *changes) {
+	if c.orch {
+		p.hub.Wake(provider.QueueOrchestrator)
+	}
+	if c.work {
+		p.hub.Wake(provider.QueueWorker)
+	}
+	if len(c.instances) > 0 {
+		p.hub.InstanceChanged(c.instances...)
+	}
+}
+
+// Subscribe implements provider.Notifier.
+func (p *Provider) Subscribe(q provider.Queue) (<-chan struct{}, func()) {
+	return p.hub.Subscribe(q)
+}
+
+// WatchInstance implements provider.Notifier.
+func (p *Provider) WatchInstance(instanceID string) (<-chan struct{}, func()) {
+	return p.hub.WatchInstance(instanceID)
+}
+
+// WakeAll wakes every subscriber and instance watcher, as when another
+// node changed the database in a way this one cannot tell. Test harnesses
+// that move a fake clock use it: dispatchers sleeping on timers of the old
+// time look again.
+func (p *Provider) WakeAll() { p.hub.WakeAll() }
+
+// handleNotification wakes the subscribers a notification of another node
+// concerns.
+func (p *Provider) handleNotification(raw string) {
+	var pl payload
+	if err := json.Unmarshal([]byte(raw), &pl); err != nil {
+		p.hub.WakeAll() // not ours to parse: look again anyway
+		return
+	}
+	if pl.Node == p.node {
+		return // our own commit: its subscribers were woken already
+	}
+	if pl.All {
+		p.hub.WakeAll()
+		return
+	}
+	if pl.Orch {
+		p.hub.Wake(provider.QueueOrchestrator)
+	}
+	if pl.Work {
+		p.hub.Wake(provider.QueueWorker)
+	}
+	if len(pl.Instances) > 0 {
+		p.hub.InstanceChanged(pl.Instances...)
+	}
+}
+
+// listen connects the listening connection and subscribes to the channel.
+func (p *Provider) listen(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, p.listenCfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{p.channel}.Sanitize()); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	p.listenConnPID.Store(conn.PgConn().PID())
+	return conn, nil
+}
+
+// startListener opens the listening connection (so notifications are
+// delivered once Open returns) and starts the goroutine that reads it.
+func (p *Provider) startListener(ctx context.Context) error {
+	conn, err := p.listen(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: opening the listening connection: %w", interpretError(err, nil))
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	p.listenStop, p.listenDone = cancel, make(chan struct{})
+	go p.runListener(lctx, conn)
+	return nil
+}
+
+// runListener reads notifications until ctx ends, reconnecting with capped
+// exponential backoff when the connection breaks.
+func (p *Provider) runListener(ctx context.Context, conn *pgx.Conn) {
+	defer close(p.listenDone)
+	backoff := 10 * time.Millisecond
+	for {
+		if conn != nil {
+			err := p.readNotifications(ctx, conn)
+			_ = conn.Close(context.Background())
+			conn = nil
+			p.listenConnPID.Store(0)
+			if ctx.Err() != nil {
+				return
+			}
+			p.log.Warn("postgres: the listening connection broke; reconnecting", logkey.Error, err)
+		}
+		c, err := p.listen(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.log.Warn("postgres: reconnecting the listening connection failed", logkey.Error, err, logkey.RetryIn, backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, p.retryMax)
+			continue
+		}
+		conn, backoff = c, 10*time.Millisecond
+		p.reconnects.Add(1)
+		// Notifications sent while the connection was down are lost.
+		p.hub.WakeAll()
+	}
+}
+
+// readNotifications delivers the connection's notifications until it breaks
+// or ctx ends.
+func (p *Provider) readNotifications(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		p.handleNotification(n.Payload)
+	}
+}

@@ -1,0 +1,753 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/logkey"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Queue names used in dead_letters.queue.
+const (
+	queueOrchestrator = "orchestrator"
+	queueWorker       = "worker"
+)
+
+// deadLetter records a message moved out of a queue, for logging after commit.
+type deadLetter struct {
+	queue, instanceID string
+	err               error
+}
+
+func (p *Provider) logDeadLetters(dls []deadLetter) {
+	for _, d := range dls {
+		p.log.Warn("postgres: moved an undecodable message to the dead-letter list",
+			logkey.Queue, d.queue, logkey.Instance, d.instanceID, logkey.Error, d.err)
+	}
+}
+
+// deadLetter moves one undecodable queue row to dead_letters.
+func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload []byte, cause error) error {
+	if payload == nil {
+		payload = []byte{}
+	}
+	if _, err := w.exec(sqlInsertDeadLetter, queue, instanceID, payload, cause.Error(), w.now); err != nil {
+		return err
+	}
+	_, err := w.exec(del, id)
+	return err
+}
+
+// FetchOrchestrationItems locks up to opts.Max ready instances in one
+// transaction; see provider.Provider.
+func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
+	const op = "fetching orchestration items"
+	if opts.LockTimeout <= 0 {
+		return nil, p.fail(op, invalid("LockTimeout %v must be positive", opts.LockTimeout))
+	}
+	limit := opts.Max
+	switch {
+	case limit < 0:
+		return nil, p.fail(op, invalid("Max %d must not be negative", limit))
+	case limit == 0:
+		limit = 1
+	}
+	var (
+		items []*provider.OrchestrationItem
+		dead  []deadLetter
+	)
+	err := p.write(ctx, op, func(w *wtx) error {
+		var err error
+		items, dead, err = w.fetchTurns(limit, opts.LockTimeout, opts.Cached)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.logDeadLetters(dead)
+	return items, nil
+}
+
+func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, []deadLetter, error) {
+	prefix := newTokenPrefix()
+	until := w.now + durMs(lockTimeout)
+	var (
+		items []*provider.OrchestrationItem
+		dead  []deadLetter
+		skip  = []string{} // candidates lost or emptied by dead-lettering
+	)
+	for len(items) < limit {
+		cands, err := w.queryStrings(sqlOrchCandidates, w.now, skip)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(cands) == 0 {
+			break
+		}
+		cands = cands[:min(len(cands), limit-len(items))]
+		got, lost, d, err := w.lockTurns(cands, prefix, until)
+		if err != nil {
+			return nil, nil, err
+		}
+		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
+	}
+	if len(items) == 0 {
+		return nil, dead, nil
+	}
+	if err := w.loadTurns(items, cached); err != nil {
+		return nil, nil, err
+	}
+	if err := w.redate(items, prefix, lockTimeout); err != nil {
+		return nil, nil, err
+	}
+	return items, dead, nil
+}
+
+// redate moves the locks of items forward when the clock passed their
+// expiry while the transaction ran (a slow transaction, a clock that
+// jumped): a fetch never hands out a lease that is already expired.
+func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTimeout time.Duration) error {
+	now := w.p.now()
+	if len(items) == 0 || items[0].LockedUntil.UnixMilli() > now {
+		return nil
+	}
+	until := now + durMs(lockTimeout)
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.InstanceID
+		it.LockedUntil = msTime(until)
+	}
+	if _, err := w.exec(sqlRedateLocks, ids, prefix, until); err != nil {
+		return err
+	}
+	_, err := w.exec(sqlRedateTagged, ids, prefix, until)
+	return err
+}
+
+// fetchedMsg is one tagged orchestrator-queue row.
+type fetchedMsg struct {
+	id       int64
+	data     []byte
+	attempts int
+}
+
+// lockTurns locks those of the instances cands whose lock is free or
+// expired, and whose advisory lock no other transaction holds, with tokens
+// prefix+ID until until, and tags their visible messages: the items of
+// their turns, without history. lost are the candidates it did not lock or
+// that had nothing deliverable.
+func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+	free, err := w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, id := range cands {
+		if !slices.Contains(free, id) {
+			lost = append(lost, id) // another transaction works on it: try the next one
+		}
+	}
+	if len(free) == 0 {
+		return nil, lost, nil, nil
+	}
+	msgs := make(map[string][]fetchedMsg, len(free))
+	locked := make(map[string]bool, len(free))
+	err = w.query(sqlLockAndTag, func(r pgx.Rows) error {
+		var inst string
+		var id, attempts *int64
+		var data []byte
+		if err := r.Scan(&inst, &id, &data, &attempts); err != nil {
+			return err
+		}
+		locked[inst] = true
+		if id != nil {
+			msgs[inst] = append(msgs[inst], fetchedMsg{id: *id, data: data, attempts: int(*attempts)})
+		}
+		return nil
+	}, prefix, free, until, w.now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, inst := range free {
+		if !locked[inst] {
+			lost = append(lost, inst) // its lock is held: try the next one
+			continue
+		}
+		batch := msgs[inst]
+		slices.SortFunc(batch, func(a, b fetchedMsg) int { return compareInt64(a.id, b.id) })
+		it := &provider.OrchestrationItem{
+			InstanceID:  inst,
+			LockToken:   prefix + inst,
+			LockedUntil: msTime(until),
+			Messages:    make([]history.WorkItem, 0, len(batch)),
+		}
+		for _, m := range batch {
+			wi, derr := history.DecodeWorkItem(m.data)
+			if derr != nil {
+				if err := w.deadLetter(queueOrchestrator, sqlDeleteMessage, m.id, inst, m.data, derr); err != nil {
+					return nil, nil, nil, err
+				}
+				dead = append(dead, deadLetter{queue: queueOrchestrator, instanceID: inst, err: derr})
+				continue
+			}
+			it.Messages = append(it.Messages, wi)
+			it.AttemptCount = max(it.AttemptCount, m.attempts)
+		}
+		if len(it.Messages) == 0 {
+			// Nothing deliverable: release the lock and move on.
+			if _, err := w.exec(sqlReleaseLock, inst, it.LockToken); err != nil {
+				return nil, nil, nil, err
+			}
+			lost = append(lost, inst)
+			continue
+		}
+		items = append(items, it)
+	}
+	return items, lost, dead, nil
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// loadTurns loads, in one round trip, the instance rows of the locked
+// items, the history each needs (only what cached does not hold) and when
+// pending starts come due, and decodes the histories.
+func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) error {
+	n := len(items)
+	ids := make([]string, n)
+	exs := make([]int64, n)
+	afters := make([]int64, n)
+	byID := make(map[string]*provider.OrchestrationItem, n)
+	for i, it := range items {
+		ids[i] = it.InstanceID
+		byID[it.InstanceID] = it
+		if cached != nil {
+			if ex, last, ok := cached(it.InstanceID); ok && last > 0 {
+				exs[i], afters[i] = ex, last
+			}
+		}
+	}
+	rows := make(map[string][]storedEvent, n)
+	b := &pgx.Batch{}
+	b.Queue(sqlInstanceMetas, ids).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var id, status string
+			m := &provider.InstanceMeta{}
+			if err := r.Scan(&id, &m.OrchestrationName, &m.OrchestrationVersion, &status,
+				&m.CurrentExecutionID, &m.ParentInstanceID, &m.ParentExecutionID); err != nil {
+				return err
+			}
+			m.Status = provider.Status(status)
+			if it := byID[id]; it != nil {
+				it.Instance = m
+			}
+			return nil
+		})
+	})
+	b.Queue(sqlHistoriesOf, ids, exs, afters).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var id string
+			var ev storedEvent
+			if err := r.Scan(&id, &ev.id, &ev.data); err != nil {
+				return err
+			}
+			rows[id] = append(rows[id], ev)
+			return nil
+		})
+	})
+	type start struct {
+		id              string
+		delayed, queued int64
+	}
+	var starts []start
+	b.Queue(sqlPendingStarts, ids, w.now).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var s start
+			if err := r.Scan(&s.id, &s.delayed, &s.queued); err != nil {
+				return err
+			}
+			starts = append(starts, s)
+			return nil
+		})
+	})
+	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+		return err
+	}
+	for _, s := range starts {
+		if it := byID[s.id]; it != nil && it.Instance != nil {
+			if at := max(s.delayed, s.queued); at > 0 {
+				it.Instance.StartAt = msTime(at)
+			}
+		}
+	}
+	var reload []int
+	for i, it := range items {
+		m := it.Instance
+		if m == nil || m.CurrentExecutionID == 0 {
+			it.History = []history.Event{}
+			delete(rows, it.InstanceID)
+			continue
+		}
+		evs := rows[it.InstanceID]
+		if afters[i] > 0 && exs[i] == m.CurrentExecutionID {
+			// A cached position is usable only if the store has that
+			// event: the query returned it first. Otherwise (the instance
+			// was purged and recreated) load the whole history.
+			if len(evs) == 0 || evs[0].id != afters[i] {
+				reload = append(reload, i)
+				continue
+			}
+			it.HistoryAfter = afters[i]
+			evs = evs[1:]
+		}
+		decodeInto(it, evs)
+	}
+	if len(reload) > 0 {
+		rids := make([]string, len(reload))
+		zeros := make([]int64, len(reload))
+		for k, i := range reload {
+			rids[k] = items[i].InstanceID
+		}
+		full := make(map[string][]storedEvent, len(reload))
+		err := w.query(sqlHistoriesOf, func(r pgx.Rows) error {
+			var id string
+			var ev storedEvent
+			if err := r.Scan(&id, &ev.id, &ev.data); err != nil {
+				return err
+			}
+			full[id] = append(full[id], ev)
+			return nil
+		}, rids, zeros, zeros)
+		if err != nil {
+			return err
+		}
+		for _, i := range reload {
+			decodeInto(items[i], full[items[i].InstanceID])
+		}
+	}
+	return nil
+}
+
+// decodeInto decodes an item's loaded history; a failure is reported on the
+// item (HistoryError), not as an error of the fetch.
+func decodeInto(it *provider.OrchestrationItem, rows []storedEvent) {
+	evs, err := decodeStoredEvents(rows)
+	if err != nil {
+		it.HistoryError = fmt.Errorf("instance %q execution %d: %w", it.InstanceID, it.Instance.CurrentExecutionID, err)
+		it.History = nil
+		return
+	}
+	it.History = evs
+}
+
+// forEach calls fn for each row of r.
+func forEach(r pgx.Rows, fn func() error) error {
+	for r.Next() {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return r.Err()
+}
+
+// ttlMillis converts a positive TTL to whole milliseconds, at least 1.
+func ttlMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// insertMessage enqueues m, creating its instance if asked: when the ID is
+// taken it enqueues OnExists instead, or fails with ErrInstanceExists.
+// A start carrying an idempotency key or an execution lock checks them
+// first, in that order (see provider.Provider.Enqueue).
+func (w *wtx) insertMessage(m *encMsg) error {
+	visible := m.visibleAt
+	if visible == 0 {
+		visible = w.now
+	}
+	queued := false
+	if c := m.create; c != nil {
+		if c.idemKey != "" {
+			if err := w.checkIdempotencyKey(c.idemKey); err != nil {
+				return err
+			}
+		}
+		if c.lockKey != "" {
+			holder, err := w.liveLockHolder(c.lockKey)
+			if err != nil {
+				return err
+			}
+			if holder != nil && !c.lockQueue {
+				return holder
+			}
+			queued = holder != nil
+		}
+		n, err := w.exec(sqlCreateInstance, m.instanceID, c.name, c.version, c.input, c.parent, c.parentExec, w.now)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if c.onExists != nil {
+				return w.insertMessage(c.onExists)
+			}
+			return fmt.Errorf("creating instance %q: %w", m.instanceID, provider.ErrInstanceExists)
+		}
+		w.changes.addInstance(m.instanceID)
+		if c.idemKey != "" {
+			if _, err := w.exec(sqlIdemInsert, c.idemKey, m.instanceID, w.now, w.now+c.idemTTL); err != nil {
+				return err
+			}
+		}
+		switch {
+		case queued:
+			_, err := w.exec(sqlXLockQueueInsert, c.lockKey, m.instanceID, string(m.item), visible, c.lockTTL, w.now)
+			return err
+		case c.lockKey != "":
+			if _, err := w.exec(sqlXLockInsert, c.lockKey, m.instanceID, w.now, c.lockTTL); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := w.exec(sqlInsertMessage, m.instanceID, string(m.item), visible, w.now)
+	w.changes.orch = true
+	return err
+}
+
+// insertMessages enqueues msgs: the plain ones (no instance to create) in
+// one multi-row insert, the others one by one.
+func (w *wtx) insertMessages(msgs []*encMsg) error {
+	var ids, items []string
+	var vis []int64
+	for _, m := range msgs {
+		if m.create != nil {
+			if err := w.insertMessage(m); err != nil {
+				return err
+			}
+			continue
+		}
+		v := m.visibleAt
+		if v == 0 {
+			v = w.now
+		}
+		ids, items, vis = append(ids, m.instanceID), append(items, string(m.item)), append(vis, v)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	w.changes.orch = true
+	_, err := w.exec(sqlInsertMessages, ids, items, vis, w.now)
+	return err
+}
+
+// Enqueue inserts orchestrator messages atomically; see provider.Provider.
+func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
+	const op = "enqueueing"
+	enc := make([]*encMsg, len(msgs))
+	for i, m := range msgs {
+		e, err := encodeMessage(m)
+		if err != nil {
+			return p.fail(op, err)
+		}
+		enc[i] = e
+	}
+	if len(enc) == 0 {
+		if p.closed.Load() {
+			return p.fail(op, provider.ErrClosed)
+		}
+		return nil
+	}
+	return p.write(ctx, op, func(w *wtx) error { return w.insertMessages(enc) })
+}
+
+// AckOrchestrationItem commits one turn; see provider.Provider.
+func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnAck) error {
+	const op = "acking turn"
+	e, err := encodeAck(ack)
+	if err != nil {
+		return p.fail(op, err)
+	}
+	var leased []*provider.WorkItemLease
+	err = p.write(ctx, op, func(w *wtx) error {
+		var err error
+		leased, err = w.applyAck(e)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ack.Leased = leased
+	return nil
+}
+
+// consumeOnly reports whether the ack writes nothing but the consumption of
+// its turn's messages.
+func (e *encAck) consumeOnly() bool {
+	return e.version == nil && e.status == nil && e.input == nil && e.output == nil && e.errJSON == nil &&
+		e.setCustom == 0 && e.parent == nil && e.parentExec == 0 &&
+		len(e.events) == 0 && len(e.work) == 0 && len(e.canceled) == 0 && len(e.msgs) == 0
+}
+
+// applyAck performs steps (a) to (k) of one turn ack, and returns the
+// leases of the worker items it leased to the caller.
+func (w *wtx) applyAck(e *encAck) ([]*provider.WorkItemLease, error) {
+	err := w.applyAckSteps(e)
+	if err != nil || len(w.leaseIDs) == 0 {
+		return nil, err
+	}
+	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.leaseMs)
+}
+
+// checkLock takes the instance's advisory lock and its lock row (in one
+// round trip) and reports whether token holds an unexpired lock and
+// whether the instance row exists.
+func (w *wtx) checkLock(inst, token string) (held, exists bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	b.Queue(sqlCheckLock, inst).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var tok string
+			var until int64
+			if err := r.Scan(&tok, &until, &exists); err != nil {
+				return err
+			}
+			held = tok == token && until > w.now
+			return nil
+		})
+	})
+	err = w.tx.SendBatch(w.ctx, b).Close()
+	return held, exists, err
+}
+
+func (w *wtx) applyAckSteps(e *encAck) error {
+	// (a) The lock must be held and unexpired.
+	inst, ok := tokenInstance(e.token)
+	if !ok {
+		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
+	}
+	held, exists, err := w.checkLock(inst, e.token)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
+	}
+	if !exists && e.name == nil {
+		// No instance and nothing to create it from: the turn only consumes
+		// messages sent to an unknown instance.
+		if !e.consumeOnly() {
+			return invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
+		}
+		return w.finishTurn(inst, e.token)
+	}
+
+	// (b) to (f) and (g), (h) in one round trip.
+	var completed any
+	if e.terminal {
+		completed = w.now
+	}
+	var instStatus string
+	b := &pgx.Batch{}
+	b.Queue(sqlUpsertTurn, inst, e.executionID, e.status, e.input, e.output, e.errJSON, w.now, completed,
+		e.name, e.version, e.custom, e.setCustom, e.parent, e.parentExec).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&instStatus)
+	})
+	if len(e.events) > 0 {
+		ids := make([]int64, len(e.events))
+		kinds := make([]string, len(e.events))
+		datas := make([]string, len(e.events))
+		for i, ev := range e.events {
+			ids[i], kinds[i], datas[i] = ev.id, ev.kind, string(ev.data)
+		}
+		b.Queue(sqlInsertEvents, inst, e.executionID, ids, kinds, datas, w.now)
+	}
+	var plain, leased []*encWork
+	for _, wk := range e.work {
+		if wk.lease && e.leaseMs > 0 {
+			leased = append(leased, wk)
+		} else {
+			plain = append(plain, wk)
+		}
+	}
+	if len(plain) > 0 {
+		w.queueWork(b, plain, nil)
+		w.changes.work = true
+	}
+	if len(leased) > 0 {
+		// Inserted not yet visible, and leased below: nobody is woken.
+		w.queueWork(b, leased, func(id int64, k int) {
+			if w.leaseMsgs == nil {
+				w.leaseMsgs = map[int64]*provider.WorkerMessage{}
+			}
+			w.leaseIDs = append(w.leaseIDs, id)
+			w.leaseMsgs[id] = leased[k].msg
+		})
+	}
+	if len(e.canceled) > 0 {
+		is := make([]string, len(e.canceled))
+		es := make([]int64, len(e.canceled))
+		as := make([]int64, len(e.canceled))
+		for i, c := range e.canceled {
+			is[i], es[i], as[i] = c.InstanceID, c.ExecutionID, c.ActivityID
+		}
+		b.Queue(sqlCancelActivities, is, es, as)
+	}
+	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+		if len(e.events) > 0 {
+			if ie := interpretError(err, nil); isDuplicateEvent(ie) {
+				return fmt.Errorf("appending history to %q execution %d: %w", inst, e.executionID, ie)
+			}
+		}
+		return err
+	}
+
+	// (i) Orchestrator items.
+	if err := w.insertMessages(e.msgs); err != nil {
+		return err
+	}
+
+	// (j) Delete exactly the messages of this turn, (k) release the lock,
+	// and settle the execution lock the instance holds.
+	w.changes.addInstance(inst)
+	if err := w.settleExecutionLocks(inst, provider.Status(instStatus).IsTerminal()); err != nil {
+		return err
+	}
+	return w.finishTurn(inst, e.token)
+}
+
+// queueWork queues the insertion of worker rows on b; with leased set the
+// rows are inserted invisible (to be leased by the ack) and leased is
+// called with each row's ID and its index in ws.
+func (w *wtx) queueWork(b *pgx.Batch, ws []*encWork, leased func(id int64, k int)) {
+	n := len(ws)
+	is, ss, items := make([]string, n), make([]*string, n), make([]string, n)
+	es, as, vs := make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, wk := range ws {
+		is[i], es[i], as[i], items[i] = wk.instanceID, wk.executionID, wk.activityID, string(wk.item)
+		if s, ok := wk.sessionID.(string); ok {
+			ss[i] = &s
+		}
+		switch {
+		case leased != nil:
+			vs[i] = w.now + 1
+		case wk.visibleAt != 0:
+			vs[i] = wk.visibleAt
+		default:
+			vs[i] = w.now
+		}
+	}
+	q := b.Queue(sqlInsertWork, is, es, as, ss, items, vs, w.now)
+	if leased != nil {
+		q.Query(func(r pgx.Rows) error {
+			k := 0
+			return forEach(r, func() error {
+				var id int64
+				if err := r.Scan(&id); err != nil {
+					return err
+				}
+				leased(id, k)
+				k++
+				return nil
+			})
+		})
+	}
+}
+
+// finishTurn consumes the turn's messages and releases the instance lock,
+// noting whether messages that arrived during the turn (or are due later)
+// still wait for it: dispatchers that found it locked must look again.
+func (w *wtx) finishTurn(inst, token string) error {
+	var left bool
+	if err := w.tx.QueryRow(w.ctx, sqlFinishTurn, inst, token).Scan(&left); err != nil {
+		return err
+	}
+	if left {
+		w.changes.orch = true
+	}
+	return nil
+}
+
+// AbandonOrchestrationItem releases an instance lock without committing,
+// recording opts.Error (if any) as the instance's last error in the same
+// transaction; see provider.Provider.
+func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
+	const op = "abandoning turn"
+	if opts.Delay < 0 {
+		return p.fail(op, invalid("Delay %v is negative", opts.Delay))
+	}
+	undo := 0
+	if opts.IgnoreAttempt {
+		undo = 1
+	}
+	var lastErr []byte
+	if opts.Error != nil {
+		if err := opts.Error.Validate(); err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
+		var err error
+		if lastErr, err = json.Marshal(opts.Error); err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
+	}
+	inst, ok := tokenInstance(lockToken)
+	if !ok {
+		return p.fail(op, provider.ErrLockLost)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		if err := w.lockInstance(inst); err != nil {
+			return err
+		}
+		n, err := w.exec(sqlAbandonLock, inst, lockToken, w.now)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return provider.ErrLockLost
+		}
+		if _, err := w.exec(sqlUntagMessages, inst, lockToken, w.now+durMs(opts.Delay), undo); err != nil {
+			return err
+		}
+		// The instance is ready again, now or after the delay.
+		w.changes.orch = true
+		if lastErr != nil {
+			// An instance without a row (a message for an unknown instance)
+			// updates nothing: the abandon creates no instance.
+			_, err = w.exec(sqlSetLastError, inst, string(lastErr), w.now)
+		}
+		return err
+	})
+}
+
+// RenewOrchestrationItemLock extends a valid instance lock; see
+// provider.Provider.
+func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	const op = "renewing turn lock"
+	if extendFor <= 0 {
+		return p.fail(op, invalid("extendFor %v must be positive", extendFor))
+	}
+	inst, ok := tokenInstance(lockToken)
+	if !ok {
+		return p.fail(op, provider.ErrLockLost)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		until := w.now + durMs(extendFor)
+		n, err := w.exec(sqlRenewLock, inst, lockToken, w.now, until)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return provider.ErrLockLost
+		}
+		_, err = w.exec(sqlRenewTagged, inst, lockToken, until)
+		return err
+	})
+}

@@ -1,0 +1,450 @@
+package postgres
+
+// All SQL of the store lives in this file and in migrations/. Tables are
+// found through the connection's search_path (the store's schema). Lists of
+// values are passed as arrays and expanded with unnest or = ANY, so every
+// statement has a fixed text and pgx prepares it once per connection.
+//
+// Times are epoch milliseconds from the provider's clock, passed in; no
+// statement reads the server's clock.
+
+// Advisory locks are keyed by a 64-bit hash of a text that starts with the
+// store's schema, so stores in other schemas never contend.
+const (
+	sqlAdvisoryLock    = `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`
+	sqlAdvisoryTryLock = `SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord)
+WHERE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0))
+ORDER BY c.ord`
+)
+
+// Migration bookkeeping.
+const (
+	sqlCreateMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    applied_at BIGINT  NOT NULL
+)`
+	sqlInsertMigration = `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`
+	sqlMaxMigration    = `SELECT coalesce(max(version), 0) FROM schema_migrations`
+	// A real write that changes nothing: the readiness probe.
+	sqlProbeWrite = `UPDATE schema_migrations SET version = version WHERE version = $1`
+)
+
+// candidateLimit caps the instances a fetch's candidate query returns in
+// one go; the fetch asks again if they were not enough.
+const candidateLimit = "16"
+
+// Fetching turns.
+const (
+	// Instances that can be taken now, in the order they became ready: the
+	// later of their earliest visible message and the expiry of their
+	// instance lock, then their oldest message. $1 now, $2 instance IDs to
+	// skip.
+	sqlOrchCandidates = `SELECT q.instance_id
+FROM orchestrator_queue AS q
+LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
+WHERE q.visible_at <= $1
+  AND (l.instance_id IS NULL OR l.locked_until <= $1)
+  AND NOT (q.instance_id = ANY ($2::text[]))
+GROUP BY q.instance_id
+ORDER BY greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id)
+LIMIT ` + candidateLimit
+
+	// Take the locks of several instances (whose advisory locks the
+	// transaction holds): insert, or steal an expired lock; then tag every
+	// visible message of the instances locked with the instance's token and
+	// count the delivery. Returns the tagged messages; an instance locked
+	// without messages returns one row with a NULL id. $1 token prefix, $2
+	// instance IDs, $3 locked_until, $4 now.
+	sqlLockAndTag = `WITH locked AS (
+    INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
+    SELECT c.id, $1 || c.id, $3, $4 FROM unnest($2::text[]) AS c(id)
+    ON CONFLICT (instance_id) DO UPDATE
+    SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at
+    WHERE instance_locks.locked_until <= $4
+    RETURNING instance_id
+), tagged AS (
+    UPDATE orchestrator_queue AS q
+    SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + 1
+    FROM locked
+    WHERE q.instance_id = locked.instance_id AND q.visible_at <= $4
+    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
+)
+SELECT locked.instance_id, t.id, t.work_item, t.attempt_count
+FROM locked LEFT JOIN tagged AS t ON t.instance_id = locked.instance_id`
+
+	sqlDeleteMessage = `DELETE FROM orchestrator_queue WHERE id = $1`
+
+	// Release a lock taken for nothing, and untag what it tagged.
+	sqlReleaseLock = `DELETE FROM instance_locks WHERE instance_id = $1 AND lock_token = $2`
+
+	// Re-date the locks of a fetch whose transaction outlived them. $1
+	// instance IDs, $2 token prefix, $3 locked_until.
+	sqlRedateLocks = `UPDATE instance_locks SET locked_until = $3
+WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id`
+	sqlRedateTagged = `UPDATE orchestrator_queue SET locked_until = $3
+WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id`
+
+	// $1 instance IDs.
+	sqlInstanceMetas = `SELECT instance_id, orchestration_name, orchestration_version, status,
+       current_execution_id, coalesce(parent_instance_id, ''), parent_execution_id
+FROM instances
+WHERE instance_id = ANY ($1::text[])`
+
+	// Current-execution histories of several instances, each from the
+	// event ID the caller holds on (that event included, so the caller can
+	// check it exists) when the caller's execution is the current one, else
+	// all of it. $1 instance IDs, $2 cached executions, $3 cached event IDs.
+	sqlHistoriesOf = `SELECT h.instance_id, h.event_id, h.event_data
+FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS c(id, ex, after)
+JOIN instances AS i ON i.instance_id = c.id
+JOIN history AS h ON h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+  AND h.event_id >= CASE WHEN c.ex = i.current_execution_id THEN c.after ELSE 0 END
+ORDER BY h.instance_id, h.event_id`
+
+	// When the starts of instances not yet started become visible: a
+	// delayed start message, or a start queued behind an execution lock
+	// (at the latest when that lock expires). $1 instance IDs, $2 now.
+	sqlPendingStarts = `SELECT c.id,
+       coalesce((SELECT min(q.visible_at) FROM orchestrator_queue AS q
+                 WHERE q.instance_id = c.id AND q.visible_at > $2 AND q.lock_token IS NULL), 0),
+       coalesce((SELECT min(l.expires_at) FROM lock_queue AS lq JOIN execution_locks AS l ON l.lock_key = lq.lock_key
+                 WHERE lq.instance_id = c.id), 0)
+FROM unnest($1::text[]) AS c(id)
+JOIN instances AS i ON i.instance_id = c.id AND i.current_execution_id = 0`
+
+	// $1 queue, $2 instance, $3 payload, $4 error, $5 now.
+	sqlInsertDeadLetter = `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES ($1, $2, $3, $4, $5)`
+)
+
+// Acking turns.
+const (
+	// The instance lock row, locked, and whether the instance row exists.
+	// $1 instance.
+	sqlCheckLock = `SELECT l.lock_token, l.locked_until, EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)
+FROM instance_locks AS l WHERE l.instance_id = $1 FOR UPDATE`
+
+	// Insert the execution or update it from the turn's metadata, then
+	// create or update the instance with the status that follows from the
+	// execution's. Fields of an older execution than the current one leave
+	// the instance alone. A committed turn clears the last error an abandon
+	// recorded. Returns the instance's status.
+	// $1 instance, $2 execution, $3 status (NULL: unchanged, Running when
+	// new), $4 input, $5 output, $6 error, $7 now, $8 completed_at (NULL
+	// unless terminal), $9 name, $10 version, $11 custom status, $12 1 when
+	// the custom status is set, $13 parent instance, $14 parent execution.
+	sqlUpsertTurn = `WITH e AS (
+    INSERT INTO executions AS x (instance_id, execution_id, status, input, output, error, started_at, completed_at)
+    VALUES ($1, $2, coalesce($3, 'Running'), $4, $5, $6, $7, $8)
+    ON CONFLICT (instance_id, execution_id) DO UPDATE
+    SET status = coalesce($3, x.status),
+        input = coalesce($4, x.input),
+        output = coalesce($5, x.output),
+        error = coalesce($6, x.error),
+        completed_at = coalesce($8, x.completed_at)
+    RETURNING CASE WHEN x.status = 'ContinuedAsNew' THEN 'Running' ELSE x.status END AS status
+)
+INSERT INTO instances AS i (instance_id, orchestration_name, orchestration_version, status,
+    current_execution_id, input, output, error, custom_status, custom_status_version,
+    parent_instance_id, parent_execution_id, created_at, updated_at)
+SELECT $1, coalesce($9, ''), coalesce($10, ''), e.status, $2, $4, $5, $6, $11, $12, $13, $14, $7, $7 FROM e
+ON CONFLICT (instance_id) DO UPDATE
+SET orchestration_name = coalesce($9, i.orchestration_name),
+    orchestration_version = coalesce($10, i.orchestration_version),
+    status = CASE WHEN i.current_execution_id <= $2 THEN excluded.status ELSE i.status END,
+    input = CASE WHEN $2 >= i.current_execution_id THEN coalesce($4, i.input) ELSE i.input END,
+    output = CASE WHEN $2 >= i.current_execution_id THEN coalesce($5, i.output) ELSE i.output END,
+    error = CASE WHEN $2 >= i.current_execution_id THEN coalesce($6, i.error) ELSE i.error END,
+    custom_status = CASE WHEN $12 = 1 THEN $11 ELSE i.custom_status END,
+    custom_status_version = i.custom_status_version + $12,
+    current_execution_id = greatest(i.current_execution_id, $2),
+    last_error = NULL,
+    updated_at = $7
+RETURNING i.status`
+
+	// $1 instance, $2 execution, $3 event ids, $4 types, $5 data, $6 now.
+	sqlInsertEvents = `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+SELECT $1, $2, e.id, e.kind, e.data, $6 FROM unnest($3::bigint[], $4::text[], $5::text[]) AS e(id, kind, data)`
+
+	// $1 instances, $2 executions, $3 activities, $4 sessions (NULL: none),
+	// $5 work items, $6 visible_at, $7 now.
+	sqlInsertWork = `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at)
+SELECT w.i, w.e, w.a, w.s, w.item, w.v, $7
+FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS w(i, e, a, s, item, v, ord)
+ORDER BY w.ord
+RETURNING id`
+
+	// $1 instances, $2 executions, $3 activities.
+	sqlCancelActivities = `DELETE FROM worker_queue AS q
+USING unnest($1::text[], $2::bigint[], $3::bigint[]) AS c(i, e, a)
+WHERE q.instance_id = c.i AND q.execution_id = c.e AND q.activity_id = c.a`
+
+	// Create a Pending instance unless the ID is taken (0 rows then).
+	// $1 instance, $2 name, $3 version, $4 input, $5 parent (NULL: none),
+	// $6 parent execution, $7 now.
+	sqlCreateInstance = `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, input,
+    parent_instance_id, parent_execution_id, created_at, updated_at)
+VALUES ($1, $2, $3, 'Pending', $4, $5, $6, $7, $7)
+ON CONFLICT (instance_id) DO NOTHING`
+
+	// $1 instance, $2 work item, $3 visible_at, $4 now.
+	sqlInsertMessage = `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ($1, $2, $3, $4)`
+
+	// Several messages at once. $1 instances, $2 work items, $3 visible_at, $4 now.
+	sqlInsertMessages = `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT m.i, m.item, m.v, $4
+FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS m(i, item, v, ord)
+ORDER BY m.ord`
+
+	// Consume the turn's messages and release its lock; report whether
+	// messages still wait for the instance. $1 instance, $2 token.
+	sqlFinishTurn = `WITH d AS (
+    DELETE FROM orchestrator_queue WHERE instance_id = $1 AND lock_token = $2 RETURNING id
+), l AS (
+    DELETE FROM instance_locks WHERE instance_id = $1 AND lock_token = $2 RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM orchestrator_queue AS q WHERE q.instance_id = $1 AND q.id NOT IN (SELECT id FROM d))`
+
+	// $1 instance, $2 token, $3 visible_at, $4 1 to undo the attempt.
+	sqlUntagMessages = `UPDATE orchestrator_queue
+SET lock_token = NULL, locked_until = NULL, visible_at = $3,
+    attempt_count = greatest(attempt_count - $4, 0)
+WHERE instance_id = $1 AND lock_token = $2`
+
+	// $1 instance, $2 token, $3 now.
+	sqlAbandonLock = `DELETE FROM instance_locks WHERE instance_id = $1 AND lock_token = $2 AND locked_until > $3`
+
+	// Record why the instance is not progressing (no row: nothing).
+	// $1 instance, $2 error details JSON, $3 now.
+	sqlSetLastError = `UPDATE instances SET last_error = $2, updated_at = $3 WHERE instance_id = $1`
+
+	// $1 instance, $2 token, $3 now, $4 new locked_until.
+	sqlRenewLock = `UPDATE instance_locks SET locked_until = $4 WHERE instance_id = $1 AND lock_token = $2 AND locked_until > $3`
+
+	// $1 instance, $2 token, $3 new locked_until.
+	sqlRenewTagged = `UPDATE orchestrator_queue SET locked_until = $3 WHERE instance_id = $1 AND lock_token = $2`
+)
+
+// Worker queue.
+const (
+	// Rows without a session, oldest first, skipping rows another
+	// transaction holds. $1 now, $2 limit.
+	sqlWorkCandidatesNoSession = `SELECT id, NULL::text FROM worker_queue
+WHERE session_id IS NULL AND visible_at <= $1
+ORDER BY id
+LIMIT $2
+FOR UPDATE SKIP LOCKED`
+
+	// Rows without a session, of sessions the owner holds, or of claimable
+	// sessions, oldest first. $1 now, $2 limit, $3 owner, $4 ids to skip.
+	sqlWorkCandidatesSession = `SELECT q.id, q.session_id FROM worker_queue AS q
+WHERE q.visible_at <= $1 AND NOT (q.id = ANY ($4::bigint[]))
+  AND (q.session_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM sessions AS s
+        WHERE s.session_id = q.session_id AND s.locked_until > $1 AND s.owner_id <> $3))
+ORDER BY q.id
+LIMIT $2
+FOR UPDATE OF q SKIP LOCKED`
+
+	// Claim or refresh a session lease; 0 rows if another owner holds it.
+	// $1 session, $2 owner, $3 locked_until, $4 now.
+	sqlClaimSession = `INSERT INTO sessions AS s (session_id, owner_id, locked_until, last_activity_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (session_id) DO UPDATE
+SET owner_id = excluded.owner_id, locked_until = excluded.locked_until, last_activity_at = excluded.last_activity_at
+WHERE s.locked_until <= $4 OR s.owner_id = excluded.owner_id`
+
+	// Lock worker rows, each with token $1 || id. $1 token prefix, $2 ids,
+	// $3 locked_until.
+	sqlLockWork = `UPDATE worker_queue
+SET lock_token = $1 || id, locked_until = $3, visible_at = $3, attempt_count = attempt_count + 1
+WHERE id = ANY ($2::bigint[])
+RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(session_id, ''), work_item, attempt_count`
+
+	sqlDeleteWork = `DELETE FROM worker_queue WHERE id = $1`
+
+	// $1 id, $2 token, $3 now.
+	sqlAckWork = `DELETE FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3 RETURNING session_id`
+
+	// $1 session, $2 now.
+	sqlTouchSession = `UPDATE sessions SET last_activity_at = $2 WHERE session_id = $1 AND locked_until > $2`
+
+	// $1 id, $2 token, $3 now, $4 visible_at, $5 1 to undo the attempt.
+	sqlAbandonWork = `UPDATE worker_queue
+SET lock_token = NULL, locked_until = NULL, visible_at = $4, attempt_count = greatest(attempt_count - $5, 0)
+WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
+
+	// $1 id, $2 token, $3 now, $4 new locked_until.
+	sqlRenewWork = `UPDATE worker_queue SET locked_until = $4, visible_at = $4
+WHERE id = $1 AND lock_token = $2 AND locked_until > $3
+RETURNING session_id`
+
+	// $1 owners, $2 now, $3 locked_until, $4 idle cutoff.
+	sqlRenewSessions = `UPDATE sessions SET locked_until = $3
+WHERE owner_id = ANY ($1::text[]) AND locked_until > $2 AND last_activity_at > $4`
+
+	// $1 now.
+	sqlCleanupSessions = `DELETE FROM sessions AS s
+WHERE s.locked_until <= $1
+  AND NOT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.session_id = s.session_id)`
+
+	// Whether an instance has activities in the worker queue. $1 instance.
+	sqlInstanceHasWork = `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
+)
+
+// Purge.
+const (
+	// The named instances and all their descendants. $1 IDs.
+	sqlPurgeTree = `WITH RECURSIVE tree (id) AS (
+    SELECT unnest($1::text[])
+    UNION
+    SELECT i.instance_id FROM instances AS i JOIN tree ON i.parent_instance_id = tree.id
+)
+SELECT id FROM tree`
+
+	// Rows of the instances to purge, locked. $1 IDs.
+	sqlPurgeRows = `SELECT i.instance_id, i.status, coalesce(i.parent_instance_id, ''),
+       EXISTS (SELECT 1 FROM instances AS p WHERE p.instance_id = i.parent_instance_id)
+FROM instances AS i
+WHERE i.instance_id = ANY ($1::text[])
+ORDER BY i.instance_id
+FOR UPDATE`
+
+	sqlPurgeCountExecutions = `SELECT count(*) FROM executions WHERE instance_id = ANY ($1::text[])`
+	sqlPurgeDeleteHistory   = `WITH d AS (DELETE FROM history WHERE instance_id = ANY ($1::text[]) RETURNING 1) SELECT count(*) FROM d`
+	sqlPurgeDeleteExecs     = `DELETE FROM executions WHERE instance_id = ANY ($1::text[])`
+	sqlPurgeDeleteOrch      = `DELETE FROM orchestrator_queue WHERE instance_id = ANY ($1::text[])`
+	sqlPurgeDeleteWork      = `DELETE FROM worker_queue WHERE instance_id = ANY ($1::text[])`
+	sqlPurgeDeleteLocks     = `DELETE FROM instance_locks WHERE instance_id = ANY ($1::text[])`
+	sqlPurgeDeleteInstances = `DELETE FROM instances WHERE instance_id = ANY ($1::text[])`
+	// Keys outlive their instance: the purge stamps them, once ($2 now).
+	sqlPurgeMarkIdemKeys = `UPDATE idempotency_keys SET purged_at = $2
+WHERE instance_id = ANY ($1::text[]) AND purged_at IS NULL`
+	sqlPurgeDeleteLockQueue = `DELETE FROM lock_queue WHERE instance_id = ANY ($1::text[])`
+	// Returns the keys, to hand each to its queue once the purge is done.
+	sqlPurgeDeleteExecLocks = `DELETE FROM execution_locks WHERE instance_id = ANY ($1::text[]) RETURNING lock_key`
+)
+
+// Execution locks and idempotency keys.
+const (
+	// $1 key.
+	sqlIdemGet    = `SELECT instance_id, expires_at, purged_at FROM idempotency_keys WHERE idem_key = $1 FOR UPDATE`
+	sqlIdemDelete = `DELETE FROM idempotency_keys WHERE idem_key = $1`
+	// $1 key, $2 instance, $3 now, $4 expires_at.
+	sqlIdemInsert = `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`
+	// $1 now.
+	sqlIdemCleanup = `DELETE FROM idempotency_keys WHERE expires_at <= $1`
+
+	// The lock on a key with its holder's status ('' when gone). $1 key.
+	sqlXLockGet = `SELECT l.instance_id, l.locked_at, l.expires_at, coalesce(i.status, '')
+FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id
+WHERE l.lock_key = $1
+FOR UPDATE OF l`
+	sqlXLockDelete = `DELETE FROM execution_locks WHERE lock_key = $1`
+	// $1 key, $2 instance, $3 now, $4 ttl_ms.
+	sqlXLockInsert = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms) VALUES ($1, $2, $3, $3 + $4, $4)`
+	// A committed turn of the holder extends its lock. $1 instance, $2 now.
+	sqlXLockExtend = `UPDATE execution_locks SET expires_at = $2 + ttl_ms WHERE instance_id = $1`
+	// The holder ended: its locks go (to their queues); it leaves any queue
+	// it waited in. $1 instance.
+	sqlXLockReleaseInstance = `WITH q AS (DELETE FROM lock_queue WHERE instance_id = $1)
+DELETE FROM execution_locks WHERE instance_id = $1 RETURNING lock_key`
+	// $1 key, $2 instance, $3 work item, $4 visible_at, $5 ttl_ms, $6 now.
+	sqlXLockQueueInsert = `INSERT INTO lock_queue (lock_key, instance_id, work_item, visible_at, ttl_ms, created_at)
+VALUES ($1, $2, $3, $4, $5, $6)`
+	// Hand a free key to its oldest queued start: the lock names it, its
+	// start message is enqueued, and messages that waited for the start
+	// become visible with it. Returns the instance, or no row when nobody
+	// waits. $1 key, $2 now.
+	sqlXLockPromote = `WITH head AS (
+    DELETE FROM lock_queue WHERE id = (SELECT id FROM lock_queue WHERE lock_key = $1 ORDER BY id LIMIT 1 FOR UPDATE)
+    RETURNING instance_id, work_item, greatest(visible_at, $2) AS visible_at, ttl_ms
+), lock AS (
+    INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms)
+    SELECT $1, instance_id, $2, $2 + ttl_ms, ttl_ms FROM head
+), msg AS (
+    INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+    SELECT instance_id, work_item, visible_at, $2 FROM head
+), waiting AS (
+    UPDATE orchestrator_queue AS q SET visible_at = head.visible_at
+    FROM head
+    WHERE q.instance_id = head.instance_id AND q.visible_at > head.visible_at AND q.lock_token IS NULL
+)
+SELECT instance_id FROM head`
+	// Locks that are expired or whose holder ended or is gone. $1 now.
+	sqlXLockFreeable = `SELECT l.lock_key
+FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id
+WHERE l.expires_at <= $1 OR i.instance_id IS NULL OR i.status IN ('Completed', 'Failed', 'Canceled')
+ORDER BY l.lock_key`
+)
+
+// Reads.
+const (
+	sqlInstanceCurrent = `SELECT current_execution_id FROM instances WHERE instance_id = $1`
+	sqlExecutionExists = `SELECT EXISTS (SELECT 1 FROM executions WHERE instance_id = $1 AND execution_id = $2)`
+	sqlHistory         = `SELECT event_data FROM history WHERE instance_id = $1 AND execution_id = $2 ORDER BY event_id`
+
+	sqlGetInstance    = `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = $1`
+	sqlInstanceExists = `SELECT EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)`
+	sqlListExecutions = `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 ORDER BY e.execution_id`
+	sqlGetExecution   = `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 AND e.execution_id = $2`
+	sqlListChildren   = `SELECT instance_id FROM instances WHERE parent_instance_id = $1 ORDER BY seq`
+
+	// $1 now.
+	sqlQueueDepths = `SELECT
+  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.visible_at <= $1
+     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1))),
+  (SELECT count(*) FROM orchestrator_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
+  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.lock_token IS NOT NULL
+     AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1)),
+  (SELECT count(*) FROM worker_queue WHERE visible_at <= $1),
+  (SELECT count(*) FROM worker_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
+  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1)`
+
+	sqlCounts = `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
+       (SELECT count(*) FROM execution_locks)`
+	sqlCountsByStatus = `SELECT status, count(*) FROM instances GROUP BY status`
+
+	// $1 limit.
+	sqlDeadLetters = `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT $1`
+
+	// The earliest time a fetch may find what it cannot now (NULL: queue
+	// empty). Orchestrator: per instance the later of its earliest message
+	// and its lock's expiry. Worker: a fetch moves visible_at to
+	// locked_until.
+	sqlNextVisibleOrch = `SELECT min(greatest(m.first, coalesce(l.locked_until, 0)))
+FROM (SELECT instance_id, min(visible_at) AS first FROM orchestrator_queue GROUP BY instance_id) AS m
+LEFT JOIN instance_locks AS l ON l.instance_id = m.instance_id`
+	sqlNextVisibleWork = `SELECT min(visible_at) FROM worker_queue`
+
+	// $1 key.
+	sqlXLockGetInfo = xlockSelect + ` WHERE l.lock_key = $1`
+	sqlXLockList    = xlockSelect + ` ORDER BY l.lock_key`
+)
+
+// instanceColumns are the columns scanned by scanInstanceRow.
+const instanceColumns = `instance_id, orchestration_name, orchestration_version, status, current_execution_id,
+       input, output, error, custom_status, custom_status_version,
+       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error`
+
+// executionColumns are the columns scanned by scanExecutionInfo; e is the executions table.
+const executionColumns = `e.execution_id, e.status, e.input, e.output, e.error, e.started_at, e.completed_at,
+       (SELECT count(*) FROM history AS h WHERE h.instance_id = e.instance_id AND h.execution_id = e.execution_id)`
+
+// xlockSelect reads execution locks with their holder's status ('' when
+// gone) and the number of queued starts.
+const xlockSelect = `SELECT l.lock_key, l.instance_id, l.locked_at, l.expires_at, l.ttl_ms, coalesce(i.status, ''),
+       (SELECT count(*) FROM lock_queue AS q WHERE q.lock_key = l.lock_key)
+FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id`
+
+// ListInstances is assembled from these fragments (its filters are optional).
+const (
+	sqlListInstancesBase    = `SELECT seq, ` + instanceColumns + ` FROM instances WHERE true`
+	sqlListFilterCursor     = ` AND seq < `
+	sqlListFilterStatuses   = ` AND status = ANY (`
+	sqlListFilterName       = ` AND orchestration_name = `
+	sqlListFilterParent     = ` AND parent_instance_id = `
+	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT `
+)

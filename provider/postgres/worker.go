@@ -1,0 +1,419 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+func isDuplicateEvent(err error) bool { return errors.Is(err, provider.ErrDuplicateEvent) }
+
+// workRow is one locked worker-queue row before decoding.
+type workRow struct {
+	lease provider.WorkItemLease
+	id    int64
+	data  []byte
+}
+
+// lockWork locks the rows ids with tokens prefix+id until until and
+// returns them in id order, not yet decoded.
+func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, error) {
+	var rows []workRow
+	err := w.query(sqlLockWork, func(r pgx.Rows) error {
+		var wr workRow
+		l := &wr.lease
+		if err := r.Scan(&wr.id, &l.LockToken, &l.InstanceID, &l.ExecutionID, &l.ActivityID,
+			&l.SessionID, &wr.data, &l.AttemptCount); err != nil {
+			return err
+		}
+		l.LockedUntil = msTime(until)
+		rows = append(rows, wr)
+		return nil
+	}, prefix, ids, until)
+	slices.SortFunc(rows, func(a, b workRow) int { return compareInt64(a.id, b.id) })
+	return rows, err
+}
+
+// leaseInserted locks the rows ids (inserted by a turn ack to lease to its
+// caller; those the same ack canceled are gone) for lockMs, as a fetch
+// does, and returns their leases in insertion order. byID gives each row's
+// message.
+func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
+	rows, err := w.lockWork(newTokenPrefix(), ids, w.now+lockMs)
+	if err != nil {
+		return nil, err
+	}
+	leases := make([]*provider.WorkItemLease, len(rows))
+	for i := range rows {
+		rows[i].lease.Item = byID[rows[i].id].Item
+		leases[i] = &rows[i].lease
+	}
+	return leases, nil
+}
+
+// FetchWorkItems locks up to opts.Max worker rows, oldest first, each with
+// its own token; see provider.Provider. Rows another transaction is locking
+// are skipped (FOR UPDATE SKIP LOCKED), never waited for.
+func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptions) ([]*provider.WorkItemLease, error) {
+	const op = "fetching work items"
+	if opts.LockTimeout <= 0 {
+		return nil, p.fail(op, invalid("LockTimeout %v must be positive", opts.LockTimeout))
+	}
+	limit := opts.Max
+	switch {
+	case limit < 0:
+		return nil, p.fail(op, invalid("Max %d must not be negative", limit))
+	case limit == 0:
+		limit = 1
+	}
+	if s := opts.Session; s != nil {
+		if s.OwnerID == "" {
+			return nil, p.fail(op, invalid("Session.OwnerID is empty"))
+		}
+		if s.LockTimeout <= 0 {
+			return nil, p.fail(op, invalid("Session.LockTimeout %v must be positive", s.LockTimeout))
+		}
+	}
+	var (
+		leases []*provider.WorkItemLease
+		dead   []deadLetter
+	)
+	err := p.write(ctx, op, func(w *wtx) error {
+		var err error
+		leases, dead, err = w.fetchWork(limit, opts.LockTimeout, opts.Session)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.logDeadLetters(dead)
+	return leases, nil
+}
+
+func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.SessionOptions) ([]*provider.WorkItemLease, []deadLetter, error) {
+	until := w.now + durMs(lockTimeout)
+	prefix := newTokenPrefix()
+	var (
+		leases  []*provider.WorkItemLease
+		dead    []deadLetter
+		skip    = []int64{}       // rows of sessions another owner holds
+		claimed = map[string]bool{} // session -> claim succeeded, within this fetch
+	)
+	type candidate struct {
+		id      int64
+		session *string
+	}
+	for len(leases) < limit {
+		var cands []candidate
+		scan := func(r pgx.Rows) error {
+			var c candidate
+			if err := r.Scan(&c.id, &c.session); err != nil {
+				return err
+			}
+			cands = append(cands, c)
+			return nil
+		}
+		var err error
+		want := limit - len(leases)
+		if sess == nil {
+			err = w.query(sqlWorkCandidatesNoSession, scan, w.now, want)
+		} else {
+			err = w.query(sqlWorkCandidatesSession, scan, w.now, want, sess.OwnerID, skip)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(cands) == 0 {
+			break
+		}
+		ids := make([]int64, 0, len(cands))
+		for _, c := range cands {
+			if c.session != nil {
+				// Claim the session for the owner (or refresh its lease),
+				// once per fetch; skip its rows if another owner holds it.
+				ok, seen := claimed[*c.session]
+				if !seen {
+					n, err := w.exec(sqlClaimSession, *c.session, sess.OwnerID, w.now+durMs(sess.LockTimeout), w.now)
+					if err != nil {
+						return nil, nil, err
+					}
+					ok = n > 0
+					claimed[*c.session] = ok
+				}
+				if !ok {
+					skip = append(skip, c.id)
+					continue
+				}
+			}
+			ids = append(ids, c.id)
+		}
+		if len(ids) > 0 {
+			rows, err := w.lockWork(prefix, ids, until)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i := range rows {
+				wr := &rows[i]
+				item, derr := history.DecodeWorkItem(wr.data)
+				if derr != nil {
+					if err := w.deadLetter(queueWorker, sqlDeleteWork, wr.id, wr.lease.InstanceID, wr.data, derr); err != nil {
+						return nil, nil, err
+					}
+					dead = append(dead, deadLetter{queue: queueWorker, instanceID: wr.lease.InstanceID, err: derr})
+					continue
+				}
+				wr.lease.Item = item
+				lease := wr.lease
+				leases = append(leases, &lease)
+			}
+		}
+		if len(cands) < want {
+			break // the query saw every visible row it could lock
+		}
+	}
+	return leases, dead, nil
+}
+
+// encWorkAck is a work ack validated and encoded before the transaction.
+type encWorkAck struct {
+	token      string
+	completion *encMsg
+	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
+	cached     func(string) (int64, int64, bool)
+}
+
+// AckWorkItem completes one activity; see provider.Provider.
+func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error {
+	const op = "acking work item"
+	switch {
+	case ack == nil:
+		return p.fail(op, invalid("nil work ack"))
+	case ack.LockToken == "":
+		return p.fail(op, invalid("work ack has no LockToken"))
+	}
+	e := &encWorkAck{token: ack.LockToken}
+	if ack.Completion != nil {
+		m, err := encodeMessage(ack.Completion)
+		if err != nil {
+			return p.fail(op, err)
+		}
+		e.completion = m
+	}
+	if t := ack.TakeTurn; t != nil {
+		if t.LockTimeout <= 0 {
+			return p.fail(op, invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
+		}
+		if ack.Completion == nil {
+			return p.fail(op, invalid("TakeTurn needs a Completion"))
+		}
+		e.takeMs, e.cached = durMs(t.LockTimeout), t.Cached
+	}
+	var (
+		turn *provider.OrchestrationItem
+		dead []deadLetter
+	)
+	err := p.write(ctx, op, func(w *wtx) error {
+		var err error
+		turn, dead, err = w.applyWorkAck(e)
+		return err
+	})
+	p.logDeadLetters(dead)
+	if err != nil {
+		return err
+	}
+	ack.Turn = turn
+	return nil
+}
+
+func (w *wtx) applyWorkAck(e *encWorkAck) (*provider.OrchestrationItem, []deadLetter, error) {
+	id, ok := tokenRow(e.token)
+	if !ok {
+		return nil, nil, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
+	}
+	found := false
+	var sess *string
+	err := w.query(sqlAckWork, func(r pgx.Rows) error {
+		found = true
+		return r.Scan(&sess)
+	}, id, e.token, w.now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !found {
+		return nil, nil, fmt.Errorf("work ack: %w", provider.ErrLockLost)
+	}
+	if e.completion != nil {
+		if err := w.insertMessage(e.completion); err != nil {
+			return nil, nil, err
+		}
+	}
+	if sess != nil {
+		if _, err := w.exec(sqlTouchSession, *sess, w.now); err != nil {
+			return nil, nil, err
+		}
+	}
+	if e.takeMs > 0 {
+		return w.takeTurn(e.completion.instanceID, e.takeMs, e.cached)
+	}
+	return nil, nil, nil
+}
+
+// takeTurn locks instance, if its lock is free and no other transaction
+// works on it, and loads its turn (WorkAck.TakeTurn). Nobody else is woken
+// for it: it is the caller's.
+func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool)) (*provider.OrchestrationItem, []deadLetter, error) {
+	// While other activities of the instance are queued or running, their
+	// results should reach one turn together: leave it to a fetch.
+	var busy bool
+	if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance).Scan(&busy); err != nil || busy {
+		return nil, nil, err
+	}
+	prefix := newTokenPrefix()
+	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.now+lockMs)
+	if err != nil || len(items) == 0 {
+		return nil, dead, err
+	}
+	if err := w.loadTurns(items, cached); err != nil {
+		return nil, nil, err
+	}
+	if err := w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
+		return nil, nil, err
+	}
+	w.changes.orch = false // the completion's turn is taken; nothing else was queued
+	return items[0], dead, nil
+}
+
+// AbandonWorkItem unlocks a worker row; see provider.Provider.
+func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
+	const op = "abandoning work item"
+	if opts.Delay < 0 {
+		return p.fail(op, invalid("Delay %v is negative", opts.Delay))
+	}
+	undo := 0
+	if opts.IgnoreAttempt {
+		undo = 1
+	}
+	id, ok := tokenRow(lockToken)
+	if !ok {
+		return p.fail(op, provider.ErrLockLost)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		n, err := w.exec(sqlAbandonWork, id, lockToken, w.now, w.now+durMs(opts.Delay), undo)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return provider.ErrLockLost
+		}
+		w.changes.work = true
+		return nil
+	})
+}
+
+// RenewWorkItemLock extends a valid worker lock and refreshes its
+// session's activity time; see provider.Provider.
+func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	const op = "renewing work item lock"
+	if extendFor <= 0 {
+		return p.fail(op, invalid("extendFor %v must be positive", extendFor))
+	}
+	id, ok := tokenRow(lockToken)
+	if !ok {
+		return p.fail(op, provider.ErrLockLost)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		found := false
+		var sess *string
+		err := w.query(sqlRenewWork, func(r pgx.Rows) error {
+			found = true
+			return r.Scan(&sess)
+		}, id, lockToken, w.now, w.now+durMs(extendFor))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return provider.ErrLockLost
+		}
+		if sess != nil {
+			_, err = w.exec(sqlTouchSession, *sess, w.now)
+		}
+		return err
+	})
+}
+
+// EnqueueWork inserts worker messages atomically, all or none.
+//
+// It is not part of provider.Provider (the runtime enqueues activities
+// through turn acks); tests and tools use it.
+func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
+	const op = "enqueueing work"
+	enc := make([]*encWork, len(msgs))
+	for i, m := range msgs {
+		e, err := encodeWork(m)
+		if err != nil {
+			return p.fail(op, err)
+		}
+		if e.lease {
+			e.lease = false // only a turn ack leases
+		}
+		enc[i] = e
+	}
+	if len(enc) == 0 {
+		if p.closed.Load() {
+			return p.fail(op, provider.ErrClosed)
+		}
+		return nil
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		b := &pgx.Batch{}
+		w.queueWork(b, enc, nil)
+		w.changes.work = true
+		return w.tx.SendBatch(w.ctx, b).Close()
+	})
+}
+
+// RenewSessionLocks extends the leases of the owners' active sessions; see
+// provider.Provider.
+func (p *Provider) RenewSessionLocks(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
+	const op = "renewing session locks"
+	if extendFor <= 0 {
+		return 0, p.fail(op, invalid("extendFor %v must be positive", extendFor))
+	}
+	if idleTimeout < 0 {
+		return 0, p.fail(op, invalid("idleTimeout %v is negative", idleTimeout))
+	}
+	if len(ownerIDs) == 0 {
+		if p.closed.Load() {
+			return 0, p.fail(op, provider.ErrClosed)
+		}
+		return 0, nil
+	}
+	var n int64
+	err := p.write(ctx, op, func(w *wtx) error {
+		var err error
+		n, err = w.exec(sqlRenewSessions, ownerIDs, w.now, w.now+durMs(extendFor), w.now-durMs(idleTimeout))
+		return err
+	})
+	return int(n), err
+}
+
+// CleanupOrphanedSessions deletes expired sessions no worker row refers
+// to; see provider.Provider.
+func (p *Provider) CleanupOrphanedSessions(ctx context.Context) (int, error) {
+	var n int64
+	err := p.write(ctx, "cleaning up sessions", func(w *wtx) error {
+		var err error
+		n, err = w.exec(sqlCleanupSessions, w.now)
+		// Rows of a deleted session are claimable by any worker now.
+		w.changes.work = n > 0
+		return err
+	})
+	return int(n), err
+}
