@@ -106,9 +106,7 @@ func runBench(ctx context.Context, inv *invocation, args []string) error {
 		}
 		storeDesc = spec.display
 		if spec.kind == kindPostgres {
-			if factory, err = inv.postgresBenchStores(spec); err != nil {
-				return err
-			}
+			factory = inv.postgresBenchStores(spec)
 		} else {
 			factory = fileStores(spec, len(names) > 1, &sqlite.Options{Synchronous: synchronous, Logger: inv.logger()})
 		}
@@ -159,10 +157,7 @@ func runBench(ctx context.Context, inv *invocation, args []string) error {
 
 // postgresBenchStores gives each workload a fresh schema of the database
 // spec names, dropped afterwards.
-func (inv *invocation) postgresBenchStores(spec storeSpec) (bench.StoreFactory, error) {
-	if openPostgres == nil || dropPostgresSchema == nil {
-		return nil, fmt.Errorf("this build of duroxide has no PostgreSQL store: bench on SQLite, e.g. --db sqlite:bench.db")
-	}
+func (inv *invocation) postgresBenchStores(spec storeSpec) bench.StoreFactory {
 	return func(ctx context.Context, workload string) (*bench.Store, error) {
 		// A new name each time: the schema is dropped afterwards, so it
 		// must never be one that holds anything else.
@@ -184,7 +179,7 @@ func (inv *invocation) postgresBenchStores(spec storeSpec) (bench.StoreFactory, 
 				return nil
 			},
 		}, nil
-	}, nil
+	}
 }
 
 // fileStores opens the store named by --db for each workload: the file

@@ -166,6 +166,18 @@ func TestCopySQLiteToSQLite(t *testing.T) {
 	testCopyScenario(t, "sqlite:"+filepath.Join(dir, "from.db"), "sqlite:"+filepath.Join(dir, "to.db"))
 }
 
+// TestCopySQLiteToPostgres moves a store from SQLite to PostgreSQL, and
+// TestCopyPostgresToSQLite back.
+func TestCopySQLiteToPostgres(t *testing.T) {
+	t.Parallel()
+	testCopyScenario(t, "sqlite:"+filepath.Join(t.TempDir(), "from.db"), postgresTestDB(t, "copy_to"))
+}
+
+func TestCopyPostgresToSQLite(t *testing.T) {
+	t.Parallel()
+	testCopyScenario(t, postgresTestDB(t, "copy_from"), "sqlite:"+filepath.Join(t.TempDir(), "to.db"))
+}
+
 // testCopyScenario fills the store src with instances in every state
 // (running with queued activities, waiting on a timer, on an event, after
 // continuing as new, on its children, holding an execution lock with a

@@ -233,24 +233,9 @@ func (inv *invocation) openStore(ctx context.Context, mode openMode) (store, sto
 	return s, spec, err
 }
 
-// postgresOpener opens a PostgreSQL store: the DSN without the schema
-// parameter, the schema ("" for the store's default). It is nil in builds
-// without the PostgreSQL store.
-type postgresOpener func(ctx context.Context, dsn, schema string, noMigrate bool, logger *slog.Logger) (store, error)
-
-// openPostgres and dropPostgresSchema are set by store_postgres.go.
-var (
-	openPostgres postgresOpener
-	// dropPostgresSchema drops a schema and everything in it.
-	dropPostgresSchema func(ctx context.Context, dsn, schema string) error
-)
-
 // openSpec opens the store spec names.
 func (inv *invocation) openSpec(ctx context.Context, spec storeSpec, mode openMode) (store, error) {
 	if spec.kind == kindPostgres {
-		if openPostgres == nil {
-			return nil, fmt.Errorf("this build of duroxide has no PostgreSQL store: use an SQLite store, e.g. --db sqlite:duroxide.db")
-		}
 		p, err := openPostgres(ctx, spec.dsn, spec.schema, mode == openNoMigrate, inv.logger())
 		if err != nil {
 			return nil, spec.wrapErr(err, "opening PostgreSQL store %s", spec.display)
