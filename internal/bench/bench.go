@@ -223,10 +223,13 @@ func (r *run) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("opening the store of %s: %w", r.res.Workload, err)
 	}
-	counter, _ := store.Provider.(interface{ Stats() sqlite.Stats })
+	commits := store.Commits
+	if counter, ok := store.Provider.(interface{ Stats() sqlite.Stats }); ok && commits == nil {
+		commits = func() int64 { return counter.Stats().Commits }
+	}
 	var commits0 int64
-	if counter != nil {
-		commits0 = counter.Stats().Commits
+	if commits != nil {
+		commits0 = commits()
 	}
 
 	werr := r.host(ctx, store)
@@ -245,11 +248,11 @@ func (r *run) run(ctx context.Context) error {
 		res.PeakRSSBytes = peakRSS()
 	}
 	if orchs := float64(res.Orchestrations); orchs > 0 {
-		if wrote1, ok := writtenBytes(); ok && wroteOK {
+		if wrote1, ok := writtenBytes(); ok && wroteOK && !store.Remote {
 			res.BytesWrittenPerOrch = ptr(round(float64(wrote1-wrote0) / orchs))
 		}
-		if counter != nil {
-			res.CommitsPerOrch = ptr(round(float64(counter.Stats().Commits-commits0) / orchs))
+		if commits != nil {
+			res.CommitsPerOrch = ptr(round(float64(commits()-commits0) / orchs))
 		}
 	}
 	if !r.start.IsZero() && !r.end.IsZero() {

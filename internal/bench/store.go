@@ -28,6 +28,13 @@ type Store struct {
 	// Cleanup, if set, runs after Close and the size measure: temporary
 	// stores remove their files.
 	Cleanup func() error
+	// Remote is set for a store on a database server (PostgreSQL): the
+	// bytes this process writes are not the store's, so
+	// Result.BytesWrittenPerOrch is omitted.
+	Remote bool
+	// Commits, if set, counts the store's committed write transactions
+	// (Result.CommitsPerOrch). SQLite stores are counted without it.
+	Commits func() int64
 }
 
 func (s *Store) size() int64 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/duroxide/duroxide-go/internal/bench"
 )
 
@@ -213,5 +215,43 @@ func TestBenchProgressLine(t *testing.T) {
 	want = "bench sequence: 3/10 activities, 1.5s\nbench sequence: 7/10 activities, 1.5s\nbench sequence: FAILED in 2.0s\n"
 	if plain.String() != want {
 		t.Fatalf("plain output %q, want %q", plain.String(), want)
+	}
+}
+
+// TestBenchPostgres runs a workload on PostgreSQL: a fresh schema, named
+// after the ?schema= prefix, dropped afterwards; the bytes written are not
+// reported.
+func TestBenchPostgres(t *testing.T) {
+	t.Parallel()
+	db := postgresTestDB(t, "bench") // a unique prefix; the schema itself is never created
+	r := runCLI(t, benchArgs("--workload", "sequence", "--db", db, "--json")...).wantCode(t, 0)
+	var res map[string]any
+	r.decode(t, &res)
+	if res["ok"] != true || res["workload"] != "sequence" {
+		t.Fatalf("bench on PostgreSQL: %s", r.stdout)
+	}
+	for _, absent := range []string{"bytesWrittenPerOrch", "storeBytes"} {
+		if _, ok := res[absent]; ok {
+			t.Errorf("bench on PostgreSQL reports %s: %s", absent, r.stdout)
+		}
+	}
+	if _, ok := res["commitsPerOrch"]; !ok {
+		t.Errorf("bench on PostgreSQL does not report commitsPerOrch: %s", r.stdout)
+	}
+	spec, err := parseDB(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), spec.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, $1)`, spec.schema).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d schemas named %s... are left after the bench", left, spec.schema)
 	}
 }
