@@ -144,7 +144,7 @@ func runCopy(ctx context.Context, inv *invocation, args []string) error {
 		var diffs []string
 		for _, t := range provider.Tables {
 			if got.Of(t) != want.Of(t) {
-				diffs = append(diffs, fmt.Sprintf("%s %d, want %d", t, got.Of(t), want.Of(t)))
+				diffs = append(diffs, fmt.Sprintf("%d %s, want %d", got.Of(t), tableLabel(t), want.Of(t)))
 			}
 		}
 		return fmt.Errorf("copy: verification failed: the target %s holds %s", dst.display, strings.Join(diffs, ", "))
@@ -253,14 +253,14 @@ func (p *copyProgress) add(t provider.Table) {
 	p.done++
 	if p.now().Sub(p.lastAt) >= copyProgressEvery {
 		p.lastAt = p.now()
-		fmt.Fprintf(p.w, "copy: %s %d/%d\n", p.table, p.done, p.want.Of(p.table))
+		fmt.Fprintf(p.w, "copy: %s %d/%d\n", tableLabel(p.table), p.done, p.want.Of(p.table))
 	}
 }
 
 // tableDone reports the end of the current table.
 func (p *copyProgress) tableDone() {
 	if p.table != "" {
-		fmt.Fprintf(p.w, "copy: %s %d/%d done\n", p.table, p.done, p.want.Of(p.table))
+		fmt.Fprintf(p.w, "copy: %s %d/%d done\n", tableLabel(p.table), p.done, p.want.Of(p.table))
 	}
 }
 
@@ -276,7 +276,7 @@ func describeCounts(c provider.TableCounts) string {
 	var parts []string
 	for _, t := range provider.Tables {
 		if n := c.Of(t); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ReplaceAll(string(t), "_", " ")))
+			parts = append(parts, fmt.Sprintf("%d %s", n, tableLabel(t)))
 		}
 	}
 	if len(parts) == 0 {
@@ -287,4 +287,17 @@ func describeCounts(c provider.TableCounts) string {
 
 func describeLeases(l provider.LiveLeases) string {
 	return fmt.Sprintf("%d unexpired instance locks, %d activity leases and %d session leases", l.InstanceLocks, l.WorkerLeases, l.Sessions)
+}
+
+// tableLabel names a table's rows for people.
+func tableLabel(t provider.Table) string {
+	switch t {
+	case provider.TableHistory:
+		return "history events"
+	case provider.TableOrchestratorQ:
+		return "orchestrator messages"
+	case provider.TableWorkerQ:
+		return "activity messages"
+	}
+	return strings.ReplaceAll(string(t), "_", " ")
 }

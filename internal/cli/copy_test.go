@@ -253,7 +253,7 @@ func testCopyScenario(t *testing.T, src, dst string) {
 			t.Fatalf("copy's output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	if !strings.Contains(r.stderr, "copy: instances ") || !strings.Contains(r.stderr, "copy: history ") {
+	if !strings.Contains(r.stderr, "copy: instances ") || !strings.Contains(r.stderr, "copy: history events ") {
 		t.Fatalf("copy printed no progress lines:\n%s", r.stderr)
 	}
 
