@@ -35,8 +35,8 @@ once runtimes start on the target. copy checks the snapshot for signs of a
 runtime: an unexpired instance lock (a turn in progress), an unexpired
 activity lease (an activity running) or an unexpired session lease, and
 refuses if it finds any, saying how many. A runtime that stopped less than
-its lock timeout ago (default 30s for turns, 5m for activities) leaves such
-leases behind: wait for them to expire, or pass --force to copy anyway.
+its lock timeouts ago (by default 10s for turns, 30s for activities) leaves
+such leases behind: wait for them to expire, or pass --force to copy anyway.
 An idle runtime holds no lease, so the check cannot see it: stopping the
 source's runtimes is up to you.
 
