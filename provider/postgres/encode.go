@@ -269,4 +269,3 @@ func encodeWork(m *provider.WorkerMessage) (*encWork, error) {
 	}
 	return e, nil
 }
-

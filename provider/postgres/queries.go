@@ -342,7 +342,7 @@ WHERE l.lock_key = $1
 FOR UPDATE OF l`
 	sqlXLockDelete = `DELETE FROM execution_locks WHERE lock_key = $1`
 	// $1 key, $2 instance, $3 now, $4 ttl_ms.
-	sqlXLockInsert = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms) VALUES ($1, $2, $3, $3 + $4, $4)`
+	sqlXLockInsert = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms) VALUES ($1, $2, $3::bigint, $3::bigint + $4::bigint, $4::bigint)`
 	// A committed turn of the holder extends its lock. $1 instance, $2 now.
 	sqlXLockExtend = `UPDATE execution_locks SET expires_at = $2 + ttl_ms WHERE instance_id = $1`
 	// The holder ended: its locks go (to their queues); it leaves any queue
@@ -433,7 +433,7 @@ const instanceColumns = `instance_id, orchestration_name, orchestration_version,
 const executionColumns = `e.execution_id, e.status, e.input, e.output, e.error, e.started_at, e.completed_at,
        (SELECT count(*) FROM history AS h WHERE h.instance_id = e.instance_id AND h.execution_id = e.execution_id)`
 
-// xlockSelect reads execution locks with their holder's status ('' when
+// xlockSelect reads execution locks with their holder's status (” when
 // gone) and the number of queued starts.
 const xlockSelect = `SELECT l.lock_key, l.instance_id, l.locked_at, l.expires_at, l.ttl_ms, coalesce(i.status, ''),
        (SELECT count(*) FROM lock_queue AS q WHERE q.lock_key = l.lock_key)

@@ -103,7 +103,7 @@ func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.Ses
 	var (
 		leases  []*provider.WorkItemLease
 		dead    []deadLetter
-		skip    = []int64{}       // rows of sessions another owner holds
+		skip    = []int64{}         // rows of sessions another owner holds
 		claimed = map[string]bool{} // session -> claim succeeded, within this fetch
 	)
 	type candidate struct {
