@@ -58,6 +58,13 @@
 // polling; Waker tells an idle dispatcher how long it may sleep when only
 // delayed work (timers, retries) is queued.
 //
+// # Copying a store
+//
+// Exporter and Importer are optional capabilities for moving a whole store
+// (duroxide copy): an export streams a consistent snapshot as typed
+// records, an import writes batches of them, each in one transaction.
+// Leases are not copied; what they held is fetchable at once in the target.
+//
 // # Errors
 //
 // Errors wrap the sentinels in errors.go; IsRetryable tells transient

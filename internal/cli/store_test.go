@@ -78,8 +78,8 @@ func TestRedact(t *testing.T) {
 }
 
 // TestPostgresCommandsRedact runs every store command on a PostgreSQL URL
-// whose server does not answer (or, in builds without the PostgreSQL store,
-// is refused): the error is one line and never shows the password.
+// whose server does not answer: the error is one line, says so, and never
+// shows the password.
 func TestPostgresCommandsRedact(t *testing.T) {
 	t.Parallel()
 	db := "postgres://duroxide:sup3rsecret@127.0.0.1:1/nowhere?connect_timeout=2&schema=s"
@@ -97,6 +97,9 @@ func TestPostgresCommandsRedact(t *testing.T) {
 		}
 		if !strings.HasPrefix(r.stderr, "duroxide: ") || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%v: stderr is not one line: %q", args, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "cannot connect to the server: connection refused") || !strings.Contains(r.stderr, "duroxide:xxxxx@127.0.0.1:1") {
+			t.Errorf("%v: stderr does not say the server cannot be reached: %q", args, r.stderr)
 		}
 	}
 	r := runCLI(t, "copy", "--from", db, "--to", "sqlite::memory:")
