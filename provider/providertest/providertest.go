@@ -9,8 +9,8 @@
 // passes in, and cases that need a lock to expire or a timer to come due
 // advance that clock.
 //
-// Cases of the optional capability provider.Waker skip, saying so, on a
-// store that does not implement it.
+// Cases of the optional capabilities provider.Waker, provider.Exporter and
+// provider.Importer skip, saying so, on a store that does not implement them.
 package providertest
 
 import (
@@ -108,6 +108,7 @@ func groups() []group {
 		{"Notifications", notifyCases},
 		{"Leases", leaseCases},
 		{"TakeTurn", takeTurnCases},
+		{"Copy", copyCases},
 	}
 }
 
