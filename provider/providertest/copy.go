@@ -254,7 +254,7 @@ func (e *env) fillForCopy() {
 	meta.CustomStatus = &provider.CustomStatusUpdate{Value: js("half-way")}
 	e.ack(&provider.TurnAck{
 		LockToken: it.LockToken, ExecutionID: 1, Metadata: meta,
-		History: []history.Event{e.startedEvent("in"), e.scheduledEvent(2), e.timerCreatedEvent(3, fireAt), e.subOrchScheduledEvent(4, "run-child")},
+		History:           []history.Event{e.startedEvent("in"), e.scheduledEvent(2), e.timerCreatedEvent(3, fireAt), e.subOrchScheduledEvent(4, "run-child")},
 		WorkerItems:       []*provider.WorkerMessage{activityMsg("run", 2, "")},
 		OrchestratorItems: []*provider.OrchestratorMessage{timerMsg("run", 3, fireAt), childStartMsg("run", 1, 4, "run-child")},
 	})
