@@ -146,7 +146,7 @@ the %s environment variable, else %q:
   sqlite::memory:    a private in-memory store, gone when the command exits
   postgres://USER:PASSWORD@HOST:PORT/DB?schema=NAME
                      PostgreSQL; ?schema= picks the schema holding the tables
-                     (default: the store's own); passwords are never printed
+                     (default: duroxide); passwords are never printed
 Read commands (status, history, list, locks list, locks status, start) take --json.
 Flags may come before or after the arguments.
 
