@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,13 +27,20 @@ import (
 // everything exactly once: the right output for every instance, one
 // completion per activity and one OrchestrationCompleted in every history,
 // and every activity the dead node had in flight run again by a survivor
-// once its lease expired.
+// once its lease expired. The node to be killed makes sure it has such
+// activities: after its first 50, it holds on to the next 20 it fetches
+// (renewing their leases) until it dies.
 
 const (
 	multiNodeInstances = 500
 	multiNodes         = 3
 	multiNodeDBEnv     = "DUROXIDE_MULTINODE_DB"
 	multiNodeIDEnv     = "DUROXIDE_MULTINODE_ID"
+	// multiNodeStallEnv makes a node's activities hang after that many
+	// (see mnRegistry); the test sets it for the node it kills.
+	multiNodeStallEnv = "DUROXIDE_MULTINODE_STALL_AFTER"
+	// mnStalled is how many activities a stalling node holds on to.
+	mnStalled = 20
 	// multiNodeLock is the nodes' lock timeout (turns and activities):
 	// short, so the dead node's work moves within the test's time.
 	multiNodeLock = time.Second
@@ -53,7 +62,7 @@ type mnTimerInput struct {
 
 // mnExpect is instance i's orchestration, input, activity count and output.
 func mnExpect(i int) (name string, input any, n, sum int) {
-	n = 4 + i%9
+	n = 2 + i%7
 	if i%2 == 0 {
 		return mnFan, n, n, n * (n - 1)
 	}
@@ -63,8 +72,15 @@ func mnExpect(i int) (name string, input any, n, sum int) {
 func mnID(i int) string { return fmt.Sprintf("mn-%03d", i) }
 
 // mnRegistry is the nodes' registry; out receives the activities' lines.
-func mnRegistry(out io.Writer) *duroxide.Registry {
-	var mu sync.Mutex
+// With stallAfter > 0, the mnStalled activities after the first stallAfter
+// hang until their context ends: the node that is to be killed keeps
+// activities in flight, whose leases must expire before a survivor can run
+// them.
+func mnRegistry(out io.Writer, stallAfter int64) *duroxide.Registry {
+	var (
+		mu      sync.Mutex
+		started atomic.Int64
+	)
 	say := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -95,10 +111,8 @@ func mnRegistry(out io.Writer) *duroxide.Registry {
 	})
 	duroxide.RegisterActivity(reg, mnWork, func(ctx context.Context, in mnWorkInput) (int, error) {
 		say("start %s %d", in.ID, in.K)
-		// A little work, so that activities are in flight when a node dies.
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
+		if n := started.Add(1); stallAfter > 0 && n > stallAfter && n <= stallAfter+mnStalled {
+			<-ctx.Done()
 			return 0, ctx.Err()
 		}
 		say("end %s %d", in.ID, in.K)
@@ -110,9 +124,10 @@ func mnRegistry(out io.Writer) *duroxide.Registry {
 // multiNodeChild is one node: it runs the registry on the store until its
 // standard input closes, then shuts down gracefully.
 func multiNodeChild(t *testing.T, db, id string) {
+	stallAfter, _ := strconv.ParseInt(os.Getenv(multiNodeStallEnv), 10, 64)
 	s := openTestDB(t, db)
 	defer s.Close()
-	rt, err := duroxide.StartRuntime(context.Background(), s, mnRegistry(os.Stdout), &duroxide.RuntimeOptions{
+	rt, err := duroxide.StartRuntime(context.Background(), s, mnRegistry(os.Stdout, stallAfter), &duroxide.RuntimeOptions{
 		OrchestratorLockTimeout: multiNodeLock,
 		WorkerLockTimeout:       multiNodeLock,
 		PollInterval:            100 * time.Millisecond,
@@ -200,6 +215,11 @@ func startNode(t *testing.T, run, db string, id int) *node {
 	n := &node{stdout: newLineWriter(), exited: make(chan struct{})}
 	n.cmd = exec.Command(os.Args[0], "-test.run="+run, "-test.count=1", "-test.v=false")
 	n.cmd.Env = append(os.Environ(), multiNodeDBEnv+"="+db, fmt.Sprintf("%s=%d", multiNodeIDEnv, id))
+	if id == 0 {
+		// The node to be killed: it runs 50 activities, then holds on to
+		// the next mnStalled until it dies.
+		n.cmd.Env = append(n.cmd.Env, multiNodeStallEnv+"=50")
+	}
 	n.cmd.Stdout = n.stdout
 	n.cmd.Stderr = os.Stderr
 	var err error
@@ -266,9 +286,10 @@ func testMultiNodeCrash(t *testing.T, run, db string) {
 		}
 		return c.ByStatus[provider.StatusCompleted]
 	}
-	// Kill node 0 once a fifth is done, at a moment it runs an activity.
+	// Kill node 0 once a fifth is done and it holds activities in flight
+	// (the ones it stalls after its first 50).
 	victim := nodes[0]
-	pollUntil(t, "a fifth of the instances to complete", 40*time.Second, func() bool {
+	pollUntil(t, "a fifth of the instances to complete", 90*time.Second, func() bool {
 		if completed() < multiNodeInstances/5 {
 			return false
 		}
@@ -296,7 +317,7 @@ func testMultiNodeCrash(t *testing.T, run, db string) {
 		t.Fatalf("node 0 had no activity in flight when it was killed: the kill tested nothing")
 	}
 
-	pollUntil(t, "every instance to complete on the survivors", 50*time.Second, func() bool { return completed() == multiNodeInstances })
+	pollUntil(t, "every instance to complete on the survivors", 120*time.Second, func() bool { return completed() == multiNodeInstances })
 	t.Logf("the survivors completed the remaining %d; every instance done %s after the start", multiNodeInstances-atKill, time.Since(began).Round(time.Millisecond))
 
 	for i := range multiNodeInstances {
