@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
+
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,4 +168,3 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
-var _ = strings.Contains
