@@ -167,4 +167,3 @@ func TestEndToEnd(t *testing.T) {
 		},
 	})
 }
-
