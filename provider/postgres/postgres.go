@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -316,6 +317,10 @@ type wtx struct {
 	// What the transaction changed, for the notifications sent once it
 	// committed (notify.go).
 	changes changes
+	// inlineSent: the notification of a turn ack was sent in its batch,
+	// covering the instances changed until then (inlineInstances).
+	inlineSent      bool
+	inlineInstances int
 	// Worker rows a turn ack inserted to lease to its caller.
 	leaseIDs  []int64
 	leaseMsgs map[int64]*provider.WorkerMessage
@@ -424,6 +429,31 @@ func queryRows(ctx context.Context, q querier, sql string, scan func(pgx.Rows) e
 		}
 	}
 	return rows.Err()
+}
+
+// lockInstancesShared queues on b (or runs, when b is nil) the taking of
+// the advisory locks of instances in shared mode, in sorted order. A
+// transaction holds them while it inserts messages for those instances.
+//
+// It closes the lost wake-up window of a message committed while the
+// instance's turn is being acked: the fetch that the message's
+// notification triggers finds the instance still locked, and the ack's
+// check for messages left waiting ran before the message committed. With
+// the shared lock, the message commits either before the ack takes the
+// instance's lock (exclusive), so the ack sees it and wakes the
+// dispatchers, or after the ack committed, so its own notification finds
+// the instance free. Fetches only try the lock and skip an instance whose
+// messages are being enqueued; enqueuers never block each other.
+func (w *wtx) lockInstancesShared(b *pgx.Batch, instances []string) error {
+	ids := slices.Clone(instances)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if b != nil {
+		b.Queue(sqlAdvisoryLockShared, w.p.lockSpace, ids)
+		return nil
+	}
+	_, err := w.tx.Exec(w.ctx, sqlAdvisoryLockShared, w.p.lockSpace, ids)
+	return err
 }
 
 // lockInstance takes the transaction-scoped advisory lock of an instance,
