@@ -11,7 +11,7 @@ package postgres
 // Advisory locks are keyed by a 64-bit hash of a text that starts with the
 // store's schema, so stores in other schemas never contend.
 const (
-	sqlAdvisoryLock    = `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`
+	sqlAdvisoryLock = `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`
 	// Enqueuers hold an instance's lock shared, in the given (sorted) order:
 	// see lockInstancesShared.
 	sqlAdvisoryLockShared = `SELECT pg_advisory_xact_lock_shared(hashtextextended($1::text || s.id, 0))
