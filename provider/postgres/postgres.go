@@ -339,8 +339,15 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
+	// Waiting for a connection honours ctx; once one is held, the
+	// transaction runs to its end.
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return p.fail(op, err)
+	}
+	defer conn.Release()
 	tctx := context.WithoutCancel(ctx)
-	tx, err := p.pool.Begin(tctx)
+	tx, err := conn.Begin(tctx)
 	if err != nil {
 		return p.fail(op, err)
 	}
