@@ -45,6 +45,13 @@
 // fetch ran, it re-dates them before it commits: a fetch never hands out a
 // lease that is already expired.
 //
+// The candidate query reads the visible part of the orchestrator queue
+// (messages due later, such as timers, are outside its index range), so
+// its cost grows with the backlog of visible messages, including late
+// arrivals for instances whose turn is in progress; the SQLite store keeps
+// a per-instance scheduling table instead. With a steady backlog this is
+// cheap; a backlog of very many due messages makes each fetch slower.
+//
 // # Advisory locks
 //
 // Every transaction that changes an instance's lock (ack, abandon) first

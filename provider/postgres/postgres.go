@@ -202,6 +202,15 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 
 // ensureSchema creates the store's schema if it is missing.
 func (p *Provider) ensureSchema(ctx context.Context) error {
+	// Look first: creating needs the CREATE privilege on the database,
+	// which a role working in an existing schema need not have.
+	var exists bool
+	if err := p.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, p.schema).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: looking up schema %q: %w", p.schema, interpretError(err, nil))
+	}
+	if exists {
+		return nil
+	}
 	_, err := p.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{p.schema}.Sanitize())
 	if err != nil {
 		// Concurrent CREATE SCHEMA IF NOT EXISTS may race on the catalog's
