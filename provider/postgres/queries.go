@@ -16,6 +16,8 @@ const (
 	// see lockInstancesShared.
 	sqlAdvisoryLockShared = `SELECT pg_advisory_xact_lock_shared(hashtextextended($1::text || s.id, 0))
 FROM (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord) ORDER BY c.ord) AS s`
+	sqlAdvisoryLockMany = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || s.id, 0))
+FROM (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord) ORDER BY c.ord) AS s`
 	sqlAdvisoryTryLock = `SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord)
 WHERE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0))
 ORDER BY c.ord`
