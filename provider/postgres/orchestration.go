@@ -804,16 +804,14 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
-	return p.write(ctx, op, func(w *wtx) error {
-		until := w.now + durMs(extendFor)
-		n, err := w.exec(sqlRenewLock, inst, lockToken, w.now, until)
-		if err != nil {
+	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
+		var held bool
+		if err := q.QueryRow(ctx, sqlRenewLock, inst, lockToken, now, now+durMs(extendFor)).Scan(&held); err != nil {
 			return err
 		}
-		if n == 0 {
+		if !held {
 			return provider.ErrLockLost
 		}
-		_, err = w.exec(sqlRenewTagged, inst, lockToken, until)
-		return err
+		return nil
 	})
 }

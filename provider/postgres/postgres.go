@@ -377,6 +377,29 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 	return nil
 }
 
+// single runs fn, one statement that is atomic on its own (it changes
+// nothing that needs a notification), on a pooled connection without an
+// explicit transaction: one round trip. Like write, waiting for the
+// connection honours ctx and the statement then runs to its end.
+func (p *Provider) single(ctx context.Context, op string, fn func(ctx context.Context, q querier, now int64) error) error {
+	if p.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return p.fail(op, err)
+	}
+	defer conn.Release()
+	if err := fn(context.WithoutCancel(ctx), conn, p.now()); err != nil {
+		return p.fail(op, err)
+	}
+	p.commits.Add(1)
+	return nil
+}
+
 // read runs fn (reads on the pool) with the usual closed check and error
 // translation.
 func (p *Provider) read(ctx context.Context, op string, fn func() error) error {

@@ -224,11 +224,18 @@ WHERE instance_id = $1 AND lock_token = $2`
 	// $1 instance, $2 error details JSON, $3 now.
 	sqlSetLastError = `UPDATE instances SET last_error = $2, updated_at = $3 WHERE instance_id = $1`
 
-	// $1 instance, $2 token, $3 now, $4 new locked_until.
-	sqlRenewLock = `UPDATE instance_locks SET locked_until = $4 WHERE instance_id = $1 AND lock_token = $2 AND locked_until > $3`
-
-	// $1 instance, $2 token, $3 new locked_until.
-	sqlRenewTagged = `UPDATE orchestrator_queue SET locked_until = $3 WHERE instance_id = $1 AND lock_token = $2`
+	// Renew an instance lock and its tagged messages in one statement
+	// (atomic alone, so it needs no transaction); returns whether the lock
+	// was held. $1 instance, $2 token, $3 now, $4 new locked_until.
+	sqlRenewLock = `WITH l AS (
+    UPDATE instance_locks SET locked_until = $4
+    WHERE instance_id = $1 AND lock_token = $2 AND locked_until > $3
+    RETURNING instance_id
+), t AS (
+    UPDATE orchestrator_queue AS q SET locked_until = $4
+    FROM l WHERE q.instance_id = l.instance_id AND q.lock_token = $2
+)
+SELECT count(*) > 0 FROM l`
 )
 
 // Worker queue.
@@ -280,10 +287,18 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 SET lock_token = NULL, locked_until = NULL, visible_at = $4, attempt_count = greatest(attempt_count - $5, 0)
 WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
 
-	// $1 id, $2 token, $3 now, $4 new locked_until.
-	sqlRenewWork = `UPDATE worker_queue SET locked_until = $4, visible_at = $4
-WHERE id = $1 AND lock_token = $2 AND locked_until > $3
-RETURNING session_id`
+	// Renew a worker lock and touch its session, in one statement (atomic
+	// alone, so it needs no transaction); returns whether the lock was
+	// held. $1 id, $2 token, $3 now, $4 new locked_until.
+	sqlRenewWork = `WITH w AS (
+    UPDATE worker_queue SET locked_until = $4, visible_at = $4
+    WHERE id = $1 AND lock_token = $2 AND locked_until > $3
+    RETURNING session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $3
+    WHERE session_id = (SELECT session_id FROM w) AND locked_until > $3
+)
+SELECT count(*) > 0 FROM w`
 
 	// $1 owners, $2 now, $3 locked_until, $4 idle cutoff.
 	sqlRenewSessions = `UPDATE sessions SET locked_until = $3

@@ -328,23 +328,15 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
-	return p.write(ctx, op, func(w *wtx) error {
-		found := false
-		var sess *string
-		err := w.query(sqlRenewWork, func(r pgx.Rows) error {
-			found = true
-			return r.Scan(&sess)
-		}, id, lockToken, w.now, w.now+durMs(extendFor))
-		if err != nil {
+	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
+		var held bool
+		if err := q.QueryRow(ctx, sqlRenewWork, id, lockToken, now, now+durMs(extendFor)).Scan(&held); err != nil {
 			return err
 		}
-		if !found {
+		if !held {
 			return provider.ErrLockLost
 		}
-		if sess != nil {
-			_, err = w.exec(sqlTouchSession, *sess, w.now)
-		}
-		return err
+		return nil
 	})
 }
 
