@@ -88,6 +88,19 @@ func (p *Provider) sendNotify(w *wtx) error {
 	return err
 }
 
+// queueNotify queues on b the notification of what w changed so far;
+// sendNotify then sends another one only if the transaction goes on to
+// touch other instances.
+func (w *wtx) queueNotify(b *pgx.Batch) {
+	c := &w.changes
+	raw, err := json.Marshal(payload{Node: w.p.node, Orch: c.orch, Work: c.work, Instances: c.instances})
+	if err != nil || len(raw) > maxNotifyPayload {
+		return // sendNotify sends it
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, w.p.channel, string(raw))
+	w.inlineSent, w.inlineInstances = true, len(c.instances)
+}
+
 // queueAckNotify queues on b the notification of a turn ack of inst, with
 // what w changed so far; sendNotify then sends another one only if the
 // transaction goes on to touch other instances.

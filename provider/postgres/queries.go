@@ -276,8 +276,16 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 
 	sqlDeleteWork = `DELETE FROM worker_queue WHERE id = $1`
 
+	// Delete an activity's row, if its lock is held, and refresh its
+	// session's last activity time; returns whether the row was deleted.
 	// $1 id, $2 token, $3 now.
-	sqlAckWork = `DELETE FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3 RETURNING session_id`
+	sqlAckWork = `WITH d AS (
+    DELETE FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3 RETURNING session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $3
+    WHERE session_id = (SELECT session_id FROM d) AND locked_until > $3
+)
+SELECT count(*) > 0 FROM d`
 
 	// $1 session, $2 now.
 	sqlTouchSession = `UPDATE sessions SET last_activity_at = $2 WHERE session_id = $1 AND locked_until > $2`

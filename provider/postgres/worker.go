@@ -237,25 +237,25 @@ func (w *wtx) applyWorkAck(e *encWorkAck) (*provider.OrchestrationItem, []deadLe
 	if !ok {
 		return nil, nil, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
 	}
-	found := false
-	var sess *string
-	err := w.query(sqlAckWork, func(r pgx.Rows) error {
-		found = true
-		return r.Scan(&sess)
-	}, id, e.token, w.now)
-	if err != nil {
+	// One round trip: the row's deletion and, for a completion that starts
+	// nothing, its enqueueing and the notification (all rolled back if the
+	// lock turns out to be lost).
+	var found bool
+	b := &pgx.Batch{}
+	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	plain := e.completion != nil && e.completion.create == nil
+	if plain {
+		w.queuePlainMessages(b, []*encMsg{e.completion})
+		w.queueNotify(b)
+	}
+	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return nil, nil, err
 	}
 	if !found {
 		return nil, nil, fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
-	if e.completion != nil {
+	if e.completion != nil && !plain {
 		if err := w.insertMessage(e.completion); err != nil {
-			return nil, nil, err
-		}
-	}
-	if sess != nil {
-		if _, err := w.exec(sqlTouchSession, *sess, w.now); err != nil {
 			return nil, nil, err
 		}
 	}
