@@ -719,3 +719,24 @@ func runFirstTurn(t *testing.T, p *Provider, id string) {
 		t.Fatal(err)
 	}
 }
+
+// TestNotifyWithManyInstances: a commit touching more instances than a
+// notification can name (PostgreSQL caps payloads at 8000 bytes) still
+// wakes the other node's watchers of each of them.
+func TestNotifyWithManyInstances(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openSchema(t, schema, nil)
+	b := openSchema(t, schema, nil)
+	var msgs []*provider.OrchestratorMessage
+	for i := range 100 {
+		msgs = append(msgs, testStart(fmt.Sprintf("%s-%03d", strings.Repeat("x", 150), i)))
+	}
+	last := msgs[len(msgs)-1].InstanceID
+	watch, stop := b.WatchInstance(last)
+	defer stop()
+	if err := a.Enqueue(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, watch, 10*time.Second, "B's watcher of the last of 100 instances created by A")
+}
