@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -180,7 +181,7 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 			continue
 		}
 		batch := msgs[inst]
-		slices.SortFunc(batch, func(a, b fetchedMsg) int { return compareInt64(a.id, b.id) })
+		slices.SortFunc(batch, func(a, b fetchedMsg) int { return cmp.Compare(a.id, b.id) })
 		it := &provider.OrchestrationItem{
 			InstanceID:  inst,
 			LockToken:   prefix + inst,
@@ -210,16 +211,6 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 		items = append(items, it)
 	}
 	return items, lost, dead, nil
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // loadTurns loads, in one round trip, the instance rows of the locked

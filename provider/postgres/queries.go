@@ -287,9 +287,6 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 )
 SELECT count(*) > 0 FROM d`
 
-	// $1 session, $2 now.
-	sqlTouchSession = `UPDATE sessions SET last_activity_at = $2 WHERE session_id = $1 AND locked_until > $2`
-
 	// $1 id, $2 token, $3 now, $4 visible_at, $5 1 to undo the attempt.
 	sqlAbandonWork = `UPDATE worker_queue
 SET lock_token = NULL, locked_until = NULL, visible_at = $4, attempt_count = greatest(attempt_count - $5, 0)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 		rows = append(rows, wr)
 		return nil
 	}, prefix, ids, until)
-	slices.SortFunc(rows, func(a, b workRow) int { return compareInt64(a.id, b.id) })
+	slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.id, b.id) })
 	return rows, err
 }
 
