@@ -740,3 +740,34 @@ func TestNotifyWithManyInstances(t *testing.T) {
 	}
 	waitFor(t, watch, 10*time.Second, "B's watcher of the last of 100 instances created by A")
 }
+
+// TestCheckWritableOnReadOnlyServer: a server that accepts only read-only
+// transactions (a standby after a failover) fails the readiness probe
+// with a retryable ErrUnavailable, and writes fail the same way.
+func TestCheckWritableOnReadOnlyServer(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	openSchema(t, schema, nil) // migrates
+	dsn := testDSN(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	ro, err := Open(t.Context(), dsn+sep+"default_transaction_read_only=on",
+		&Options{Schema: schema, NoMigrate: true, NoListen: true, Logger: quietLogger, MaxConns: 2})
+	if err != nil {
+		t.Fatalf("Open read-only: %v", err)
+	}
+	defer ro.Close()
+	for name, err := range map[string]error{
+		"CheckWritable": ro.CheckWritable(t.Context()),
+		"Enqueue":       ro.Enqueue(t.Context(), testStart("ro")),
+	} {
+		if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
+			t.Errorf("%s on a read-only server: %v, want retryable ErrUnavailable", name, err)
+		}
+	}
+	if _, err := ro.GetInstance(t.Context(), "ro"); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("GetInstance on a read-only server: %v, want ErrNotFound (reads work)", err)
+	}
+}
