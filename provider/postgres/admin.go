@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -375,10 +376,31 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 	}
 	err := p.write(ctx, op, func(w *wtx) error {
 		*res = provider.PurgeResult{}
-		// The named instances and, recursively, their children.
-		tree, err := w.queryStrings(sqlPurgeTree, instanceIDs)
-		if err != nil {
-			return err
+		// The named instances and, recursively, their children, with their
+		// advisory locks (sorted), so no fetch, ack or enqueue of them runs
+		// while they go. A child created meanwhile joins the tree: look
+		// again until it stops growing.
+		var tree []string
+		locked := map[string]bool{}
+		for {
+			var err error
+			if tree, err = w.queryStrings(sqlPurgeTree, instanceIDs); err != nil {
+				return err
+			}
+			var fresh []string
+			for _, id := range tree {
+				if !locked[id] {
+					fresh = append(fresh, id)
+					locked[id] = true
+				}
+			}
+			if len(fresh) == 0 {
+				break
+			}
+			slices.Sort(fresh)
+			if _, err := w.exec(sqlAdvisoryLockMany, w.p.lockSpace, fresh); err != nil {
+				return err
+			}
 		}
 		inTree := make(map[string]bool, len(tree))
 		for _, id := range tree {
@@ -389,7 +411,7 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 			parentExists   bool
 		}
 		rows := make(map[string]row, len(tree))
-		err = w.query(sqlPurgeRows, func(r pgx.Rows) error {
+		err := w.query(sqlPurgeRows, func(r pgx.Rows) error {
 			var id string
 			var x row
 			if err := r.Scan(&id, &x.status, &x.parent, &x.parentExists); err != nil {

@@ -70,8 +70,8 @@ func channelName(schema string) string {
 // sendNotify queues the notification of w's changes in its transaction.
 func (p *Provider) sendNotify(w *wtx) error {
 	c := &w.changes
-	if c.empty() {
-		return nil
+	if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
+		return nil // nothing, or nothing the ack's own notification did not cover
 	}
 	pl := payload{Node: p.node, Orch: c.orch, Work: c.work, Instances: c.instances}
 	b, err := json.Marshal(pl)
@@ -86,6 +86,27 @@ func (p *Provider) sendNotify(w *wtx) error {
 	}
 	_, err = w.tx.Exec(w.ctx, `SELECT pg_notify($1, $2)`, p.channel, string(b))
 	return err
+}
+
+// queueNotify queues on b the notification of what w changed so far;
+// sendNotify then sends another one only if the transaction goes on to
+// touch other instances.
+func (w *wtx) queueNotify(b *pgx.Batch) {
+	c := &w.changes
+	raw, err := json.Marshal(payload{Node: w.p.node, Orch: c.orch, Work: c.work, Instances: c.instances})
+	if err != nil || len(raw) > maxNotifyPayload {
+		return // sendNotify sends it
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, w.p.channel, string(raw))
+	w.inlineSent, w.inlineInstances = true, len(c.instances)
+}
+
+// queueAckNotify queues on b the notification of a turn ack of inst, with
+// what w changed so far; sendNotify then sends another one only if the
+// transaction goes on to touch other instances.
+func (w *wtx) queueAckNotify(b *pgx.Batch, inst string) {
+	b.Queue(sqlAckNotify, w.p.channel, w.p.node, w.changes.orch, w.changes.work, inst)
+	w.inlineSent, w.inlineInstances = true, len(w.changes.instances)
 }
 
 // notifyLocal delivers c to this process's subscribers after its

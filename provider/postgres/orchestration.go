@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -180,7 +181,7 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 			continue
 		}
 		batch := msgs[inst]
-		slices.SortFunc(batch, func(a, b fetchedMsg) int { return compareInt64(a.id, b.id) })
+		slices.SortFunc(batch, func(a, b fetchedMsg) int { return cmp.Compare(a.id, b.id) })
 		it := &provider.OrchestrationItem{
 			InstanceID:  inst,
 			LockToken:   prefix + inst,
@@ -210,16 +211,6 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 		items = append(items, it)
 	}
 	return items, lost, dead, nil
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // loadTurns loads, in one round trip, the instance rows of the locked
@@ -418,6 +409,9 @@ func (w *wtx) insertMessage(m *encMsg) error {
 			}
 		}
 	}
+	if err := w.lockInstancesShared(nil, []string{m.instanceID}); err != nil {
+		return err
+	}
 	_, err := w.exec(sqlInsertMessage, m.instanceID, string(m.item), visible, w.now)
 	w.changes.orch = true
 	return err
@@ -445,8 +439,10 @@ func (w *wtx) insertMessages(msgs []*encMsg) error {
 		return nil
 	}
 	w.changes.orch = true
-	_, err := w.exec(sqlInsertMessages, ids, items, vis, w.now)
-	return err
+	b := &pgx.Batch{}
+	_ = w.lockInstancesShared(b, ids)
+	b.Queue(sqlInsertMessages, ids, items, vis, w.now)
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // Enqueue inserts orchestrator messages atomically; see provider.Provider.
@@ -601,6 +597,29 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 		}
 		b.Queue(sqlCancelActivities, is, es, as)
 	}
+	// (i) Orchestrator items that create nothing (timers, completions to a
+	// parent, continue-as-new) go in the same round trip; starts of new
+	// instances follow it.
+	var creates []*encMsg
+	if plain := w.queuePlainMessages(b, e.msgs); len(plain) < len(e.msgs) {
+		for _, m := range e.msgs {
+			if m.create != nil {
+				creates = append(creates, m)
+			}
+		}
+	}
+	// A live instance extends its execution lock ((f) decided whether it
+	// is live); a terminal one settles its locks below.
+	b.Queue(sqlXLockExtendLive, inst, w.now)
+	// (j) Delete exactly the messages of this turn, (k) release the lock.
+	w.queueFinishTurn(b, inst, e.token)
+	w.changes.addInstance(inst)
+	// The notification other nodes get, decided in SQL (are messages left
+	// for the instance?), unless starts or lock hand-overs follow.
+	inline := len(creates) == 0 && (e.status == nil || !e.terminal || e.status == string(provider.StatusContinuedAsNew))
+	if inline {
+		w.queueAckNotify(b, inst)
+	}
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		if len(e.events) > 0 {
 			if ie := interpretError(err, nil); isDuplicateEvent(ie) {
@@ -609,19 +628,63 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 		}
 		return err
 	}
-
-	// (i) Orchestrator items.
-	if err := w.insertMessages(e.msgs); err != nil {
-		return err
+	for _, m := range creates {
+		if err := w.insertMessage(m); err != nil {
+			return err
+		}
 	}
-
-	// (j) Delete exactly the messages of this turn, (k) release the lock,
-	// and settle the execution lock the instance holds.
-	w.changes.addInstance(inst)
-	if err := w.settleExecutionLocks(inst, provider.Status(instStatus).IsTerminal()); err != nil {
-		return err
+	if provider.Status(instStatus).IsTerminal() {
+		keys, err := w.queryStrings(sqlXLockReleaseInstance, inst)
+		if err != nil {
+			return err
+		}
+		if err := w.promoteAll(keys); err != nil {
+			return err
+		}
 	}
-	return w.finishTurn(inst, e.token)
+	return nil
+}
+
+// queuePlainMessages queues on b the insertion, in one statement, of the
+// messages of msgs that create no instance, and returns them.
+func (w *wtx) queuePlainMessages(b *pgx.Batch, msgs []*encMsg) []*encMsg {
+	var plain []*encMsg
+	var ids, items []string
+	var vis []int64
+	for _, m := range msgs {
+		if m.create != nil {
+			continue
+		}
+		v := m.visibleAt
+		if v == 0 {
+			v = w.now
+		}
+		plain = append(plain, m)
+		ids, items, vis = append(ids, m.instanceID), append(items, string(m.item)), append(vis, v)
+	}
+	if len(plain) > 0 {
+		w.changes.orch = true
+		_ = w.lockInstancesShared(b, ids)
+		b.Queue(sqlInsertMessages, ids, items, vis, w.now)
+	}
+	return plain
+}
+
+// queueFinishTurn queues on b the consumption of the turn's messages and
+// the release of the instance lock, noting whether messages that arrived
+// during the turn (or are due later) still wait for it: dispatchers that
+// found it locked must look again.
+func (w *wtx) queueFinishTurn(b *pgx.Batch, inst, token string) {
+	b.Queue(sqlFinishTurn, inst, token).QueryRow(func(r pgx.Row) error {
+		var left bool
+		if err := r.Scan(&left); err != nil {
+			return err
+		}
+		if left {
+			w.changes.orch = true
+		}
+		return nil
+	})
 }
 
 // queueWork queues the insertion of worker rows on b; with leased set the
@@ -662,18 +725,12 @@ func (w *wtx) queueWork(b *pgx.Batch, ws []*encWork, leased func(id int64, k int
 	}
 }
 
-// finishTurn consumes the turn's messages and releases the instance lock,
-// noting whether messages that arrived during the turn (or are due later)
-// still wait for it: dispatchers that found it locked must look again.
+// finishTurn consumes the turn's messages and releases the instance lock
+// (see queueFinishTurn).
 func (w *wtx) finishTurn(inst, token string) error {
-	var left bool
-	if err := w.tx.QueryRow(w.ctx, sqlFinishTurn, inst, token).Scan(&left); err != nil {
-		return err
-	}
-	if left {
-		w.changes.orch = true
-	}
-	return nil
+	b := &pgx.Batch{}
+	w.queueFinishTurn(b, inst, token)
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // AbandonOrchestrationItem releases an instance lock without committing,
@@ -738,16 +795,14 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
-	return p.write(ctx, op, func(w *wtx) error {
-		until := w.now + durMs(extendFor)
-		n, err := w.exec(sqlRenewLock, inst, lockToken, w.now, until)
-		if err != nil {
+	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
+		var held bool
+		if err := q.QueryRow(ctx, sqlRenewLock, inst, lockToken, now, now+durMs(extendFor)).Scan(&held); err != nil {
 			return err
 		}
-		if n == 0 {
+		if !held {
 			return provider.ErrLockLost
 		}
-		_, err = w.exec(sqlRenewTagged, inst, lockToken, until)
-		return err
+		return nil
 	})
 }

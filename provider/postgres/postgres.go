@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -201,6 +202,15 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 
 // ensureSchema creates the store's schema if it is missing.
 func (p *Provider) ensureSchema(ctx context.Context) error {
+	// Look first: creating needs the CREATE privilege on the database,
+	// which a role working in an existing schema need not have.
+	var exists bool
+	if err := p.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, p.schema).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: looking up schema %q: %w", p.schema, interpretError(err, nil))
+	}
+	if exists {
+		return nil
+	}
 	_, err := p.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{p.schema}.Sanitize())
 	if err != nil {
 		// Concurrent CREATE SCHEMA IF NOT EXISTS may race on the catalog's
@@ -316,6 +326,10 @@ type wtx struct {
 	// What the transaction changed, for the notifications sent once it
 	// committed (notify.go).
 	changes changes
+	// inlineSent: the notification of a turn ack was sent in its batch,
+	// covering the instances changed until then (inlineInstances).
+	inlineSent      bool
+	inlineInstances int
 	// Worker rows a turn ack inserted to lease to its caller.
 	leaseIDs  []int64
 	leaseMsgs map[int64]*provider.WorkerMessage
@@ -334,8 +348,15 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
+	// Waiting for a connection honours ctx; once one is held, the
+	// transaction runs to its end.
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return p.fail(op, err)
+	}
+	defer conn.Release()
 	tctx := context.WithoutCancel(ctx)
-	tx, err := p.pool.Begin(tctx)
+	tx, err := conn.Begin(tctx)
 	if err != nil {
 		return p.fail(op, err)
 	}
@@ -353,6 +374,29 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 	}
 	p.commits.Add(1)
 	p.notifyLocal(&w.changes)
+	return nil
+}
+
+// single runs fn, one statement that is atomic on its own (it changes
+// nothing that needs a notification), on a pooled connection without an
+// explicit transaction: one round trip. Like write, waiting for the
+// connection honours ctx and the statement then runs to its end.
+func (p *Provider) single(ctx context.Context, op string, fn func(ctx context.Context, q querier, now int64) error) error {
+	if p.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return p.fail(op, err)
+	}
+	defer conn.Release()
+	if err := fn(context.WithoutCancel(ctx), conn, p.now()); err != nil {
+		return p.fail(op, err)
+	}
+	p.commits.Add(1)
 	return nil
 }
 
@@ -424,6 +468,31 @@ func queryRows(ctx context.Context, q querier, sql string, scan func(pgx.Rows) e
 		}
 	}
 	return rows.Err()
+}
+
+// lockInstancesShared queues on b (or runs, when b is nil) the taking of
+// the advisory locks of instances in shared mode, in sorted order. A
+// transaction holds them while it inserts messages for those instances.
+//
+// It closes the lost wake-up window of a message committed while the
+// instance's turn is being acked: the fetch that the message's
+// notification triggers finds the instance still locked, and the ack's
+// check for messages left waiting ran before the message committed. With
+// the shared lock, the message commits either before the ack takes the
+// instance's lock (exclusive), so the ack sees it and wakes the
+// dispatchers, or after the ack committed, so its own notification finds
+// the instance free. Fetches only try the lock and skip an instance whose
+// messages are being enqueued; enqueuers never block each other.
+func (w *wtx) lockInstancesShared(b *pgx.Batch, instances []string) error {
+	ids := slices.Clone(instances)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if b != nil {
+		b.Queue(sqlAdvisoryLockShared, w.p.lockSpace, ids)
+		return nil
+	}
+	_, err := w.tx.Exec(w.ctx, sqlAdvisoryLockShared, w.p.lockSpace, ids)
+	return err
 }
 
 // lockInstance takes the transaction-scoped advisory lock of an instance,

@@ -11,7 +11,13 @@ package postgres
 // Advisory locks are keyed by a 64-bit hash of a text that starts with the
 // store's schema, so stores in other schemas never contend.
 const (
-	sqlAdvisoryLock    = `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`
+	sqlAdvisoryLock = `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`
+	// Enqueuers hold an instance's lock shared, in the given (sorted) order:
+	// see lockInstancesShared.
+	sqlAdvisoryLockShared = `SELECT pg_advisory_xact_lock_shared(hashtextextended($1::text || s.id, 0))
+FROM (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord) ORDER BY c.ord) AS s`
+	sqlAdvisoryLockMany = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || s.id, 0))
+FROM (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord) ORDER BY c.ord) AS s`
 	sqlAdvisoryTryLock = `SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord)
 WHERE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0))
 ORDER BY c.ord`
@@ -218,11 +224,18 @@ WHERE instance_id = $1 AND lock_token = $2`
 	// $1 instance, $2 error details JSON, $3 now.
 	sqlSetLastError = `UPDATE instances SET last_error = $2, updated_at = $3 WHERE instance_id = $1`
 
-	// $1 instance, $2 token, $3 now, $4 new locked_until.
-	sqlRenewLock = `UPDATE instance_locks SET locked_until = $4 WHERE instance_id = $1 AND lock_token = $2 AND locked_until > $3`
-
-	// $1 instance, $2 token, $3 new locked_until.
-	sqlRenewTagged = `UPDATE orchestrator_queue SET locked_until = $3 WHERE instance_id = $1 AND lock_token = $2`
+	// Renew an instance lock and its tagged messages in one statement
+	// (atomic alone, so it needs no transaction); returns whether the lock
+	// was held. $1 instance, $2 token, $3 now, $4 new locked_until.
+	sqlRenewLock = `WITH l AS (
+    UPDATE instance_locks SET locked_until = $4
+    WHERE instance_id = $1 AND lock_token = $2 AND locked_until > $3
+    RETURNING instance_id
+), t AS (
+    UPDATE orchestrator_queue AS q SET locked_until = $4
+    FROM l WHERE q.instance_id = l.instance_id AND q.lock_token = $2
+)
+SELECT count(*) > 0 FROM l`
 )
 
 // Worker queue.
@@ -263,21 +276,34 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 
 	sqlDeleteWork = `DELETE FROM worker_queue WHERE id = $1`
 
+	// Delete an activity's row, if its lock is held, and refresh its
+	// session's last activity time; returns whether the row was deleted.
 	// $1 id, $2 token, $3 now.
-	sqlAckWork = `DELETE FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3 RETURNING session_id`
-
-	// $1 session, $2 now.
-	sqlTouchSession = `UPDATE sessions SET last_activity_at = $2 WHERE session_id = $1 AND locked_until > $2`
+	sqlAckWork = `WITH d AS (
+    DELETE FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3 RETURNING session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $3
+    WHERE session_id = (SELECT session_id FROM d) AND locked_until > $3
+)
+SELECT count(*) > 0 FROM d`
 
 	// $1 id, $2 token, $3 now, $4 visible_at, $5 1 to undo the attempt.
 	sqlAbandonWork = `UPDATE worker_queue
 SET lock_token = NULL, locked_until = NULL, visible_at = $4, attempt_count = greatest(attempt_count - $5, 0)
 WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
 
-	// $1 id, $2 token, $3 now, $4 new locked_until.
-	sqlRenewWork = `UPDATE worker_queue SET locked_until = $4, visible_at = $4
-WHERE id = $1 AND lock_token = $2 AND locked_until > $3
-RETURNING session_id`
+	// Renew a worker lock and touch its session, in one statement (atomic
+	// alone, so it needs no transaction); returns whether the lock was
+	// held. $1 id, $2 token, $3 now, $4 new locked_until.
+	sqlRenewWork = `WITH w AS (
+    UPDATE worker_queue SET locked_until = $4, visible_at = $4
+    WHERE id = $1 AND lock_token = $2 AND locked_until > $3
+    RETURNING session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $3
+    WHERE session_id = (SELECT session_id FROM w) AND locked_until > $3
+)
+SELECT count(*) > 0 FROM w`
 
 	// $1 owners, $2 now, $3 locked_until, $4 idle cutoff.
 	sqlRenewSessions = `UPDATE sessions SET locked_until = $3
@@ -343,6 +369,17 @@ FOR UPDATE OF l`
 	sqlXLockDelete = `DELETE FROM execution_locks WHERE lock_key = $1`
 	// $1 key, $2 instance, $3 now, $4 ttl_ms.
 	sqlXLockInsert = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms) VALUES ($1, $2, $3::bigint, $3::bigint + $4::bigint, $4::bigint)`
+	// A committed turn of a holder that is still live extends its lock.
+	// $1 instance, $2 now.
+	sqlXLockExtendLive = `UPDATE execution_locks SET expires_at = $2 + ttl_ms
+WHERE instance_id = $1
+  AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = $1 AND i.status NOT IN ('Completed', 'Failed', 'Canceled'))`
+	// The notification of a turn ack, sent in its batch: the orchestrator
+	// queue has news if the ack queued messages ($3) or messages still
+	// wait for the instance. $1 channel, $2 node, $3 orch, $4 work, $5 instance.
+	sqlAckNotify = `SELECT pg_notify($1::text, json_build_object('n', $2::text,
+    'o', $3::bool OR EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $5::text),
+    'w', $4::bool, 'i', json_build_array($5::text))::text)`
 	// A committed turn of the holder extends its lock. $1 instance, $2 now.
 	sqlXLockExtend = `UPDATE execution_locks SET expires_at = $2 + ttl_ms WHERE instance_id = $1`
 	// The holder ended: its locks go (to their queues); it leaves any queue
@@ -411,12 +448,19 @@ const (
 	sqlDeadLetters = `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT $1`
 
 	// The earliest time a fetch may find what it cannot now (NULL: queue
-	// empty). Orchestrator: per instance the later of its earliest message
-	// and its lock's expiry. Worker: a fetch moves visible_at to
-	// locked_until.
-	sqlNextVisibleOrch = `SELECT min(greatest(m.first, coalesce(l.locked_until, 0)))
-FROM (SELECT instance_id, min(visible_at) AS first FROM orchestrator_queue GROUP BY instance_id) AS m
-LEFT JOIN instance_locks AS l ON l.instance_id = m.instance_id`
+	// empty): per instance, the later of its earliest message and its
+	// lock's expiry. Computed in two parts so neither reads the backlog:
+	// instances without a lock row (the first message of the visible_at
+	// index whose instance is unlocked), and instances with one (few: the
+	// turns in flight), each probed through orchestrator_queue_instance.
+	sqlNextVisibleOrch = `SELECT least(
+  (SELECT q.visible_at FROM orchestrator_queue AS q
+   WHERE NOT EXISTS (SELECT 1 FROM instance_locks AS l WHERE l.instance_id = q.instance_id)
+   ORDER BY q.visible_at LIMIT 1),
+  (SELECT min(greatest(l.locked_until, m.first))
+   FROM instance_locks AS l
+   CROSS JOIN LATERAL (SELECT min(q.visible_at) AS first FROM orchestrator_queue AS q WHERE q.instance_id = l.instance_id) AS m
+   WHERE m.first IS NOT NULL))`
 	sqlNextVisibleWork = `SELECT min(visible_at) FROM worker_queue`
 
 	// $1 key.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
+
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,6 +118,17 @@ func harness() providertest.Harness {
 		EnqueueWork: func(ctx context.Context, p provider.Provider, msgs ...*provider.WorkerMessage) error {
 			return p.(*Provider).EnqueueWork(ctx, msgs...)
 		},
+		FreshDatabase: func(t testing.TB, clock *providertest.Clock) func() (provider.Provider, error) {
+			t.Helper()
+			schema := freshSchema(t)
+			return func() (provider.Provider, error) {
+				p, err := Open(context.Background(), testDSN(t), &Options{Schema: schema, Clock: clock.Now, Logger: quietLogger, MaxConns: 4})
+				if err != nil {
+					return nil, err
+				}
+				return p, nil
+			}
+		},
 		CorruptHistory: func(t testing.TB, pv provider.Provider, instanceID string) {
 			t.Helper()
 			mustExec(t, pv, `UPDATE history SET event_data = '{"type":"NoSuchKind"'
@@ -156,5 +167,3 @@ func TestEndToEnd(t *testing.T) {
 		},
 	})
 }
-
-var _ = strings.Contains

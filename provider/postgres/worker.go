@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 		rows = append(rows, wr)
 		return nil
 	}, prefix, ids, until)
-	slices.SortFunc(rows, func(a, b workRow) int { return compareInt64(a.id, b.id) })
+	slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.id, b.id) })
 	return rows, err
 }
 
@@ -237,25 +238,25 @@ func (w *wtx) applyWorkAck(e *encWorkAck) (*provider.OrchestrationItem, []deadLe
 	if !ok {
 		return nil, nil, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
 	}
-	found := false
-	var sess *string
-	err := w.query(sqlAckWork, func(r pgx.Rows) error {
-		found = true
-		return r.Scan(&sess)
-	}, id, e.token, w.now)
-	if err != nil {
+	// One round trip: the row's deletion and, for a completion that starts
+	// nothing, its enqueueing and the notification (all rolled back if the
+	// lock turns out to be lost).
+	var found bool
+	b := &pgx.Batch{}
+	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	plain := e.completion != nil && e.completion.create == nil
+	if plain {
+		w.queuePlainMessages(b, []*encMsg{e.completion})
+		w.queueNotify(b)
+	}
+	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return nil, nil, err
 	}
 	if !found {
 		return nil, nil, fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
-	if e.completion != nil {
+	if e.completion != nil && !plain {
 		if err := w.insertMessage(e.completion); err != nil {
-			return nil, nil, err
-		}
-	}
-	if sess != nil {
-		if _, err := w.exec(sqlTouchSession, *sess, w.now); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -328,23 +329,15 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
-	return p.write(ctx, op, func(w *wtx) error {
-		found := false
-		var sess *string
-		err := w.query(sqlRenewWork, func(r pgx.Rows) error {
-			found = true
-			return r.Scan(&sess)
-		}, id, lockToken, w.now, w.now+durMs(extendFor))
-		if err != nil {
+	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
+		var held bool
+		if err := q.QueryRow(ctx, sqlRenewWork, id, lockToken, now, now+durMs(extendFor)).Scan(&held); err != nil {
 			return err
 		}
-		if !found {
+		if !held {
 			return provider.ErrLockLost
 		}
-		if sess != nil {
-			_, err = w.exec(sqlTouchSession, *sess, w.now)
-		}
-		return err
+		return nil
 	})
 }
 

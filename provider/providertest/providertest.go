@@ -44,6 +44,13 @@ type Harness struct {
 	// CorruptWorkItems overwrites the payload of every worker-queue row of the
 	// instance with data that cannot be decoded.
 	CorruptWorkItems func(t testing.TB, p provider.Provider, instanceID string)
+	// FreshDatabase returns a function that opens a store, reading clock,
+	// on one fresh database that no store has opened (nor migrated) yet;
+	// each call opens another store on that same database, as processes
+	// starting at the same moment would. The suite calls it concurrently
+	// and closes what it returns. It returns nil when the store has no
+	// database to share (an in-memory one).
+	FreshDatabase func(t testing.TB, clock *Clock) func() (provider.Provider, error)
 }
 
 // Clock is a manual clock, safe for concurrent use.
@@ -108,6 +115,10 @@ func groups() []group {
 		{"Notifications", notifyCases},
 		{"Leases", leaseCases},
 		{"TakeTurn", takeTurnCases},
+		{"LeaseExpiry", leaseExpiryCases},
+		{"LostLeasePoison", lostLeasePoisonCases},
+		{"ChildFanIn", fanInCases},
+		{"ConcurrentMigration", concurrentMigrationCases},
 		{"Copy", copyCases},
 	}
 }

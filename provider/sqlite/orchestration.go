@@ -149,7 +149,31 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := w.redate(items, prefix, lockMs); err != nil {
+		return nil, nil, nil, err
+	}
 	return items, histories, dead, nil
+}
+
+// redate moves the locks of items forward when the clock passed their
+// expiry while the fetch ran (a slow transaction, a clock that jumped), so
+// a fetch never hands out a lease that is already expired.
+func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockMs int64) error {
+	now := w.p.now()
+	if len(items) == 0 || items[0].LockedUntil.UnixMilli() > now {
+		return nil
+	}
+	until := now + lockMs
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.InstanceID
+		it.LockedUntil = msTime(until)
+	}
+	if _, err := w.exec(sRedateLocks, nil, jsonStrings(ids), prefix, until); err != nil {
+		return err
+	}
+	_, err := w.exec(sRedateTagged, nil, jsonStrings(ids), prefix, until)
+	return err
 }
 
 // lockTurns locks the instances cands (those whose lock is free or

@@ -49,6 +49,8 @@ const (
 	sHistoriesOf
 	sPendingStarts
 	sInsertDeadLetter
+	sRedateLocks
+	sRedateTagged
 
 	// Acking turns.
 	sCheckLock
@@ -220,7 +222,14 @@ FROM json_each(?1)`,
 	// ?1 queue, ?2 instance, ?3 payload, ?4 error, ?5 now.
 	sInsertDeadLetter: `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`,
 
-	// ?1 instance, ?2 token, ?3 now.
+	// Move the locks of a fetch forward when the clock passed them while
+	// the fetch ran. ?1 JSON array of instance IDs, ?2 token prefix, ?3
+	// locked_until.
+	sRedateLocks: `UPDATE instance_locks SET locked_until = ?3
+WHERE instance_id IN (SELECT value FROM json_each(?1)) AND lock_token = ?2 || instance_id`,
+	sRedateTagged: `UPDATE orchestrator_queue SET locked_until = ?3
+WHERE instance_id IN (SELECT value FROM json_each(?1)) AND lock_token = ?2 || instance_id`,
+
 	// Whether the lock is held, and whether the instance row exists.
 	// ?1 instance, ?2 token, ?3 now.
 	sCheckLock: `SELECT count(*), EXISTS (SELECT 1 FROM instances WHERE instance_id = ?1)

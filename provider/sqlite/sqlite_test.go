@@ -42,6 +42,20 @@ func harness(memory bool) providertest.Harness {
 		EnqueueWork: func(ctx context.Context, p provider.Provider, msgs ...*provider.WorkerMessage) error {
 			return p.(*Provider).EnqueueWork(ctx, msgs...)
 		},
+		FreshDatabase: func(t testing.TB, clock *providertest.Clock) func() (provider.Provider, error) {
+			t.Helper()
+			if memory {
+				return nil
+			}
+			path := filepath.Join(t.TempDir(), "fresh.db")
+			return func() (provider.Provider, error) {
+				p, err := Open(context.Background(), path, &Options{Clock: clock.Now, Logger: quietLogger})
+				if err != nil {
+					return nil, err
+				}
+				return p, nil
+			}
+		},
 		CorruptHistory: func(t testing.TB, pv provider.Provider, instanceID string) {
 			t.Helper()
 			mustExec(t, pv, `UPDATE history SET event_data = '{"type":"NoSuchKind"'

@@ -343,13 +343,17 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance); err != nil || busy {
 		return err
 	}
-	items, _, dead, err := w.lockTurns([]string{instance}, newTokenPrefix(), w.now+lockMs)
+	prefix := newTokenPrefix()
+	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.now+lockMs)
 	if err != nil || len(items) == 0 {
 		taken.dead = dead
 		return err
 	}
 	histories, err := w.loadTurns(items, cached)
 	if err != nil {
+		return err
+	}
+	if err := w.redate(items, prefix, lockMs); err != nil {
 		return err
 	}
 	*taken = takenTurn{item: items[0], histories: histories, dead: dead}

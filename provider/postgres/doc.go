@@ -1,0 +1,126 @@
+// Package postgres is the scale-out store of duroxide-go: a
+// provider.Provider (with the optional provider.Waker) kept in a
+// PostgreSQL database, so that many runtime nodes can share one set of
+// orchestrations. It uses pgx v5 and its connection pool.
+//
+//	store, err := postgres.Open(ctx, "postgres://app@db:5432/app", &postgres.Options{Schema: "orders"})
+//	if err != nil { ... }
+//	defer store.Close()
+//
+// It passes the same conformance suite (package providertest) as the
+// embedded SQLite store, and behaves the same way: everything the provider
+// contract promises, with every call one transaction.
+//
+// # Schema
+//
+// All tables live in one PostgreSQL schema (Options.Schema, default
+// "duroxide"), which Open creates if it is missing; every pooled connection
+// has its search_path set to it. Several deployments, or every test of a
+// suite, can therefore share one database. The tables mirror the SQLite
+// store's: instances, executions, history (primary key instance, execution,
+// event: a duplicate event is rejected by the key, and a turn's history load
+// is one range read), orchestrator_queue and worker_queue, instance_locks,
+// sessions, dead_letters, execution_locks, lock_queue and
+// idempotency_keys. Times are BIGINT epoch milliseconds from Options.Clock,
+// never the server's clock (the nodes must keep their clocks in sync), and
+// JSON documents are TEXT holding the exact bytes the runtime encoded.
+//
+// # Claiming work
+//
+// A worker fetch selects its rows with FOR UPDATE SKIP LOCKED: rows another
+// node is claiming are skipped, never waited for, and a fetch that loses
+// rows to another node takes the next ones.
+//
+// An orchestration fetch reads the instances that have visible messages and
+// a free (or expired) instance lock, in the order they became ready, and
+// claims each with a transaction-scoped advisory lock tried without waiting
+// (pg_try_advisory_xact_lock, keyed by a hash of schema and instance ID):
+// an instance another transaction works on is skipped like a SKIP LOCKED
+// row, and the fetch keeps looking until it has its batch or no candidate
+// is left. Holding that advisory lock it inserts (or steals, when expired)
+// the instance_locks row and tags the instance's visible messages in one
+// statement, then loads the instance rows, the histories (only the events
+// the caller does not hold, FetchOptions.Cached) and pending starts in one
+// pipelined round trip. If the clock passed the new locks' expiry while the
+// fetch ran, it re-dates them before it commits: a fetch never hands out a
+// lease that is already expired.
+//
+// The candidate query reads the visible part of the orchestrator queue
+// (messages due later, such as timers, are outside its index range), so
+// its cost grows with the backlog of visible messages, including late
+// arrivals for instances whose turn is in progress; the SQLite store keeps
+// a per-instance scheduling table instead. With a steady backlog this is
+// cheap; a backlog of very many due messages makes each fetch slower.
+//
+// # Advisory locks
+//
+// Every transaction that changes an instance's lock (ack, abandon) first
+// takes the instance's advisory lock exclusively; fetches only try it.
+// Every transaction that enqueues messages for instances takes their
+// advisory locks shared (sorted, so enqueuers never wait for each other).
+// This serializes an enqueue with the ack of a turn of the same instance,
+// closing a lost wake-up: without it a message committed between an ack's
+// check for waiting messages and its commit would be seen by neither the
+// ack nor the fetch its notification triggers. Row upserts that race
+// (instance locks, execution locks, idempotency keys) happen under these
+// locks, so concurrent children completing into one parent only share its
+// lock and never deadlock on it. Execution lock keys and idempotency keys
+// have advisory locks of their own, so two starts with one key on two
+// nodes are serialized: the second sees the first's lock or key.
+//
+// A turn ack is two pipelined round trips (pgx batches) and the commit:
+// the lock check, then the instance and execution upsert, the history
+// (one multi-row insert from arrays), the worker items, the cancellations,
+// the messages, the release and the notification. Starts of new
+// sub-orchestrations and execution-lock hand-overs add one round trip each.
+//
+// # Notifications
+//
+// Each committed transaction that changed something calls pg_notify on
+// the schema's channel inside the transaction, so PostgreSQL delivers it to
+// the other nodes only when it commits; the JSON payload names the sending
+// node, the queues that may have work and the instances that changed.
+// Every Provider listens on a dedicated connection (not from the pool),
+// ignores its own notifications (its subscribers were woken in-process,
+// through an embedded notify.Hub) and wakes its subscribers and watchers
+// for the others'. When the listening connection breaks it reconnects with
+// capped exponential backoff (Options.ListenRetryMax) and then wakes
+// everyone, since notifications may have been lost meanwhile. Together with
+// NextVisible (provider.Waker: the earliest visible message or lock expiry,
+// computed without reading the backlog), dispatchers sleep until work can
+// exist instead of polling.
+//
+// # Migrations
+//
+// Schema migrations are numbered SQL files embedded from migrations/. Open
+// (unless Options.NoMigrate) and Provider.Migrate apply the pending ones in
+// one transaction holding an advisory lock keyed by the schema, so nodes
+// starting together never race: one applies them, the others wait and find
+// nothing to do. A schema migrated by a newer release is refused with a
+// clear error, and Provider.CheckWritable (the readiness probe of "duroxide
+// serve") reports a schema behind or ahead of this release.
+//
+// # Errors
+//
+// Server and driver errors are translated to the sentinels of package
+// provider in one place (interpretError). Retryable: serialization failures
+// (40001), deadlocks (40P01), lock timeouts (55P03), statement timeouts,
+// "cached plan must not change result type" (0A000, after a migration)
+// and insufficient resources (53xxx) become provider.ErrBusy; dropped
+// connections, connection failures, an administrator's shutdown (57P01)
+// and read-only transactions on a standby become provider.ErrUnavailable.
+// Permanent: a duplicate history event is provider.ErrDuplicateEvent; other
+// unique violations, data errors (a NUL byte in a text column) and
+// integrity violations are provider.ErrInvalidArgument. The driver's error
+// stays reachable with errors.As.
+//
+// # Testing
+//
+// The tests need a PostgreSQL server: set DUROXIDE_TEST_POSTGRES to a DSN,
+// for example
+//
+//	DUROXIDE_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' go test ./provider/postgres/
+//
+// Without it they skip, saying so. Every test works in a fresh schema of
+// that database and drops it when it ends.
+package postgres

@@ -1,0 +1,773 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+func TestOpenRejectsInvalidOptions(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		opts Options
+	}{
+		{"schema too long", Options{Schema: strings.Repeat("s", 64)}},
+		{"schema with NUL", Options{Schema: "a\x00b"}},
+		{"negative pool", Options{MaxConns: -1}},
+		{"negative retry", Options{ListenRetryMax: -time.Second}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			// Rejected before connecting: the DSN is never used.
+			p, err := Open(t.Context(), "postgres://nobody@127.0.0.1:1/none", &c.opts)
+			if err == nil {
+				_ = p.Close()
+				t.Fatalf("Open with %+v succeeded, want an error", c.opts)
+			}
+		})
+	}
+}
+
+func TestOpenRejectsMalformedDSN(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{"postgres://x:y@[::1", "host=a port=notaport", "\x00"} {
+		p, err := Open(t.Context(), dsn, &Options{Logger: quietLogger})
+		if err == nil {
+			_ = p.Close()
+			t.Fatalf("Open(%q) succeeded, want an error", dsn)
+		}
+	}
+}
+
+func TestOpenUnreachableServerIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	p, err := Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2", &Options{Logger: quietLogger})
+	if err == nil {
+		_ = p.Close()
+		t.Fatal("Open of an unreachable server succeeded")
+	}
+	if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
+		t.Fatalf("Open of an unreachable server: %v, want retryable ErrUnavailable", err)
+	}
+}
+
+func migrationVersions(t *testing.T, p *Provider) []int {
+	t.Helper()
+	rows, err := p.pool.Query(t.Context(), "SELECT version FROM schema_migrations ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func wantVersions(t *testing.T) []int {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []int
+	for _, m := range ms {
+		vs = append(vs, m.version)
+	}
+	return vs
+}
+
+// TestMigrationsRaceSafely opens eight stores at once on a fresh schema:
+// all come up, and every migration is applied exactly once.
+func TestMigrationsRaceSafely(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	stores := make([]*Provider, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = Open(t.Context(), testDSN(t), &Options{Schema: schema, Logger: quietLogger, MaxConns: 2})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, p := range stores {
+		if p != nil {
+			t.Cleanup(func() { _ = p.Close() })
+		}
+		if errs[i] != nil {
+			t.Fatalf("Open %d: %v", i, errs[i])
+		}
+	}
+	if got, want := migrationVersions(t, stores[0]), wantVersions(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("schema_migrations = %v, want %v", got, want)
+	}
+	for i, p := range stores {
+		if err := p.CheckWritable(t.Context()); err != nil {
+			t.Fatalf("store %d CheckWritable: %v", i, err)
+		}
+	}
+	if err := stores[0].Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate on a migrated schema: %v", err)
+	}
+}
+
+func TestNoMigrateThenMigrate(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{NoMigrate: true})
+	if err := p.Enqueue(t.Context(), testStart("a")); err == nil {
+		t.Fatal("Enqueue on an unmigrated store succeeded")
+	}
+	err := p.CheckWritable(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "duroxide migrate") {
+		t.Fatalf("CheckWritable on an unmigrated store: %v, want an error saying to run duroxide migrate", err)
+	}
+	if err := p.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if err := p.CheckWritable(t.Context()); err != nil {
+		t.Fatalf("CheckWritable after Migrate: %v", err)
+	}
+	if err := p.Enqueue(t.Context(), testStart("a")); err != nil {
+		t.Fatalf("Enqueue after Migrate: %v", err)
+	}
+}
+
+func TestOpenRejectsNewerSchema(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	p := openSchema(t, schema, nil)
+	mustExec(t, p, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future', 0)")
+	err := p.CheckWritable(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("CheckWritable on a newer schema: %v, want an error naming a newer schema", err)
+	}
+	p2, err := Open(t.Context(), testDSN(t), &Options{Schema: schema, Logger: quietLogger})
+	if err == nil {
+		_ = p2.Close()
+		t.Fatal("Open of a schema migrated by a newer release succeeded")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open of a newer schema: %v, want an error naming a newer schema", err)
+	}
+	if err := p.Migrate(t.Context()); err == nil {
+		t.Fatal("Migrate of a newer schema succeeded")
+	}
+}
+
+func TestCloseIsIdempotentAndFinal(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for name, err := range map[string]error{
+		"Enqueue":       p.Enqueue(t.Context(), testStart("x")),
+		"CheckWritable": p.CheckWritable(t.Context()),
+		"Migrate":       p.Migrate(t.Context()),
+	} {
+		if !errors.Is(err, provider.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	if _, err := p.ReadHistory(t.Context(), "x", 0); !errors.Is(err, provider.ErrClosed) {
+		t.Errorf("ReadHistory after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestSchemasAreIsolated runs two deployments in two schemas of one
+// database: neither sees the other's instances.
+func TestSchemasAreIsolated(t *testing.T) {
+	t.Parallel()
+	a, b := openFresh(t, nil), openFresh(t, nil)
+	if err := a.Enqueue(t.Context(), testStart("only-a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetInstance(t.Context(), "only-a"); !errors.Is(err, provider.ErrNotFound) {
+		t.Fatalf("GetInstance in the other schema: %v, want ErrNotFound", err)
+	}
+	if it, err := provider.FetchOrchestrationItem(t.Context(), b, provider.FetchOptions{LockTimeout: time.Minute}); err != nil || it != nil {
+		t.Fatalf("fetch in the other schema = %v, %v; want nothing", it, err)
+	}
+}
+
+func TestSchemaWithOddCharacters(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t) + ` "odd"; name`
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), testDSN(t))
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	})
+	p := openSchema(t, schema, nil)
+	runFirstTurn(t, p, "odd")
+	if err := p.CheckWritable(t.Context()); err != nil {
+		t.Fatalf("CheckWritable: %v", err)
+	}
+}
+
+func TestInterpretError(t *testing.T) {
+	t.Parallel()
+	if err := interpretError(nil, nil); err != nil {
+		t.Fatalf("nil -> %v", err)
+	}
+	for _, e := range []error{context.Canceled, provider.ErrLockLost, fmt.Errorf("x: %w", provider.ErrNotFound)} {
+		if got := interpretError(e, nil); got != e {
+			t.Fatalf("interpretError(%v) = %v, want it unchanged", e, got)
+		}
+	}
+	cases := []struct {
+		err       error
+		want      error // nil: no sentinel
+		retryable bool
+	}{
+		{&pgconn.PgError{Code: "40001"}, provider.ErrBusy, true},
+		{&pgconn.PgError{Code: "40P01"}, provider.ErrBusy, true},
+		{&pgconn.PgError{Code: "0A000", Message: "cached plan must not change result type"}, provider.ErrBusy, true},
+		{&pgconn.PgError{Code: "55P03"}, provider.ErrBusy, true},
+		{&pgconn.PgError{Code: "53300"}, provider.ErrBusy, true},
+		{&pgconn.PgError{Code: "57P01"}, provider.ErrUnavailable, true},
+		{&pgconn.PgError{Code: "57P03"}, provider.ErrUnavailable, true},
+		{&pgconn.PgError{Code: "08006"}, provider.ErrUnavailable, true},
+		{&pgconn.PgError{Code: "25006"}, provider.ErrUnavailable, true},
+		{&pgconn.PgError{Code: "23505", ConstraintName: "history_pkey"}, provider.ErrDuplicateEvent, false},
+		{&pgconn.PgError{Code: "23505", ConstraintName: "execution_locks_pkey"}, provider.ErrLockContended, true},
+		{&pgconn.PgError{Code: "23505", ConstraintName: "something_else"}, provider.ErrInvalidArgument, false},
+		{&pgconn.PgError{Code: "23514"}, provider.ErrInvalidArgument, false},
+		{&pgconn.PgError{Code: "22021"}, provider.ErrInvalidArgument, false},
+		{&pgconn.PgError{Code: "42P01"}, nil, false},
+		{&pgconn.PgError{Code: "42601"}, nil, false},
+		{io.ErrUnexpectedEOF, provider.ErrUnavailable, true},
+		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "40P01"}), provider.ErrBusy, true},
+	}
+	for _, c := range cases {
+		got := interpretError(c.err, nil)
+		if c.want != nil && !errors.Is(got, c.want) {
+			t.Errorf("interpretError(%v) = %v, want %v", c.err, got, c.want)
+		}
+		if c.want == nil && got != c.err {
+			t.Errorf("interpretError(%v) = %v, want it unchanged", c.err, got)
+		}
+		if provider.IsRetryable(got) != c.retryable {
+			t.Errorf("interpretError(%v) retryable = %v, want %v", c.err, provider.IsRetryable(got), c.retryable)
+		}
+		if !errors.Is(got, c.err) && got != c.err {
+			var pe *pgconn.PgError
+			if errors.As(c.err, &pe) && !errors.As(got, &pe) {
+				t.Errorf("interpretError(%v) lost the driver error", c.err)
+			}
+		}
+	}
+	if got := interpretError(&pgconn.PgError{Code: "23505", ConstraintName: "x"}, provider.ErrInstanceExists); !errors.Is(got, provider.ErrInstanceExists) {
+		t.Errorf("unique violation with a conflict meaning = %v, want ErrInstanceExists", got)
+	}
+}
+
+// TestDeadlockIsRetryable provokes a real deadlock on the server and checks
+// the victim's error translates to a retryable ErrBusy.
+func TestDeadlockIsRetryable(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	mustExec(t, p, "CREATE TABLE dl (id int PRIMARY KEY)")
+	mustExec(t, p, "INSERT INTO dl VALUES (1), (2)")
+	ctx := t.Context()
+	txs := make([]pgx.Tx, 2)
+	for i := range txs {
+		tx, err := p.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		if _, err := tx.Exec(ctx, "UPDATE dl SET id = id WHERE id = $1", i+1); err != nil {
+			t.Fatal(err)
+		}
+		txs[i] = tx
+	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, tx := range txs {
+		wg.Go(func() {
+			_, errs[i] = tx.Exec(ctx, "UPDATE dl SET id = id WHERE id = $1", 2-i)
+			if errs[i] != nil {
+				_ = tx.Rollback(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	var victim error
+	for _, err := range errs {
+		if err != nil {
+			victim = err
+		}
+	}
+	if victim == nil {
+		t.Fatal("no transaction was chosen as the deadlock victim")
+	}
+	got := interpretError(victim, nil)
+	if !errors.Is(got, provider.ErrBusy) || !provider.IsRetryable(got) {
+		t.Fatalf("deadlock error %v translates to %v, want retryable ErrBusy", victim, got)
+	}
+}
+
+// TestDuplicateEventIsErrDuplicateEvent checks the constraint-error mapping
+// through the server.
+func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	runFirstTurn(t, p, "d")
+	if err := p.Enqueue(t.Context(), raised("d")); err != nil {
+		t.Fatal(err)
+	}
+	it := mustFetch(t, p)
+	err := p.AckOrchestrationItem(t.Context(), &provider.TurnAck{
+		LockToken: it.LockToken, ExecutionID: 1,
+		History: []history.Event{{EventID: 2, Kind: history.NowRecorded, TimestampMs: 1, TimeMs: 1}},
+	})
+	if !errors.Is(err, provider.ErrDuplicateEvent) || provider.IsRetryable(err) {
+		t.Fatalf("ack re-appending event 2: %v, want permanent ErrDuplicateEvent", err)
+	}
+	// The failed ack left the lock as it was.
+	if err := p.AckOrchestrationItem(t.Context(), &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}); err != nil {
+		t.Fatalf("ack after a rejected ack: %v", err)
+	}
+}
+
+// TestNULByteIsInvalidArgument: PostgreSQL text cannot hold NUL bytes; an
+// ID carrying one is the caller's error, not a store failure.
+func TestNULByteIsInvalidArgument(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	for name, err := range map[string]error{
+		"Enqueue":     p.Enqueue(t.Context(), testStart("a\x00b")),
+		"EnqueueWork": p.EnqueueWork(t.Context(), testActivity("a\x00b", 1)),
+		"GetInstance": func() error { _, err := p.GetInstance(t.Context(), "a\x00b"); return err }(),
+	} {
+		if !errors.Is(err, provider.ErrInvalidArgument) || provider.IsRetryable(err) {
+			t.Errorf("%s with a NUL byte: %v, want permanent ErrInvalidArgument", name, err)
+		}
+	}
+	if err := p.Enqueue(t.Context(), testStart("fine")); err != nil {
+		t.Fatalf("Enqueue after rejected ones: %v", err)
+	}
+}
+
+// waitFor waits for a value on ch, failing after d.
+func waitFor(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: no notification within %v", what, d)
+	}
+}
+
+// drain empties a coalescing channel.
+func drain(ch <-chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
+}
+
+// TestNotifyAcrossStores: commits through store A wake the subscribers and
+// watchers of store B (another node on the same schema) through
+// LISTEN/NOTIFY, with no polling.
+func TestNotifyAcrossStores(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openSchema(t, schema, nil)
+	b := openSchema(t, schema, nil)
+	orch, stop := b.Subscribe(provider.QueueOrchestrator)
+	defer stop()
+	work, stopW := b.Subscribe(provider.QueueWorker)
+	defer stopW()
+	watch, stopWatch := b.WatchInstance("n1")
+	defer stopWatch()
+
+	if err := a.Enqueue(t.Context(), testStart("n1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, orch, 10*time.Second, "B's orchestrator subscriber after A's enqueue")
+	waitFor(t, watch, 10*time.Second, "B's watcher of n1 after A created it")
+
+	it := mustFetch(t, a)
+	drain(watch)
+	if err := a.AckOrchestrationItem(t.Context(), hammerTurn(it, 0)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, work, 10*time.Second, "B's worker subscriber after A's ack scheduled an activity")
+	waitFor(t, watch, 10*time.Second, "B's watcher of n1 after A's turn")
+
+	// A's own subscribers hear A's commit once, from A, not again through
+	// the listener.
+	if a.Stats().Commits == 0 || b.Stats().Commits != 0 {
+		t.Fatalf("commits: A %d, B %d; want A > 0, B 0", a.Stats().Commits, b.Stats().Commits)
+	}
+}
+
+// TestNotifyOnlyOnCommit: a transaction that rolls back notifies nobody,
+// on any node.
+func TestNotifyOnlyOnCommit(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openSchema(t, schema, nil)
+	b := openSchema(t, schema, nil)
+	orch, stop := b.Subscribe(provider.QueueOrchestrator)
+	defer stop()
+	work, stopW := b.Subscribe(provider.QueueWorker)
+	defer stopW()
+	if err := a.Enqueue(t.Context(), testStart("dup")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, orch, 10*time.Second, "first enqueue")
+	// Fails (the ID is taken) after inserting another message: rolled back.
+	if err := a.Enqueue(t.Context(), raised("dup"), testStart("dup")); !errors.Is(err, provider.ErrInstanceExists) {
+		t.Fatalf("Enqueue of a taken ID: %v, want ErrInstanceExists", err)
+	}
+	// A later commit on the other queue: notifications arrive in commit
+	// order, so once it is here, a notification of the rollback would be too.
+	if err := a.EnqueueWork(t.Context(), testActivity("dup", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, work, 10*time.Second, "worker enqueue")
+	select {
+	case <-orch:
+		t.Fatal("B's orchestrator subscriber was woken by a rolled-back enqueue")
+	default:
+	}
+	d, err := b.QueueDepths(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.OrchestratorReady != 1 {
+		t.Fatalf("ready messages = %d, want 1 (the rolled-back enqueue wrote nothing)", d.OrchestratorReady)
+	}
+}
+
+// TestListenerReconnects terminates B's listening connection on the server:
+// B reconnects, wakes everyone (notifications may have been lost), and
+// wake-ups from A reach it again.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openSchema(t, schema, nil)
+	b := openSchema(t, schema, &Options{ListenRetryMax: 100 * time.Millisecond})
+	orch, stop := b.Subscribe(provider.QueueOrchestrator)
+	defer stop()
+	pid := b.listenConnPID.Load()
+	if pid == 0 {
+		t.Fatal("B has no listening connection")
+	}
+	var ok bool
+	if err := a.pool.QueryRow(t.Context(), "SELECT pg_terminate_backend($1)", int32(pid)).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ok, err)
+	}
+	// The reconnect wakes every subscriber.
+	waitFor(t, orch, 20*time.Second, "wake-up after the listener reconnected")
+	if n := b.Stats().ListenerReconnects; n < 1 {
+		t.Fatalf("ListenerReconnects = %d after a wake-up, want >= 1", n)
+	}
+	if newPID := b.listenConnPID.Load(); newPID == pid || newPID == 0 {
+		t.Fatalf("listening backend %d after reconnect, was %d", newPID, pid)
+	}
+	drain(orch)
+	if err := a.Enqueue(t.Context(), testStart("after")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, orch, 10*time.Second, "B's subscriber after A's enqueue, once reconnected")
+}
+
+// TestTwoStoresNeverDoubleLock runs the hammer on two stores sharing one
+// schema: no instance is ever held by two fetchers, nothing is lost or
+// repeated.
+func TestTwoStoresNeverDoubleLock(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openSchema(t, schema, nil)
+	b := openSchema(t, schema, nil)
+	hammer(t, []*Provider{a, b}, 6, 10)
+}
+
+// hammer starts instances through the providers and has goroutines run
+// them to completion. An instance gets three messages (its start, its one
+// activity's completion, an external event), in as many turns as the
+// batches fall, and completes when it has seen all three. It fails on any
+// error, on an instance held by two fetchers at once, on a history that
+// does not match what was acked, and on a lost or repeated message.
+func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
+	t.Helper()
+	ctx := t.Context()
+	total := goroutines * perGoroutine
+	var (
+		mu       sync.Mutex
+		held     = map[string]bool{}
+		seen     = map[string]int{}
+		histLen  = map[string]int{}
+		done     int
+		failures int
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		failures++
+		mu.Unlock()
+		t.Errorf(format, args...)
+	}
+	finished := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done >= total || failures > 0
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			p := ps[g%len(ps)]
+			for i := range perGoroutine {
+				if err := p.Enqueue(ctx, testStart(fmt.Sprintf("h-%d-%d", g, i))); err != nil {
+					fail("Enqueue: %v", err)
+					return
+				}
+			}
+			wake, stop := p.Subscribe(provider.QueueOrchestrator)
+			defer stop()
+			for !finished() {
+				items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 2})
+				if err != nil {
+					fail("FetchOrchestrationItems: %v", err)
+					return
+				}
+				for _, it := range items {
+					id := it.InstanceID
+					mu.Lock()
+					if held[id] {
+						mu.Unlock()
+						fail("instance %s fetched while held by another fetcher", id)
+						return
+					}
+					held[id] = true
+					prevSeen, prevLen := seen[id], histLen[id]
+					mu.Unlock()
+					if len(it.History) != prevLen {
+						fail("instance %s: fetched history has %d events, %d were acked", id, len(it.History), prevLen)
+						return
+					}
+					ack := hammerTurn(it, prevSeen)
+					mu.Lock()
+					delete(held, id)
+					seen[id] = prevSeen + len(it.Messages)
+					histLen[id] = prevLen + len(ack.History)
+					if seen[id] == 3 {
+						done++
+					}
+					mu.Unlock()
+					if err := p.AckOrchestrationItem(ctx, ack); err != nil {
+						fail("ack %s: %v", id, err)
+						return
+					}
+				}
+				leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 2})
+				if err != nil {
+					fail("FetchWorkItems: %v", err)
+					return
+				}
+				for _, l := range leases {
+					if err := p.AckWorkItem(ctx, completionAck(l)); err != nil {
+						fail("AckWorkItem: %v", err)
+						return
+					}
+					if err := p.Enqueue(ctx, raised(l.InstanceID)); err != nil {
+						fail("Enqueue event: %v", err)
+						return
+					}
+				}
+				if len(items) == 0 && len(leases) == 0 {
+					select {
+					case <-wake:
+					case <-time.After(200 * time.Millisecond): // a fallback only: wake-ups cover both stores
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	c, err := ps[0].Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Instances != int64(total) || c.ByStatus[provider.StatusCompleted] != int64(total) || c.HistoryEvents != int64(5*total) {
+		t.Fatalf("counts = %+v, want %d completed instances with 5 events each", c, total)
+	}
+	d, err := ps[0].QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *d != (provider.QueueDepths{}) {
+		t.Fatalf("queues not empty after the run: %+v", d)
+	}
+}
+
+// hammerTurn acks the messages of one turn of a hammer instance that had
+// consumed seen messages before.
+func hammerTurn(it *provider.OrchestrationItem, seen int) *provider.TurnAck {
+	ts := time.Now().UnixMilli()
+	ack := &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}
+	next := int64(len(it.History)) + 1
+	add := func(ev history.Event) {
+		ev.EventID, ev.TimestampMs = next, ts
+		next++
+		ack.History = append(ack.History, ev)
+	}
+	for _, m := range it.Messages {
+		switch m.Kind {
+		case history.WorkStartOrchestration:
+			add(history.Event{Kind: history.OrchestrationStarted, Name: "T", Input: json.RawMessage(`1`)})
+			add(history.Event{Kind: history.ActivityScheduled, Name: "A"})
+			ack.Metadata = provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning}
+			ack.WorkerItems = []*provider.WorkerMessage{testActivity(it.InstanceID, 2)}
+		case history.WorkActivityCompleted:
+			add(history.Event{Kind: history.ActivityCompleted, SourceEventID: 2})
+		case history.WorkExternalRaised:
+			add(history.Event{Kind: history.ExternalEvent, Name: "go"})
+		}
+	}
+	if seen+len(it.Messages) == 3 {
+		add(history.Event{Kind: history.OrchestrationCompleted, Output: json.RawMessage(`"ok"`)})
+		ack.Metadata.Status = provider.StatusCompleted
+		ack.Metadata.Output = json.RawMessage(`"ok"`)
+	}
+	return ack
+}
+
+func testStart(id string) *provider.OrchestratorMessage {
+	return &provider.OrchestratorMessage{
+		InstanceID: id,
+		Item:       history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "T", Input: json.RawMessage(`1`)},
+		Create:     &provider.NewInstance{OrchestrationName: "T", Input: json.RawMessage(`1`)},
+	}
+}
+
+func raised(id string) *provider.OrchestratorMessage {
+	return &provider.OrchestratorMessage{
+		InstanceID: id,
+		Item:       history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: "go", Data: json.RawMessage(`true`)},
+	}
+}
+
+func testActivity(id string, act int64) *provider.WorkerMessage {
+	return &provider.WorkerMessage{
+		InstanceID: id, ExecutionID: 1, ActivityID: act,
+		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: 1, ID: act, Name: "A"},
+	}
+}
+
+func completionAck(l *provider.WorkItemLease) *provider.WorkAck {
+	return &provider.WorkAck{
+		LockToken: l.LockToken,
+		Completion: &provider.OrchestratorMessage{
+			InstanceID: l.InstanceID,
+			Item: history.WorkItem{Kind: history.WorkActivityCompleted, InstanceID: l.InstanceID,
+				ExecutionID: l.ExecutionID, ID: l.ActivityID, Output: json.RawMessage(`2`)},
+		},
+	}
+}
+
+func mustFetch(t *testing.T, p *Provider) *provider.OrchestrationItem {
+	t.Helper()
+	it, err := provider.FetchOrchestrationItem(t.Context(), p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil {
+		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
+	}
+	return it
+}
+
+// runFirstTurn starts id and acks its first turn (two events, one activity).
+func runFirstTurn(t *testing.T, p *Provider, id string) {
+	t.Helper()
+	if err := p.Enqueue(t.Context(), testStart(id)); err != nil {
+		t.Fatal(err)
+	}
+	it := mustFetch(t, p)
+	if err := p.AckOrchestrationItem(t.Context(), hammerTurn(it, 0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNotifyWithManyInstances: a commit touching more instances than a
+// notification can name (PostgreSQL caps payloads at 8000 bytes) still
+// wakes the other node's watchers of each of them.
+func TestNotifyWithManyInstances(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := openSchema(t, schema, nil)
+	b := openSchema(t, schema, nil)
+	var msgs []*provider.OrchestratorMessage
+	for i := range 100 {
+		msgs = append(msgs, testStart(fmt.Sprintf("%s-%03d", strings.Repeat("x", 150), i)))
+	}
+	last := msgs[len(msgs)-1].InstanceID
+	watch, stop := b.WatchInstance(last)
+	defer stop()
+	if err := a.Enqueue(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, watch, 10*time.Second, "B's watcher of the last of 100 instances created by A")
+}
+
+// TestCheckWritableOnReadOnlyServer: a server that accepts only read-only
+// transactions (a standby after a failover) fails the readiness probe
+// with a retryable ErrUnavailable, and writes fail the same way.
+func TestCheckWritableOnReadOnlyServer(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	openSchema(t, schema, nil) // migrates
+	dsn := testDSN(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	ro, err := Open(t.Context(), dsn+sep+"default_transaction_read_only=on",
+		&Options{Schema: schema, NoMigrate: true, NoListen: true, Logger: quietLogger, MaxConns: 2})
+	if err != nil {
+		t.Fatalf("Open read-only: %v", err)
+	}
+	defer ro.Close()
+	for name, err := range map[string]error{
+		"CheckWritable": ro.CheckWritable(t.Context()),
+		"Enqueue":       ro.Enqueue(t.Context(), testStart("ro")),
+	} {
+		if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
+			t.Errorf("%s on a read-only server: %v, want retryable ErrUnavailable", name, err)
+		}
+	}
+	if _, err := ro.GetInstance(t.Context(), "ro"); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("GetInstance on a read-only server: %v, want ErrNotFound (reads work)", err)
+	}
+}
