@@ -71,11 +71,14 @@
 // have advisory locks of their own, so two starts with one key on two
 // nodes are serialized: the second sees the first's lock or key.
 //
-// A turn ack is two pipelined round trips (pgx batches) and the commit:
-// the lock check, then the instance and execution upsert, the history
-// (one multi-row insert from arrays), the worker items, the cancellations,
-// the messages, the release and the notification. Starts of new
-// sub-orchestrations and execution-lock hand-overs add one round trip each.
+// Writes are set-based and pipelined (pgx batches: many statements, one
+// round trip). A turn ack is four round trips: BEGIN; the advisory lock
+// and the lock check; one batch with the instance and execution upsert,
+// the history (one multi-row insert from arrays), the worker items, the
+// cancellations, the messages, the release and the notification; COMMIT.
+// Starts of new sub-orchestrations and execution-lock hand-overs add one
+// round trip each. An activity's ack is BEGIN, one batch, COMMIT; a lock
+// renewal is one statement.
 //
 // # Notifications
 //
