@@ -72,7 +72,9 @@
 // nodes are serialized: the second sees the first's lock or key.
 //
 // Writes are set-based and pipelined (pgx batches: many statements, one
-// round trip). A turn ack is four round trips: BEGIN; the advisory lock
+// round trip). A fetch finds its candidates and tries their advisory locks
+// in one statement, locks and tags them in a second and loads them in a
+// third. A turn ack is four round trips: BEGIN; the advisory lock
 // and the lock check; one batch with the instance and execution upsert,
 // the history (one multi-row insert from arrays), the worker items, the
 // cancellations, the messages, the release and the notification; COMMIT.

@@ -36,22 +36,22 @@ const (
 	sqlProbeWrite = `UPDATE schema_migrations SET version = version WHERE version = $1`
 )
 
-// candidateLimit caps the instances a fetch's candidate query returns in
-// one go; the fetch asks again if they were not enough.
-const candidateLimit = "16"
-
 // Fetching turns.
 const (
 	// Instances that can be taken now, in the order they became ready (see
 	// migration 0002: orchestrator_ready excludes locked instances until
-	// their lock expires). An index range scan that stops at the limit,
-	// whatever the backlog. $1 now, $2 instance IDs to skip.
-	sqlOrchCandidates = `SELECT r.instance_id
-FROM orchestrator_ready AS r
-WHERE r.ready_at <= $1
-  AND NOT (r.instance_id = ANY ($2::text[]))
-ORDER BY r.ready_at, r.first_id
-LIMIT ` + candidateLimit
+	// their lock expires), each with whether this transaction got its
+	// advisory lock (tried, never waited for). An index range scan that
+	// stops at the limit, whatever the backlog. $1 now, $2 instance IDs to
+	// skip, $3 the advisory lock key prefix, $4 limit.
+	sqlOrchCandidates = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
+FROM (SELECT r.instance_id, r.ready_at, r.first_id
+      FROM orchestrator_ready AS r
+      WHERE r.ready_at <= $1
+        AND NOT (r.instance_id = ANY ($2::text[]))
+      ORDER BY r.ready_at, r.first_id
+      LIMIT $4) AS c
+ORDER BY c.ready_at, c.first_id`
 
 	// Take the locks of several instances (whose advisory locks the
 	// transaction holds): insert, or steal an expired lock; then tag every
