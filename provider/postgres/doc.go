@@ -20,8 +20,8 @@
 // store's: instances, executions, history (primary key instance, execution,
 // event: a duplicate event is rejected by the key, and a turn's history load
 // is one range read), orchestrator_queue and worker_queue, instance_locks,
-// sessions, dead_letters, execution_locks, lock_queue and
-// idempotency_keys. Times are BIGINT epoch milliseconds from Options.Clock,
+// sessions, dead_letters, execution_locks, lock_queue, idempotency_keys and
+// the scheduling table orchestrator_ready (below). Times are BIGINT epoch milliseconds from Options.Clock,
 // never the server's clock (the nodes must keep their clocks in sync), and
 // JSON documents are TEXT holding the exact bytes the runtime encoded.
 //
@@ -32,7 +32,8 @@
 // rows to another node takes the next ones.
 //
 // An orchestration fetch reads the instances that have visible messages and
-// a free (or expired) instance lock, in the order they became ready, and
+// a free (or expired) instance lock, in the order they became ready (from
+// the scheduling table, below), and
 // claims each with a transaction-scoped advisory lock tried without waiting
 // (pg_try_advisory_xact_lock, keyed by a hash of schema and instance ID):
 // an instance another transaction works on is skipped like a SKIP LOCKED
@@ -45,12 +46,14 @@
 // fetch ran, it re-dates them before it commits: a fetch never hands out a
 // lease that is already expired.
 //
-// The candidate query reads the visible part of the orchestrator queue
-// (messages due later, such as timers, are outside its index range), so
-// its cost grows with the backlog of visible messages, including late
-// arrivals for instances whose turn is in progress; the SQLite store keeps
-// a per-instance scheduling table instead. With a steady backlog this is
-// cheap; a backlog of very many due messages makes each fetch slower.
+// Candidates come from a small per-instance scheduling table
+// (orchestrator_ready, kept exact by triggers: migration 0002) holding,
+// for each instance with queued messages, the time it becomes ready (the
+// later of its earliest message and its lock's expiry) and its oldest
+// message. The fetch reads it by index in that order and stops at its
+// limit, so its cost does not grow with the backlog, with timers due
+// later, or with late arrivals for instances whose turn is in progress;
+// NextVisible is the low end of the same index.
 //
 // # Advisory locks
 //
@@ -68,11 +71,16 @@
 // have advisory locks of their own, so two starts with one key on two
 // nodes are serialized: the second sees the first's lock or key.
 //
-// A turn ack is two pipelined round trips (pgx batches) and the commit:
-// the lock check, then the instance and execution upsert, the history
-// (one multi-row insert from arrays), the worker items, the cancellations,
-// the messages, the release and the notification. Starts of new
-// sub-orchestrations and execution-lock hand-overs add one round trip each.
+// Writes are set-based and pipelined (pgx batches: many statements, one
+// round trip). A fetch finds its candidates and tries their advisory locks
+// in one statement, locks and tags them in a second and loads them in a
+// third. A turn ack is four round trips: BEGIN; the advisory lock
+// and the lock check; one batch with the instance and execution upsert,
+// the history (one multi-row insert from arrays), the worker items, the
+// cancellations, the messages, the release and the notification; COMMIT.
+// Starts of new sub-orchestrations and execution-lock hand-overs add one
+// round trip each. An activity's ack is BEGIN, one batch, COMMIT; a lock
+// renewal is one statement.
 //
 // # Notifications
 //
@@ -87,8 +95,8 @@
 // capped exponential backoff (Options.ListenRetryMax) and then wakes
 // everyone, since notifications may have been lost meanwhile. Together with
 // NextVisible (provider.Waker: the earliest visible message or lock expiry,
-// computed without reading the backlog), dispatchers sleep until work can
-// exist instead of polling.
+// one index lookup), dispatchers sleep until work can exist instead of
+// polling.
 //
 // # Migrations
 //

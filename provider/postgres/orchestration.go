@@ -85,15 +85,26 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		skip  = []string{} // candidates lost or emptied by dead-lettering
 	)
 	for len(items) < limit {
-		cands, err := w.queryStrings(sqlOrchCandidates, w.now, skip)
+		cands, free := []string{}, []string{}
+		err := w.query(sqlOrchCandidates, func(r pgx.Rows) error {
+			var id string
+			var got bool
+			if err := r.Scan(&id, &got); err != nil {
+				return err
+			}
+			cands = append(cands, id)
+			if got {
+				free = append(free, id)
+			}
+			return nil
+		}, w.now, skip, w.p.lockSpace, limit-len(items))
 		if err != nil {
 			return nil, nil, err
 		}
 		if len(cands) == 0 {
 			break
 		}
-		cands = cands[:min(len(cands), limit-len(items))]
-		got, lost, d, err := w.lockTurns(cands, prefix, until)
+		got, lost, d, err := w.lockTurns(cands, free, prefix, until)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -140,14 +151,16 @@ type fetchedMsg struct {
 }
 
 // lockTurns locks those of the instances cands whose lock is free or
-// expired, and whose advisory lock no other transaction holds, with tokens
+// expired, and whose advisory lock no other transaction holds (free, when
+// the caller tried them already), with tokens
 // prefix+ID until until, and tags their visible messages: the items of
 // their turns, without history. lost are the candidates it did not lock or
 // that had nothing deliverable.
-func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
-	free, err := w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands)
-	if err != nil {
-		return nil, nil, nil, err
+func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+	if free == nil {
+		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	for _, id := range cands {
 		if !slices.Contains(free, id) {

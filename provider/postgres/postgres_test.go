@@ -618,6 +618,7 @@ func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
 	if t.Failed() {
 		return
 	}
+	checkReadyTable(t, ps[0])
 	c, err := ps[0].Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -769,5 +770,102 @@ func TestCheckWritableOnReadOnlyServer(t *testing.T) {
 	}
 	if _, err := ro.GetInstance(t.Context(), "ro"); !errors.Is(err, provider.ErrNotFound) {
 		t.Errorf("GetInstance on a read-only server: %v, want ErrNotFound (reads work)", err)
+	}
+}
+
+// checkReadyTable fails unless orchestrator_ready holds exactly one row per
+// instance with queued messages, with the ready time and first message
+// its messages and lock give.
+func checkReadyTable(t *testing.T, p *Provider) {
+	t.Helper()
+	var bad int
+	err := p.pool.QueryRow(t.Context(), `SELECT count(*) FROM (
+    (SELECT instance_id, ready_at, first_id FROM orchestrator_ready
+     EXCEPT
+     SELECT q.instance_id, greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id)
+     FROM orchestrator_queue AS q LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
+     GROUP BY q.instance_id)
+    UNION ALL
+    (SELECT q.instance_id, greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id)
+     FROM orchestrator_queue AS q LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
+     GROUP BY q.instance_id
+     EXCEPT
+     SELECT instance_id, ready_at, first_id FROM orchestrator_ready)) AS d`).Scan(&bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad != 0 {
+		t.Fatalf("orchestrator_ready differs from the queue and locks in %d rows", bad)
+	}
+}
+
+// TestReadyTableStaysExact drives every path that changes the queue or a
+// lock (enqueue, fetch, abandon, renew, ack with late arrivals, timers,
+// dead-lettering, purge) and checks the scheduling table after each.
+func TestReadyTableStaysExact(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkReadyTable(t, p)
+	}
+	step("enqueue", p.Enqueue(ctx, testStart("r1"), testStart("r2"), raised("r1")))
+	it := mustFetch(t, p)
+	checkReadyTable(t, p)
+	step("renew", p.RenewOrchestrationItemLock(ctx, it.LockToken, 2*time.Minute))
+	step("late arrival", p.Enqueue(ctx, raised(it.InstanceID)))
+	step("abandon", p.AbandonOrchestrationItem(ctx, it.LockToken, provider.AbandonOptions{Delay: time.Second}))
+	it = mustFetch(t, p)
+	step("late arrival", p.Enqueue(ctx, raised(it.InstanceID)))
+	step("ack", p.AckOrchestrationItem(ctx, hammerTurn(it, 0)))
+	timer := raised("r2")
+	timer.VisibleAt = time.Now().Add(time.Hour)
+	step("timer", p.Enqueue(ctx, timer))
+	mustExec(t, p, `UPDATE orchestrator_queue SET work_item = 'not json' WHERE id = (SELECT min(id) FROM orchestrator_queue)`)
+	_, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 10})
+	step("fetch with a dead letter", err)
+	_, err = p.PurgeInstances(ctx, []string{"r1", "r2"}, provider.PurgeOptions{Force: true})
+	step("purge", err)
+	var n int
+	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM orchestrator_ready`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("ready rows after purging everything = %d, %v; want 0", n, err)
+	}
+}
+
+// A schema created before migration 0002 gets its scheduling table filled
+// from the queued messages and locks it already has.
+func TestMigration0002BackfillsReadyTable(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{NoMigrate: true})
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, p, sqlCreateMigrationsTable)
+	mustExec(t, p, ms[0].sql)
+	mustExec(t, p, sqlInsertMigration, ms[0].version, ms[0].name, 0)
+	// Data as release 0001 wrote it: messages for a free instance, a locked
+	// one with a late arrival, and a delayed timer.
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES
+		('free', '{}', 100, 100), ('free', '{}', 50, 100), ('busy', '{}', 10, 10), ('busy', '{}', 20, 20), ('later', '{}', 9000, 1)`)
+	mustExec(t, p, `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at) VALUES ('busy', 'tok', 5000, 10)`)
+	if err := p.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	checkReadyTable(t, p)
+	rows, err := p.pool.Query(t.Context(), `SELECT instance_id || '@' || ready_at FROM orchestrator_ready ORDER BY ready_at, first_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[free@50 busy@5000 later@9000]"; fmt.Sprint(got) != want {
+		t.Fatalf("ready rows = %v, want %s", got, want)
 	}
 }

@@ -36,25 +36,22 @@ const (
 	sqlProbeWrite = `UPDATE schema_migrations SET version = version WHERE version = $1`
 )
 
-// candidateLimit caps the instances a fetch's candidate query returns in
-// one go; the fetch asks again if they were not enough.
-const candidateLimit = "16"
-
 // Fetching turns.
 const (
-	// Instances that can be taken now, in the order they became ready: the
-	// later of their earliest visible message and the expiry of their
-	// instance lock, then their oldest message. $1 now, $2 instance IDs to
-	// skip.
-	sqlOrchCandidates = `SELECT q.instance_id
-FROM orchestrator_queue AS q
-LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
-WHERE q.visible_at <= $1
-  AND (l.instance_id IS NULL OR l.locked_until <= $1)
-  AND NOT (q.instance_id = ANY ($2::text[]))
-GROUP BY q.instance_id
-ORDER BY greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id)
-LIMIT ` + candidateLimit
+	// Instances that can be taken now, in the order they became ready (see
+	// migration 0002: orchestrator_ready excludes locked instances until
+	// their lock expires), each with whether this transaction got its
+	// advisory lock (tried, never waited for). An index range scan that
+	// stops at the limit, whatever the backlog. $1 now, $2 instance IDs to
+	// skip, $3 the advisory lock key prefix, $4 limit.
+	sqlOrchCandidates = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
+FROM (SELECT r.instance_id, r.ready_at, r.first_id
+      FROM orchestrator_ready AS r
+      WHERE r.ready_at <= $1
+        AND NOT (r.instance_id = ANY ($2::text[]))
+      ORDER BY r.ready_at, r.first_id
+      LIMIT $4) AS c
+ORDER BY c.ready_at, c.first_id`
 
 	// Take the locks of several instances (whose advisory locks the
 	// transaction holds): insert, or steal an expired lock; then tag every
@@ -448,19 +445,10 @@ const (
 	sqlDeadLetters = `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT $1`
 
 	// The earliest time a fetch may find what it cannot now (NULL: queue
-	// empty): per instance, the later of its earliest message and its
-	// lock's expiry. Computed in two parts so neither reads the backlog:
-	// instances without a lock row (the first message of the visible_at
-	// index whose instance is unlocked), and instances with one (few: the
-	// turns in flight), each probed through orchestrator_queue_instance.
-	sqlNextVisibleOrch = `SELECT least(
-  (SELECT q.visible_at FROM orchestrator_queue AS q
-   WHERE NOT EXISTS (SELECT 1 FROM instance_locks AS l WHERE l.instance_id = q.instance_id)
-   ORDER BY q.visible_at LIMIT 1),
-  (SELECT min(greatest(l.locked_until, m.first))
-   FROM instance_locks AS l
-   CROSS JOIN LATERAL (SELECT min(q.visible_at) AS first FROM orchestrator_queue AS q WHERE q.instance_id = l.instance_id) AS m
-   WHERE m.first IS NOT NULL))`
+	// empty); each is one lookup at the low end of an index. Orchestrator:
+	// ready_at already folds in the expiry of the instance's lock (0002).
+	// Worker: a fetch moves visible_at to locked_until.
+	sqlNextVisibleOrch = `SELECT min(ready_at) FROM orchestrator_ready`
 	sqlNextVisibleWork = `SELECT min(visible_at) FROM worker_queue`
 
 	// $1 key.

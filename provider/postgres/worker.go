@@ -277,7 +277,7 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 		return nil, nil, err
 	}
 	prefix := newTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.now+lockMs)
+	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.now+lockMs)
 	if err != nil || len(items) == 0 {
 		return nil, dead, err
 	}
