@@ -1,6 +1,7 @@
 package duroxide
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -618,4 +619,64 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// listStalled is ListInstances with ListOptions.Stalled.
+func (c *Client) listStalled(ctx context.Context, opts *ListOptions) (*InstancePage, error) {
+	if opts.Cursor != "" {
+		return nil, fmt.Errorf("%w: a stalled listing has one page, it takes no cursor", ErrInvalidArgument)
+	}
+	after := cmp.Or(opts.StalledAfter, DefaultStalledAfter)
+	if after < 0 || opts.Limit < 0 {
+		return nil, fmt.Errorf("%w: StalledAfter and Limit must not be negative", ErrInvalidArgument)
+	}
+	keep := map[State]bool{}
+	for _, s := range opts.States {
+		switch s {
+		case StatePending, StateRunning:
+			keep[s] = true
+		case StateCompleted, StateFailed, StateCanceled:
+			// Terminal instances are never stalled.
+		default:
+			return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidArgument, s)
+		}
+	}
+	out := &InstancePage{Instances: []Status{}}
+	if len(opts.States) > 0 && len(keep) == 0 {
+		return out, nil
+	}
+	page, err := c.p.StalledInstances(ctx, provider.StalledOptions{After: after, MinAttempts: StalledAttempts,
+		Limit: min(cmp.Or(opts.Limit, 100), 1000)})
+	if err != nil {
+		return nil, fmt.Errorf("listing stalled instances: %w", err)
+	}
+	for _, id := range page.InstanceIDs {
+		st, err := c.Inspect(ctx, id, &WaitOptions{StalledAfter: after})
+		if errors.Is(err, ErrNotFound) {
+			continue // purged meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !st.Stalled || len(keep) > 0 && !keep[st.State] ||
+			opts.Orchestration != "" && st.Orchestration != opts.Orchestration ||
+			opts.ParentInstanceID != "" && st.ParentInstanceID != opts.ParentInstanceID {
+			continue
+		}
+		out.Instances = append(out.Instances, *st)
+	}
+	return out, nil
+}
+
+// CountStalled counts stalled instances under the threshold after
+// (0 = DefaultStalledAfter), up to limit (more reports that there are
+// more). It asks the store only (provider.Admin.StalledInstances): a
+// bounded read of index ranges, cheap enough for every metrics scrape.
+func (c *Client) CountStalled(ctx context.Context, after time.Duration, limit int) (n int, more bool, err error) {
+	page, err := c.p.StalledInstances(ctx, provider.StalledOptions{After: cmp.Or(after, DefaultStalledAfter),
+		MinAttempts: StalledAttempts, Limit: limit})
+	if err != nil {
+		return 0, false, fmt.Errorf("counting stalled instances: %w", err)
+	}
+	return len(page.InstanceIDs), page.More, nil
 }
