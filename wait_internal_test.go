@@ -100,7 +100,9 @@ func TestDeriveWaits(t *testing.T) {
 				{EventID: 8, Kind: history.TimerCreated, FireAtMs: ts(3 * time.Minute), TimestampMs: ts(2 * time.Minute)},
 				{EventID: 9, Kind: history.TimerFired, SourceEventID: 8, FireAtMs: ts(3 * time.Minute), TimestampMs: ts(3 * time.Minute)},
 				sched(10, "Charge", 3*time.Minute)},
-			q:    with(queue(4*time.Minute, 3*time.Minute), func(q *provider.InstanceQueueState) { q.Activities = []provider.QueuedActivity{row(10, 0, 3*time.Minute)} }),
+			q: with(queue(4*time.Minute, 3*time.Minute), func(q *provider.InstanceQueueState) {
+				q.Activities = []provider.QueuedActivity{row(10, 0, 3*time.Minute)}
+			}),
 			want: []Wait{{Kind: WaitActivity, Name: "Charge", ActivityID: 10, Attempt: 3, ActivityState: ActivityQueued, Since: at(3 * time.Minute)}},
 		},
 		{
@@ -131,9 +133,9 @@ func TestDeriveWaits(t *testing.T) {
 			q: queue(time.Hour, time.Second),
 		},
 		{
-			name: "child with its state",
-			info: running,
-			hist: []history.Event{started, {EventID: 2, Kind: history.SubOrchestrationScheduled, Name: "Ship", ChildInstanceID: "i::2", TimestampMs: ts(0)}},
+			name:     "child with its state",
+			info:     running,
+			hist:     []history.Event{started, {EventID: 2, Kind: history.SubOrchestrationScheduled, Name: "Ship", ChildInstanceID: "i::2", TimestampMs: ts(0)}},
 			q:        queue(time.Minute, 0),
 			children: map[string]State{"i::2": StateRunning},
 			want:     []Wait{{Kind: WaitChild, Name: "Ship", InstanceID: "i::2", ChildState: StateRunning, Since: at(0)}},
@@ -233,7 +235,7 @@ func TestDeriveWaits(t *testing.T) {
 		{
 			name: "activity no worker takes is stalled",
 			info: running, hist: []history.Event{started, sched(2, "Charge", 0)},
-			q:    with(queue(5*time.Minute, 0), func(q *provider.InstanceQueueState) { q.Activities = []provider.QueuedActivity{row(2, 0, 0)} }),
+			q: with(queue(5*time.Minute, 0), func(q *provider.InstanceQueueState) { q.Activities = []provider.QueuedActivity{row(2, 0, 0)} }),
 			want: []Wait{{Kind: WaitActivity, Name: "Charge", ActivityID: 2, Attempt: 1, ActivityState: ActivityQueued, Since: at(0), Stalled: true,
 				StalledReason: "no progress for 5m0s: activity Charge due since 2026-03-01T10:00:00Z and no worker took it"}},
 		},

@@ -193,18 +193,18 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
 	}
 	s := &server{
-		client:      client,
-		log:         o.Logger,
-		maxBody:     o.MaxBodyBytes,
-		reg:         o.Registry,
-		runtime:     o.Runtime,
-		mux:         http.NewServeMux(),
-		triggers:    triggers,
-		triggerByID: make(map[string]*Trigger, len(triggers)),
-		guard:       g,
-		maxWait:     o.MaxWait,
+		client:       client,
+		log:          o.Logger,
+		maxBody:      o.MaxBodyBytes,
+		reg:          o.Registry,
+		runtime:      o.Runtime,
+		mux:          http.NewServeMux(),
+		triggers:     triggers,
+		triggerByID:  make(map[string]*Trigger, len(triggers)),
+		guard:        g,
+		maxWait:      o.MaxWait,
 		stalledAfter: o.StalledAfter,
-		verifiers:   verifiers,
+		verifiers:    verifiers,
 	}
 	for i := range s.triggers {
 		s.triggerByID[s.triggers[i].ID] = &s.triggers[i]
