@@ -120,6 +120,7 @@ func groups() []group {
 		{"ChildFanIn", fanInCases},
 		{"ConcurrentMigration", concurrentMigrationCases},
 		{"Copy", copyCases},
+		{"Waits", waitCases},
 	}
 }
 
