@@ -57,6 +57,14 @@ type Status struct {
 	// registered on any runtime that fetched it. The next committed turn
 	// clears it.
 	LastError *ErrorInfo `json:"lastError,omitempty"`
+	// WaitingFor lists what a live instance waits for, with times (see
+	// Wait). GetStatus and ListInstances leave it nil (they read one row
+	// per instance); Client.Inspect, ListInstances with
+	// ListOptions.Stalled, and the HTTP API's instance route fill it.
+	WaitingFor []Wait `json:"waitingFor,omitempty"`
+	// Stalled reports that at least one entry of WaitingFor is stalled.
+	// Set only where WaitingFor is filled.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // Decode decodes the output of a Completed instance into out. For a Failed
@@ -130,6 +138,12 @@ type ListOptions struct {
 	Limit int
 	// Cursor continues from a previous page's NextCursor.
 	Cursor string
+	// Stalled keeps only stalled instances (see Wait.Stalled), each with
+	// WaitingFor filled. The other filters still apply.
+	Stalled bool
+	// StalledAfter is the stall threshold when Stalled is set
+	// (0 = DefaultStalledAfter).
+	StalledAfter time.Duration
 }
 
 // InstancePage is one page of ListInstances.
