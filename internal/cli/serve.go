@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/dashboard"
 	"github.com/duroxide/duroxide-go/demo"
 	"github.com/duroxide/duroxide-go/httpapi"
 )
@@ -23,7 +24,8 @@ var serveCommand = &command{
 	name:     "serve",
 	synopsis: "[--addr 127.0.0.1:8080] [--auth-token T] [--allowed-host NAME]... [--insecure] [--triggers FILE] [--demo] [--shutdown-timeout 30s]",
 	summary:  "serve the HTTP API (and, with --demo, run the demo orchestrations)",
-	details: `Serves the HTTP API on --addr; port 0 picks a free port, and the address is
+	details: `Serves the HTTP API and the dashboard (at /, printed as "dashboard: URL")
+on --addr; port 0 picks a free port, and the address is
 printed as "listening on http://HOST:PORT" (the listener's own address; a
 wildcard address such as ":8080" is printed as http://[::]:8080 or
 http://0.0.0.0:8080 with "all interfaces").
@@ -162,6 +164,15 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	if err != nil {
 		return abort(fmt.Errorf("creating the HTTP API: %w", err))
 	}
+	// The dashboard shares the API's token and hosts: its pages' actions
+	// call the API with the session cookie its login page sets.
+	dash, err := dashboard.New(client, &dashboard.Options{AuthToken: *token, AllowedHosts: allowedHosts,
+		Registry: reg, Triggers: triggers, Logger: logger})
+	if err != nil {
+		return abort(fmt.Errorf("creating the dashboard: %w", err))
+	}
+	defer dash.Close()
+	handler = mountDashboard(handler, dash)
 	if wrap, ok := ctx.Value(handlerHookKey{}).(func(http.Handler) http.Handler); ok {
 		handler = wrap(handler)
 	}
@@ -192,7 +203,10 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		fmt.Fprintf(out, "listening on %s\n", base)
 	}
 	if *token == "" {
+		fmt.Fprintf(out, "dashboard: %s/\n", base)
 		fmt.Fprintln(out, "no --auth-token: the API is open to every local program and user of this machine")
+	} else {
+		fmt.Fprintf(out, "dashboard: %s/ (log in with the --auth-token)\n", base)
 	}
 
 	var serveErr error
@@ -218,6 +232,17 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		fmt.Fprintln(out, "stopped")
 	}
 	return serveErr
+}
+
+// mountDashboard serves the API's paths (/api/, /healthz, /readyz,
+// /metrics) with api and every other path with the dashboard.
+func mountDashboard(api, dash http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range []string{"/api/", "/healthz", "/readyz", "/metrics"} {
+		mux.Handle(p, api)
+	}
+	mux.Handle("/", dash)
+	return mux
 }
 
 // graceCtx is the context of a graceful shutdown: ctx's values but not its
