@@ -164,7 +164,7 @@ func (d *Dashboard) routes() {
 	d.mux.Handle("GET /instances/{id}", d.authed(d.instancePage))
 	d.mux.Handle("GET /locks", d.authed(d.locksPage))
 	d.mux.Handle("GET /health", d.authed(d.healthPage))
-	d.mux.Handle("/", d.authed(func(w http.ResponseWriter, r *http.Request) error {
+	d.mux.Handle("GET /", d.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &pageError{code: http.StatusNotFound, title: "Not found", details: "There is no page " + r.URL.Path + " here."}
 	}))
 }
@@ -243,4 +243,16 @@ func safeNext(next string) string {
 		return "/"
 	}
 	return next
+}
+
+// Mount returns a handler serving the API's paths (/api/, /healthz,
+// /readyz, /metrics) with api (httpapi.NewHandler) and every other path
+// with the dashboard, as duroxide serve does.
+func Mount(api http.Handler, d *Dashboard) http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range []string{"/api/", "/healthz", "/readyz", "/metrics"} {
+		mux.Handle(p, api)
+	}
+	mux.Handle("/", d)
+	return mux
 }

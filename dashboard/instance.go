@@ -202,13 +202,13 @@ func eventRows(events []history.Event) []eventRow {
 			row.Failed = true
 			row.Detail = e.Error.Message
 		case len(e.Output) > 0:
-			row.Detail = string(e.Output)
+			row.Detail = unescapeHTMLEscapes(string(e.Output))
 		case len(e.Data) > 0:
-			row.Detail = string(e.Data)
+			row.Detail = unescapeHTMLEscapes(string(e.Data))
 		case len(e.Input) > 0:
-			row.Detail = string(e.Input)
+			row.Detail = unescapeHTMLEscapes(string(e.Input))
 		case len(e.CustomStatus) > 0:
-			row.Detail = string(e.CustomStatus)
+			row.Detail = unescapeHTMLEscapes(string(e.CustomStatus))
 		case e.Reason != "":
 			row.Detail = e.Reason
 		case e.FireAtMs > 0:

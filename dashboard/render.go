@@ -134,7 +134,10 @@ func humanDuration(d time.Duration) string {
 // maxShownPayload bounds a payload shown on a page; longer ones are cut.
 const maxShownPayload = 64 << 10
 
-// prettyJSON indents a JSON payload for display, cut at maxShownPayload.
+// prettyJSON indents a JSON payload for display, cut at maxShownPayload,
+// with the HTML escapes of encoding/json (\u003c, \u003e, \u0026) turned
+// back into the characters they stand for: the page shows what the
+// orchestration sent, and html/template escapes it for the page.
 func prettyJSON(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -143,11 +146,50 @@ func prettyJSON(raw json.RawMessage) string {
 	if len(raw) > maxShownPayload || json.Indent(&buf, raw, "", "  ") != nil {
 		s := string(raw)
 		if len(s) > maxShownPayload {
-			s = s[:maxShownPayload] + fmt.Sprintf("… (%d more bytes)", len(raw)-maxShownPayload)
+			s = cut(s, maxShownPayload) + fmt.Sprintf(" (%d bytes in all)", len(raw))
 		}
 		return s
 	}
-	return buf.String()
+	return unescapeHTMLEscapes(buf.String())
+}
+
+// unescapeHTMLEscapes replaces the escapes \u003c, \u003e and \u0026 inside
+// the strings of valid JSON text js by <, > and &. Every backslash in a
+// JSON string starts an escape, so scanning escape by escape never
+// mistakes an escaped backslash followed by "u003c" for one.
+func unescapeHTMLEscapes(js string) string {
+	if !strings.Contains(js, `\u00`) {
+		return js
+	}
+	var b strings.Builder
+	b.Grow(len(js))
+	for i := 0; i < len(js); i++ {
+		c := js[i]
+		if c != '\\' || i+1 >= len(js) {
+			b.WriteByte(c)
+			continue
+		}
+		if js[i+1] == 'u' && i+6 <= len(js) {
+			switch strings.ToLower(js[i+2 : i+6]) {
+			case "003c":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteByte(c)
+		b.WriteByte(js[i+1])
+		i++
+	}
+	return b.String()
 }
 
 // pathEscape escapes s as one path segment.

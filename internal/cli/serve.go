@@ -172,7 +172,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		return abort(fmt.Errorf("creating the dashboard: %w", err))
 	}
 	defer dash.Close()
-	handler = mountDashboard(handler, dash)
+	handler = dashboard.Mount(handler, dash)
 	if wrap, ok := ctx.Value(handlerHookKey{}).(func(http.Handler) http.Handler); ok {
 		handler = wrap(handler)
 	}
@@ -232,17 +232,6 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		fmt.Fprintln(out, "stopped")
 	}
 	return serveErr
-}
-
-// mountDashboard serves the API's paths (/api/, /healthz, /readyz,
-// /metrics) with api and every other path with the dashboard.
-func mountDashboard(api, dash http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	for _, p := range []string{"/api/", "/healthz", "/readyz", "/metrics"} {
-		mux.Handle(p, api)
-	}
-	mux.Handle("/", dash)
-	return mux
 }
 
 // graceCtx is the context of a graceful shutdown: ctx's values but not its
