@@ -89,6 +89,7 @@ func newChart(names, classes []string, data ...[]float64) *chart {
 			c.Max = max(c.Max, y)
 		}
 	}
+	c.Max = round2(c.Max)
 	for i, ys := range data {
 		s := series{Name: names[i], Class: classes[i]}
 		var pts []string

@@ -117,6 +117,8 @@ func humanDuration(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:
 		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	case d < 10*time.Second:

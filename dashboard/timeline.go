@@ -55,6 +55,8 @@ type bar struct {
 type tick struct {
 	X     float64
 	Label string
+	// Last anchors the label at its end, inside the chart.
+	Last bool
 }
 
 // span is a bar before layout.
@@ -166,7 +168,7 @@ func buildTimeline(events []history.Event, end time.Time) *timeline {
 		if off > 0 {
 			label = "+" + humanDuration(off)
 		}
-		t.Ticks = append(t.Ticks, tick{X: tlLabel + float64(off)*scale, Label: label})
+		t.Ticks = append(t.Ticks, tick{X: tlLabel + float64(off)*scale, Label: label, Last: i == 4})
 	}
 	for i, s := range spans {
 		x := tlLabel + float64(s.start.Sub(start))*scale
