@@ -139,7 +139,9 @@ type ListOptions struct {
 	// Cursor continues from a previous page's NextCursor.
 	Cursor string
 	// Stalled keeps only stalled instances (see Wait.Stalled), each with
-	// WaitingFor filled. The other filters still apply.
+	// WaitingFor filled, newest first: at most Limit of them, in one page
+	// (Cursor must be empty; NextCursor is empty). States, Orchestration
+	// and ParentInstanceID still filter them.
 	Stalled bool
 	// StalledAfter is the stall threshold when Stalled is set
 	// (0 = DefaultStalledAfter).
@@ -377,6 +379,9 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*
 func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*InstancePage, error) {
 	if opts == nil {
 		opts = &ListOptions{}
+	}
+	if opts.Stalled {
+		return c.listStalled(ctx, opts)
 	}
 	po := provider.ListInstancesOptions{Orchestration: opts.Orchestration, ParentInstanceID: opts.ParentInstanceID,
 		IDPrefix: opts.IDPrefix, Limit: opts.Limit, Cursor: opts.Cursor}

@@ -1,9 +1,15 @@
 package duroxide
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
 )
 
 // WaitKind names what a live instance is waiting for. The values are part
@@ -151,11 +157,14 @@ type WaitOptions struct {
 }
 
 // WaitingFor returns what instanceID waits for: one Wait per pending
-// activity, timer, event, child, queued start, or reason it cannot make
-// progress, in the order they began. It is derived from the current
-// execution's history and the instance's queue state
-// (provider.Admin.InstanceQueue). A terminal instance waits for nothing
-// (nil). ErrNotFound if the instance does not exist.
+// activity, timer, event or child, and per reason it cannot progress
+// (queued behind an execution lock, a delayed start, an unregistered
+// orchestration or activity, parked, messages no runtime takes), in the
+// order they began. It is derived from the current execution's history
+// and the instance's queue state (provider.Admin.InstanceQueue), read
+// one after the other, so a wait that ends between the two reads may be
+// shown as it was. A terminal instance waits for nothing (nil).
+// ErrNotFound if the instance does not exist.
 func (c *Client) WaitingFor(ctx context.Context, instanceID string, opts *WaitOptions) ([]Wait, error) {
 	st, err := c.Inspect(ctx, instanceID, opts)
 	if err != nil {
@@ -164,7 +173,510 @@ func (c *Client) WaitingFor(ctx context.Context, instanceID string, opts *WaitOp
 	return st.WaitingFor, nil
 }
 
-// Inspect is GetStatus with Status.WaitingFor and Status.Stalled filled.
+// Inspect is GetStatus with Status.WaitingFor and Status.Stalled filled
+// (see WaitingFor).
 func (c *Client) Inspect(ctx context.Context, instanceID string, opts *WaitOptions) (*Status, error) {
-	return nil, errors.New("not implemented yet")
+	after := DefaultStalledAfter
+	if opts != nil && opts.StalledAfter != 0 {
+		after = opts.StalledAfter
+	}
+	if after < 0 {
+		return nil, fmt.Errorf("%w: StalledAfter must not be negative", ErrInvalidArgument)
+	}
+	info, err := c.instance(ctx, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	st := statusOf(info)
+	if st.State.IsTerminal() {
+		return st, nil
+	}
+	if err := c.fillWaits(ctx, st, info, after); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// fillWaits reads what the derivation needs and sets st.WaitingFor and
+// st.Stalled.
+func (c *Client) fillWaits(ctx context.Context, st *Status, info *provider.InstanceInfo, after time.Duration) error {
+	var hist []history.Event
+	if info.CurrentExecutionID > 0 {
+		var err error
+		if hist, err = c.p.ReadHistory(ctx, info.InstanceID, 0); err != nil && !errors.Is(err, provider.ErrNotFound) {
+			return fmt.Errorf("history of %q: %w", info.InstanceID, err)
+		}
+	}
+	q, err := c.p.InstanceQueue(ctx, info.InstanceID)
+	if errors.Is(err, provider.ErrNotFound) {
+		return fmt.Errorf("instance %q: %w", info.InstanceID, ErrNotFound) // purged meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("queue state of %q: %w", info.InstanceID, err)
+	}
+	children := map[string]State{}
+	for _, ev := range pendingChildren(hist) {
+		ci, err := c.p.GetInstance(ctx, ev)
+		switch {
+		case err == nil:
+			children[ev] = stateOf(ci.Status)
+		case !errors.Is(err, provider.ErrNotFound):
+			return fmt.Errorf("child %q: %w", ev, err)
+		}
+	}
+	st.WaitingFor = deriveWaits(waitInput{Info: info, History: hist, Queue: q, Children: children, StalledAfter: after})
+	st.Stalled = slices.ContainsFunc(st.WaitingFor, func(w Wait) bool { return w.Stalled })
+	return nil
+}
+
+// pendingChildren returns the instance IDs of the children the history
+// still awaits.
+func pendingChildren(hist []history.Event) []string {
+	open := map[int64]string{}
+	var order []int64
+	for i := range hist {
+		ev := &hist[i]
+		switch ev.Kind {
+		case history.SubOrchestrationScheduled:
+			open[ev.EventID] = ev.ChildInstanceID
+			order = append(order, ev.EventID)
+		case history.SubOrchestrationCompleted, history.SubOrchestrationFailed:
+			delete(open, ev.SourceEventID)
+		}
+	}
+	var ids []string
+	for _, id := range order {
+		if c, ok := open[id]; ok {
+			ids = append(ids, c)
+		}
+	}
+	return ids
+}
+
+// waitInput is everything deriveWaits looks at.
+type waitInput struct {
+	Info *provider.InstanceInfo
+	// History is the current execution's history.
+	History []history.Event
+	Queue   *provider.InstanceQueueState
+	// Children maps the instance IDs of awaited children to their state
+	// (absent: not created yet).
+	Children     map[string]State
+	StalledAfter time.Duration
+}
+
+// deriveWaits works out what a live instance waits for, and which of those
+// waits are stalled. It is a pure function of its input.
+//
+// Pending work comes from the history: a scheduling event (activity,
+// timer, subscription, child) whose completion is not recorded. The queue
+// state then says where each stands (an activity queued, running, given
+// back; a completion queued for the next turn), and adds the reasons the
+// history cannot show (a queued start, a delayed start, a recorded error,
+// due messages nobody takes).
+//
+// The stall rules are those of provider.Admin.StalledInstances, applied to
+// the same data, so an instance listed as stalled shows why.
+func deriveWaits(in waitInput) []Wait {
+	info, q := in.Info, in.Queue
+	if stateOf(info.Status).IsTerminal() {
+		return nil
+	}
+	now := q.Now
+	var waits []Wait
+
+	// Why no turn runs: a recorded error, a queued or delayed start.
+	if le := info.LastError; le != nil {
+		w := Wait{Message: le.Message, Since: q.LastErrorSince, RetryAt: nextDelivery(q.Messages, now),
+			Attempt: maxAttempts(q.Messages)}
+		switch {
+		case le.Kind == history.ErrorNondeterminism:
+			w.Kind, w.Attempt = WaitParked, 0
+			if d := le.Divergence; d != nil {
+				w.EventID, w.Expected, w.Found = d.EventID, d.Expected, d.Got
+			}
+		case le.Kind == history.ErrorConfiguration:
+			w.Kind, w.Name, w.Version = WaitUnregisteredOrchestration, info.OrchestrationName, info.OrchestrationVersion
+			if start := startMessage(q.Messages); start != nil {
+				w.Name, w.Version = start.Name, start.Version // a ContinueAsNew may name another version
+			}
+		default:
+			w.Kind = WaitTurn
+			w.Messages = len(q.Messages)
+		}
+		waits = append(waits, w)
+	}
+	if qs := q.QueuedStart; qs != nil {
+		waits = append(waits, Wait{Kind: WaitLock, Name: info.OrchestrationName, LockKey: qs.LockKey, Holder: qs.Holder,
+			QueuePosition: qs.Position, Since: qs.QueuedAt})
+	}
+	if len(in.History) == 0 && info.LastError == nil {
+		if start := startMessage(q.Messages); start != nil && start.visible.After(now) {
+			waits = append(waits, Wait{Kind: WaitDelayedStart, Name: info.OrchestrationName, At: start.visible})
+		}
+	}
+
+	// Pending work recorded in history.
+	waits = append(waits, historyWaits(in.History, info.CurrentExecutionID, q, in.Children)...)
+
+	// Due messages that no turn has taken.
+	if info.LastError == nil {
+		due, since, attempts := 0, time.Time{}, 0
+		for i := range q.Messages {
+			m := &q.Messages[i]
+			if m.Locked || m.VisibleAt.After(now) {
+				continue
+			}
+			if due == 0 || m.VisibleAt.Before(since) {
+				since = m.VisibleAt
+			}
+			due++
+			attempts = max(attempts, m.Attempts)
+		}
+		turnRunning := q.InstanceLock != nil && q.InstanceLock.LockedUntil.After(now)
+		if due > 0 && !turnRunning {
+			waits = append(waits, Wait{Kind: WaitTurn, Messages: due, Since: since, Attempt: attempts})
+		}
+	}
+	return markStalls(waits, in)
+}
+
+// queuedStart is the start message of an instance's next execution.
+type queuedStart struct {
+	Name, Version string
+	visible       time.Time
+}
+
+func startMessage(msgs []provider.QueuedMessage) *queuedStart {
+	for i := range msgs {
+		if k := msgs[i].Item.Kind; k == history.WorkStartOrchestration || k == history.WorkContinueAsNew {
+			return &queuedStart{Name: msgs[i].Item.Name, Version: msgs[i].Item.Version, visible: msgs[i].VisibleAt}
+		}
+	}
+	return nil
+}
+
+// nextDelivery is when given-back messages are next due (zero: now).
+func nextDelivery(msgs []provider.QueuedMessage, now time.Time) time.Time {
+	var next time.Time
+	for i := range msgs {
+		if v := msgs[i].VisibleAt; !msgs[i].Locked && v.After(now) && (next.IsZero() || v.Before(next)) {
+			next = v
+		}
+	}
+	return next
+}
+
+func maxAttempts(msgs []provider.QueuedMessage) int {
+	n := 0
+	for i := range msgs {
+		n = max(n, msgs[i].Attempts)
+	}
+	return n
+}
+
+// completion reports whether m is a scheduling event's completion or a
+// breadcrumb appended as a turn consumes its messages (as opposed to an
+// event the code emits).
+func completion(k history.EventKind) bool {
+	switch k {
+	case history.ActivityCompleted, history.ActivityFailed, history.TimerFired, history.ExternalEvent,
+		history.SubOrchestrationCompleted, history.SubOrchestrationFailed, history.OrchestrationCancelRequested:
+		return true
+	}
+	return false
+}
+
+// historyWaits lists the pending scheduling events of one execution.
+//
+// Durable retries (ScheduleActivityWithRetry) are recognized by their
+// shape: a failed attempt's ActivityFailed among the events a turn
+// consumed, followed by the timer or the next attempt the code emits. A
+// timer so placed is shown as the activity retrying, and the next
+// attempt of the same name counts one more.
+func historyWaits(hist []history.Event, execID int64, q *provider.InstanceQueueState, children map[string]State) []Wait {
+	type pending struct {
+		w     Wait
+		order int64
+	}
+	open := map[int64]*pending{}
+	attemptOf := map[int64]int{}    // activity ID -> attempt
+	nameOf := map[int64]string{}    // activity ID -> name
+	retryTimer := map[int64]int64{} // timer ID -> failed activity ID
+	claimed := map[int64]bool{}     // failed activities and fired retry timers already followed up
+	// Subscriptions and arrivals per event name, matched in order.
+	subs := map[string][]int64{}
+	arrived := map[string]int{}
+
+	// lastFollowable returns the newest unclaimed failed activity (or fired
+	// retry timer) of name among the completions just before index i.
+	followUp := func(i int, name string) (attempt int, ok bool) {
+		for j := i - 1; j >= 0 && completion(hist[j].Kind); j-- {
+			ev := &hist[j]
+			var act int64
+			switch {
+			case ev.Kind == history.ActivityFailed && !claimed[ev.EventID]:
+				act = ev.SourceEventID
+			case ev.Kind == history.TimerFired && !claimed[ev.EventID]:
+				if a, ok := retryTimer[ev.SourceEventID]; ok {
+					act = a
+				}
+			}
+			if act != 0 && (name == "" || nameOf[act] == name) {
+				claimed[ev.EventID] = true
+				return attemptOf[act], true
+			}
+		}
+		return 0, false
+	}
+	followedActivity := func(i int) (int64, bool) {
+		for j := i - 1; j >= 0 && completion(hist[j].Kind); j-- {
+			ev := &hist[j]
+			if ev.Kind == history.ActivityFailed && !claimed[ev.EventID] && ev.Error != nil && ev.Error.Kind != history.ErrorCanceled {
+				claimed[ev.EventID] = true
+				return ev.SourceEventID, true
+			}
+		}
+		return 0, false
+	}
+
+	for i := range hist {
+		ev := &hist[i]
+		at := time.UnixMilli(ev.TimestampMs).UTC()
+		switch ev.Kind {
+		case history.ActivityScheduled:
+			attempt := 1
+			if prev, ok := followUp(i, ev.Name); ok {
+				attempt = prev + 1
+			}
+			attemptOf[ev.EventID], nameOf[ev.EventID] = attempt, ev.Name
+			open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitActivity, Name: ev.Name, ActivityID: ev.EventID,
+				Attempt: attempt, Since: at}}
+		case history.TimerCreated:
+			fires := time.UnixMilli(ev.FireAtMs).UTC()
+			if act, ok := followedActivity(i); ok {
+				retryTimer[ev.EventID] = act
+				open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitActivity, Name: nameOf[act], ActivityID: act,
+					Attempt: attemptOf[act] + 1, ActivityState: ActivityRetrying, RetryAt: fires, Since: at}}
+				break
+			}
+			open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitTimer, FiresAt: fires, Since: at}}
+		case history.ExternalSubscribed:
+			if arrived[ev.Name] > 0 {
+				arrived[ev.Name]--
+				break
+			}
+			subs[ev.Name] = append(subs[ev.Name], ev.EventID)
+			open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitEvent, Name: ev.Name, Since: at}}
+		case history.ExternalEvent:
+			if s := subs[ev.Name]; len(s) > 0 {
+				delete(open, s[0])
+				subs[ev.Name] = s[1:]
+			} else {
+				arrived[ev.Name]++
+			}
+		case history.ExternalSubscribedCanceled:
+			if p, ok := open[ev.SourceEventID]; ok && p.w.Kind == WaitEvent {
+				subs[p.w.Name] = slices.DeleteFunc(subs[p.w.Name], func(id int64) bool { return id == ev.SourceEventID })
+			}
+			delete(open, ev.SourceEventID)
+		case history.SubOrchestrationScheduled:
+			w := Wait{Kind: WaitChild, Name: ev.Name, InstanceID: ev.ChildInstanceID, Since: at}
+			w.ChildState = children[ev.ChildInstanceID]
+			open[ev.EventID] = &pending{order: ev.EventID, w: w}
+		case history.ActivityCompleted, history.ActivityFailed, history.ActivityCancelRequested,
+			history.TimerFired, history.SubOrchestrationCompleted, history.SubOrchestrationFailed:
+			delete(open, ev.SourceEventID)
+		}
+	}
+
+	ps := make([]*pending, 0, len(open))
+	for _, p := range open {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b *pending) int { return int(a.order - b.order) })
+	waits := make([]Wait, 0, len(ps))
+	for _, p := range ps {
+		w := p.w
+		if w.Kind == WaitActivity && w.ActivityState == "" {
+			placeActivity(&w, execID, q)
+		}
+		waits = append(waits, w)
+	}
+	return waits
+}
+
+// placeActivity says where an awaited activity stands, from the queues.
+func placeActivity(w *Wait, execID int64, q *provider.InstanceQueueState) {
+	for i := range q.Messages {
+		it := &q.Messages[i].Item
+		if (it.Kind == history.WorkActivityCompleted || it.Kind == history.WorkActivityFailed) && it.ID == w.ActivityID && it.ExecutionID == execID {
+			w.ActivityState = ActivityDone
+			return
+		}
+	}
+	w.ActivityState = ActivityQueued
+	for i := range q.Activities {
+		a := &q.Activities[i]
+		if a.ActivityID != w.ActivityID || a.ExecutionID != execID {
+			continue
+		}
+		describeRow(w, a, q.Now)
+		return
+	}
+}
+
+// describeRow fills w from the activity's worker row.
+func describeRow(w *Wait, a *provider.QueuedActivity, now time.Time) {
+	w.Deliveries = a.Attempts
+	switch {
+	case !a.LockedUntil.IsZero() && a.LockedUntil.After(now):
+		w.ActivityState, w.LockedUntil = ActivityRunning, a.LockedUntil
+	case a.VisibleAt.After(now):
+		w.ActivityState, w.RetryAt = ActivityQueued, a.VisibleAt
+	default:
+		w.ActivityState = ActivityQueued
+	}
+	if a.Error != nil {
+		w.Kind, w.Message, w.Since = WaitUnregisteredActivity, a.Error.Message, a.ErrorSince
+		w.Attempt = a.Attempts
+	}
+}
+
+// markStalls applies the stall rules of provider.Admin.StalledInstances
+// to the waits, adding a wait for a stalled worker row the history does
+// not show (an activity of an earlier execution, say).
+func markStalls(waits []Wait, in waitInput) []Wait {
+	q := in.Queue
+	cutoff := q.Now.Add(-in.StalledAfter)
+	if q.LastProgressAt.After(cutoff) {
+		return waits
+	}
+	stall := func(match func(*Wait) bool, add func() Wait, reason string) {
+		for i := range waits {
+			if w := &waits[i]; match(w) {
+				if !w.Stalled {
+					w.Stalled, w.StalledReason = true, reason
+				}
+				return
+			}
+		}
+		if add != nil {
+			w := add()
+			w.Stalled, w.StalledReason = true, reason
+			waits = append(waits, w)
+		}
+	}
+	idle := q.Now.Sub(q.LastProgressAt).Round(time.Second)
+	if !q.LastErrorSince.IsZero() && !q.LastErrorSince.After(cutoff) {
+		stall(func(w *Wait) bool {
+			return w.Kind == WaitParked || w.Kind == WaitUnregisteredOrchestration || w.Kind == WaitTurn && w.Message != ""
+		}, nil, fmt.Sprintf("no progress for %s: every turn since %s was given back (%s)",
+			idle, q.LastErrorSince.Format(time.RFC3339), in.Info.LastError.Message))
+	}
+	for i := range q.Activities {
+		a := &q.Activities[i]
+		var reason string
+		switch {
+		case !a.ErrorSince.IsZero() && !a.ErrorSince.After(cutoff):
+			reason = fmt.Sprintf("no progress for %s: activity %s given back since %s (%s)", idle, a.Name,
+				a.ErrorSince.Format(time.RFC3339), a.Error.Message)
+		case a.Attempts >= StalledAttempts:
+			reason = fmt.Sprintf("no progress for %s: activity %s delivered %d times without completing", idle, a.Name, a.Attempts)
+		case !a.VisibleAt.After(cutoff):
+			reason = fmt.Sprintf("no progress for %s: activity %s due since %s and no worker took it", idle, a.Name,
+				a.VisibleAt.Format(time.RFC3339))
+		default:
+			continue
+		}
+		stall(func(w *Wait) bool {
+			return (w.Kind == WaitActivity || w.Kind == WaitUnregisteredActivity) && w.ActivityID == a.ActivityID && w.ActivityState != ActivityRetrying
+		}, func() Wait {
+			w := Wait{Kind: WaitActivity, Name: a.Name, ActivityID: a.ActivityID, Since: a.EnqueuedAt}
+			describeRow(&w, a, q.Now)
+			return w
+		}, reason)
+	}
+	if len(q.Messages) > 0 {
+		ready := q.Messages[0].VisibleAt
+		for i := range q.Messages {
+			ready = minTime(ready, q.Messages[i].VisibleAt)
+		}
+		if l := q.InstanceLock; l != nil && l.LockedUntil.After(ready) {
+			ready = l.LockedUntil
+		}
+		if !ready.After(cutoff) {
+			stall(func(w *Wait) bool { return w.Kind == WaitTurn }, func() Wait {
+				return Wait{Kind: WaitTurn, Messages: len(q.Messages), Since: ready, Attempt: maxAttempts(q.Messages)}
+			}, fmt.Sprintf("no progress for %s: messages due since %s and no runtime took them", idle, ready.Format(time.RFC3339)))
+		}
+	}
+	return waits
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// listStalled is ListInstances with ListOptions.Stalled.
+func (c *Client) listStalled(ctx context.Context, opts *ListOptions) (*InstancePage, error) {
+	if opts.Cursor != "" {
+		return nil, fmt.Errorf("%w: a stalled listing has one page, it takes no cursor", ErrInvalidArgument)
+	}
+	after := cmp.Or(opts.StalledAfter, DefaultStalledAfter)
+	if after < 0 || opts.Limit < 0 {
+		return nil, fmt.Errorf("%w: StalledAfter and Limit must not be negative", ErrInvalidArgument)
+	}
+	keep := map[State]bool{}
+	for _, s := range opts.States {
+		switch s {
+		case StatePending, StateRunning:
+			keep[s] = true
+		case StateCompleted, StateFailed, StateCanceled:
+			// Terminal instances are never stalled.
+		default:
+			return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidArgument, s)
+		}
+	}
+	out := &InstancePage{Instances: []Status{}}
+	if len(opts.States) > 0 && len(keep) == 0 {
+		return out, nil
+	}
+	page, err := c.p.StalledInstances(ctx, provider.StalledOptions{After: after, MinAttempts: StalledAttempts,
+		Limit: min(cmp.Or(opts.Limit, 100), 1000)})
+	if err != nil {
+		return nil, fmt.Errorf("listing stalled instances: %w", err)
+	}
+	for _, id := range page.InstanceIDs {
+		st, err := c.Inspect(ctx, id, &WaitOptions{StalledAfter: after})
+		if errors.Is(err, ErrNotFound) {
+			continue // purged meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !st.Stalled || len(keep) > 0 && !keep[st.State] ||
+			opts.Orchestration != "" && st.Orchestration != opts.Orchestration ||
+			opts.ParentInstanceID != "" && st.ParentInstanceID != opts.ParentInstanceID {
+			continue
+		}
+		out.Instances = append(out.Instances, *st)
+	}
+	return out, nil
+}
+
+// CountStalled counts stalled instances under the threshold after
+// (0 = DefaultStalledAfter), up to limit (more reports that there are
+// more). It asks the store only (provider.Admin.StalledInstances): a
+// bounded read of index ranges, cheap enough for every metrics scrape.
+func (c *Client) CountStalled(ctx context.Context, after time.Duration, limit int) (n int, more bool, err error) {
+	page, err := c.p.StalledInstances(ctx, provider.StalledOptions{After: cmp.Or(after, DefaultStalledAfter),
+		MinAttempts: StalledAttempts, Limit: limit})
+	if err != nil {
+		return 0, false, fmt.Errorf("counting stalled instances: %w", err)
+	}
+	return len(page.InstanceIDs), page.More, nil
 }

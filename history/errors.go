@@ -52,6 +52,21 @@ type ErrorDetails struct {
 	// Code, when set, names the failure precisely (see ErrorCode). Older
 	// releases did not write it.
 	Code ErrorCode `json:"code,omitempty"`
+	// Divergence, for kind ErrorNondeterminism, says where replay
+	// diverged, so tools can show it without parsing Message. Older
+	// releases did not write it.
+	Divergence *Divergence `json:"divergence,omitempty"`
+}
+
+// Divergence locates a replay mismatch.
+type Divergence struct {
+	// EventID is the history event where the code diverged (0: the code
+	// did something beyond the end of the recorded history).
+	EventID int64 `json:"eventId,omitempty"`
+	// Expected describes what history records there.
+	Expected string `json:"expected"`
+	// Got describes what the code did instead.
+	Got string `json:"got"`
 }
 
 // Error implements the error interface.

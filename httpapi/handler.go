@@ -80,6 +80,12 @@ type Options struct {
 	// the live status (default MaxWait, 5 min). Negative values are
 	// rejected.
 	MaxWait time.Duration
+	// StalledAfter is the stall threshold of waitingFor, ?stalled=true and
+	// the duroxide_instances_stalled gauge: an instance is stalled when it
+	// has made no progress for this long while waiting on something that
+	// should progress (default duroxide.DefaultStalledAfter, 5 min).
+	// Negative values are rejected.
+	StalledAfter time.Duration
 }
 
 // Log attribute keys (internal/logkey documents them).
@@ -121,6 +127,8 @@ type server struct {
 	guard *guard
 	// maxWait caps ?wait (Options.MaxWait).
 	maxWait time.Duration
+	// stalledAfter is Options.StalledAfter.
+	stalledAfter time.Duration
 	// verifiers check the calls of the triggers with a signature or a
 	// token, by trigger ID.
 	verifiers map[string]*verifier
@@ -154,6 +162,12 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 	case o.MaxWait == 0:
 		o.MaxWait = MaxWait
 	}
+	switch {
+	case o.StalledAfter < 0:
+		return nil, fmt.Errorf("httpapi: %w: StalledAfter must not be negative, got %s", duroxide.ErrInvalidArgument, o.StalledAfter)
+	case o.StalledAfter == 0:
+		o.StalledAfter = duroxide.DefaultStalledAfter
+	}
 	triggers, err := normalizeTriggers(o.Triggers)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
@@ -179,17 +193,18 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
 	}
 	s := &server{
-		client:      client,
-		log:         o.Logger,
-		maxBody:     o.MaxBodyBytes,
-		reg:         o.Registry,
-		runtime:     o.Runtime,
-		mux:         http.NewServeMux(),
-		triggers:    triggers,
-		triggerByID: make(map[string]*Trigger, len(triggers)),
-		guard:       g,
-		maxWait:     o.MaxWait,
-		verifiers:   verifiers,
+		client:       client,
+		log:          o.Logger,
+		maxBody:      o.MaxBodyBytes,
+		reg:          o.Registry,
+		runtime:      o.Runtime,
+		mux:          http.NewServeMux(),
+		triggers:     triggers,
+		triggerByID:  make(map[string]*Trigger, len(triggers)),
+		guard:        g,
+		maxWait:      o.MaxWait,
+		stalledAfter: o.StalledAfter,
+		verifiers:    verifiers,
 	}
 	for i := range s.triggers {
 		s.triggerByID[s.triggers[i].ID] = &s.triggers[i]

@@ -156,6 +156,12 @@ func (s *server) getInstance(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if !st.State.IsTerminal() {
+		// A live instance says what it waits for.
+		if st, err = s.client.Inspect(r.Context(), id, &duroxide.WaitOptions{StalledAfter: s.stalledAfter}); err != nil {
+			return err
+		}
+	}
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }
@@ -179,6 +185,18 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 		Orchestration:    q.Get("orchestration"),
 		ParentInstanceID: q.Get("parent"),
 		Cursor:           q.Get("cursor"),
+	}
+	if q.Has("stalled") {
+		switch v := q.Get("stalled"); v {
+		case "true", "1":
+			opts.Stalled, opts.StalledAfter = true, s.stalledAfter
+		case "false", "0":
+		default:
+			return badRequest("invalid stalled", "stalled must be true or false, got %q", v)
+		}
+		if opts.Stalled && opts.Cursor != "" {
+			return badRequest("invalid cursor", "a list of stalled instances has one page: it takes no cursor")
+		}
 	}
 	for _, v := range strings.Split(q.Get("status"), ",") {
 		v = strings.TrimSpace(v)
@@ -212,6 +230,9 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 	out := instanceListResponse{Instances: make([]instanceSummary, 0, min(limit, listChunk))}
 	for {
 		opts.Limit = min(listChunk, limit-len(out.Instances))
+		if opts.Stalled {
+			opts.Limit = limit // one page, by definition
+		}
 		page, err := s.client.ListInstances(r.Context(), opts)
 		if err != nil {
 			return err
@@ -220,7 +241,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 			out.Instances = append(out.Instances, summarize(&page.Instances[i], inc))
 		}
 		out.NextCursor = page.NextCursor
-		if page.NextCursor == "" || len(out.Instances) >= limit {
+		if opts.Stalled || page.NextCursor == "" || len(out.Instances) >= limit {
 			break
 		}
 		opts.Cursor = page.NextCursor

@@ -128,6 +128,10 @@ var instanceStates = []provider.Status{
 	provider.StatusFailed, provider.StatusCanceled,
 }
 
+// MaxStalledCount caps the duroxide_instances_stalled gauge, so that a
+// scrape reads a bounded number of rows however many instances are stalled.
+const MaxStalledCount = 1000
+
 // metrics serves the Prometheus exposition (client_golang's promhttp
 // negotiates the format; text 0.0.4 by default). Each scrape reads the store
 // statistics under the request's context first, so a store failure is
@@ -142,6 +146,10 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 	depths, err := a.QueueDepths(r.Context())
 	if err != nil {
 		return fmt.Errorf("reading queue depths: %w", err)
+	}
+	stalled, _, err := s.client.CountStalled(r.Context(), s.stalledAfter, MaxStalledCount)
+	if err != nil {
+		return err
 	}
 
 	var m metricsWriter
@@ -167,6 +175,10 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 	m.sample("duroxide_executions", counts.Executions)
 	m.family("duroxide_history_events", "gauge", "History events in the store.")
 	m.sample("duroxide_history_events", counts.HistoryEvents)
+	m.family("duroxide_instances_stalled", "gauge", fmt.Sprintf(
+		"Live instances that made no progress for %s while waiting on something that should progress (parked, not registered, redelivered, or due work nobody takes); counted up to %d.",
+		s.stalledAfter, MaxStalledCount))
+	m.sample("duroxide_instances_stalled", int64(stalled))
 	m.family("duroxide_queue_messages", "gauge", "Messages in the store's queues, by queue and state (ready, delayed: not yet visible, locked: being processed).")
 	for _, q := range []struct {
 		queue, state string

@@ -56,6 +56,155 @@ type Admin interface {
 	// ListDeadLetters returns messages that could not be decoded and were
 	// moved out of the queues, newest first, at most limit (0 means 100).
 	ListDeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
+
+	// InstanceQueue returns the queue state of one instance, read in one
+	// consistent snapshot: its orchestrator-queue messages, its worker-queue
+	// rows, its instance lock, its execution locks and its place in an
+	// execution lock's queue, and when it last progressed. It is a read:
+	// it locks and changes nothing. Its cost must grow with the instance's
+	// own rows only (index lookups by instance ID), never with other
+	// instances' rows, except that a queue position counts the starts
+	// ahead of the instance on its lock key. ErrNotFound for an unknown
+	// instance; ErrInvalidArgument for an empty ID.
+	InstanceQueue(ctx context.Context, instanceID string) (*InstanceQueueState, error)
+
+	// StalledInstances returns the IDs of live instances (Pending, Running,
+	// or between ContinueAsNew executions) that are stalled by the rules
+	// below, newest instance first, at most opts.Limit, and whether there
+	// were more. With cutoff = now - opts.After, an instance is stalled
+	// when its LastProgressAt (see InstanceQueueState) is at or before
+	// cutoff and at least one of these holds:
+	//   - its LastErrorSince is at or before cutoff (parked after
+	//     nondeterminism, orchestration not registered, history unreadable);
+	//   - one of its worker rows has ErrorSince at or before cutoff
+	//     (activity not registered);
+	//   - one of its worker rows has Attempts >= opts.MinAttempts;
+	//   - it has orchestrator messages it could be fetched for since cutoff:
+	//     the earliest time a fetch could take it (its earliest message's
+	//     visibility, or its instance lock's expiry if later) is at or
+	//     before cutoff;
+	//   - one of its worker rows is fetchable since cutoff (visible and
+	//     unlocked, or its lock expired, at or before cutoff).
+	// Each rule must be answered from an index range of the rows that
+	// match it (such rows are rare in a healthy store), not from a scan of
+	// all instances, histories or queued rows.
+	StalledInstances(ctx context.Context, opts StalledOptions) (*StalledPage, error)
+}
+
+// InstanceQueueState is what the queues hold for one instance
+// (Admin.InstanceQueue). Times are from the provider's clock.
+type InstanceQueueState struct {
+	// Now is the provider clock's time of the read.
+	Now time.Time
+	// LastProgressAt is when the instance last progressed: the store time
+	// of the newest history event of its current execution, or the
+	// instance's creation time when that execution has no history yet.
+	LastProgressAt time.Time
+	// LastErrorSince is when the instance's LastError was first recorded
+	// by a run of abandons that gave one (AbandonOptions.Error): an
+	// abandon with an error keeps the time of the previous one while
+	// LastError is set; a committed turn clears both. Zero when LastError
+	// is nil.
+	LastErrorSince time.Time
+	// Messages are the instance's orchestrator-queue messages in enqueue
+	// order, delayed ones (timers, delayed starts) included.
+	Messages []QueuedMessage
+	// Activities are the instance's worker-queue rows, of every execution,
+	// in enqueue order.
+	Activities []QueuedActivity
+	// InstanceLock is the instance lock, while a turn holds it (expired
+	// locks included, flagged by LockedUntil <= Now); nil when none.
+	InstanceLock *InstanceLockState
+	// HeldLocks are the keys of the execution locks the instance holds,
+	// in key order.
+	HeldLocks []string
+	// QueuedStart is the instance's start waiting for an execution lock
+	// (LockRequest.Queue); nil when it is not queued.
+	QueuedStart *QueuedStart
+}
+
+// QueuedMessage is one orchestrator-queue message of an instance.
+type QueuedMessage struct {
+	// Item is the message. Its Kind is empty when the row cannot be
+	// decoded (DecodeError says why); such rows are still listed.
+	Item        history.WorkItem
+	DecodeError string
+	// EnqueuedAt is when the message was enqueued.
+	EnqueuedAt time.Time
+	// VisibleAt is when it becomes (or became) fetchable; an abandon with
+	// a delay moves it.
+	VisibleAt time.Time
+	// Attempts counts the fetches that delivered it.
+	Attempts int
+	// Locked reports that a turn in progress holds it (it carries that
+	// turn's lock token).
+	Locked bool
+}
+
+// QueuedActivity is one worker-queue row of an instance.
+type QueuedActivity struct {
+	ExecutionID int64
+	ActivityID  int64
+	// Name is the activity name, from the work item ("" when the row
+	// cannot be decoded).
+	Name      string
+	SessionID string
+	// EnqueuedAt is when the row was enqueued.
+	EnqueuedAt time.Time
+	// VisibleAt is when the row is next fetchable: its visibility while
+	// unlocked, its lock expiry while locked.
+	VisibleAt time.Time
+	// Attempts counts the fetches (deliveries) of the row.
+	Attempts int
+	// LockedUntil is the expiry of a worker's lock on the row, while one
+	// is held (possibly expired: LockedUntil <= now); zero when unlocked.
+	LockedUntil time.Time
+	// Error is the error the last AbandonWorkItem with AbandonOptions.Error
+	// recorded on the row (an activity not registered), or nil.
+	Error *history.ErrorDetails
+	// ErrorSince is when a run of such abandons began: an abandon with an
+	// error keeps the time of the previous one while Error is set, and one
+	// without an error clears both. Zero when Error is nil.
+	ErrorSince time.Time
+}
+
+// InstanceLockState is the instance lock held by a turn in progress.
+type InstanceLockState struct {
+	LockedAt    time.Time
+	LockedUntil time.Time
+}
+
+// QueuedStart is a start waiting for an execution lock.
+type QueuedStart struct {
+	LockKey string
+	// Holder is the instance holding the lock ("" when no lock row
+	// exists: the start is handed the key by the next start, release or
+	// cleanup).
+	Holder string
+	// Position is the place in the key's queue: 1 is next.
+	Position int
+	// QueuedAt is when the start was queued.
+	QueuedAt time.Time
+	// StartAt is the visibility the start asked for (zero = at once).
+	StartAt time.Time
+}
+
+// StalledOptions tunes Admin.StalledInstances.
+type StalledOptions struct {
+	// After is the stall threshold. Required (> 0).
+	After time.Duration
+	// MinAttempts is the delivery count of a worker row from which its
+	// instance counts as stalled. Required (>= 2).
+	MinAttempts int
+	// Limit is the most IDs to return: 0 means 100; at most 1000.
+	Limit int
+}
+
+// StalledPage is the answer of Admin.StalledInstances.
+type StalledPage struct {
+	InstanceIDs []string
+	// More reports that more instances are stalled than were returned.
+	More bool
 }
 
 // ListInstancesOptions filters ListInstances. Zero fields do not filter.

@@ -134,7 +134,8 @@ type Provider interface {
 
 	// AbandonWorkItem unlocks a worker row, making it visible at
 	// now+opts.Delay; with opts.IgnoreAttempt the attempt count is
-	// decremented (never below 0). An unknown or expired token returns ErrLockLost.
+	// decremented (never below 0); opts.Error is recorded on the row (see
+	// AbandonOptions.Error). An unknown or expired token returns ErrLockLost.
 	AbandonWorkItem(ctx context.Context, lockToken string, opts AbandonOptions) error
 
 	// RenewWorkItemLock extends a valid worker lock to now+extendFor and
@@ -248,9 +249,15 @@ type AbandonOptions struct {
 	IgnoreAttempt bool
 	// Error, when set on an orchestration abandon, is recorded on the
 	// instance as its LastError (why it is not progressing: parked after
-	// nondeterminism, orchestration not registered). The next committed
-	// turn of the instance clears it. Ignored by AbandonWorkItem and for
-	// instances that have no row.
+	// nondeterminism, orchestration not registered), and the time of the
+	// first of a run of such abandons as its LastErrorSince (see
+	// InstanceQueueState). The next committed turn of the instance clears
+	// both. Ignored for instances that have no row.
+	//
+	// On AbandonWorkItem it is recorded on the worker row (an activity not
+	// registered): QueuedActivity.Error and ErrorSince, kept from the first
+	// of a run of abandons with an error; an abandon without an error
+	// clears both.
 	Error *history.ErrorDetails
 }
 

@@ -213,20 +213,24 @@ func endError(st *duroxide.Status) error {
 
 var statusCommand = &command{
 	name:     "status",
-	synopsis: "ID [--json]",
-	summary:  "show an instance's status, input, output and error",
+	synopsis: "ID [--stalled-after D] [--json]",
+	summary:  "show an instance's status, input, output, error and what it waits for",
 	run: func(ctx context.Context, inv *invocation, args []string) error {
-		inv.jsonFlag("the status")
+		stalledAfter := inv.fs.Duration("stalled-after", duroxide.DefaultStalledAfter, "report a wait as stalled after this long without progress (with --server, the server's setting applies)")
+		inv.jsonFlag("the status, with waitingFor")
 		inv.serverFlags()
 		if err := inv.parse(args, 1, "instance ID"); err != nil {
 			return err
+		}
+		if *stalledAfter <= 0 {
+			return usageErrorf("status: --stalled-after must be positive, got %s", *stalledAfter)
 		}
 		client, done, err := inv.openBackend(ctx, openExisting)
 		if err != nil {
 			return err
 		}
 		defer done()
-		st, err := client.GetStatus(ctx, inv.arg(0))
+		st, err := client.Inspect(ctx, inv.arg(0), &duroxide.WaitOptions{StalledAfter: *stalledAfter})
 		if err != nil {
 			return instanceError(inv.arg(0), err)
 		}
@@ -277,11 +281,15 @@ starts a new execution). --json prints {"events": [...]} as the HTTP API does.`,
 
 var listCommand = &command{
 	name:     "list",
-	synopsis: "[--status S] [--orchestration NAME] [--limit N] [--cursor C] [--json]",
+	synopsis: "[--status S] [--orchestration NAME] [--limit N] [--cursor C] [--stalled [--stalled-after D]] [--json]",
 	summary:  "list instances, newest first",
 	details: `--status takes one state or several separated by commas: Pending, Running,
 Completed, Failed, Canceled. Results come in pages of --limit; when there are
-more, the command prints the --cursor that continues the listing.`,
+more, the command prints the --cursor that continues the listing.
+
+--stalled lists only stalled instances (no progress for --stalled-after, 5m by
+default, while parked, unregistered, redelivered, or with due work nobody
+takes), up to --limit, each with what it waits for and why it is stalled.`,
 	run: runList,
 }
 
@@ -290,6 +298,8 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 	orch := inv.fs.String("orchestration", "", "keep instances of this orchestration")
 	limit := inv.fs.Int("limit", 100, "page size, 1 to 1000")
 	cursor := inv.fs.String("cursor", "", "continue a previous listing (printed after its last page)")
+	stalled := inv.fs.Bool("stalled", false, "list only stalled instances, with what they wait for")
+	stalledAfter := inv.fs.Duration("stalled-after", duroxide.DefaultStalledAfter, "with --stalled, the stall threshold (with --server, the server's setting applies)")
 	inv.jsonFlag(`the page ({"instances": [...], "nextCursor": "..."}), summaries without input, output or custom status`)
 	inv.serverFlags()
 	if err := inv.parse(args, 0); err != nil {
@@ -298,7 +308,13 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 	if *limit < 1 || *limit > 1000 {
 		return usageErrorf("list: --limit must be between 1 and 1000, got %d", *limit)
 	}
-	opts := &duroxide.ListOptions{Orchestration: *orch, Limit: *limit, Cursor: *cursor}
+	if *stalled && *cursor != "" {
+		return usageErrorf("list: --stalled lists one page; it takes no --cursor")
+	}
+	if *stalledAfter <= 0 {
+		return usageErrorf("list: --stalled-after must be positive, got %s", *stalledAfter)
+	}
+	opts := &duroxide.ListOptions{Orchestration: *orch, Limit: *limit, Cursor: *cursor, Stalled: *stalled, StalledAfter: *stalledAfter}
 	if *status != "" {
 		for _, s := range strings.Split(*status, ",") {
 			st, ok := parseState(s)
@@ -335,6 +351,17 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 	}
 	if err := printInstances(inv.stdout, page); err != nil {
 		return err
+	}
+	if *stalled {
+		for i := range page.Instances {
+			st := &page.Instances[i]
+			if _, err := fmt.Fprintf(inv.stdout, "\n%s ", safe(st.InstanceID)); err != nil {
+				return err
+			}
+			if err := printWaits(inv.stdout, st); err != nil {
+				return err
+			}
+		}
 	}
 	if page.NextCursor != "" {
 		fmt.Fprintf(inv.stderr, "more instances: continue with --cursor %s\n", safe(page.NextCursor))

@@ -76,7 +76,10 @@ func printStatus(w io.Writer, st *duroxide.Status) error {
 	if st.LastError != nil {
 		row("Last error", errorText(st.LastError)+" (the instance is not progressing)")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printWaits(w, st)
 }
 
 func errorText(e *duroxide.ErrorInfo) string {

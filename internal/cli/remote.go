@@ -30,6 +30,7 @@ const (
 type backend interface {
 	StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *duroxide.StartOptions) error
 	GetStatus(ctx context.Context, instanceID string) (*duroxide.Status, error)
+	Inspect(ctx context.Context, instanceID string, opts *duroxide.WaitOptions) (*duroxide.Status, error)
 	WaitForOrchestration(ctx context.Context, instanceID string) (*duroxide.Status, error)
 	GetHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error)
 	ListInstances(ctx context.Context, opts *duroxide.ListOptions) (*duroxide.InstancePage, error)
@@ -269,6 +270,13 @@ func (r *remote) GetStatus(ctx context.Context, instanceID string) (*duroxide.St
 	return &st, nil
 }
 
+// Inspect reads the status with what the instance waits for: the API's
+// GET /api/instances/{id} has it, under the server's stall threshold
+// (opts does not apply).
+func (r *remote) Inspect(ctx context.Context, instanceID string, _ *duroxide.WaitOptions) (*duroxide.Status, error) {
+	return r.GetStatus(ctx, instanceID)
+}
+
 // WaitForOrchestration long-polls the status until the instance ends or
 // ctx is done.
 func (r *remote) WaitForOrchestration(ctx context.Context, instanceID string) (*duroxide.Status, error) {
@@ -335,6 +343,9 @@ func (r *remote) ListInstances(ctx context.Context, opts *duroxide.ListOptions) 
 		}
 		if opts.Cursor != "" {
 			q.Set("cursor", opts.Cursor)
+		}
+		if opts.Stalled {
+			q.Set("stalled", "true") // under the server's threshold
 		}
 	}
 	path := "/api/instances"

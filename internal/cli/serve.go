@@ -80,11 +80,15 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	var allowedHosts stringList
 	inv.fs.Var(&allowedHosts, "allowed-host", "also serve requests whose Host is NAME (repeatable; '*' = any; default: localhost and loopback addresses only)")
 	insecure := inv.fs.Bool("insecure", false, "allow a non-loopback --addr without --auth-token")
+	stalledAfter := inv.fs.Duration("stalled-after", duroxide.DefaultStalledAfter, "an instance without progress this long while it should progress is stalled (waitingFor, ?stalled=true, duroxide_instances_stalled)")
 	if err := inv.parse(args, 0); err != nil {
 		return err
 	}
 	if *grace <= 0 {
 		return usageErrorf("serve: --shutdown-timeout must be positive")
+	}
+	if *stalledAfter <= 0 {
+		return usageErrorf("serve: --stalled-after must be positive, got %s", *stalledAfter)
 	}
 	if *token == "" {
 		*token = inv.getenv(envAuthToken)
@@ -159,7 +163,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	// NewHandler checks the triggers: their secrets' environment variables
 	// are set, and with --demo the runtime registers their orchestrations.
 	handler, err := httpapi.NewHandler(client, &httpapi.Options{Logger: logger, Registry: reg, Runtime: rt, Triggers: triggers,
-		AuthToken: *token, AllowedHosts: allowedHosts,
+		AuthToken: *token, AllowedHosts: allowedHosts, StalledAfter: *stalledAfter,
 		LookupEnv: func(k string) (string, bool) { v := inv.getenv(k); return v, v != "" }})
 	if err != nil {
 		return abort(fmt.Errorf("creating the HTTP API: %w", err))

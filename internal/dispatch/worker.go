@@ -186,7 +186,11 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 			return
 		}
 		r.log.Warn("activity not registered; will retry", logkey.Instance, l.InstanceID, logkey.Activity, item.Name, logkey.Attempt, l.AttemptCount)
-		if err := r.p.AbandonWorkItem(r.io, l.LockToken, provider.AbandonOptions{Delay: r.backoff(l.AttemptCount)}); err != nil && !errors.Is(err, provider.ErrLockLost) {
+		// The error on the row lets clients say why the activity waits
+		// (Client.WaitingFor) and since when.
+		abandon := provider.AbandonOptions{Delay: r.backoff(l.AttemptCount),
+			Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: msg}}
+		if err := r.p.AbandonWorkItem(r.io, l.LockToken, abandon); err != nil && !errors.Is(err, provider.ErrLockLost) {
 			r.log.Warn("abandoning activity failed; its lock will expire", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID, logkey.Error, err)
 		}
 		return

@@ -245,7 +245,8 @@ func decide(in Input) Decision {
 	}
 	if nd := out.Nondeterminism; nd != nil {
 		x.Close()
-		details := &history.ErrorDetails{Kind: history.ErrorNondeterminism, Message: nd.Error()}
+		details := &history.ErrorDetails{Kind: history.ErrorNondeterminism, Message: nd.Error(),
+			Divergence: &history.Divergence{EventID: nd.EventID, Expected: nd.Expected, Got: nd.Got}}
 		if pol.FailOnNondeterminism {
 			return fail(it, execID, hist, started, parent, in.Now, details)
 		}

@@ -499,6 +499,9 @@ func TestDecide(t *testing.T) {
 				if d.Abandon == nil || d.Abandon.Error == nil || d.Abandon.Error.Kind != history.ErrorNondeterminism {
 					t.Fatalf("abandon %+v", d.Abandon)
 				}
+				if dv := d.Abandon.Error.Divergence; dv == nil || dv.EventID != 2 || dv.Expected == "" || dv.Got == "" {
+					t.Fatalf("divergence %+v, want event 2 with what history has and what the code did", dv)
+				}
 				wantAbandon(t, d, provider.AbandonOptions{Delay: 3 * time.Second, IgnoreAttempt: true, Error: d.Abandon.Error})
 				if !d.Parked || d.Log == nil || !strings.Contains(d.Log.Msg, "parked") {
 					t.Fatalf("parked %v, log %+v", d.Parked, d.Log)

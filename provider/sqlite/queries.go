@@ -145,6 +145,14 @@ const (
 	rNextVisibleWork
 	rXLockGet
 	rXLockList
+	rQueueInstance
+	rQueueProgress
+	rQueueMessages
+	rQueueWork
+	rQueueLock
+	rQueueHeldLocks
+	rQueueStart
+	rStalled
 
 	numReaderStmts
 )
@@ -262,6 +270,7 @@ SET input = CASE WHEN ?5 >= current_execution_id THEN coalesce(?6, input) ELSE i
     custom_status_version = custom_status_version + ?10,
     current_execution_id = max(current_execution_id, ?5),
     last_error = NULL,
+    last_error_at = NULL,
     updated_at = ?13`,
 
 	// Set the status derived from the current execution, if it changed.
@@ -321,7 +330,9 @@ WHERE instance_id = ?1 AND lock_token = ?2`,
 
 	// Record why the instance is not progressing (no row: nothing).
 	// ?1 instance, ?2 error details JSON, ?3 now.
-	sSetLastError: `UPDATE instances SET last_error = ?2, updated_at = ?3 WHERE instance_id = ?1`,
+	// last_error_at keeps the start of a run of such abandons.
+	sSetLastError: `UPDATE instances SET last_error = ?2, last_error_at = coalesce(last_error_at, ?3), updated_at = ?3
+WHERE instance_id = ?1`,
 
 	// ?1 instance, ?2 token, ?3 now, ?4 new locked_until.
 	sRenewLock: `UPDATE instance_locks SET locked_until = ?4 WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
@@ -370,7 +381,9 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 
 	// ?1 id, ?2 token, ?3 now, ?4 visible_at, ?5 1 to undo the attempt.
 	sAbandonWork: `UPDATE worker_queue
-SET lock_token = NULL, locked_until = NULL, visible_at = ?4, attempt_count = max(attempt_count - ?5, 0)
+SET lock_token = NULL, locked_until = NULL, visible_at = ?4, attempt_count = max(attempt_count - ?5, 0),
+    last_error = ?6,
+    last_error_at = CASE WHEN ?6 IS NULL THEN NULL ELSE coalesce(last_error_at, ?3) END
 WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
 
 	// ?1 id, ?2 token, ?3 now, ?4 new locked_until.
@@ -513,6 +526,51 @@ var readerSQL = [numReaderStmts]string{
 	// ?1 key.
 	rXLockGet:  xlockSelect + ` WHERE l.lock_key = ?1`,
 	rXLockList: xlockSelect + ` ORDER BY l.lock_key`,
+
+	// InstanceQueue: each an index lookup by instance ID. ?1 instance.
+	rQueueInstance: `SELECT current_execution_id, created_at, last_error_at FROM instances WHERE instance_id = ?1`,
+	// The newest event of an execution. ?1 instance, ?2 execution.
+	rQueueProgress: `SELECT created_at FROM history WHERE instance_id = ?1 AND execution_id = ?2
+ORDER BY event_id DESC LIMIT 1`,
+	rQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
+FROM orchestrator_queue INDEXED BY orchestrator_queue_instance WHERE instance_id = ?1 ORDER BY id`,
+	rQueueWork: `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
+       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at
+FROM worker_queue INDEXED BY worker_queue_activity WHERE instance_id = ?1 ORDER BY id`,
+	rQueueLock:      `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = ?1`,
+	rQueueHeldLocks: `SELECT lock_key FROM execution_locks WHERE instance_id = ?1 ORDER BY lock_key`,
+	// The instance's queued start, its holder and how many starts are
+	// ahead of it (lock_queue_key range up to its row).
+	rQueueStart: `SELECT q.lock_key, coalesce(l.instance_id, ''), q.created_at, q.visible_at,
+       (SELECT count(*) FROM lock_queue AS a WHERE a.lock_key = q.lock_key AND a.id <= q.id)
+FROM lock_queue AS q LEFT JOIN execution_locks AS l ON l.lock_key = q.lock_key
+WHERE q.instance_id = ?1 ORDER BY q.id LIMIT 1`,
+
+	// StalledInstances (provider.Admin): each rule's candidates come from
+	// an index range of the rows matching it, capped at ?4 rows; the
+	// candidates are then checked against the instance row and the time
+	// of their newest event (a primary-key lookup). ?1 cutoff (now minus
+	// the threshold), ?2 minimum deliveries, ?3 page size + 1, ?4 cap per rule.
+	rStalled: `WITH candidates(instance_id) AS (
+    SELECT instance_id FROM (SELECT instance_id FROM instances INDEXED BY instances_last_error_at
+        WHERE last_error_at IS NOT NULL AND last_error_at <= ?1 LIMIT ?4)
+    UNION SELECT instance_id FROM (SELECT instance_id FROM worker_queue INDEXED BY worker_queue_last_error_at
+        WHERE last_error_at IS NOT NULL AND last_error_at <= ?1 LIMIT ?4)
+    UNION SELECT instance_id FROM (SELECT instance_id FROM worker_queue INDEXED BY worker_queue_redelivered
+        WHERE attempt_count > 1 AND attempt_count >= ?2 LIMIT ?4)
+    UNION SELECT instance_id FROM (SELECT instance_id FROM orchestrator_ready INDEXED BY orchestrator_ready_order
+        WHERE ready_at <= ?1 LIMIT ?4)
+    UNION SELECT instance_id FROM (SELECT instance_id FROM worker_queue INDEXED BY worker_queue_visible
+        WHERE visible_at <= ?1 LIMIT ?4)
+)
+SELECT i.instance_id
+FROM candidates AS c JOIN instances AS i ON i.instance_id = c.instance_id
+WHERE i.status IN ('Pending', 'Running', 'ContinuedAsNew')
+  AND coalesce((SELECT h.created_at FROM history AS h
+                WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+                ORDER BY h.event_id DESC LIMIT 1), i.created_at) <= ?1
+ORDER BY i.seq DESC
+LIMIT ?3`,
 }
 
 // xlockSelect reads execution locks with their holder's status (” when

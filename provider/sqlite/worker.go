@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -367,12 +368,23 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 	if opts.IgnoreAttempt {
 		undo = 1
 	}
+	var lastErr any // NULL: clears the row's error
+	if opts.Error != nil {
+		if err := opts.Error.Validate(); err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
+		b, err := json.Marshal(opts.Error)
+		if err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
+		lastErr = string(b)
+	}
 	id, ok := tokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
-		n, err := w.exec(sAbandonWork, nil, id, lockToken, w.now, w.now+durMs(opts.Delay), undo)
+		n, err := w.exec(sAbandonWork, nil, id, lockToken, w.now, w.now+durMs(opts.Delay), undo, lastErr)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/provider/sqlite"
+)
+
+func TestDescribeWait(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 1, 10, 2, 0, 0, time.UTC)
+	tests := []struct {
+		w    duroxide.Wait
+		want string
+	}{
+		{duroxide.Wait{Kind: duroxide.WaitEvent, Name: "approval", Since: at},
+			"event `approval` since 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitTimer, FiresAt: at},
+			"timer fires at 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 3, ActivityState: duroxide.ActivityRetrying, RetryAt: at},
+			"activity `Charge` attempt 3, retrying at 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 1, Deliveries: 2, ActivityState: duroxide.ActivityRunning, LockedUntil: at},
+			"activity `Charge` attempt 1, running (worker lock until 2026-03-01T10:02:00.000Z), delivered 2 times"},
+		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 1, ActivityState: duroxide.ActivityQueued, Since: at},
+			"activity `Charge` attempt 1, queued since 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 1, ActivityState: duroxide.ActivityDone},
+			"activity `Charge` attempt 1, finished: its result waits for the next turn"},
+		{duroxide.Wait{Kind: duroxide.WaitChild, InstanceID: "x", ChildState: duroxide.StateRunning, Since: at},
+			"child `x` (Running) since 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitLock, LockKey: "wf", Holder: "a", QueuePosition: 2, Since: at},
+			"execution lock `wf` held by `a`, place 2 in its queue, since 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitDelayedStart, At: at},
+			"delayed start at 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitUnregisteredOrchestration, Name: "Order", Version: "2.0.0", Attempt: 4, Since: at, RetryAt: at.Add(time.Minute)},
+			"orchestration `Order@2.0.0`, which no runtime that fetched it has registered, since 2026-03-01T10:02:00.000Z (attempt 4, retrying at 2026-03-01T10:03:00.000Z)"},
+		{duroxide.Wait{Kind: duroxide.WaitUnregisteredActivity, Name: "Charge", Attempt: 2, Since: at},
+			"activity `Charge`, which no runtime that fetched it has registered, since 2026-03-01T10:02:00.000Z (attempt 2)"},
+		{duroxide.Wait{Kind: duroxide.WaitParked, EventID: 2, Expected: "ActivityScheduled Charge", Found: "scheduled Refund", Since: at},
+			"a deploy that replays its history: parked after nondeterminism since 2026-03-01T10:02:00.000Z; at event 2 history has ActivityScheduled Charge, but the code scheduled Refund"},
+		{duroxide.Wait{Kind: duroxide.WaitTurn, Messages: 2, Since: at, Stalled: true, StalledReason: "no progress for 6m0s"},
+			"a runtime to take 2 due message(s), due since 2026-03-01T10:02:00.000Z -- STALLED: no progress for 6m0s"},
+		// Names are user input: control characters are quoted, never printed raw.
+		{duroxide.Wait{Kind: duroxide.WaitEvent, Name: "a\x1b[2Jb\n", Since: at},
+			"event `\"a\\x1b[2Jb\\n\"` since 2026-03-01T10:02:00.000Z"},
+	}
+	for _, tt := range tests {
+		if got := describeWait(&tt.w); got != tt.want {
+			t.Errorf("describeWait(%s):\n got %s\nwant %s", tt.w.Kind, got, tt.want)
+		}
+	}
+}
+
+func TestStatusWaitingAndStalled(t *testing.T) {
+	t.Parallel()
+	db, path := tempDB(t)
+	// Instances started an hour ago through a store on an hour-old clock,
+	// with no runtime since: their starts are due and nobody took them.
+	ctx := context.Background()
+	past := time.Now().Add(-time.Hour)
+	store, err := sqlite.Open(ctx, path, &sqlite.Options{Clock: func() time.Time { return past }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := duroxide.NewClient(store)
+	for _, id := range []string{"old-1", "old-2"} {
+		if err := c.StartOrchestration(ctx, id, demo.Hello, "x", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.StartOrchestration(ctx, "later", demo.Hello, "x", &duroxide.StartOptions{StartAt: past.Add(48 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runCLI(t, "status", "old-1", "--db", db).wantCode(t, 0)
+	for _, want := range []string{"Waiting for (STALLED):", "a runtime to take 1 due message(s)", "-- STALLED: no progress for"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, "status", "later", "--db", db).wantCode(t, 0)
+	if !strings.Contains(r.stdout, "Waiting for:\n  - delayed start at ") || strings.Contains(r.stdout, "STALLED") {
+		t.Fatalf("status of a delayed start:\n%s", r.stdout)
+	}
+	var st duroxide.Status
+	runCLI(t, "status", "old-1", "--json", "--db", db).wantCode(t, 0).decode(t, &st)
+	if !st.Stalled || len(st.WaitingFor) != 1 || st.WaitingFor[0].Kind != duroxide.WaitTurn || !st.WaitingFor[0].Stalled {
+		t.Fatalf("status --json = %+v", st)
+	}
+	// A threshold above the hour: not stalled.
+	r = runCLI(t, "status", "old-1", "--stalled-after", "2h", "--db", db).wantCode(t, 0)
+	if strings.Contains(r.stdout, "STALLED") {
+		t.Fatalf("stalled under a 2h threshold:\n%s", r.stdout)
+	}
+
+	r = runCLI(t, "list", "--stalled", "--db", db).wantCode(t, 0)
+	if !strings.Contains(r.stdout, "old-1") || !strings.Contains(r.stdout, "old-2") || strings.Contains(r.stdout, "later") ||
+		!strings.Contains(r.stdout, "STALLED") {
+		t.Fatalf("list --stalled:\n%s", r.stdout)
+	}
+	var page duroxide.InstancePage
+	runCLI(t, "list", "--stalled", "--json", "--db", db).wantCode(t, 0).decode(t, &page)
+	if len(page.Instances) != 2 || !page.Instances[0].Stalled || len(page.Instances[0].WaitingFor) == 0 {
+		t.Fatalf("list --stalled --json = %+v", page)
+	}
+	r = runCLI(t, "list", "--stalled", "--stalled-after", "2h", "--db", db).wantCode(t, 0)
+	if strings.TrimSpace(r.stdout) != "no instances" {
+		t.Fatalf("list --stalled under a 2h threshold:\n%s", r.stdout)
+	}
+
+	for _, args := range [][]string{
+		{"list", "--stalled", "--cursor", "x"},
+		{"list", "--stalled", "--stalled-after", "0s"},
+		{"list", "--stalled", "--stalled-after", "-1m"},
+		{"status", "old-1", "--stalled-after", "0"},
+	} {
+		runCLI(t, append(args, "--db", db)...).wantErr(t, 2, "--")
+	}
+	runCLI(t, "list", "--stalled-after", "soon", "--db", db).wantCode(t, 2)
+	runCLI(t, "serve", "--stalled-after", "0s", "--db", db).wantErr(t, 2, "--stalled-after must be positive")
+}
