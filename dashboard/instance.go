@@ -90,13 +90,13 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 		}
 		now := d.clock.Now()
 		v.Events = eventRows(events)
-		end := now
+		end, live := now, true
 		for _, e := range v.Executions {
 			if e.ExecutionID == v.Execution && !e.CompletedAt.IsZero() {
-				end = e.CompletedAt
+				end, live = e.CompletedAt, false
 			}
 		}
-		v.Timeline = buildTimeline(events, end)
+		v.Timeline = buildTimeline(events, end, live)
 	}
 	children, err := d.client.Store().ListChildren(ctx, id)
 	if err != nil {

@@ -91,7 +91,7 @@ func TestTimeline(t *testing.T) {
 		{EventID: 9, Kind: history.ExternalEvent, Name: "approval", TimestampMs: ms(6 * time.Second)},
 		{EventID: 10, Kind: history.SubOrchestrationScheduled, Name: "Ship", ChildInstanceID: "c1", TimestampMs: ms(6 * time.Second)},
 	}
-	tl := buildTimeline(events, t0.Add(10*time.Second))
+	tl := buildTimeline(events, t0.Add(10*time.Second), true)
 	if tl == nil || len(tl.Bars) != 5 {
 		t.Fatalf("timeline %+v, want 5 bars", tl)
 	}
@@ -121,7 +121,14 @@ func TestTimeline(t *testing.T) {
 	if !strings.Contains(tl.Bars[0].Tip, "declined") {
 		t.Errorf("failed bar's tip %q lacks the error", tl.Bars[0].Tip)
 	}
-	if buildTimeline(events[:1], t0) != nil {
+	if tl.NowX != 0 {
+		t.Errorf("now is drawn at %v although nothing lies ahead", tl.NowX)
+	}
+	pending := append(events[:6:6], history.Event{EventID: 7, Kind: history.TimerCreated, FireAtMs: ms(time.Minute), TimestampMs: ms(3 * time.Second)})
+	if tl := buildTimeline(pending, t0.Add(10*time.Second), true); tl.NowX <= tlLabel || tl.NowX >= tlWidth-10 {
+		t.Errorf("now at %v, want inside the axis before the pending timer's end", tl.NowX)
+	}
+	if buildTimeline(events[:1], t0, false) != nil {
 		t.Error("a history without spans has a timeline")
 	}
 }

@@ -30,6 +30,9 @@ type timeline struct {
 	Omitted int
 	Start   time.Time
 	Span    time.Duration
+	// NowX is where now is on the axis, for a live execution whose
+	// timers lie ahead (0: not drawn).
+	NowX float64
 }
 
 // bar is one drawn span.
@@ -70,7 +73,7 @@ type span struct {
 
 // buildTimeline lays out the spans of events; open spans end at end (now,
 // for a live execution).
-func buildTimeline(events []history.Event, end time.Time) *timeline {
+func buildTimeline(events []history.Event, end time.Time, live bool) *timeline {
 	var spans []*span
 	bySource := map[int64]*span{}
 	// Open event waits by name, oldest first: an ExternalEvent closes the
@@ -197,6 +200,9 @@ func buildTimeline(events []history.Event, end time.Time) *timeline {
 		t.Bars = append(t.Bars, b)
 	}
 	t.Height = tlAxis + float64(len(t.Bars))*tlRowHeight + 4
+	if live && end.Before(last) {
+		t.NowX = tlLabel + float64(end.Sub(start))*scale
+	}
 	return t
 }
 
