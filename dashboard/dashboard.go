@@ -68,6 +68,11 @@ type Options struct {
 	// Refresh is how often an open page refreshes its live parts (default
 	// DefaultRefresh). Negative values are rejected.
 	Refresh time.Duration
+	// StalledAfter is the stall threshold of waitingFor and of the
+	// "stalled only" filter (default duroxide.DefaultStalledAfter); pass
+	// the API's httpapi.Options.StalledAfter. Negative values are
+	// rejected.
+	StalledAfter time.Duration
 }
 
 // Dashboard is the dashboard's http.Handler. It runs a health sampler in
@@ -80,6 +85,7 @@ type Dashboard struct {
 	reg      *duroxide.Registry
 	triggers []httpapi.Trigger
 	refresh  time.Duration
+	stalled  time.Duration
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	sampler  *sampler
@@ -100,8 +106,11 @@ func New(client *duroxide.Client, opts *Options) (*Dashboard, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.SampleEvery < 0 || o.Samples < 0 || o.Refresh < 0 {
-		return nil, fmt.Errorf("dashboard: %w: SampleEvery, Samples and Refresh must not be negative", duroxide.ErrInvalidArgument)
+	if o.SampleEvery < 0 || o.Samples < 0 || o.Refresh < 0 || o.StalledAfter < 0 {
+		return nil, fmt.Errorf("dashboard: %w: SampleEvery, Samples, Refresh and StalledAfter must not be negative", duroxide.ErrInvalidArgument)
+	}
+	if o.StalledAfter == 0 {
+		o.StalledAfter = duroxide.DefaultStalledAfter
 	}
 	if o.SampleEvery == 0 {
 		o.SampleEvery = DefaultSampleEvery
@@ -134,6 +143,7 @@ func New(client *duroxide.Client, opts *Options) (*Dashboard, error) {
 		reg:      o.Registry,
 		triggers: append([]httpapi.Trigger(nil), o.Triggers...),
 		refresh:  o.Refresh,
+		stalled:  o.StalledAfter,
 		pages:    pages,
 		mux:      http.NewServeMux(),
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/dashboard"
@@ -337,4 +338,20 @@ func TestLogin(t *testing.T) {
 	if p := e.do(t, jar, "GET", "/", ""); p.status != http.StatusSeeOther {
 		t.Fatalf("GET after logout: %d, want a redirect to the login", p.status)
 	}
+}
+
+// TestStalledFilter lists an instance whose orchestration no runtime
+// registers under "stalled only", with the reason on its page.
+func TestStalledFilter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{stalled: time.Millisecond})
+	e.start(t, "ok-1", demo.Hello, "x", true)
+	e.start(t, "stuck-1", "nobody.Registers.This", nil, false)
+	waitFor(t, "stuck-1 to be listed as stalled", func() bool {
+		return strings.Contains(e.get(t, "/?stalled=1").body, `href="/instances/stuck-1"`)
+	})
+	p := e.get(t, "/?stalled=1")
+	mustNotContain(t, p, `href="/instances/ok-1"`)
+	mustContain(t, p, `class="state stalled"`)
+	mustContain(t, e.get(t, "/instances/stuck-1"), `id="stalled"`, "unregisteredOrchestration", "stalled: ")
 }

@@ -43,6 +43,7 @@ type envOptions struct {
 	token    string
 	triggers []httpapi.Trigger
 	refresh  time.Duration
+	stalled  time.Duration
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -65,7 +66,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	dash, err := dashboard.New(client, &dashboard.Options{Logger: discard, Registry: reg, AuthToken: o.token,
-		Triggers: o.triggers, SampleEvery: 200 * time.Millisecond, Refresh: o.refresh})
+		Triggers: o.triggers, SampleEvery: 200 * time.Millisecond, Refresh: o.refresh, StalledAfter: o.stalled})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	v := &instanceView{}
-	st, err := d.client.Inspect(ctx, id, nil)
+	st, err := d.client.Inspect(ctx, id, &duroxide.WaitOptions{StalledAfter: d.stalled})
 	if err != nil {
 		// Inspect adds waitingFor to the status; show the status without
 		// it rather than nothing.

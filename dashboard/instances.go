@@ -85,6 +85,9 @@ func (d *Dashboard) instancesPage(w http.ResponseWriter, r *http.Request) error 
 		v.Limit = n
 	}
 	opts := &duroxide.ListOptions{Orchestration: v.Orchestration, IDPrefix: v.Prefix, Limit: v.Limit, Cursor: cursor, Stalled: v.Stalled}
+	if v.Stalled {
+		opts.StalledAfter = d.stalled
+	}
 	if v.State != "" {
 		st := duroxide.State(v.State)
 		if !validState(st) {

@@ -171,7 +171,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	// The dashboard shares the API's token and hosts: its pages' actions
 	// call the API with the session cookie its login page sets.
 	dash, err := dashboard.New(client, &dashboard.Options{AuthToken: *token, AllowedHosts: allowedHosts,
-		Registry: reg, Triggers: triggers, Logger: logger})
+		Registry: reg, Triggers: triggers, Logger: logger, StalledAfter: *stalledAfter})
 	if err != nil {
 		return abort(fmt.Errorf("creating the dashboard: %w", err))
 	}
