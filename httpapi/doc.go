@@ -21,7 +21,7 @@
 //	                                            → 201 {"instanceId"} (a UUID when none is given); 409 if the ID is taken;
 //	                                              200 {"instanceId", "duplicate": true} for a repeated idempotencyKey;
 //	                                              409 {"error", "details", "existingExecutionId"} while lockKey is held
-//	GET    /api/instances?status=&orchestration=&parent=&limit=&cursor=&include=
+//	GET    /api/instances?status=&orchestration=&parent=&prefix=&limit=&cursor=&include=
 //	                                            → {"instances": [summary...], "nextCursor"} newest first; status is a
 //	                                              comma-separated list of Pending, Running, Completed, Failed, Canceled;
 //	                                              limit 1 to 1000 (default 100; at most 100 with include)
