@@ -72,7 +72,8 @@ func TestPages(t *testing.T) {
 	}
 
 	failed := e.get(t, "/instances/fail-1")
-	mustContain(t, failed, "Why it failed", `id="error-message">card declined</p>`, "ActivityFailed", `class="bar failed"`)
+	mustContain(t, failed, "Why it failed", `id="error-message">card declined</p>`, "ActivityFailed", `class="bar failed"`,
+		`<p id="failed-in">It failed in activity demo.FailWith, history event #3.</p>`)
 	waiting := e.get(t, "/instances/wait-1")
 	mustContain(t, waiting, "Waiting for", "event approval", `class="bar timer pending"`, `id="raise-submit"`)
 	done := e.get(t, "/instances/hello-1")

@@ -32,6 +32,9 @@ type instanceView struct {
 	// MoreChildren: the instance has more children than listed.
 	MoreChildren bool
 	Lock         *duroxide.LockStatus
+	// FailedIn names the activity or child whose failure the orchestration
+	// ended with, when the history shows one ("" otherwise).
+	FailedIn string
 }
 
 // waitView is one entry of waitingFor, drawn generically so that new kinds
@@ -90,6 +93,9 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 		}
 		now := d.clock.Now()
 		v.Events = eventRows(events)
+		if st.State == duroxide.StateFailed {
+			v.FailedIn = failedIn(events)
+		}
 		end, live := now, true
 		for _, e := range v.Executions {
 			if e.ExecutionID == v.Execution && !e.CompletedAt.IsZero() {
@@ -234,3 +240,32 @@ func cut(s string, n int) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// failedIn names the last failed activity or sub-orchestration of a failed
+// execution, with the event numbers, so the page can say where the
+// failure came from.
+func failedIn(events []history.Event) string {
+	scheduled := map[int64]*history.Event{}
+	var last *history.Event
+	for i := range events {
+		e := &events[i]
+		switch e.Kind {
+		case history.ActivityScheduled, history.SubOrchestrationScheduled:
+			scheduled[e.EventID] = e
+		case history.ActivityFailed, history.SubOrchestrationFailed:
+			last = e
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	s := scheduled[last.SourceEventID]
+	if s == nil {
+		return ""
+	}
+	what := "activity " + s.Name
+	if s.Kind == history.SubOrchestrationScheduled {
+		what = "sub-orchestration " + s.Name + " (" + s.ChildInstanceID + ")"
+	}
+	return what + ", history event #" + strconv.FormatInt(last.EventID, 10)
+}
