@@ -12,7 +12,9 @@
     try {
       const res = await fetch(location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" });
       if (!res.ok || res.redirected) return;
-      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const html = await res.text();
+      if (busy) return; // an action began while the page was fetched
+      const doc = new DOMParser().parseFromString(html, "text/html");
       for (const el of document.querySelectorAll("[data-live][id]")) {
         const fresh = doc.getElementById(el.id);
         if (fresh && fresh.innerHTML !== el.innerHTML) el.innerHTML = fresh.innerHTML;
@@ -94,46 +96,55 @@
     }
   }
 
-  for (const form of document.querySelectorAll("form.action")) {
-    const confirmBox = form.querySelector(".confirm");
-    let pending = null;
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      try {
-        pending = request(form);
-      } catch (e) {
-        show(form, false, e.message);
-        return;
-      }
-      busy = true;
-      confirmBox.querySelector(".confirm-text").textContent = form.dataset.confirm;
-      confirmBox.hidden = false;
-      form.querySelector(".result").textContent = "";
-    });
-    confirmBox.querySelector(".confirm-no").addEventListener("click", () => {
-      confirmBox.hidden = true;
-      pending = null;
+  // Listeners are delegated from the document: the live refresh replaces
+  // sections that hold forms (the locks table), and new forms must work too.
+  const pending = new WeakMap(); // form -> the request awaiting confirmation
+
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target.closest("form.action");
+    if (!form) return;
+    ev.preventDefault();
+    let req;
+    try {
+      req = request(form);
+    } catch (e) {
+      show(form, false, e.message);
+      return;
+    }
+    pending.set(form, req);
+    busy = true;
+    const box = form.querySelector(".confirm");
+    box.querySelector(".confirm-text").textContent = form.dataset.confirm;
+    box.hidden = false;
+    form.querySelector(".result").textContent = "";
+  });
+
+  document.addEventListener("click", async (ev) => {
+    const button = ev.target.closest(".confirm-yes, .confirm-no");
+    if (!button) return;
+    const form = button.closest("form.action");
+    if (!form) return;
+    form.querySelector(".confirm").hidden = true;
+    const req = pending.get(form);
+    pending.delete(form);
+    if (button.classList.contains("confirm-no") || !req) {
       busy = false;
-    });
-    confirmBox.querySelector(".confirm-yes").addEventListener("click", async () => {
-      confirmBox.hidden = true;
-      const req = pending;
-      pending = null;
-      if (!req) return;
-      const init = { method: req.method, credentials: "same-origin", headers: { "Content-Type": "application/json" } };
-      if (req.body !== undefined) init.body = req.body;
-      try {
-        const res = await fetch(req.url, init);
-        let body = null;
-        try { body = await res.json(); } catch (e) { /* not JSON */ }
-        const d = describe(form.dataset.action, res.status, body);
-        show(form, d.ok, d.text, d.link);
-      } catch (e) {
-        show(form, false, "The server could not be reached: " + e.message);
-      } finally {
-        busy = false;
-        refresh();
-      }
-    });
-  }
+      return;
+    }
+    const init = { method: req.method, credentials: "same-origin", headers: { "Content-Type": "application/json" } };
+    if (req.body !== undefined) init.body = req.body;
+    try {
+      const res = await fetch(req.url, init);
+      let body = null;
+      try { body = await res.json(); } catch (e) { /* not JSON */ }
+      const d = describe(form.dataset.action, res.status, body);
+      show(form, d.ok, d.text, d.link);
+    } catch (e) {
+      show(form, false, "The server could not be reached: " + e.message);
+    } finally {
+      busy = false;
+      // Let the answer be read before a refresh may replace its section.
+      setTimeout(refresh, 1500);
+    }
+  });
 })();
