@@ -189,13 +189,29 @@ func scanExecutionInfo(r interface{ Scan(...any) error }) (*provider.ExecutionIn
 // fields. GetInstance reports such a row as provider.ErrCorruptData.
 func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstancesOptions) (*provider.InstancePage, error) {
 	const op = "listing instances"
-	q, args, limit, err := listInstancesQuery(opts)
-	if err != nil {
+	if _, _, _, err := listInstancesQuery(opts, false); err != nil {
 		return nil, p.fail(op, err)
 	}
 	page := &provider.InstancePage{Instances: []provider.InstanceInfo{}}
 	var lastSeq int64
-	err = p.read(ctx, op, func() error {
+	err := p.read(ctx, op, func() error {
+		common := false
+		if opts.IDPrefix != "" {
+			q, args := sqlCountPrefixFrom, []any{opts.IDPrefix}
+			if upper, ok := prefixUpperBound(opts.IDPrefix); ok {
+				q += sqlCountPrefixBelow
+				args = append(args, upper)
+			}
+			var n int
+			if err := p.readers.QueryRowContext(ctx, q+sqlCountPrefixEnd, append(args, commonPrefixMatches)...).Scan(&n); err != nil {
+				return interpretError(err, nil)
+			}
+			common = n >= commonPrefixMatches
+		}
+		q, args, limit, err := listInstancesQuery(opts, common)
+		if err != nil {
+			return err
+		}
 		rows, err := p.readers.QueryContext(ctx, q, args...)
 		if err != nil {
 			return interpretError(err, nil)
@@ -228,10 +244,17 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 	return page, nil
 }
 
+// commonPrefixMatches is the number of instances from which an ID prefix
+// counts as common: ListInstances then filters rows read newest first by
+// it instead of sorting the matches of the instance_id index.
+const commonPrefixMatches = 10_000
+
 // listInstancesQuery assembles the ListInstances statement for opts: the
 // SQL, its arguments (the last one the row limit, one above the page size,
-// to tell whether a next page exists) and the page size.
-func listInstancesQuery(opts provider.ListInstancesOptions) (string, []any, int, error) {
+// to tell whether a next page exists) and the page size. commonPrefix
+// says whether opts.IDPrefix matches at least commonPrefixMatches
+// instances.
+func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (string, []any, int, error) {
 	limit := opts.Limit
 	switch {
 	case limit < 0:
@@ -262,10 +285,14 @@ func listInstancesQuery(opts provider.ListInstancesOptions) (string, []any, int,
 		fargs = append(fargs, opts.ParentInstanceID)
 	}
 	if opts.IDPrefix != "" {
-		filters += sqlListFilterIDFrom
+		from, below := sqlListFilterIDFrom, sqlListFilterIDBelow
+		if commonPrefix {
+			from, below = sqlListFilterIDFromScan, sqlListFilterIDBelowScan
+		}
+		filters += from
 		fargs = append(fargs, opts.IDPrefix)
 		if upper, ok := prefixUpperBound(opts.IDPrefix); ok {
-			filters += sqlListFilterIDBelow
+			filters += below
 			fargs = append(fargs, upper)
 		}
 	}

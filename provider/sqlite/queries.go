@@ -593,9 +593,22 @@ const (
 	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT ?`
 	// The ID prefix is a range of the instance_id index: instance_id >=
 	// prefix, and below the prefix's successor when it has one
-	// (prefixUpperBound); LIKE would not use the index.
-	sqlListFilterIDFrom  = ` AND instance_id >= ?`
-	sqlListFilterIDBelow = ` AND instance_id < ?`
+	// (prefixUpperBound); LIKE would not use the index. Reading the range
+	// means sorting its matches by seq, which is cheap for a rare prefix
+	// and not for a common one; so ListInstances first counts the range up
+	// to commonPrefixMatches (sqlCountPrefixFrom and sqlCountPrefixBelow,
+	// closed with sqlCountPrefixEnd) and, for a common prefix, writes the
+	// terms with a unary + (sqlListFilterIDFromScan, ...), which keeps
+	// SQLite from using the index: the rows are then read newest first
+	// (by seq, or another filter's index) and the prefix filters them,
+	// finding a page's matches quickly since they are common.
+	sqlListFilterIDFrom      = ` AND instance_id >= ?`
+	sqlListFilterIDBelow     = ` AND instance_id < ?`
+	sqlListFilterIDFromScan  = ` AND +instance_id >= ?`
+	sqlListFilterIDBelowScan = ` AND +instance_id < ?`
+	sqlCountPrefixFrom       = `SELECT count(*) FROM (SELECT 1 FROM instances WHERE instance_id >= ?`
+	sqlCountPrefixBelow      = ` AND instance_id < ?`
+	sqlCountPrefixEnd        = ` LIMIT ?)`
 	// sqlListStatusPart is followed by the other filters and
 	// sqlListInstancesOrderBy, and closed with ")".
 	sqlListStatusPart    = `SELECT seq FROM (SELECT seq FROM instances WHERE status = ?`
