@@ -65,20 +65,36 @@ func (d *Dashboard) healthPage(w http.ResponseWriter, r *http.Request) error {
 		depth(func(q *provider.QueueDepths) int64 { return q.OrchestratorReady }),
 		depth(func(q *provider.QueueDepths) int64 { return q.WorkerReady }),
 		depth(func(q *provider.QueueDepths) int64 { return q.WorkerLocked }))
-	rate := make([]float64, len(ss))
-	for i := 1; i < len(ss); i++ {
-		dt := ss[i].At.Sub(ss[i-1].At).Seconds()
-		if dt > 0 {
-			// Purges lower the count: a negative rate is no throughput.
-			rate[i] = max(float64(ss[i].finished()-ss[i-1].finished())/dt, 0)
-		}
-	}
-	if len(rate) > 1 {
-		rate = rate[1:]
-	}
-	v.Finished = newChart([]string{"instances finished per second"}, []string{"s1"}, rate)
+	v.Finished = newChart([]string{"instances finished per second"}, []string{"s1"}, finishRates(ss))
 	d.render(w, r, http.StatusOK, "health", v)
 	return nil
+}
+
+// finishRates returns, for each sample after the first, the instances
+// finished per second since the previous count: samples that reuse a
+// count (see countsCostFactor) get the rate of the next fresh count, so
+// the line keeps one point per sample.
+func finishRates(ss []sample) []float64 {
+	if len(ss) < 2 {
+		return nil
+	}
+	rate := make([]float64, len(ss)-1)
+	start := 0 // the sample of the previous count
+	for i := 1; i < len(ss); i++ {
+		if !ss[i].CountedAt.After(ss[start].CountedAt) {
+			continue
+		}
+		r := 0.0
+		if dt := ss[i].CountedAt.Sub(ss[start].CountedAt).Seconds(); dt > 0 {
+			// Purges lower the count: a negative rate is no throughput.
+			r = max(float64(ss[i].finished()-ss[start].finished())/dt, 0)
+		}
+		for j := start; j < i; j++ {
+			rate[j] = r
+		}
+		start = i
+	}
+	return rate
 }
 
 // newChart scales the series (all of one length) into the chart's box.

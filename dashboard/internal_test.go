@@ -182,3 +182,32 @@ func TestHumanDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishRates spreads the rate between two fresh counts over the
+// samples in between, and never reports a negative one.
+func TestFinishRates(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	done := func(n int64) map[provider.Status]int64 { return map[provider.Status]int64{provider.StatusCompleted: n} }
+	ss := []sample{
+		{At: at(0), CountedAt: at(0), ByStatus: done(0)},
+		{At: at(5), CountedAt: at(0), ByStatus: done(0)}, // reuses the count of 0
+		{At: at(10), CountedAt: at(10), ByStatus: done(100)},
+		{At: at(15), CountedAt: at(15), ByStatus: done(50)}, // a purge
+		{At: at(20), CountedAt: at(20), ByStatus: done(100)},
+	}
+	got := finishRates(ss)
+	want := []float64{10, 10, 0, 10}
+	if len(got) != len(want) {
+		t.Fatalf("rates %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("rates %v, want %v", got, want)
+		}
+	}
+	if finishRates(ss[:1]) != nil {
+		t.Fatal("one sample has a rate")
+	}
+}
