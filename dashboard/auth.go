@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"net/http"
-	"net/url"
 )
 
 // maxLoginBody bounds the login form.
@@ -15,8 +14,6 @@ type loginView struct {
 	// NoToken: the server has no token; there is nothing to log in to.
 	NoToken bool
 }
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 // loginPage serves GET /login.
 func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -164,6 +165,10 @@ func (d *Dashboard) routes() {
 	static, _ := fs.Sub(staticFS, "static")
 	fileServer := http.StripPrefix("/static/", http.FileServerFS(static))
 	d.mux.Handle("GET /static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		fileServer.ServeHTTP(w, r)
 	}))
@@ -221,7 +226,7 @@ func (d *Dashboard) authed(fn func(http.ResponseWriter, *http.Request) error) ht
 			if r.URL.RawQuery != "" && len(r.URL.RawQuery) < 2048 {
 				next += "?" + r.URL.RawQuery
 			}
-			http.Redirect(w, r, "/login?next="+urlQueryEscape(next), http.StatusSeeOther)
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(next), http.StatusSeeOther)
 			return
 		}
 		if err := fn(w, r); err != nil {

@@ -231,6 +231,7 @@ func TestHostileRequests(t *testing.T) {
 		{"/instances/%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusNotFound},
 		{"/%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusNotFound},
 		{"/static/nope.js", http.StatusNotFound},
+		{"/static/", http.StatusNotFound},
 		{"/static/../dashboard.go", http.StatusTemporaryRedirect},
 	} {
 		t.Run(tc.path[:min(len(tc.path), 60)], func(t *testing.T) {

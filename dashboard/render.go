@@ -89,7 +89,6 @@ var funcs = template.FuncMap{
 	"pretty":    prettyJSON,
 	"lower":     strings.ToLower,
 	"pathEsc":   pathEscape,
-	"add":       func(a, b int) int { return a + b },
 	"allStates": func() []duroxide.State { return states },
 }
 
