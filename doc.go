@@ -97,6 +97,18 @@
 // Package httpapi exposes both through webhook triggers with the
 // concurrency policies exclusive, parallel and queue.
 //
+// # Why an instance waits
+//
+// Client.Inspect (and Client.WaitingFor) says what a live instance waits
+// for, as a list of Wait: an activity (queued, running, retrying at a
+// time), a timer, an event, a child, a place in an execution lock's queue,
+// a delayed start, an orchestration or activity no runtime has registered,
+// parked after nondeterminism (with the expected and found events), or due
+// messages no runtime has taken. Each has its times. An instance that makes
+// no progress for a threshold (DefaultStalledAfter) while it should is
+// stalled, and its waits say why; ListOptions.Stalled lists such
+// instances. docs/waiting.md has the kinds and the stall rules.
+//
 // # Testing
 //
 // Package duroxidetest runs orchestrations against a real in-memory store

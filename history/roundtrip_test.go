@@ -135,18 +135,21 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 	e := history.Event{
 		EventID: 3, Kind: history.ActivityFailed, SourceEventID: 2, TimestampMs: ts,
 		Name: "n", Version: "v", Input: raw(`"in"`), Output: raw(`"out"`),
-		Error: &history.ErrorDetails{Kind: history.ErrorInfrastructure, Message: "m", Type: "t", Details: "d", Code: "c"},
-		Data:  raw(`"data"`), Reason: "r", FireAtMs: ts + 1, SessionID: "s", ChildInstanceID: "c",
+		Error: &history.ErrorDetails{Kind: history.ErrorInfrastructure, Message: "m", Type: "t", Details: "d", Code: "c",
+			Divergence: &history.Divergence{EventID: 6, Expected: "x", Got: "y"}},
+		Data: raw(`"data"`), Reason: "r", FireAtMs: ts + 1, SessionID: "s", ChildInstanceID: "c",
 		Parent:       &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
 		CustomStatus: raw(`"cs"`), TimeMs: ts + 2, GUID: "g",
 	}
 	requireAllFieldsSet(t, &e)
 	requireAllFieldsSet(t, e.Error)
+	requireAllFieldsSet(t, e.Error.Divergence)
 	requireAllFieldsSet(t, e.Parent)
 
 	const want = `{"eventId":3,"type":"ActivityFailed","sourceEventId":2,"timestampMs":1732170000000,` +
 		`"name":"n","version":"v","input":"in","output":"out",` +
-		`"error":{"kind":"infrastructure","message":"m","type":"t","details":"d","code":"c"},` +
+		`"error":{"kind":"infrastructure","message":"m","type":"t","details":"d","code":"c",` +
+		`"divergence":{"eventId":6,"expected":"x","got":"y"}},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000001,"sessionId":"s","childInstanceId":"c",` +
 		`"parent":{"instanceId":"p","executionId":4,"eventId":5},` +
 		`"customStatus":"cs","timeMs":1732170000002,"guid":"g"}`

@@ -21,7 +21,9 @@ import (
 )
 
 // statusLine is a line of 'duroxide status': a field name and a colon.
-var statusLine = regexp.MustCompile(`^[A-Z][a-z ]+: +\S`)
+// statusLine matches the lines of 'duroxide status': "Field: value", and
+// the "Waiting for:" heading with its "  - ..." entries.
+var statusLine = regexp.MustCompile(`^([A-Z][a-z ]+: +\S|Waiting for( \(STALLED\))?:$|  - \S)`)
 
 const testToken = "t0k-3n"
 
