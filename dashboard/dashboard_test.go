@@ -355,5 +355,7 @@ func TestStalledFilter(t *testing.T) {
 	p := e.get(t, "/?stalled=1")
 	mustNotContain(t, p, `href="/instances/ok-1"`)
 	mustContain(t, p, `class="state stalled"`)
+	mustContain(t, e.get(t, "/?stalled=1&prefix=stuck-"), `href="/instances/stuck-1"`)
+	mustNotContain(t, e.get(t, "/?stalled=1&prefix=other-"), `href="/instances/stuck-1"`)
 	mustContain(t, e.get(t, "/instances/stuck-1"), `id="stalled"`, "unregisteredOrchestration", "stalled: ")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -103,6 +104,11 @@ func (d *Dashboard) instancesPage(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	v.Instances = pageData.Instances
+	if v.Stalled && v.Prefix != "" {
+		// The stalled list (one page, from the store's stall rules) does
+		// not apply ListOptions.IDPrefix: apply it here.
+		v.Instances = slices.DeleteFunc(v.Instances, func(st duroxide.Status) bool { return !strings.HasPrefix(st.InstanceID, v.Prefix) })
+	}
 	filters := url.Values{}
 	for k, val := range map[string]string{"state": v.State, "orchestration": v.Orchestration, "prefix": v.Prefix} {
 		if val != "" {
