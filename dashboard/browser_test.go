@@ -69,20 +69,62 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	ctx, cancel := context.WithTimeout(b.ctx, testTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
-		b.t.Fatalf("%s: %v", what, err)
+		b.t.Fatalf("%s: %v%s", what, err, b.diagnose())
 	}
 }
 
-// text returns the text of the first element matching sel.
+// diagnose saves a screenshot of the page as failure.png and returns its
+// URL and text, for the message of a failed step.
+func (b *browser) diagnose() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		_ = os.WriteFile(filepath.Join(screenshotDir, "failure.png"), png, 0o644)
+	}
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+	return "\npage (screenshot in " + screenshotDir + "/failure.png):\n" + text
+}
+
+// text returns the text of the first element matching sel, waiting for
+// one to exist. It reads in one evaluation: the live refresh may replace
+// the element at any time, so a node looked up earlier can be gone.
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, testTimeout)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("reading %s: %v", sel, err)
+	deadline := time.Now().Add(testTimeout)
+	js := `(function(){const el = document.querySelector(` + jsString(sel) + `); return el ? "+" + el.textContent : "";})()`
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		cancel()
+		if err == nil && s != "" {
+			return s[1:]
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("reading %s: %v%s", sel, err, b.diagnose())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
+}
+
+// click clicks the first element matching sel in one evaluation, waiting
+// for one to exist: for elements in sections the live refresh replaces.
+// The element must not navigate (use chromedp.Navigate for links).
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	js := `(function(){const el = document.querySelector(` + jsString(sel) + `); if (!el || el.offsetParent === null) return false; el.click(); return true;})()`
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("clicking %s: %v%s", sel, err, b.diagnose())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // waitText waits until the text of sel contains want.
@@ -203,8 +245,12 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// A failed instance says why it failed.
-	b.do("opening fail-1", chromedp.Navigate(b.url+"/?state=Failed"), chromedp.Click(chromedp.CSS(`a[href="/instances/fail-1"]`)))
-	b.waitURL("/instances/fail-1")
+	b.do("listing failed instances", chromedp.Navigate(b.url+"/?state=Failed"))
+	href, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector("#instances a.instance-link") || {}).href || ""`))
+	if err != nil || href != b.url+"/instances/fail-1" {
+		t.Fatalf("the failed instance's link: %q, %v", href, err)
+	}
+	b.do("opening fail-1", chromedp.Navigate(href))
 	b.do("reading the error", chromedp.WaitVisible(chromedp.CSS("#error-message")))
 	if got := b.text("#error-message"); got != "card declined: insufficient funds" {
 		t.Fatalf("error message %q", got)
@@ -247,8 +293,9 @@ func TestBrowser(t *testing.T) {
 	b.waitText("#lock-table", "payments-42")
 	b.waitText("#lock-table", "locked-1")
 	b.shot("locks")
-	b.do("releasing", chromedp.Click(chromedp.CSS(".release-submit")), chromedp.WaitVisible(chromedp.CSS(".release-confirm")),
-		chromedp.Click(chromedp.CSS(".release-confirm")))
+	// The locks table is a live section: click in one evaluation each.
+	b.click(".release-submit")
+	b.click(".release-confirm")
 	b.waitText("#locks", "No execution locks are held.")
 	if l, err := e.client.GetLock(ctx, "payments-42"); err != nil || l.IsLocked {
 		t.Fatalf("lock after release: %+v, %v", l, err)
