@@ -180,7 +180,11 @@ func TestUserDataIsEscaped(t *testing.T) {
 	if _, err := e.client.WaitForOrchestration(ctx, "event-xss"); err != nil {
 		t.Fatal(err)
 	}
-	pages := []string{"/", "/instances/" + url.PathEscape(id), "/instances/fail-xss", "/instances/name-xss", "/instances/event-xss",
+	if err := e.client.StartOrchestration(ctx, "lock-xss", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 300},
+		&duroxide.StartOptions{LockKey: xss}); err != nil {
+		t.Fatal(err)
+	}
+	pages := []string{"/locks", "/instances/lock-xss", "/", "/instances/" + url.PathEscape(id), "/instances/fail-xss", "/instances/name-xss", "/instances/event-xss",
 		"/?orchestration=" + url.QueryEscape(xss), "/?prefix=" + url.QueryEscape(xss), "/instances/" + url.PathEscape(xss)}
 	for _, path := range pages {
 		p := e.get(t, path)
@@ -192,6 +196,7 @@ func TestUserDataIsEscaped(t *testing.T) {
 	mustContain(t, e.get(t, "/instances/"+url.PathEscape(id)), "&lt;script&gt;alert(1)&lt;/script&gt;", `x&#34;&gt;&lt;svg onload=alert(1)&gt;`)
 	mustContain(t, e.get(t, "/instances/fail-xss"), `id="error-message">&lt;script&gt;alert(1)&lt;/script&gt;</p>`)
 	mustContain(t, e.get(t, "/"), "&lt;img src=x onerror=alert(1)&gt;")
+	mustContain(t, e.get(t, "/locks"), `<td class="lock-key">&lt;script&gt;alert(1)&lt;/script&gt;</td>`, `data-lock="&lt;script&gt;alert(1)&lt;/script&gt;"`)
 }
 
 // TestHostileRequests sends malformed, huge and hostile requests to every
@@ -233,6 +238,10 @@ func TestHostileRequests(t *testing.T) {
 		{"/%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusNotFound},
 		{"/static/nope.js", http.StatusNotFound},
 		{"/static/", http.StatusNotFound},
+		{"/locks?x=" + huge, http.StatusOK},
+		{"/health?%00=%01", http.StatusOK},
+		{"/login?next=" + huge, http.StatusOK},
+		{"/login?next=%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusOK},
 		{"/static/../dashboard.go", http.StatusTemporaryRedirect},
 	} {
 		t.Run(tc.path[:min(len(tc.path), 60)], func(t *testing.T) {
