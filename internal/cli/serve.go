@@ -206,6 +206,12 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	} else {
 		fmt.Fprintf(out, "listening on %s\n", base)
 	}
+	if *withDemo {
+		// Something for the dashboard to show: a failed instance and one
+		// waiting for an event.
+		fmt.Fprintf(out, "try: duroxide start demo.Fail --server %s --input '\"card declined\"'   (a failed instance)\n", base)
+		fmt.Fprintf(out, "     duroxide start demo.Approval --server %s --input '{\"timeoutSeconds\": 600}'   (one waiting for the event approval)\n", base)
+	}
 	if *token == "" {
 		fmt.Fprintf(out, "dashboard: %s/\n", base)
 		fmt.Fprintln(out, "no --auth-token: the API is open to every local program and user of this machine")
