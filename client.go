@@ -131,6 +131,9 @@ type ListOptions struct {
 	Orchestration string
 	// ParentInstanceID keeps the children of this instance.
 	ParentInstanceID string
+	// IDPrefix keeps instances whose ID starts with this string
+	// (case-sensitive, no wildcards).
+	IDPrefix string
 	// Limit is the page size (default 100, max 1000).
 	Limit int
 	// Cursor continues from a previous page's NextCursor.
@@ -381,7 +384,7 @@ func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*Instanc
 		return c.listStalled(ctx, opts)
 	}
 	po := provider.ListInstancesOptions{Orchestration: opts.Orchestration, ParentInstanceID: opts.ParentInstanceID,
-		Limit: opts.Limit, Cursor: opts.Cursor}
+		IDPrefix: opts.IDPrefix, Limit: opts.Limit, Cursor: opts.Cursor}
 	for _, s := range opts.States {
 		switch s {
 		case StatePending, StateCompleted, StateFailed, StateCanceled:

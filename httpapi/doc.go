@@ -21,7 +21,7 @@
 //	                                            → 201 {"instanceId"} (a UUID when none is given); 409 if the ID is taken;
 //	                                              200 {"instanceId", "duplicate": true} for a repeated idempotencyKey;
 //	                                              409 {"error", "details", "existingExecutionId"} while lockKey is held
-//	GET    /api/instances?status=&orchestration=&parent=&limit=&cursor=&include=
+//	GET    /api/instances?status=&orchestration=&parent=&prefix=&limit=&cursor=&include=
 //	                                            → {"instances": [summary...], "nextCursor"} newest first; status is a
 //	                                              comma-separated list of Pending, Running, Completed, Failed, Canceled;
 //	                                              limit 1 to 1000 (default 100; at most 100 with include)
@@ -103,6 +103,12 @@
 //     required (constant-time comparison; 401 with WWW-Authenticate: Bearer
 //     otherwise) on every path, unknown ones included, except /healthz,
 //     /readyz and the webhook routes, which their trigger authenticates.
+//     The dashboard's session cookie (SessionCookieName, set by its login
+//     page: HttpOnly, SameSite=Strict) is accepted in place of the header;
+//     a state-changing request authenticated by it also needs an Origin
+//     header naming an allowed host, which browsers send with every
+//     fetch() POST and DELETE, so only same-origin pages can use it.
+//     Access gives handlers mounted next to the API the same checks.
 //   - Cross-site requests: POST, PUT and PATCH need Content-Type:
 //     application/json even without a body (a web page can send a bodyless
 //     or text/plain POST to any server), DELETE only with a body (415

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"mime"
@@ -12,6 +15,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/duroxide/duroxide-go"
 )
 
 // DefaultReadTimeout is the request body read deadline when
@@ -35,6 +40,7 @@ var openPaths = map[string]bool{"/healthz": true, "/readyz": true}
 // token, Origin and Content-Type, and the body read deadline.
 type guard struct {
 	token       []byte // nil: no authentication
+	session     []byte // the session cookie's value, SessionValue(token)
 	anyHost     bool
 	hosts       map[string]bool // normalized extra allowed hosts
 	readTimeout time.Duration
@@ -54,6 +60,7 @@ func newGuard(o *Options) (*guard, error) {
 			return nil, errors.New("AuthToken must not contain spaces or control characters")
 		}
 		g.token = []byte(o.AuthToken)
+		g.session = []byte(SessionValue(o.AuthToken))
 	}
 	for _, h := range o.AllowedHosts {
 		if h == AnyHost {
@@ -137,16 +144,29 @@ func (g *guard) check(w http.ResponseWriter, r *http.Request, pattern string) bo
 		return false
 	}
 	if !open && !webhook {
-		if g.token != nil && !g.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="duroxide"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized",
-				"send the server's token as the header Authorization: Bearer <token>")
-			return false
+		byCookie := false
+		if g.token != nil {
+			var ok bool
+			if ok, byCookie = g.authorized(r); !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="duroxide"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized",
+					"send the server's token as the header Authorization: Bearer <token>")
+				return false
+			}
 		}
 		if stateChanging(r.Method) {
-			if o := r.Header.Get("Origin"); o != "" && !g.originAllowed(o, r.Host) {
+			o := r.Header.Get("Origin")
+			if o != "" && !g.originAllowed(o, r.Host) {
 				writeError(w, http.StatusForbidden, "cross-origin request refused",
 					fmt.Sprintf("the Origin %q is not an allowed host of this server; state-changing requests from web pages of other sites are refused", o))
+				return false
+			}
+			// A browser's cookie comes with requests a page did not mean
+			// to send; browsers send Origin with every POST, PUT, PATCH
+			// and DELETE of fetch(), so a cookie without one is refused.
+			if byCookie && o == "" {
+				writeError(w, http.StatusForbidden, "cross-origin request refused",
+					"a state-changing request authenticated by the dashboard's session cookie needs an Origin header; programs send Authorization: Bearer <token> instead")
 				return false
 			}
 			// POST, PUT and PATCH need application/json even without a
@@ -173,14 +193,114 @@ func (g *guard) check(w http.ResponseWriter, r *http.Request, pattern string) bo
 	return true
 }
 
-// authorized reports whether r carries the bearer token, compared in
-// constant time.
-func (g *guard) authorized(r *http.Request) bool {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+// authorized reports whether r carries the bearer token or the session
+// cookie, compared in constant time, and whether the cookie was what
+// authorized it. A wrong bearer token is refused even with a good cookie.
+func (g *guard) authorized(r *http.Request) (ok, byCookie bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return false, false
+		}
+		return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), g.token) == 1, false
+	}
+	return g.sessionValid(r), true
+}
+
+// sessionValid reports whether r carries the session cookie of the token.
+func (g *guard) sessionValid(r *http.Request) bool {
+	if g.session == nil {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), g.token) == 1
+	for _, c := range r.CookiesNamed(SessionCookieName) {
+		if subtle.ConstantTimeCompare([]byte(c.Value), g.session) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// SessionCookieName is the cookie that the dashboard's login sets and that
+// the API accepts in place of the bearer token: HttpOnly, SameSite=Strict,
+// Secure over TLS. State-changing requests authenticated by it need an
+// Origin header naming an allowed host, so only same-origin pages can use
+// it.
+const SessionCookieName = "duroxide_session"
+
+// sessionLabel is the message SessionValue authenticates.
+const sessionLabel = "duroxide dashboard session v1"
+
+// SessionValue is the session cookie's value for token: an HMAC-SHA256 of
+// a fixed label keyed by the token, in hex. The cookie proves knowledge of
+// the token without holding it, and changing the token ends every session.
+func SessionValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte(sessionLabel))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Access holds the checks NewHandler applies to every request, for
+// handlers served next to the API on the same server (the dashboard): the
+// Host allow-list, the token (bearer or session cookie) and the Origin
+// check. Build it from the same token and hosts as the API's Options.
+type Access struct {
+	g *guard
+}
+
+// NewAccess returns the checks of an API with Options.AuthToken token and
+// Options.AllowedHosts hosts; it fails as NewHandler does on bad values.
+func NewAccess(token string, allowedHosts []string) (*Access, error) {
+	g, err := newGuard(&Options{AuthToken: token, AllowedHosts: allowedHosts})
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w: %v", duroxide.ErrInvalidArgument, err)
+	}
+	return &Access{g: g}, nil
+}
+
+// TokenRequired reports whether a token is configured.
+func (a *Access) TokenRequired() bool { return a.g.token != nil }
+
+// HostAllowed reports whether r's Host names this server (see
+// Options.AllowedHosts).
+func (a *Access) HostAllowed(r *http.Request) bool { return a.g.hostAllowed(r.Host) }
+
+// OriginAllowed reports whether r's Origin header is present and names r's
+// own host, a loopback one or an allowed one.
+func (a *Access) OriginAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	return o != "" && a.g.originAllowed(o, r.Host)
+}
+
+// Authorized reports whether r carries the token, as a bearer token or a
+// session cookie; always true without a token.
+func (a *Access) Authorized(r *http.Request) bool {
+	if a.g.token == nil {
+		return true
+	}
+	ok, _ := a.g.authorized(r)
+	return ok
+}
+
+// TokenMatches reports whether s is the token, in constant time; false
+// without a token.
+func (a *Access) TokenMatches(s string) bool {
+	return a.g.token != nil && subtle.ConstantTimeCompare([]byte(s), a.g.token) == 1
+}
+
+// SessionCookie returns the session cookie to set after a login, Secure
+// when secure (the request came over TLS), or nil without a token.
+func (a *Access) SessionCookie(secure bool) *http.Cookie {
+	if a.g.token == nil {
+		return nil
+	}
+	return &http.Cookie{Name: SessionCookieName, Value: string(a.g.session), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure}
+}
+
+// ClearSessionCookie returns a cookie that deletes the session cookie.
+func (a *Access) ClearSessionCookie(secure bool) *http.Cookie {
+	return &http.Cookie{Name: SessionCookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure}
 }
 
 // isReadTimeout reports whether err is a body read cut off by the read

@@ -184,6 +184,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 	opts := &duroxide.ListOptions{
 		Orchestration:    q.Get("orchestration"),
 		ParentInstanceID: q.Get("parent"),
+		IDPrefix:         q.Get("prefix"),
 		Cursor:           q.Get("cursor"),
 	}
 	if q.Has("stalled") {

@@ -394,6 +394,11 @@ func TestListInstances(t *testing.T) {
 		{"orchestration=demo.Approval", newestFirst[:2]},
 		{"orchestration=demo.Hello&status=Completed&limit=5", newestFirst[2:]},
 		{"orchestration=demo.Nothing", nil},
+		{"prefix=list-approval-", newestFirst[:2]},
+		{"prefix=list-&status=Completed&limit=2", newestFirst[2:]},
+		{"prefix=list-hello-6", newestFirst[2:3]},
+		{"prefix=LIST-", nil},
+		{"prefix=%25", nil},
 	}
 	for _, tc := range filters {
 		t.Run(tc.query, func(t *testing.T) {

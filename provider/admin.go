@@ -215,6 +215,10 @@ type ListInstancesOptions struct {
 	Orchestration string
 	// ParentInstanceID keeps direct children of this instance.
 	ParentInstanceID string
+	// IDPrefix keeps instances whose ID starts with this string, compared
+	// byte by byte (case-sensitive; no wildcards: '%' and '_' are plain
+	// characters). Stores answer it from the index of instance IDs.
+	IDPrefix string
 	// Limit is the page size: 0 means 100; at most 1000.
 	Limit int
 	// Cursor continues from a previous page's NextCursor.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/dashboard"
 	"github.com/duroxide/duroxide-go/demo"
 	"github.com/duroxide/duroxide-go/httpapi"
 )
@@ -23,7 +24,8 @@ var serveCommand = &command{
 	name:     "serve",
 	synopsis: "[--addr 127.0.0.1:8080] [--auth-token T] [--allowed-host NAME]... [--insecure] [--triggers FILE] [--demo] [--shutdown-timeout 30s]",
 	summary:  "serve the HTTP API (and, with --demo, run the demo orchestrations)",
-	details: `Serves the HTTP API on --addr; port 0 picks a free port, and the address is
+	details: `Serves the HTTP API and the dashboard (at /, printed as "dashboard: URL")
+on --addr; port 0 picks a free port, and the address is
 printed as "listening on http://HOST:PORT" (the listener's own address; a
 wildcard address such as ":8080" is printed as http://[::]:8080 or
 http://0.0.0.0:8080 with "all interfaces").
@@ -166,6 +168,15 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	if err != nil {
 		return abort(fmt.Errorf("creating the HTTP API: %w", err))
 	}
+	// The dashboard shares the API's token and hosts: its pages' actions
+	// call the API with the session cookie its login page sets.
+	dash, err := dashboard.New(client, &dashboard.Options{AuthToken: *token, AllowedHosts: allowedHosts,
+		Registry: reg, Triggers: triggers, Logger: logger, StalledAfter: *stalledAfter})
+	if err != nil {
+		return abort(fmt.Errorf("creating the dashboard: %w", err))
+	}
+	defer dash.Close()
+	handler = dashboard.Mount(handler, dash)
 	if wrap, ok := ctx.Value(handlerHookKey{}).(func(http.Handler) http.Handler); ok {
 		handler = wrap(handler)
 	}
@@ -195,8 +206,17 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	} else {
 		fmt.Fprintf(out, "listening on %s\n", base)
 	}
+	if *withDemo {
+		// Something for the dashboard to show: a failed instance and one
+		// waiting for an event.
+		fmt.Fprintf(out, "try: duroxide start demo.Fail --server %s --input '\"card declined\"'   (a failed instance)\n", base)
+		fmt.Fprintf(out, "     duroxide start demo.Approval --server %s --input '{\"timeoutSeconds\": 600}'   (one waiting for the event approval)\n", base)
+	}
 	if *token == "" {
+		fmt.Fprintf(out, "dashboard: %s/\n", base)
 		fmt.Fprintln(out, "no --auth-token: the API is open to every local program and user of this machine")
+	} else {
+		fmt.Fprintf(out, "dashboard: %s/ (log in with the --auth-token)\n", base)
 	}
 
 	var serveErr error

@@ -78,7 +78,9 @@ func TestServeToken(t *testing.T) {
 			if code, h, body := request(t, "GET", s.url, "/api/instances", "", nil, ""); code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
 				t.Fatalf("without the token: %d %s", code, body)
 			}
-			if code, _, body := request(t, "GET", s.url, "/", "", nil, ""); code != http.StatusUnauthorized {
+			// The dashboard sends a browser without its session to the
+			// login page.
+			if code, _, body := request(t, "GET", s.url, "/", "", nil, ""); code != http.StatusOK || !strings.Contains(body, `name="token"`) || strings.Contains(body, `id="instances"`) {
 				t.Fatalf("GET / without the token: %d %s", code, body)
 			}
 			auth := map[string]string{"Authorization": "Bearer " + serveToken}

@@ -157,6 +157,17 @@ func TestServeDemo(t *testing.T) {
 	if code, body := httpDo(t, "GET", s.url+"/healthz", ""); code != http.StatusOK {
 		t.Fatalf("GET /healthz = %d %s", code, body)
 	}
+	// serve --demo suggests how to make something to look at.
+	if try := s.stdout.waitLine(t, "try: ", s.exited); !strings.Contains(try, "demo.Fail --server "+s.url) {
+		t.Fatalf("try line %q", try)
+	}
+	// The dashboard is at /, and serve prints its URL.
+	if dash := s.stdout.waitLine(t, "dashboard: ", s.exited); dash != s.url+"/" {
+		t.Fatalf("dashboard URL %q, want %s/", dash, s.url)
+	}
+	if code, body := httpDo(t, "GET", s.url+"/", ""); code != http.StatusOK || !strings.Contains(string(body), "<h1>Instances</h1>") {
+		t.Fatalf("GET / = %d %s", code, body)
+	}
 
 	// Started through the API, run by serve's runtime.
 	code, body := httpDo(t, "POST", s.url+"/api/instances", `{"orchestration":"demo.Hello","instanceId":"h1","input":"Ada"}`)

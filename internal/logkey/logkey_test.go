@@ -24,7 +24,7 @@ var skipped = map[string]bool{}
 // has one key.
 func TestLogCallsUseTheKeys(t *testing.T) {
 	root := filepath.Join("..", "..")
-	for _, dir := range []string{".", "internal/dispatch", "internal/turn", "internal/cli", "httpapi", "provider/sqlite", "provider/postgres"} {
+	for _, dir := range []string{".", "internal/dispatch", "internal/turn", "internal/cli", "httpapi", "provider/sqlite", "provider/postgres", "dashboard"} {
 		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

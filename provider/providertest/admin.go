@@ -2,6 +2,8 @@ package providertest
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
@@ -47,6 +49,49 @@ var adminCases = []testCase{
 		e.enqueue(startNamedMsg("o1", "Other"), startMsg("t1"), startNamedMsg("o2", "Other"))
 		mustEqual(e.t, "Other", sorted(e.listAll(provider.ListInstancesOptions{Orchestration: "Other"})), []string{"o1", "o2"})
 		mustEqual(e.t, testOrch, e.listAll(provider.ListInstancesOptions{Orchestration: testOrch}), []string{"t1"})
+	}},
+
+	{name: "list_instances_filters_by_id_prefix", run: func(e *env) {
+		e.admin()
+		for _, id := range []string{"order-1", "order-2", "order", "orders-1", "ordeR-3", "x-order-4", "order-%", "order-_x", "order-\u00e9"} {
+			e.enqueue(startMsg(id))
+			e.clock.Advance(time.Millisecond)
+		}
+		list := func(o provider.ListInstancesOptions) []string { return append([]string{}, e.listAll(o)...) }
+		mustEqual(e.t, "order-", list(provider.ListInstancesOptions{IDPrefix: "order-"}),
+			[]string{"order-\u00e9", "order-_x", "order-%", "order-2", "order-1"})
+		mustEqual(e.t, "order-% (no wildcards)", list(provider.ListInstancesOptions{IDPrefix: "order-%"}), []string{"order-%"})
+		mustEqual(e.t, "order-_ (no wildcards)", list(provider.ListInstancesOptions{IDPrefix: "order-_"}), []string{"order-_x"})
+		mustEqual(e.t, "whole ID", list(provider.ListInstancesOptions{IDPrefix: "orders-1"}), []string{"orders-1"})
+		mustEqual(e.t, "no match", list(provider.ListInstancesOptions{IDPrefix: "zzz"}), []string{})
+		mustEqual(e.t, "multi-byte prefix", list(provider.ListInstancesOptions{IDPrefix: "order-\u00e9"}), []string{"order-\u00e9"})
+		mustEqual(e.t, "pages of 2", list(provider.ListInstancesOptions{IDPrefix: "order-", Limit: 2}),
+			[]string{"order-\u00e9", "order-_x", "order-%", "order-2", "order-1"})
+		mustEqual(e.t, "with orchestration", list(provider.ListInstancesOptions{IDPrefix: "order-", Orchestration: "Other"}), []string{})
+	}},
+
+	{name: "list_instances_several_states_page_newest_first", run: func(e *env) {
+		e.admin()
+		var want []string
+		for i := range 7 {
+			id := fmt.Sprintf("i%d", i)
+			switch i % 3 {
+			case 0:
+				e.createFinished(id, provider.StatusCompleted)
+				want = append(want, id)
+			case 1:
+				e.createFinished(id, provider.StatusFailed)
+				want = append(want, id)
+			default:
+				e.createFinished(id, provider.StatusCanceled)
+			}
+			e.clock.Advance(time.Millisecond)
+		}
+		slices.Reverse(want)
+		got := e.listAll(provider.ListInstancesOptions{Statuses: []provider.Status{provider.StatusFailed, provider.StatusCompleted}, Limit: 2})
+		mustEqual(e.t, "Completed|Failed in pages of 2", got, want)
+		got = e.listAll(provider.ListInstancesOptions{Statuses: []provider.Status{provider.StatusFailed, provider.StatusFailed}, Limit: 1})
+		mustEqual(e.t, "Failed twice in pages of 1", got, []string{"i4", "i1"})
 	}},
 
 	{name: "list_instances_filters_by_parent_direct_children_only", run: func(e *env) {

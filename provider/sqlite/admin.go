@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,21 @@ func decodeCursor(c string) (int64, error) {
 		return 0, invalid("malformed cursor %q", c)
 	}
 	return seq, nil
+}
+
+// prefixUpperBound returns the smallest string above every string that
+// starts with prefix, in SQLite's byte order (BINARY collation): the prefix
+// with its last byte below 0xff incremented and what follows it dropped. A
+// prefix of 0xff bytes only has no bound (ok false).
+func prefixUpperBound(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
 }
 
 // nullJSON returns a stored JSON column as a RawMessage, nil for NULL.
@@ -173,50 +189,29 @@ func scanExecutionInfo(r interface{ Scan(...any) error }) (*provider.ExecutionIn
 // fields. GetInstance reports such a row as provider.ErrCorruptData.
 func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstancesOptions) (*provider.InstancePage, error) {
 	const op = "listing instances"
-	limit := opts.Limit
-	switch {
-	case limit < 0:
-		return nil, p.fail(op, invalid("Limit %d is negative", limit))
-	case limit == 0:
-		limit = defaultPageSize
-	case limit > maxPageSize:
-		limit = maxPageSize
+	if _, _, _, err := listInstancesQuery(opts, false); err != nil {
+		return nil, p.fail(op, err)
 	}
-	q := sqlListInstancesBase
-	var args []any
-	if opts.Cursor != "" {
-		seq, err := decodeCursor(opts.Cursor)
-		if err != nil {
-			return nil, p.fail(op, err)
-		}
-		q += sqlListFilterCursor
-		args = append(args, seq)
-	}
-	if len(opts.Statuses) > 0 {
-		ss := make([]string, len(opts.Statuses))
-		for i, s := range opts.Statuses {
-			if !s.Valid() {
-				return nil, p.fail(op, invalid("unknown status %q", s))
-			}
-			ss[i] = string(s)
-		}
-		q += sqlListFilterStatuses
-		args = append(args, jsonStrings(ss))
-	}
-	if opts.Orchestration != "" {
-		q += sqlListFilterName
-		args = append(args, opts.Orchestration)
-	}
-	if opts.ParentInstanceID != "" {
-		q += sqlListFilterParent
-		args = append(args, opts.ParentInstanceID)
-	}
-	q += sqlListInstancesOrderBy
-	args = append(args, limit+1)
-
 	page := &provider.InstancePage{Instances: []provider.InstanceInfo{}}
 	var lastSeq int64
 	err := p.read(ctx, op, func() error {
+		common := false
+		if opts.IDPrefix != "" {
+			q, args := sqlCountPrefixFrom, []any{opts.IDPrefix}
+			if upper, ok := prefixUpperBound(opts.IDPrefix); ok {
+				q += sqlCountPrefixBelow
+				args = append(args, upper)
+			}
+			var n int
+			if err := p.readers.QueryRowContext(ctx, q+sqlCountPrefixEnd, append(args, commonPrefixMatches)...).Scan(&n); err != nil {
+				return interpretError(err, nil)
+			}
+			common = n >= commonPrefixMatches
+		}
+		q, args, limit, err := listInstancesQuery(opts, common)
+		if err != nil {
+			return err
+		}
 		rows, err := p.readers.QueryContext(ctx, q, args...)
 		if err != nil {
 			return interpretError(err, nil)
@@ -247,6 +242,89 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 		return nil, err
 	}
 	return page, nil
+}
+
+// commonPrefixMatches is the number of instances from which an ID prefix
+// counts as common: ListInstances then filters rows read newest first by
+// it instead of sorting the matches of the instance_id index.
+const commonPrefixMatches = 10_000
+
+// listInstancesQuery assembles the ListInstances statement for opts: the
+// SQL, its arguments (the last one the row limit, one above the page size,
+// to tell whether a next page exists) and the page size. commonPrefix
+// says whether opts.IDPrefix matches at least commonPrefixMatches
+// instances.
+func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (string, []any, int, error) {
+	limit := opts.Limit
+	switch {
+	case limit < 0:
+		return "", nil, 0, invalid("Limit %d is negative", limit)
+	case limit == 0:
+		limit = defaultPageSize
+	case limit > maxPageSize:
+		limit = maxPageSize
+	}
+	// The filters other than the states, which every part of a
+	// several-state query repeats.
+	var filters string
+	var fargs []any
+	if opts.Cursor != "" {
+		seq, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		filters += sqlListFilterCursor
+		fargs = append(fargs, seq)
+	}
+	if opts.Orchestration != "" {
+		filters += sqlListFilterName
+		fargs = append(fargs, opts.Orchestration)
+	}
+	if opts.ParentInstanceID != "" {
+		filters += sqlListFilterParent
+		fargs = append(fargs, opts.ParentInstanceID)
+	}
+	if opts.IDPrefix != "" {
+		from, below := sqlListFilterIDFrom, sqlListFilterIDBelow
+		if commonPrefix {
+			from, below = sqlListFilterIDFromScan, sqlListFilterIDBelowScan
+		}
+		filters += from
+		fargs = append(fargs, opts.IDPrefix)
+		if upper, ok := prefixUpperBound(opts.IDPrefix); ok {
+			filters += below
+			fargs = append(fargs, upper)
+		}
+	}
+	for _, s := range opts.Statuses {
+		if !s.Valid() {
+			return "", nil, 0, invalid("unknown status %q", s)
+		}
+	}
+	statuses := slices.Compact(slices.Sorted(slices.Values(opts.Statuses)))
+	q := sqlListInstancesBase
+	var args []any
+	switch len(statuses) {
+	case 0:
+		q += filters
+		args = append(args, fargs...)
+	case 1:
+		q += sqlListFilterStatus + filters
+		args = append(append(args, string(statuses[0])), fargs...)
+	default:
+		q += sqlListStatusesWrap
+		for i, s := range statuses {
+			if i > 0 {
+				q += sqlListStatusesUnion
+			}
+			q += sqlListStatusPart + filters + sqlListInstancesOrderBy + ")"
+			args = append(append(append(args, string(s)), fargs...), limit+1)
+		}
+		q += ")"
+	}
+	q += sqlListInstancesOrderBy
+	args = append(args, limit+1)
+	return q, args, limit, nil
 }
 
 // GetInstance returns one instance; see provider.Admin.

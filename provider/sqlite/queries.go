@@ -588,14 +588,41 @@ const xlockSelect = `SELECT l.lock_key, l.instance_id, l.locked_at, l.expires_at
        (SELECT count(*) FROM lock_queue AS q WHERE q.lock_key = l.lock_key)
 FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id`
 
-// ListInstances is assembled from these fragments (its filters are optional).
+// ListInstances is assembled from these fragments (its filters are
+// optional). One state is an equality on the status index, read newest
+// first. Several states would make SQLite sort every match, so each state
+// gets its own page-sized index read (sqlListStatusPart, with the other
+// filters), and only those few rows are merged (sqlListStatusesWrap).
 const (
 	sqlListInstancesBase    = `SELECT seq, ` + instanceColumns + ` FROM instances WHERE 1 = 1`
 	sqlListFilterCursor     = ` AND seq < ?`
-	sqlListFilterStatuses   = ` AND status IN (SELECT value FROM json_each(?))`
+	sqlListFilterStatus     = ` AND status = ?`
 	sqlListFilterName       = ` AND orchestration_name = ?`
 	sqlListFilterParent     = ` AND parent_instance_id = ?`
 	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT ?`
+	// The ID prefix is a range of the instance_id index: instance_id >=
+	// prefix, and below the prefix's successor when it has one
+	// (prefixUpperBound); LIKE would not use the index. Reading the range
+	// means sorting its matches by seq, which is cheap for a rare prefix
+	// and not for a common one; so ListInstances first counts the range up
+	// to commonPrefixMatches (sqlCountPrefixFrom and sqlCountPrefixBelow,
+	// closed with sqlCountPrefixEnd) and, for a common prefix, writes the
+	// terms with a unary + (sqlListFilterIDFromScan, ...), which keeps
+	// SQLite from using the index: the rows are then read newest first
+	// (by seq, or another filter's index) and the prefix filters them,
+	// finding a page's matches quickly since they are common.
+	sqlListFilterIDFrom      = ` AND instance_id >= ?`
+	sqlListFilterIDBelow     = ` AND instance_id < ?`
+	sqlListFilterIDFromScan  = ` AND +instance_id >= ?`
+	sqlListFilterIDBelowScan = ` AND +instance_id < ?`
+	sqlCountPrefixFrom       = `SELECT count(*) FROM (SELECT 1 FROM instances WHERE instance_id >= ?`
+	sqlCountPrefixBelow      = ` AND instance_id < ?`
+	sqlCountPrefixEnd        = ` LIMIT ?)`
+	// sqlListStatusPart is followed by the other filters and
+	// sqlListInstancesOrderBy, and closed with ")".
+	sqlListStatusPart    = `SELECT seq FROM (SELECT seq FROM instances WHERE status = ?`
+	sqlListStatusesWrap  = ` AND seq IN (`
+	sqlListStatusesUnion = ` UNION ALL `
 )
 
 // Copying the store (copy.go). The export reads each table in the order its

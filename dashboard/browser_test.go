@@ -1,0 +1,343 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/demo"
+)
+
+// screenshotDir receives a screenshot of every page the browser test
+// visits (gitignored).
+const screenshotDir = "testdata/screenshots"
+
+// findChromium returns the path of a Chromium or Chrome in PATH, or "".
+func findChromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser drives a headless Chromium against e's server.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+}
+
+func newBrowser(t *testing.T, e *env) *browser {
+	t.Helper()
+	path := findChromium()
+	if path == "" {
+		t.Skip("no Chromium installed (looked for chromium, chromium-browser, google-chrome in PATH): skipping the browser test; install one, e.g. apt-get install chromium")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 900))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run sandboxed as root
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// The first run starts the browser; it must not have a timeout.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting Chromium (%s): %v", path, err)
+	}
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, ctx: ctx, url: e.srv.URL}
+}
+
+// do runs steps within a time limit.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, testTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v%s", what, err, b.diagnose())
+	}
+}
+
+// diagnose saves a screenshot of the page as failure.png and returns its
+// URL and text, for the message of a failed step.
+func (b *browser) diagnose() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		_ = os.WriteFile(filepath.Join(screenshotDir, "failure.png"), png, 0o644)
+	}
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+	return "\npage (screenshot in " + screenshotDir + "/failure.png):\n" + text
+}
+
+// text returns the text of the first element matching sel, waiting for
+// one to exist. It reads in one evaluation: the live refresh may replace
+// the element at any time, so a node looked up earlier can be gone.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	js := `(function(){const el = document.querySelector(` + jsString(sel) + `); return el ? "+" + el.textContent : "";})()`
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		cancel()
+		if err == nil && s != "" {
+			return s[1:]
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("reading %s: %v%s", sel, err, b.diagnose())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// click clicks the first element matching sel in one evaluation, waiting
+// for one to exist: for elements in sections the live refresh replaces.
+// The element must not navigate (use chromedp.Navigate for links).
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	js := `(function(){const el = document.querySelector(` + jsString(sel) + `); if (!el || el.offsetParent === null) return false; el.click(); return true;})()`
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("clicking %s: %v%s", sel, err, b.diagnose())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitText waits until the text of sel contains want.
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, testTimeout)
+	defer cancel()
+	js := `(function(){const el = document.querySelector(` + jsString(sel) + `); return !!el && el.textContent.includes(` + jsString(want) + `);})()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		got := "(missing)"
+		if s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`)||{}).textContent || "(missing)"`)); err == nil {
+			got = s
+		}
+		b.t.Fatalf("waiting for %s to contain %q: %v; it holds %q", sel, want, err, got)
+	}
+}
+
+// waitURL waits until the page's URL contains want and the page has
+// loaded (after a form submission or a click on a link). Evaluations that
+// fail because the page is navigating are retried.
+func (b *browser) waitURL(want string) {
+	b.t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	js := `location.href.includes(` + jsString(want) + `) && document.readyState === "complete"`
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waiting for the URL to contain %q: %v", want, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// shot saves a full-page screenshot as name.png.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, testTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// location returns the page's URL path.
+func (b *browser) location() string {
+	b.t.Helper()
+	loc, err := chromedp.Run(b.ctx, chromedp.Location())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return strings.TrimPrefix(loc, b.url)
+}
+
+func jsString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// TestBrowser walks the dashboard in headless Chromium as an operator
+// would: log in, list and filter, read a failed instance's error and why a
+// waiting one waits, raise an event and watch the instance complete,
+// cancel, start, purge, release a lock, read the health page, log out.
+func TestBrowser(t *testing.T) {
+	t.Parallel()
+	const token = "browser-test-token-0123456789"
+	e := newEnv(t, envOptions{token: token, refresh: 300 * time.Millisecond})
+	ctx := context.Background()
+	e.start(t, "hello-1", demo.Hello, "Ada", true)
+	e.start(t, "fail-1", demo.Fail, "card declined: insufficient funds", true)
+	e.start(t, "wait-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600}, false)
+	e.start(t, "cancel-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600}, false)
+	if err := e.client.StartOrchestration(ctx, "locked-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600},
+		&duroxide.StartOptions{LockKey: "payments-42"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "wait-1 to subscribe to its event", func() bool {
+		h, err := e.client.GetHistory(ctx, "wait-1", 0)
+		return err == nil && len(h) >= 3
+	})
+	b := newBrowser(t, e)
+
+	// Log in: a wrong token is refused, the right one lands on the list.
+	b.do("opening the dashboard", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	b.shot("login")
+	b.do("a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-the-token"), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#login-error")))
+	if got := b.text("#login-error"); got != "Wrong token." {
+		t.Fatalf("login error %q", got)
+	}
+	b.shot("login-wrong-token")
+	b.do("the token", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#login")))
+	b.do("the list", chromedp.WaitVisible(chromedp.CSS("#instances")))
+	b.waitText("#instances", "fail-1")
+	b.waitText("#count-failed", "1")
+	b.shot("instances")
+
+	// Filter: failed instances only.
+	b.do("filtering Failed", chromedp.SetValue(chromedp.CSS("#filter-state"), "Failed"), chromedp.Click(chromedp.CSS("#apply-filters")))
+	b.waitURL("state=Failed")
+	if got := b.text("#instances"); !strings.Contains(got, "fail-1") || strings.Contains(got, "hello-1") || strings.Contains(got, "wait-1") {
+		t.Fatalf("Failed filter lists:\n%s", got)
+	}
+	b.shot("instances-failed")
+	b.do("filtering by ID prefix", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.CSS("#filter-prefix")),
+		chromedp.SendKeys(chromedp.CSS("#filter-prefix"), "wait-"), chromedp.Click(chromedp.CSS("#apply-filters")))
+	b.waitURL("prefix=wait-")
+	if got := b.text("#instances"); !strings.Contains(got, "wait-1") || strings.Contains(got, "fail-1") {
+		t.Fatalf("prefix filter lists:\n%s", got)
+	}
+
+	// A failed instance says why it failed.
+	b.do("listing failed instances", chromedp.Navigate(b.url+"/?state=Failed"))
+	href, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector("#instances a.instance-link") || {}).href || ""`))
+	if err != nil || href != b.url+"/instances/fail-1" {
+		t.Fatalf("the failed instance's link: %q, %v", href, err)
+	}
+	b.do("opening fail-1", chromedp.Navigate(href))
+	b.do("reading the error", chromedp.WaitVisible(chromedp.CSS("#error-message")))
+	if got := b.text("#error-message"); got != "card declined: insufficient funds" {
+		t.Fatalf("error message %q", got)
+	}
+	b.shot("instance-failed")
+
+	// A waiting instance says what it waits for.
+	b.do("opening wait-1", chromedp.Navigate(b.url+"/instances/wait-1"), chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	b.waitText(`#waiting li[data-kind="event"]`, "approval")
+	b.waitText(`#waiting li[data-kind="timer"]`, "fires at")
+	b.shot("instance-waiting")
+
+	// Raise the event and watch the instance complete.
+	b.do("raising approval", chromedp.SendKeys(chromedp.CSS("#raise-name"), "approval"), chromedp.SendKeys(chromedp.CSS("#raise-data"), "true"),
+		chromedp.Click(chromedp.CSS("#raise-submit")), chromedp.WaitVisible(chromedp.CSS("#raise-confirm")))
+	b.shot("raise-confirm")
+	b.do("confirming", chromedp.Click(chromedp.CSS("#raise-confirm")))
+	b.waitText("#raise-result", "Event raised")
+	b.waitText("#state", "Completed")
+	b.waitText("#output", "approved")
+	b.shot("instance-completed")
+
+	// A raise on an ended instance shows the API's error (the form is
+	// gone after the refresh, so use the API's refusal on cancel-1 after
+	// canceling it instead).
+	b.do("opening cancel-1", chromedp.Navigate(b.url+"/instances/cancel-1"), chromedp.WaitVisible(chromedp.CSS("#cancel-submit")),
+		chromedp.SendKeys(chromedp.CSS("#cancel-reason"), "customer asked"),
+		chromedp.Click(chromedp.CSS("#cancel-submit")), chromedp.WaitVisible(chromedp.CSS("#cancel-confirm")),
+		chromedp.Click(chromedp.CSS("#cancel-confirm")))
+	b.waitText("#cancel-result", "Cancel requested")
+	b.waitText("#state", "Canceled")
+	b.waitText("#failure", "customer asked")
+	b.shot("instance-canceled")
+	b.do("canceling again", chromedp.Click(chromedp.CSS("#cancel-submit")), chromedp.WaitVisible(chromedp.CSS("#cancel-confirm")),
+		chromedp.Click(chromedp.CSS("#cancel-confirm")))
+	b.waitText("#cancel-result", "Failed (409)")
+
+	// Release the execution lock held by locked-1.
+	b.do("opening the locks", chromedp.Navigate(b.url+"/locks"), chromedp.WaitVisible(chromedp.CSS("#lock-table")))
+	b.waitText("#lock-table", "payments-42")
+	b.waitText("#lock-table", "locked-1")
+	b.shot("locks")
+	// The locks table is a live section: click in one evaluation each.
+	b.click(".release-submit")
+	b.click(".release-confirm")
+	b.waitText("#locks", "No execution locks are held.")
+	if l, err := e.client.GetLock(ctx, "payments-42"); err != nil || l.IsLocked {
+		t.Fatalf("lock after release: %+v, %v", l, err)
+	}
+
+	// Start an instance with JSON input from the list page.
+	b.do("starting", chromedp.Navigate(b.url+"/"), chromedp.Click(chromedp.CSS("#start-box summary")),
+		chromedp.WaitVisible(chromedp.CSS("#start-orchestration")),
+		chromedp.SendKeys(chromedp.CSS("#start-orchestration"), demo.Sequence), chromedp.SendKeys(chromedp.CSS("#start-id"), "started-1"),
+		chromedp.SendKeys(chromedp.CSS("#start-input"), "{bad json"), chromedp.Click(chromedp.CSS("#start-submit")))
+	b.waitText("#start-box .result", "not valid JSON")
+	b.do("fixing the input", chromedp.SetValue(chromedp.CSS("#start-input"), "37"), chromedp.Click(chromedp.CSS("#start-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#start-box .confirm-yes")), chromedp.Click(chromedp.CSS("#start-box .confirm-yes")))
+	b.waitText("#start-box .result", "Started started-1")
+	b.shot("started")
+	st, err := e.client.WaitForOrchestration(ctx, "started-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out int
+	if err := st.Decode(&out); err != nil || out != 42 {
+		t.Fatalf("started-1: %d, %v", out, err)
+	}
+
+	// Purge the failed instance.
+	b.do("purging fail-1", chromedp.Navigate(b.url+"/instances/fail-1"), chromedp.WaitVisible(chromedp.CSS("#purge-submit")),
+		chromedp.Click(chromedp.CSS("#purge-submit")), chromedp.WaitVisible(chromedp.CSS("#purge-confirm")),
+		chromedp.Click(chromedp.CSS("#purge-confirm")))
+	b.waitText("#purge-result", "Purged.")
+	if _, err := e.client.GetStatus(ctx, "fail-1"); !errors.Is(err, duroxide.ErrNotFound) {
+		t.Fatalf("fail-1 after purge: %v", err)
+	}
+
+	// Health.
+	b.do("opening health", chromedp.Navigate(b.url+"/health"), chromedp.WaitVisible(chromedp.CSS("#depths")))
+	b.shot("health")
+
+	// Log out: the pages want the token again.
+	b.do("logging out", chromedp.Click(chromedp.CSS("#logout")))
+	b.waitURL("/login")
+	b.do("opening a page", chromedp.Navigate(b.url+"/locks"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	if loc := b.location(); !strings.HasPrefix(loc, "/login") {
+		t.Fatalf("after logout, /locks is at %s", loc)
+	}
+}

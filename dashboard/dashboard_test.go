@@ -1,0 +1,371 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/dashboard"
+	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/httpapi"
+)
+
+func mustContain(t *testing.T, p page, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(p.body, w) {
+			t.Fatalf("page (status %d) lacks %q:\n%s", p.status, w, p.body)
+		}
+	}
+}
+
+func mustNotContain(t *testing.T, p page, bad ...string) {
+	t.Helper()
+	for _, b := range bad {
+		if strings.Contains(p.body, b) {
+			t.Fatalf("page holds %q:\n%s", b, p.body)
+		}
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	t.Parallel()
+	if _, err := dashboard.New(nil, nil); err == nil {
+		t.Fatal("New(nil client) succeeded")
+	}
+	for _, o := range []*dashboard.Options{{SampleEvery: -1}, {Samples: -1}, {Refresh: -1}, {AuthToken: "has space"}, {AllowedHosts: []string{"a/b"}}} {
+		if d, err := dashboard.New(duroxide.NewClient(nil), o); err == nil {
+			d.Close()
+			t.Fatalf("New(%+v) succeeded", o)
+		}
+	}
+}
+
+// TestPages renders every page over a store with a completed, a failed
+// and a waiting instance.
+func TestPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{triggers: []httpapi.Trigger{{ID: "greet", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel}}})
+	e.start(t, "hello-1", demo.Hello, "Ada", true)
+	e.start(t, "fail-1", demo.Fail, "card declined", true)
+	e.start(t, "wait-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 300}, false)
+	waitFor(t, "wait-1 to subscribe", func() bool {
+		h, err := e.client.GetHistory(context.Background(), "wait-1", 0)
+		return err == nil && len(h) >= 3
+	})
+
+	list := e.get(t, "/")
+	if list.status != http.StatusOK {
+		t.Fatalf("GET /: %d", list.status)
+	}
+	mustContain(t, list, "hello-1", "fail-1", "wait-1", "card declined", `href="/instances/fail-1"`)
+	if ct := list.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if csp := list.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
+
+	failed := e.get(t, "/instances/fail-1")
+	mustContain(t, failed, "Why it failed", `id="error-message">card declined</p>`, "ActivityFailed", `class="bar failed"`,
+		`<p id="failed-in">It failed in activity demo.FailWith, history event #3.</p>`)
+	waiting := e.get(t, "/instances/wait-1")
+	mustContain(t, waiting, "Waiting for", "event approval", `class="bar timer pending"`, `id="raise-submit"`)
+	done := e.get(t, "/instances/hello-1")
+	mustContain(t, done, `id="output">&#34;Hello, Ada!&#34;</pre>`)
+	mustNotContain(t, done, `id="waiting"`, `id="cancel-submit"`)
+
+	// Filters.
+	mustContain(t, e.get(t, "/?state=Failed"), "fail-1")
+	mustNotContain(t, e.get(t, "/?state=Failed"), "hello-1")
+	mustContain(t, e.get(t, "/?orchestration=demo.Hello"), "hello-1")
+	mustNotContain(t, e.get(t, "/?orchestration=demo.Hello"), "fail-1")
+	mustContain(t, e.get(t, "/?prefix=wait-"), "wait-1")
+	mustNotContain(t, e.get(t, "/?prefix=wait-"), "hello-1")
+	mustContain(t, e.get(t, "/?prefix=nomatch"), "No instances match.")
+
+	locks := e.get(t, "/locks")
+	mustContain(t, locks, "No execution locks are held.", "POST "+e.srv.URL+"/api/webhooks/greet")
+	health := e.get(t, "/health")
+	if health.status != http.StatusOK {
+		t.Fatalf("GET /health: %d", health.status)
+	}
+	for _, path := range []string{"/static/app.js", "/static/style.css"} {
+		if p := e.get(t, path); p.status != http.StatusOK || len(p.body) < 100 {
+			t.Fatalf("GET %s: %d, %d bytes", path, p.status, len(p.body))
+		}
+	}
+	// The API is still served next to the dashboard.
+	if p := e.get(t, "/api/instances/hello-1"); p.status != http.StatusOK || !strings.Contains(p.body, `"status":"Completed"`) {
+		t.Fatalf("GET /api/instances/hello-1: %d %s", p.status, p.body)
+	}
+	if p := e.get(t, "/healthz"); p.status != http.StatusOK {
+		t.Fatalf("GET /healthz: %d", p.status)
+	}
+}
+
+// TestCountsComeFromSamples checks that the counts per state follow the
+// store through the sampler.
+func TestCountsComeFromSamples(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.start(t, "f1", demo.Fail, "x", true)
+	e.start(t, "f2", demo.Fail, "y", true)
+	waitFor(t, "the counts to show 2 failed", func() bool {
+		return strings.Contains(e.get(t, "/").body, `id="count-failed">Failed <b>2</b>`)
+	})
+}
+
+// TestPagination walks the list a page at a time through its next links.
+func TestPagination(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	for i := range 5 {
+		e.start(t, fmt.Sprintf("p-%d", i), demo.Hello, "x", true)
+	}
+	seen := map[string]bool{}
+	path := "/?limit=2&prefix=p-"
+	for pages := 0; path != ""; pages++ {
+		if pages > 5 {
+			t.Fatal("pagination does not end")
+		}
+		p := e.get(t, path)
+		for i := range 5 {
+			id := fmt.Sprintf(`href="/instances/p-%d"`, i)
+			if strings.Contains(p.body, id) {
+				if seen[id] {
+					t.Fatalf("p-%d listed twice", i)
+				}
+				seen[id] = true
+			}
+		}
+		path = ""
+		if _, rest, ok := strings.Cut(p.body, `<a href="`); ok {
+			_ = rest
+		}
+		if i := strings.Index(p.body, `id="next-page"`); i >= 0 {
+			start := strings.LastIndex(p.body[:i], `href="`) + len(`href="`)
+			end := strings.Index(p.body[start:], `"`)
+			path = strings.ReplaceAll(p.body[start:start+end], "&amp;", "&")
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("saw %d instances over the pages, want 5", len(seen))
+	}
+}
+
+// TestUserDataIsEscaped starts instances whose IDs, names, inputs,
+// outputs, errors and event data hold markup: every page renders it as
+// text.
+func TestUserDataIsEscaped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	const xss = `<script>alert(1)</script>`
+	ctx := context.Background()
+	id := `x"><svg onload=alert(1)>`
+	e.start(t, id, demo.Hello, xss, true) // output: "Hello, <script>...!"
+	e.start(t, "fail-xss", demo.Fail, xss, true)
+	if err := e.client.StartOrchestration(ctx, "name-xss", `<img src=x onerror=alert(1)>`, xss, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.start(t, "event-xss", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 300}, false)
+	if err := e.client.RaiseEvent(ctx, "event-xss", "approval", xss); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.WaitForOrchestration(ctx, "event-xss"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.StartOrchestration(ctx, "lock-xss", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 300},
+		&duroxide.StartOptions{LockKey: xss}); err != nil {
+		t.Fatal(err)
+	}
+	pages := []string{"/locks", "/instances/lock-xss", "/", "/instances/" + url.PathEscape(id), "/instances/fail-xss", "/instances/name-xss", "/instances/event-xss",
+		"/?orchestration=" + url.QueryEscape(xss), "/?prefix=" + url.QueryEscape(xss), "/instances/" + url.PathEscape(xss)}
+	for _, path := range pages {
+		p := e.get(t, path)
+		mustNotContain(t, p, "<script>alert", "<img src=x", "<svg onload")
+		if strings.Count(p.body, "<script") != 1 { // the page's own script tag
+			t.Fatalf("GET %s: %d script tags", path, strings.Count(p.body, "<script"))
+		}
+	}
+	mustContain(t, e.get(t, "/instances/"+url.PathEscape(id)), "&lt;script&gt;alert(1)&lt;/script&gt;", `x&#34;&gt;&lt;svg onload=alert(1)&gt;`)
+	mustContain(t, e.get(t, "/instances/fail-xss"), `id="error-message">&lt;script&gt;alert(1)&lt;/script&gt;</p>`)
+	mustContain(t, e.get(t, "/"), "&lt;img src=x onerror=alert(1)&gt;")
+	mustContain(t, e.get(t, "/locks"), `<td class="lock-key">&lt;script&gt;alert(1)&lt;/script&gt;</td>`, `data-lock="&lt;script&gt;alert(1)&lt;/script&gt;"`)
+}
+
+// TestHostileRequests sends malformed, huge and hostile requests to every
+// page: each gets a clear 4xx page, never a 500 or unescaped input.
+func TestHostileRequests(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.start(t, "h-1", demo.Hello, "x", true)
+	huge := strings.Repeat("a", 100<<10)
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{
+		{"/?cursor=bad", http.StatusBadRequest},
+		{"/?cursor=" + url.QueryEscape("djE6LTE"), http.StatusBadRequest},
+		{"/?cursor=" + huge, http.StatusBadRequest},
+		{"/?prefix=" + huge, http.StatusBadRequest},
+		{"/?orchestration=" + huge, http.StatusBadRequest},
+		{"/?prefix=%01%02", http.StatusBadRequest},
+		{"/?prefix=%ff%fe", http.StatusBadRequest},
+		{"/?orchestration=%00", http.StatusBadRequest},
+		{"/?state=Bogus", http.StatusBadRequest},
+		{"/?state=%3Cscript%3E", http.StatusBadRequest},
+		{"/?limit=0", http.StatusBadRequest},
+		{"/?limit=-1", http.StatusBadRequest},
+		{"/?limit=100000", http.StatusBadRequest},
+		{"/?limit=abc", http.StatusBadRequest},
+		{"/?limit=99999999999999999999999", http.StatusBadRequest},
+		{"/instances/nobody", http.StatusNotFound},
+		{"/instances/%00", http.StatusBadRequest},
+		{"/instances/a%0Ab", http.StatusBadRequest},
+		{"/instances/" + strings.Repeat("i", 2000), http.StatusNotFound},
+		{"/instances/" + strings.Repeat("i", 5000), http.StatusBadRequest},
+		{"/instances/h-1?execution=-1", http.StatusBadRequest},
+		{"/instances/h-1?execution=abc", http.StatusBadRequest},
+		{"/instances/h-1?execution=99999999999999999999999", http.StatusBadRequest},
+		{"/instances/h-1?execution=7", http.StatusNotFound},
+		{"/instances/%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusNotFound},
+		{"/%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusNotFound},
+		{"/static/nope.js", http.StatusNotFound},
+		{"/static/", http.StatusNotFound},
+		{"/locks?x=" + huge, http.StatusOK},
+		{"/health?%00=%01", http.StatusOK},
+		{"/login?next=" + huge, http.StatusOK},
+		{"/login?next=%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusOK},
+		{"/static/../dashboard.go", http.StatusTemporaryRedirect},
+	} {
+		t.Run(tc.path[:min(len(tc.path), 60)], func(t *testing.T) {
+			p := e.get(t, tc.path)
+			if p.status != tc.status {
+				t.Fatalf("GET %s: %d, want %d\n%s", tc.path[:min(len(tc.path), 200)], p.status, tc.status, p.body[:min(len(p.body), 2000)])
+			}
+			mustNotContain(t, p, "<script>alert")
+		})
+	}
+	// Methods a page does not take.
+	for _, path := range []string{"/", "/instances/h-1", "/locks", "/health"} {
+		if p := e.do(t, nil, "POST", path, "x", "Content-Type", "text/plain"); p.status != http.StatusMethodNotAllowed {
+			t.Fatalf("POST %s: %d, want 405", path, p.status)
+		}
+	}
+	// Other hosts (DNS rebinding) are refused.
+	if p := e.get(t, "/", "Host", "evil.example"); p.status != http.StatusForbidden {
+		t.Fatalf("GET / for Host evil.example: %d", p.status)
+	}
+}
+
+// TestLogin covers the token login: redirects, wrong tokens, the cookie,
+// the API through the cookie, logout, cross-origin and hostile forms.
+func TestLogin(t *testing.T) {
+	t.Parallel()
+	const token = "dashboard-test-token-1234"
+	e := newEnv(t, envOptions{token: token})
+	e.start(t, "l-1", demo.Hello, "x", true)
+
+	p := e.get(t, "/instances/l-1?execution=1")
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/login?next="+url.QueryEscape("/instances/l-1?execution=1") {
+		t.Fatalf("GET without a session: %d, Location %q", p.status, p.header.Get("Location"))
+	}
+	mustContain(t, e.get(t, "/login"), `name="token"`)
+	if p := e.get(t, "/static/style.css"); p.status != http.StatusOK {
+		t.Fatalf("static files need no session: %d", p.status)
+	}
+
+	for _, bad := range []string{"", "wrong", token + "x", token[:10], " " + token, strings.Repeat("t", 5000), "<script>alert(1)</script>", "\x00\x01"} {
+		_, p := e.login(t, bad)
+		if p.status != http.StatusUnauthorized || len(p.header.Values("Set-Cookie")) != 0 {
+			t.Fatalf("login with %q: %d, cookies %v", bad[:min(len(bad), 20)], p.status, p.header.Values("Set-Cookie"))
+		}
+		mustContain(t, p, "Wrong token.")
+		mustNotContain(t, p, token, "<script>alert")
+	}
+	form := url.Values{"token": {token}}.Encode()
+	for name, hdr := range map[string][]string{
+		"no origin":      {"Content-Type", "application/x-www-form-urlencoded"},
+		"foreign origin": {"Content-Type", "application/x-www-form-urlencoded", "Origin", "https://evil.example"},
+		"null origin":    {"Content-Type", "application/x-www-form-urlencoded", "Origin", "null"},
+	} {
+		if p := e.do(t, nil, "POST", "/login", form, hdr...); p.status != http.StatusForbidden || len(p.header.Values("Set-Cookie")) != 0 {
+			t.Fatalf("login, %s: %d", name, p.status)
+		}
+	}
+	if p := e.do(t, nil, "POST", "/login", "token="+strings.Repeat("a", 20000), "Content-Type", "application/x-www-form-urlencoded", "Origin", e.srv.URL); p.status != http.StatusBadRequest {
+		t.Fatalf("login with a huge form: %d", p.status)
+	}
+
+	jar, p := e.login(t, token)
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/" {
+		t.Fatalf("login: %d, Location %q", p.status, p.header.Get("Location"))
+	}
+	c := p.header.Get("Set-Cookie")
+	for _, want := range []string{httpapi.SessionCookieName + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(c, want) {
+			t.Fatalf("Set-Cookie %q lacks %q", c, want)
+		}
+	}
+	if strings.Contains(c, token) || strings.Contains(c, "Secure") {
+		t.Fatalf("Set-Cookie %q holds the token or Secure over plain HTTP", c)
+	}
+	if p := e.do(t, jar, "GET", "/instances/l-1", ""); p.status != http.StatusOK || !strings.Contains(p.body, `id="logout"`) {
+		t.Fatalf("GET with the session: %d", p.status)
+	}
+	if p := e.do(t, jar, "GET", "/api/instances/l-1", ""); p.status != http.StatusOK {
+		t.Fatalf("API with the session cookie: %d", p.status)
+	}
+	// The cookie alone does not change state without an Origin.
+	if p := e.do(t, jar, "POST", "/api/instances", `{"orchestration":"demo.Hello"}`, "Content-Type", "application/json"); p.status != http.StatusForbidden {
+		t.Fatalf("API POST with the cookie and no Origin: %d", p.status)
+	}
+	if p := e.do(t, jar, "POST", "/api/instances", `{"orchestration":"demo.Hello"}`, "Content-Type", "application/json", "Origin", e.srv.URL); p.status != http.StatusCreated {
+		t.Fatalf("API POST with the cookie and the own Origin: %d %s", p.status, p.body)
+	}
+
+	// Open redirects through next are refused.
+	for _, next := range []string{"//evil.example", "https://evil.example", "/\\evil.example", "javascript:alert(1)", "/x\r\nSet-Cookie: a=b"} {
+		j, _ := e.login(t, "")
+		_ = j
+		f := url.Values{"token": {token}, "next": {next}}
+		p := e.do(t, nil, "POST", "/login", f.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Origin", e.srv.URL)
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/" {
+			t.Fatalf("login with next %q: %d, Location %q", next, p.status, p.header.Get("Location"))
+		}
+	}
+
+	if p := e.do(t, jar, "POST", "/logout", "", "Origin", "https://evil.example"); p.status != http.StatusForbidden {
+		t.Fatalf("cross-origin logout: %d", p.status)
+	}
+	if p := e.do(t, jar, "POST", "/logout", "", "Origin", e.srv.URL); p.status != http.StatusSeeOther {
+		t.Fatalf("logout: %d", p.status)
+	}
+	if p := e.do(t, jar, "GET", "/", ""); p.status != http.StatusSeeOther {
+		t.Fatalf("GET after logout: %d, want a redirect to the login", p.status)
+	}
+}
+
+// TestStalledFilter lists an instance whose orchestration no runtime
+// registers under "stalled only", with the reason on its page.
+func TestStalledFilter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{stalled: time.Millisecond})
+	e.start(t, "ok-1", demo.Hello, "x", true)
+	e.start(t, "stuck-1", "nobody.Registers.This", nil, false)
+	waitFor(t, "stuck-1 to be listed as stalled", func() bool {
+		return strings.Contains(e.get(t, "/?stalled=1").body, `href="/instances/stuck-1"`)
+	})
+	p := e.get(t, "/?stalled=1")
+	mustNotContain(t, p, `href="/instances/ok-1"`)
+	mustContain(t, p, `class="state stalled"`)
+	mustContain(t, e.get(t, "/?stalled=1&prefix=stuck-"), `href="/instances/stuck-1"`)
+	mustNotContain(t, e.get(t, "/?stalled=1&prefix=other-"), `href="/instances/stuck-1"`)
+	mustContain(t, e.get(t, "/instances/stuck-1"), `id="stalled"`, "unregisteredOrchestration", "stalled: ")
+}

@@ -1,0 +1,276 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// maxChildrenShown bounds the children listed on an instance page.
+const maxChildrenShown = 200
+
+// maxIDLength bounds the instance ID of a page: the Client's limit for
+// lookups, above that of new IDs because the IDs the runtime gives
+// sub-orchestrations ("<parent>::sub::<n>") grow with their depth.
+const maxIDLength = 4096
+
+// instanceView is the instance page's data.
+type instanceView struct {
+	Status *duroxide.Status
+	// WaitError says why WaitingFor could not be read ("" when it was).
+	WaitError string
+	Waits     []waitView
+	// Executions, oldest first; Execution is the one shown.
+	Executions []provider.ExecutionInfo
+	Execution  int64
+	Events     []eventRow
+	Timeline   *timeline
+	Children   []string
+	// MoreChildren: the instance has more children than listed.
+	MoreChildren bool
+	Lock         *duroxide.LockStatus
+	// FailedIn names the activity or child whose failure the orchestration
+	// ended with, when the history shows one ("" otherwise).
+	FailedIn string
+}
+
+// waitView is one entry of waitingFor, drawn generically so that new kinds
+// show without template changes: its kind and its other fields, times in
+// words.
+type waitView struct {
+	Kind          string
+	Fields        []field
+	Stalled       bool
+	StalledReason string
+}
+
+// field is one named value of a wait; Time is set when the value is a time.
+type field struct {
+	Name, Value string
+	Time        time.Time
+}
+
+// instancePage serves GET /instances/{id}[?execution=N].
+func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := checkText("instance ID", id, maxIDLength); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	v := &instanceView{}
+	st, err := d.client.Inspect(ctx, id, &duroxide.WaitOptions{StalledAfter: d.stalled})
+	if err != nil {
+		// Inspect adds waitingFor to the status; show the status without
+		// it rather than nothing.
+		var gerr error
+		if st, gerr = d.client.GetStatus(ctx, id); gerr != nil {
+			return gerr
+		}
+		v.WaitError = err.Error()
+	}
+	v.Status = st
+	for i := range st.WaitingFor {
+		v.Waits = append(v.Waits, viewWait(&st.WaitingFor[i]))
+	}
+	if v.Executions, err = d.client.ListExecutions(ctx, id); err != nil {
+		return err
+	}
+	v.Execution = st.ExecutionID
+	if s := r.URL.Query().Get("execution"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 || len(s) > 20 {
+			return &pageError{code: http.StatusBadRequest, title: "Bad request", details: "execution must be a positive number"}
+		}
+		v.Execution = n
+	}
+	if v.Execution > 0 {
+		events, err := d.client.GetHistory(ctx, id, v.Execution)
+		if err != nil {
+			return err
+		}
+		now := d.clock.Now()
+		v.Events = eventRows(events)
+		if st.State == duroxide.StateFailed {
+			v.FailedIn = failedIn(events)
+		}
+		end, live := now, true
+		for _, e := range v.Executions {
+			if e.ExecutionID == v.Execution && !e.CompletedAt.IsZero() {
+				end, live = e.CompletedAt, false
+			}
+		}
+		v.Timeline = buildTimeline(events, end, live)
+	}
+	children, err := d.client.Store().ListChildren(ctx, id)
+	if err != nil {
+		return err
+	}
+	slices.Sort(children)
+	if len(children) > maxChildrenShown {
+		children, v.MoreChildren = children[:maxChildrenShown], true
+	}
+	v.Children = children
+	locks, err := d.client.ListLocks(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range locks {
+		if locks[i].InstanceID != nil && *locks[i].InstanceID == id {
+			v.Lock = &locks[i]
+			break
+		}
+	}
+	d.render(w, r, http.StatusOK, "instance", v)
+	return nil
+}
+
+// viewWait turns a Wait into its generic view through its JSON form, so
+// every field the type has, now or later, is shown.
+func viewWait(wt *duroxide.Wait) waitView {
+	v := waitView{Kind: string(wt.Kind), Stalled: wt.Stalled, StalledReason: wt.StalledReason}
+	raw, err := json.Marshal(wt)
+	if err != nil {
+		return v
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return v
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		switch k {
+		case "kind", "stalled", "stalledReason":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		f := field{Name: words(k)}
+		switch x := m[k].(type) {
+		case string:
+			if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
+				f.Time = t
+			} else {
+				f.Value = x
+			}
+		case float64:
+			f.Value = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			b, _ := json.Marshal(x)
+			f.Value = string(b)
+		}
+		v.Fields = append(v.Fields, f)
+	}
+	return v
+}
+
+// words turns a camelCase JSON key into lower-case words: "firesAt" →
+// "fires at".
+func words(key string) string {
+	var b strings.Builder
+	for i, r := range key {
+		if unicode.IsUpper(r) && i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// eventRow is one history event in the event table.
+type eventRow struct {
+	ID     int64
+	Type   string
+	Time   time.Time
+	Name   string
+	Detail string
+	// Failed marks failure events.
+	Failed bool
+	Source int64
+	Child  string
+}
+
+// maxDetail bounds the detail text of an event row.
+const maxDetail = 300
+
+func eventRows(events []history.Event) []eventRow {
+	rows := make([]eventRow, 0, len(events))
+	for i := range events {
+		e := &events[i]
+		row := eventRow{ID: e.EventID, Type: string(e.Kind), Time: time.UnixMilli(e.TimestampMs), Name: e.Name,
+			Source: e.SourceEventID, Child: e.ChildInstanceID}
+		switch {
+		case e.Error != nil:
+			row.Failed = true
+			row.Detail = e.Error.Message
+		case len(e.Output) > 0:
+			row.Detail = unescapeHTMLEscapes(string(e.Output))
+		case len(e.Data) > 0:
+			row.Detail = unescapeHTMLEscapes(string(e.Data))
+		case len(e.Input) > 0:
+			row.Detail = unescapeHTMLEscapes(string(e.Input))
+		case len(e.CustomStatus) > 0:
+			row.Detail = unescapeHTMLEscapes(string(e.CustomStatus))
+		case e.Reason != "":
+			row.Detail = e.Reason
+		case e.FireAtMs > 0:
+			row.Detail = "fires at " + time.UnixMilli(e.FireAtMs).UTC().Format("15:04:05.000")
+		case e.GUID != "":
+			row.Detail = e.GUID
+		}
+		row.Detail = cut(row.Detail, maxDetail)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// failedIn names the last failed activity or sub-orchestration of a failed
+// execution, with the event numbers, so the page can say where the
+// failure came from.
+func failedIn(events []history.Event) string {
+	scheduled := map[int64]*history.Event{}
+	var last *history.Event
+	for i := range events {
+		e := &events[i]
+		switch e.Kind {
+		case history.ActivityScheduled, history.SubOrchestrationScheduled:
+			scheduled[e.EventID] = e
+		case history.ActivityFailed, history.SubOrchestrationFailed:
+			last = e
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	s := scheduled[last.SourceEventID]
+	if s == nil {
+		return ""
+	}
+	what := "activity " + s.Name
+	if s.Kind == history.SubOrchestrationScheduled {
+		what = "sub-orchestration " + s.Name + " (" + s.ChildInstanceID + ")"
+	}
+	return what + ", history event #" + strconv.FormatInt(last.EventID, 10)
+}

@@ -1,0 +1,165 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Limits of the instance list's query.
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+	// maxFilterLength bounds the text filters (orchestration, ID prefix)
+	// and the cursor.
+	maxFilterLength = 1024
+)
+
+// states are the instance states, in the order the list shows them.
+var states = []duroxide.State{duroxide.StatePending, duroxide.StateRunning, duroxide.StateCompleted, duroxide.StateFailed, duroxide.StateCanceled}
+
+// instancesView is the instance list's data.
+type instancesView struct {
+	// The filters, as given.
+	State, Orchestration, Prefix string
+	Stalled                      bool
+	Limit                        int
+	Instances                    []duroxide.Status
+	// NextURL is the next page's URL ("" on the last page); FirstURL the
+	// first page's when this is not it.
+	NextURL, FirstURL string
+	// Counts per state, from the last health sample (nil before the
+	// first).
+	Counts  []stateCount
+	Total   int64
+	Sampled bool
+	// Orchestrations offered in the start form.
+	Orchestrations []string
+	// Query is the current filter query, for the state links.
+	Query url.Values
+}
+
+// stateCount is one state's instance count, with the link that filters it.
+type stateCount struct {
+	State  duroxide.State
+	Count  int64
+	URL    string
+	Active bool
+}
+
+// checkText validates a text query parameter.
+func checkText(name, v string, max int) error {
+	switch {
+	case len(v) > max:
+		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: name + " is longer than " + strconv.Itoa(max) + " bytes"}
+	case !utf8.ValidString(v):
+		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: name + " is not valid UTF-8"}
+	case strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: name + " holds control characters"}
+	}
+	return nil
+}
+
+// instancesPage serves GET /: the instance list.
+func (d *Dashboard) instancesPage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	v := &instancesView{State: q.Get("state"), Orchestration: strings.TrimSpace(q.Get("orchestration")),
+		Prefix: q.Get("prefix"), Stalled: q.Get("stalled") == "1" || q.Get("stalled") == "true", Limit: defaultPageSize}
+	cursor := q.Get("cursor")
+	for name, val := range map[string]string{"state": v.State, "orchestration": v.Orchestration, "prefix": v.Prefix, "cursor": cursor, "limit": q.Get("limit")} {
+		if err := checkText(name, val, maxFilterLength); err != nil {
+			return err
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPageSize {
+			return &pageError{code: http.StatusBadRequest, title: "Bad request", details: "limit must be a number from 1 to " + strconv.Itoa(maxPageSize)}
+		}
+		v.Limit = n
+	}
+	opts := &duroxide.ListOptions{Orchestration: v.Orchestration, IDPrefix: v.Prefix, Limit: v.Limit, Cursor: cursor, Stalled: v.Stalled}
+	if v.Stalled {
+		opts.StalledAfter = d.stalled
+	}
+	if v.State != "" {
+		st := duroxide.State(v.State)
+		if !validState(st) {
+			return &pageError{code: http.StatusBadRequest, title: "Bad request", details: "state must be one of Pending, Running, Completed, Failed, Canceled"}
+		}
+		opts.States = []duroxide.State{st}
+	}
+	pageData, err := d.client.ListInstances(r.Context(), opts)
+	if err != nil {
+		if errors.Is(err, duroxide.ErrInvalidArgument) || errors.Is(err, provider.ErrInvalidArgument) {
+			return &pageError{code: http.StatusBadRequest, title: "Bad request", details: err.Error()}
+		}
+		return err
+	}
+	v.Instances = pageData.Instances
+	if v.Stalled && v.Prefix != "" {
+		// The stalled list (one page, from the store's stall rules) does
+		// not apply ListOptions.IDPrefix: apply it here.
+		v.Instances = slices.DeleteFunc(v.Instances, func(st duroxide.Status) bool { return !strings.HasPrefix(st.InstanceID, v.Prefix) })
+	}
+	filters := url.Values{}
+	for k, val := range map[string]string{"state": v.State, "orchestration": v.Orchestration, "prefix": v.Prefix} {
+		if val != "" {
+			filters.Set(k, val)
+		}
+	}
+	if v.Stalled {
+		filters.Set("stalled", "1")
+	}
+	if q.Get("limit") != "" {
+		filters.Set("limit", strconv.Itoa(v.Limit))
+	}
+	v.Query = filters
+	if pageData.NextCursor != "" {
+		next := cloneValues(filters)
+		next.Set("cursor", pageData.NextCursor)
+		v.NextURL = "/?" + next.Encode()
+	}
+	if cursor != "" {
+		v.FirstURL = "/?" + filters.Encode()
+	}
+	if s, ok := d.sampler.latest(); ok {
+		v.Sampled = true
+		for _, st := range states {
+			link := cloneValues(filters)
+			link.Set("state", string(st))
+			c := stateCount{State: st, Count: s.count(st), URL: "/?" + link.Encode(), Active: v.State == string(st)}
+			v.Counts = append(v.Counts, c)
+			v.Total += c.Count
+		}
+	}
+	if d.reg != nil {
+		v.Orchestrations = d.reg.Orchestrations()
+	}
+	d.render(w, r, http.StatusOK, "instances", v)
+	return nil
+}
+
+func validState(s duroxide.State) bool {
+	for _, st := range states {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/sqlite"
+)
+
+// TestSamplerRing samples a store on a fake clock: the first sample comes
+// at once, one more per interval, and the ring keeps the newest, oldest
+// first.
+func TestSamplerRing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, "", &sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	clock := clockwork.NewFakeClock()
+	sampled := make(chan struct{})
+	s := startSamplerNotify(store, clock, 5*time.Second, 3, slog.New(slog.DiscardHandler), sampled)
+	defer s.stop()
+	wait := func() {
+		t.Helper()
+		select {
+		case <-sampled:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no sample")
+		}
+	}
+	wait()
+	if got := s.samples(); len(got) != 1 || !got[0].At.Equal(clock.Now()) {
+		t.Fatalf("after start: %+v", got)
+	}
+	start := clock.Now()
+	for i := 1; i <= 4; i++ {
+		if err := clock.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(5 * time.Second)
+		wait()
+	}
+	got := s.samples()
+	if len(got) != 3 {
+		t.Fatalf("%d samples, want the ring's 3", len(got))
+	}
+	for i, x := range got {
+		if want := start.Add(time.Duration(i+2) * 5 * time.Second); !x.At.Equal(want) {
+			t.Fatalf("sample %d at %v, want %v", i, x.At, want)
+		}
+	}
+	if l, ok := s.latest(); !ok || !l.At.Equal(got[2].At) {
+		t.Fatalf("latest %v, want %v", l.At, got[2].At)
+	}
+}
+
+func TestSampleCounts(t *testing.T) {
+	t.Parallel()
+	s := sample{ByStatus: map[provider.Status]int64{provider.StatusRunning: 2, provider.StatusContinuedAsNew: 1,
+		provider.StatusCompleted: 5, provider.StatusFailed: 1, provider.StatusCanceled: 1}}
+	if s.count("Running") != 3 || s.count("Completed") != 5 || s.finished() != 7 {
+		t.Fatalf("counts: running %d, completed %d, finished %d", s.count("Running"), s.count("Completed"), s.finished())
+	}
+}
+
+// TestTimeline lays out a history: an activity that failed and was
+// retried, a fired timer, an event that arrived, a child still running.
+func TestTimeline(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	events := []history.Event{
+		{EventID: 1, Kind: history.OrchestrationStarted, Name: "O", TimestampMs: ms(0)},
+		{EventID: 2, Kind: history.ActivityScheduled, Name: "Charge", Input: json.RawMessage(`1`), TimestampMs: ms(0)},
+		{EventID: 3, Kind: history.ActivityFailed, SourceEventID: 2, Error: &history.ErrorDetails{Message: "declined"}, TimestampMs: ms(time.Second)},
+		{EventID: 4, Kind: history.ActivityScheduled, Name: "Charge", Input: json.RawMessage(`1`), TimestampMs: ms(2 * time.Second)},
+		{EventID: 5, Kind: history.ActivityCompleted, SourceEventID: 4, TimestampMs: ms(3 * time.Second)},
+		{EventID: 6, Kind: history.TimerCreated, FireAtMs: ms(5 * time.Second), TimestampMs: ms(3 * time.Second)},
+		{EventID: 7, Kind: history.TimerFired, SourceEventID: 6, FireAtMs: ms(5 * time.Second), TimestampMs: ms(5 * time.Second)},
+		{EventID: 8, Kind: history.ExternalSubscribed, Name: "approval", TimestampMs: ms(5 * time.Second)},
+		{EventID: 9, Kind: history.ExternalEvent, Name: "approval", TimestampMs: ms(6 * time.Second)},
+		{EventID: 10, Kind: history.SubOrchestrationScheduled, Name: "Ship", ChildInstanceID: "c1", TimestampMs: ms(6 * time.Second)},
+	}
+	tl := buildTimeline(events, t0.Add(10*time.Second), true)
+	if tl == nil || len(tl.Bars) != 5 {
+		t.Fatalf("timeline %+v, want 5 bars", tl)
+	}
+	want := []struct {
+		label, class string
+		dur          time.Duration
+		attempt      int
+	}{
+		{"Charge", "failed", time.Second, 1},
+		{"Charge (attempt 2)", "ok", time.Second, 2},
+		{"timer", "timer", 2 * time.Second, 0},
+		{"event approval", "event", time.Second, 0},
+		{"child Ship", "child pending", 4 * time.Second, 0},
+	}
+	for i, w := range want {
+		b := tl.Bars[i]
+		if b.Label != w.label || b.Class != w.class || b.Duration != w.dur || b.Attempt != w.attempt {
+			t.Errorf("bar %d: %q %q %v attempt %d, want %q %q %v attempt %d", i, b.Label, b.Class, b.Duration, b.Attempt, w.label, w.class, w.dur, w.attempt)
+		}
+		if b.X < tlLabel || b.X+b.Width > tlWidth {
+			t.Errorf("bar %d at %v width %v is outside the chart", i, b.X, b.Width)
+		}
+	}
+	if tl.Span != 10*time.Second {
+		t.Errorf("span %v, want 10s (until now)", tl.Span)
+	}
+	if !strings.Contains(tl.Bars[0].Tip, "declined") {
+		t.Errorf("failed bar's tip %q lacks the error", tl.Bars[0].Tip)
+	}
+	if tl.NowX != 0 {
+		t.Errorf("now is drawn at %v although nothing lies ahead", tl.NowX)
+	}
+	pending := append(events[:6:6], history.Event{EventID: 7, Kind: history.TimerCreated, FireAtMs: ms(time.Minute), TimestampMs: ms(3 * time.Second)})
+	if tl := buildTimeline(pending, t0.Add(10*time.Second), true); tl.NowX <= tlLabel || tl.NowX >= tlWidth-10 {
+		t.Errorf("now at %v, want inside the axis before the pending timer's end", tl.NowX)
+	}
+	if buildTimeline(events[:1], t0, false) != nil {
+		t.Error("a history without spans has a timeline")
+	}
+}
+
+func TestUnescapeHTMLEscapes(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`"\u003cscript\u003e"`: `"<script>"`,
+		`"a \u0026 b"`:         `"a & b"`,
+		`"\\u003c"`:            `"\\u003c"`,
+		`"\\\u003c"`:           `"\\<"`,
+		`{"k":"\u003C\u003E"}`: `{"k":"<>"}`,
+		`"\u00e9"`:             `"\u00e9"`,
+		`"trailing \`:          `"trailing \`,
+		`"short \u00`:          `"short \u00`,
+	} {
+		if got := unescapeHTMLEscapes(in); got != want {
+			t.Errorf("unescape(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/instances/a?x=1": "/instances/a?x=1", "": "/", "//evil": "/", "/\\evil": "/", "https://evil": "/",
+		"/a\nb": "/", "/a\\b": "/", "evil": "/",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{humanDuration(1500 * time.Millisecond), "1.5s"},
+		{humanDuration(90 * time.Second), "1m 30s"},
+		{humanDuration(25 * time.Hour), "25h 0m"},
+		{humanDuration(72 * time.Hour), "3d 0h"},
+		{ago(now, now.Add(-3*time.Second)), "3.0s ago"},
+		{ago(now, now.Add(5*time.Minute)), "in 5m 0s"},
+		{ago(now, time.Time{}), "never"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// TestFinishRates spreads the rate between two fresh counts over the
+// samples in between, and never reports a negative one.
+func TestFinishRates(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	done := func(n int64) map[provider.Status]int64 { return map[provider.Status]int64{provider.StatusCompleted: n} }
+	ss := []sample{
+		{At: at(0), CountedAt: at(0), ByStatus: done(0)},
+		{At: at(5), CountedAt: at(0), ByStatus: done(0)}, // reuses the count of 0
+		{At: at(10), CountedAt: at(10), ByStatus: done(100)},
+		{At: at(15), CountedAt: at(15), ByStatus: done(50)}, // a purge
+		{At: at(20), CountedAt: at(20), ByStatus: done(100)},
+	}
+	got := finishRates(ss)
+	want := []float64{10, 10, 0, 10}
+	if len(got) != len(want) {
+		t.Fatalf("rates %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("rates %v, want %v", got, want)
+		}
+	}
+	if finishRates(ss[:1]) != nil {
+		t.Fatal("one sample has a rate")
+	}
+}

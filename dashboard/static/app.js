@@ -1,0 +1,150 @@
+// duroxide dashboard: live refresh of the [data-live] sections, and the
+// actions, each confirmed first, sent to the JSON API with fetch().
+"use strict";
+
+(function () {
+  // ---- live refresh ----
+  const refreshMs = Number(document.body.dataset.refreshMs || 0);
+  let busy = false; // an action is being confirmed or sent
+
+  async function refresh() {
+    if (busy || document.hidden) return;
+    try {
+      const res = await fetch(location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" });
+      if (!res.ok || res.redirected) return;
+      const html = await res.text();
+      if (busy) return; // an action began while the page was fetched
+      const doc = new DOMParser().parseFromString(html, "text/html");
+      for (const el of document.querySelectorAll("[data-live][id]")) {
+        const fresh = doc.getElementById(el.id);
+        if (fresh && fresh.innerHTML !== el.innerHTML) el.innerHTML = fresh.innerHTML;
+      }
+      // A page that stopped refreshing (a finished instance) stops here too.
+      if (Number(doc.body.dataset.refreshMs || 0) === 0) stop();
+    } catch (e) {
+      // The server may be restarting: try again at the next tick.
+    }
+  }
+  let timer = refreshMs > 0 ? setInterval(refresh, refreshMs) : null;
+  function stop() { if (timer) { clearInterval(timer); timer = null; } }
+
+  // ---- actions ----
+  function instanceID() {
+    const a = document.getElementById("actions");
+    return a ? a.dataset.instance : "";
+  }
+  const enc = encodeURIComponent;
+
+  // parseJSON reads an optional JSON field: empty means null.
+  function parseJSON(text, what) {
+    if (text.trim() === "") return null;
+    try { return JSON.parse(text); } catch (e) { throw new Error(what + " is not valid JSON: " + e.message); }
+  }
+
+  // request describes the API call of a form.
+  function request(form) {
+    const f = form.elements;
+    switch (form.dataset.action) {
+      case "start": {
+        const body = { orchestration: f.orchestration.value.trim() };
+        if (f.instanceId.value.trim() !== "") body.instanceId = f.instanceId.value.trim();
+        body.input = parseJSON(f.input.value, "The input");
+        return { method: "POST", url: "/api/instances", body: JSON.stringify(body) };
+      }
+      case "raise": {
+        const data = parseJSON(f.data.value, "The data");
+        return { method: "POST", url: "/api/instances/" + enc(instanceID()) + "/events/" + enc(f.name.value.trim()), body: JSON.stringify(data) };
+      }
+      case "cancel":
+        return { method: "POST", url: "/api/instances/" + enc(instanceID()) + "/cancel",
+          body: JSON.stringify({ reason: f.reason.value.trim() || "canceled from the dashboard" }) };
+      case "purge":
+        return { method: "DELETE", url: "/api/instances/" + enc(instanceID()) + (f.force && f.force.checked ? "?force=true" : "") };
+      case "release":
+        return { method: "DELETE", url: "/api/workflows/" + enc(form.dataset.lock) + "/lock" };
+    }
+    throw new Error("unknown action");
+  }
+
+  // describe turns the API's answer into a sentence.
+  function describe(action, status, body) {
+    if (status >= 400) {
+      let msg = (body && body.error) ? body.error : "HTTP " + status;
+      if (body && body.details) msg += ": " + body.details;
+      return { ok: false, text: "Failed (" + status + "): " + msg };
+    }
+    switch (action) {
+      case "start":
+        return { ok: true, text: body.duplicate ? "Already started (duplicate key): " + body.instanceId : "Started " + body.instanceId, link: "/instances/" + enc(body.instanceId) };
+      case "raise": return { ok: true, text: "Event raised." };
+      case "cancel": return { ok: true, text: "Cancel requested: the instance ends Canceled at its next turn." };
+      case "purge": return { ok: true, text: "Purged.", link: "/" };
+      case "release": return { ok: true, text: body.released ? "Lock released." : "There was no lock." };
+    }
+    return { ok: true, text: "Done." };
+  }
+
+  function show(form, ok, text, link) {
+    const out = form.querySelector(".result");
+    out.className = "result " + (ok ? "ok" : "error");
+    out.textContent = text;
+    if (link) {
+      const a = document.createElement("a");
+      a.href = link;
+      a.textContent = link === "/" ? " Back to the instances." : " Open it.";
+      out.appendChild(a);
+    }
+  }
+
+  // Listeners are delegated from the document: the live refresh replaces
+  // sections that hold forms (the locks table), and new forms must work too.
+  const pending = new WeakMap(); // form -> the request awaiting confirmation
+
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target.closest("form.action");
+    if (!form) return;
+    ev.preventDefault();
+    let req;
+    try {
+      req = request(form);
+    } catch (e) {
+      show(form, false, e.message);
+      return;
+    }
+    pending.set(form, req);
+    busy = true;
+    const box = form.querySelector(".confirm");
+    box.querySelector(".confirm-text").textContent = form.dataset.confirm;
+    box.hidden = false;
+    form.querySelector(".result").textContent = "";
+  });
+
+  document.addEventListener("click", async (ev) => {
+    const button = ev.target.closest(".confirm-yes, .confirm-no");
+    if (!button) return;
+    const form = button.closest("form.action");
+    if (!form) return;
+    form.querySelector(".confirm").hidden = true;
+    const req = pending.get(form);
+    pending.delete(form);
+    if (button.classList.contains("confirm-no") || !req) {
+      busy = false;
+      return;
+    }
+    const init = { method: req.method, credentials: "same-origin", headers: { "Content-Type": "application/json" } };
+    if (req.body !== undefined) init.body = req.body;
+    try {
+      const res = await fetch(req.url, init);
+      let body = null;
+      try { body = await res.json(); } catch (e) { /* not JSON */ }
+      const d = describe(form.dataset.action, res.status, body);
+      show(form, d.ok, d.text, d.link);
+    } catch (e) {
+      show(form, false, "The server could not be reached: " + e.message);
+    } finally {
+      busy = false;
+      // Let the answer be read before a refresh may replace its section.
+      setTimeout(refresh, 1500);
+    }
+  });
+})();
