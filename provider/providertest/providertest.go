@@ -108,6 +108,7 @@ func groups() []group {
 		{"Notifications", notifyCases},
 		{"Leases", leaseCases},
 		{"TakeTurn", takeTurnCases},
+		{"Then", thenCases},
 	}
 }
 
