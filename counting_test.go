@@ -14,11 +14,12 @@ import (
 // countingStore is an in-memory SQLite store that counts the turns it
 // delivers (by a fetch, or taken by an activity's ack) with the whole
 // history (full) or only what the runtime's cache lacked (partial), the
-// turns taken by activity acks, and the activities fetched from the worker
-// queue.
+// turns taken by activity acks, the turns committed with an activity's
+// result (fused: run on the cached execution, loading nothing), and the
+// activities fetched from the worker queue.
 type countingStore struct {
 	*sqlite.Provider
-	full, partial, takenTurns, fetchedWork atomic.Int64
+	full, partial, takenTurns, fusedTurns, fetchedWork atomic.Int64
 }
 
 func (s *countingStore) count(it *provider.OrchestrationItem) {
@@ -39,6 +40,9 @@ func (s *countingStore) FetchOrchestrationItems(ctx context.Context, opts provid
 
 func (s *countingStore) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error {
 	err := s.Provider.AckWorkItem(ctx, ack)
+	if err == nil && ack.ThenApplied {
+		s.fusedTurns.Add(1)
+	}
 	if err == nil && ack.Turn != nil {
 		s.takenTurns.Add(1)
 		s.count(ack.Turn)
@@ -53,9 +57,9 @@ func (s *countingStore) FetchWorkItems(ctx context.Context, opts provider.WorkFe
 }
 
 // countingRuntime starts a runtime hosting reg on a fresh countingStore,
-// stopped and closed when the test ends, and returns the store and a
-// client of it.
-func countingRuntime(t *testing.T, reg *duroxide.Registry, opts *duroxide.RuntimeOptions) (*countingStore, *duroxide.Client) {
+// stopped and closed when the test ends, and returns the store, the
+// runtime and a client of it.
+func countingRuntime(t *testing.T, reg *duroxide.Registry, opts *duroxide.RuntimeOptions) (*countingStore, *duroxide.Runtime, *duroxide.Client) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	if opts == nil {
@@ -75,5 +79,5 @@ func countingRuntime(t *testing.T, reg *duroxide.Registry, opts *duroxide.Runtim
 		_ = rt.Shutdown(context.Background())
 		_ = p.Close()
 	})
-	return store, duroxide.NewClient(store)
+	return store, rt, duroxide.NewClient(store)
 }

@@ -497,4 +497,23 @@ type WorkAck struct {
 	// instance: its turn, with the completion and every other visible
 	// message of the instance. The caller must ack or abandon it.
 	Turn *OrchestrationItem
+	// Then, when set with a Completion, is the next turn of the
+	// completion's instance, computed by the caller from the execution it
+	// holds, with the Completion as the turn's only message: one commit
+	// records the activity's result and the turn it causes. The store
+	// applies Then as AckOrchestrationItem would, in the same transaction
+	// and without enqueueing the Completion, only if nothing else happened
+	// to the instance since the caller's copy: its lock is free,
+	// Then.ExecutionID is its current execution, the last event of that
+	// execution is ThenAfter, and it has no visible message in the
+	// orchestrator queue and no other row in the worker queue. Otherwise
+	// the ack goes on as if Then were not set (the Completion is enqueued
+	// and TakeTurn applies). Then.LockToken must be empty.
+	Then *TurnAck
+	// ThenAfter is the ID of the last event of the execution the caller
+	// computed Then from (required > 0 with Then).
+	ThenAfter int64
+	// ThenApplied is set by a committed ack that applied Then; Then.Leased
+	// then holds its leases, as AckOrchestrationItem sets them.
+	ThenApplied bool
 }

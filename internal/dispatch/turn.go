@@ -35,18 +35,27 @@ func (r *Runtime) fetchTurns(max int) (int, error) {
 func (r *Runtime) startTurn(it *provider.OrchestrationItem, start time.Time) {
 	r.work.Add(1)
 	go func() {
+		held := true
 		defer func() {
-			<-r.orchSlots
+			if held {
+				<-r.orchSlots
+			}
 			r.work.Done()
 		}()
-		res := r.runTurn(it)
+		res, leased := r.runTurn(it)
 		r.metrics.observeTurn(res, time.Since(start))
+		// Free the slot before the activities start: when one ends, its
+		// ack may want a slot for the turn it causes.
+		held = false
+		<-r.orchSlots
+		r.startActivities(leased)
 	}()
 }
 
-// runTurn runs a turn and commits or abandons it. The store notifies the
-// dispatchers and waiters of what the commit changed.
-func (r *Runtime) runTurn(it *provider.OrchestrationItem) TurnResult {
+// runTurn runs a turn and commits or abandons it, and returns the
+// activities its ack leased to this runtime, for the caller to start. The
+// store notifies the dispatchers and waiters of what the commit changed.
+func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provider.WorkItemLease) {
 	rn := r.startRenewer(r.o.OrchestratorLockTimeout, func() error {
 		return r.p.RenewOrchestrationItemLock(r.io, it.LockToken, r.o.OrchestratorLockTimeout)
 	}, func(error) {})
@@ -57,7 +66,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) TurnResult {
 		if aerr := r.p.AbandonOrchestrationItem(r.io, it.LockToken, provider.AbandonOptions{Delay: 50 * time.Millisecond, IgnoreAttempt: true}); aerr != nil && !errors.Is(aerr, provider.ErrLockLost) {
 			r.log.Warn("abandoning turn failed; its lock will expire", logkey.Instance, it.InstanceID, logkey.Error, aerr)
 		}
-		return TurnAbandoned
+		return TurnAbandoned, nil
 	}
 	r.mu.Lock()
 	parks := r.parked[it.InstanceID]
@@ -80,7 +89,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) TurnResult {
 		if err := r.p.AbandonOrchestrationItem(r.io, it.LockToken, *d.Abandon); err != nil && !errors.Is(err, provider.ErrLockLost) {
 			r.log.Warn("abandoning turn failed; its lock will expire", logkey.Instance, it.InstanceID, logkey.Error, err)
 		}
-		return TurnAbandoned
+		return TurnAbandoned, nil
 	}
 	reserved := r.reserveLeases(d.Ack)
 	if err := r.ackTurn(d.Ack); err != nil {
@@ -90,13 +99,13 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) TurnResult {
 		}
 		if errors.Is(err, provider.ErrLockLost) {
 			r.log.Info("turn lost its lock; another node will redo it", logkey.Instance, it.InstanceID)
-			return TurnLockLost
+			return TurnLockLost, nil
 		}
 		r.log.Error("committing turn failed; it will be retried", logkey.Instance, it.InstanceID, logkey.Error, err)
 		if aerr := r.p.AbandonOrchestrationItem(r.io, it.LockToken, provider.AbandonOptions{Delay: 50 * time.Millisecond}); aerr != nil && !errors.Is(aerr, provider.ErrLockLost) {
 			r.log.Warn("abandoning turn failed; its lock will expire", logkey.Instance, it.InstanceID, logkey.Error, aerr)
 		}
-		return TurnCommitFailed
+		return TurnCommitFailed, nil
 	}
 	r.mu.Lock()
 	delete(r.parked, it.InstanceID)
@@ -104,13 +113,12 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) TurnResult {
 	if d.Exec != nil {
 		r.cache.put(d.Exec) // closes it when there is no cache
 	}
-	// Run what the ack leased to this runtime at once, sparing a fetch.
+	// What the ack leased to this runtime runs at once, sparing a fetch.
 	r.releaseSlots(reserved - len(d.Ack.Leased))
-	r.startActivities(d.Ack.Leased)
 	for _, a := range d.CancelLocal {
 		r.cancelLocal(activityKey{a.InstanceID, a.ExecutionID, a.ActivityID})
 	}
-	return TurnCommitted
+	return TurnCommitted, d.Ack.Leased
 }
 
 // withHistory completes it.History when the fetch left out what the cache

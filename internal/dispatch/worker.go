@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -361,10 +362,34 @@ func activityFailure(err error) *history.ErrorDetails {
 }
 
 // ackActivity commits an activity's result, retrying transient failures.
+// When this runtime holds the instance's execution in its cache, it runs
+// the turn the result causes first and commits both at once
+// (provider.WorkAck.Then); otherwise, or if the instance changed
+// meanwhile, the result is enqueued and its turn taken (WorkAck.TakeTurn)
+// or left to a fetch.
 func (r *Runtime) ackActivity(l *provider.WorkItemLease, completion *provider.OrchestratorMessage) {
+	start := time.Now()
 	ack := &provider.WorkAck{LockToken: l.LockToken, Completion: completion}
 	reserved := r.reserveTurn(ack)
+	var f *fusedTurn
+	if reserved {
+		f = r.fuseTurn(ack, l.ExecutionID)
+	}
 	err := r.retry(func() error { return r.p.AckWorkItem(r.io, ack) })
+	if f != nil {
+		if err == nil && ack.ThenApplied {
+			r.metrics.observeTurn(TurnCommitted, time.Since(start))
+			<-r.orchSlots // before its activities start (see startTurn)
+			f.committed(r, ack.Then)
+			return
+		}
+		f.dropped(r)
+		if err != nil && !errors.Is(err, provider.ErrLockLost) {
+			// The turn may be what failed: commit the result alone.
+			ack.Then, ack.ThenAfter = nil, 0
+			err = r.retry(func() error { return r.p.AckWorkItem(r.io, ack) })
+		}
+	}
 	if err == nil && ack.Turn != nil {
 		r.startTurn(ack.Turn, time.Now()) // it keeps the reserved slot
 		return
@@ -395,4 +420,85 @@ func (r *Runtime) cancelLocal(k activityKey) {
 			a.cancel(errActivityCanceled)
 		}
 	}
+}
+
+// fusedTurn is a turn run ahead of its commit (provider.WorkAck.Then).
+type fusedTurn struct {
+	instance string
+	d        turn.Decision
+	reserved int // worker slots reserved for its leases
+}
+
+// fuseTurn runs the turn that ack's completion causes on the cached
+// execution of its instance, if the cache holds execution executionID,
+// and sets it as ack.Then. The caller holds an orchestration slot. The
+// execution is out of the cache until the ack settles; if the store does
+// not apply the turn, it is dropped (it ran ahead of the store).
+func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn {
+	if r.cache == nil {
+		return nil
+	}
+	inst := ack.Completion.InstanceID
+	exec, last, ok := r.cache.position(inst)
+	if !ok || exec != executionID || last < 1 {
+		return nil
+	}
+	x := r.cache.take(inst, exec)
+	if x == nil {
+		return nil
+	}
+	h := x.History()
+	if len(h) == 0 || h[0].Kind != history.OrchestrationStarted {
+		x.Close()
+		return nil
+	}
+	it := &provider.OrchestrationItem{
+		InstanceID: inst, AttemptCount: 1, History: h, Messages: []history.WorkItem{ack.Completion.Item},
+		Instance: &provider.InstanceMeta{OrchestrationName: h[0].Name, OrchestrationVersion: h[0].Version,
+			Status: provider.StatusRunning, CurrentExecutionID: exec},
+	}
+	d := turn.Decide(turn.Input{
+		Item: it, Cached: x, Registry: r.reg, Now: r.clock.Now(),
+		Policy: turn.Policy{MaxAttempts: r.o.MaxAttempts, FailOnNondeterminism: r.o.FailOnNondeterminism,
+			Backoff: r.backoff, Logger: r.log},
+	})
+	if d.Abandon != nil || d.Ack == nil {
+		// Not a plain turn (nondeterminism, say): leave it to the taken or
+		// fetched turn, which replays from the store.
+		x.Close()
+		if d.Exec != nil {
+			d.Exec.Close()
+		}
+		return nil
+	}
+	if d.Exec != x {
+		x.Close()
+	}
+	f := &fusedTurn{instance: inst, d: d, reserved: r.reserveLeases(d.Ack)}
+	ack.Then, ack.ThenAfter = d.Ack, last
+	return f
+}
+
+// committed finishes a fused turn the store applied: caches its
+// execution, runs the activities it leased here, cancels what it canceled.
+func (f *fusedTurn) committed(r *Runtime, ack *provider.TurnAck) {
+	if l := f.d.Log; l != nil {
+		r.log.LogAttrs(r.io, l.Level, l.Msg, append([]slog.Attr{slog.String(logkey.Instance, f.instance)}, l.Attrs...)...)
+	}
+	if f.d.Exec != nil {
+		r.cache.put(f.d.Exec)
+	}
+	r.releaseSlots(f.reserved - len(ack.Leased))
+	r.startActivities(ack.Leased)
+	for _, a := range f.d.CancelLocal {
+		r.cancelLocal(activityKey{a.InstanceID, a.ExecutionID, a.ActivityID})
+	}
+}
+
+// dropped gives up a fused turn the store did not apply.
+func (f *fusedTurn) dropped(r *Runtime) {
+	if f.d.Exec != nil {
+		f.d.Exec.Close()
+	}
+	r.releaseSlots(f.reserved)
 }

@@ -121,6 +121,7 @@ func groups() []group {
 		{"ConcurrentMigration", concurrentMigrationCases},
 		{"Copy", copyCases},
 		{"Waits", waitCases},
+		{"Then", thenCases},
 	}
 }
 

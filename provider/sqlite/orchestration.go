@@ -592,6 +592,12 @@ func encodeAck(a *provider.TurnAck) (*encAck, error) {
 	if a.LockToken == "" {
 		return nil, invalid("turn ack has no LockToken")
 	}
+	return encodeTurn(a)
+}
+
+// encodeTurn encodes a turn ack, with or without a lock token (a
+// WorkAck.Then has none).
+func encodeTurn(a *provider.TurnAck) (*encAck, error) {
 	if a.ExecutionID < 1 {
 		return nil, invalid("turn ack ExecutionID %d, want >= 1", a.ExecutionID)
 	}
@@ -751,14 +757,21 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 		}
 		return w.noteLeftovers(inst)
 	}
+	return w.applyTurn(inst, e)
+}
 
+// applyTurn performs steps (b) to (k) of a turn ack for instance inst:
+// with e.token, the turn of a locked instance whose tagged messages it
+// deletes and whose lock it releases; without, a WorkAck.Then, whose only
+// message was never enqueued and which holds no lock.
+func (w *wtx) applyTurn(inst string, e *encAck) error {
 	// (c) Insert or update the execution; its status decides the instance's.
 	var completed any
 	if e.terminal {
 		completed = w.now
 	}
 	var execStatus string
-	err = w.query(sUpsertExecution, func(r *sql.Rows) error { return r.Scan(&execStatus) },
+	err := w.query(sUpsertExecution, func(r *sql.Rows) error { return r.Scan(&execStatus) },
 		inst, e.executionID, e.status, e.input, e.output, e.errJSON, w.now, completed)
 	if err != nil {
 		return err
@@ -825,11 +838,13 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 
 	// (j) Delete exactly the messages of this turn, (k) release the lock,
 	// and settle the execution lock the instance holds.
-	if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
-		return err
-	}
-	if _, err = w.exec(sDeleteLock, nil, inst, e.token); err != nil {
-		return err
+	if e.token != "" {
+		if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
+			return err
+		}
+		if _, err = w.exec(sDeleteLock, nil, inst, e.token); err != nil {
+			return err
+		}
 	}
 	w.changes.instances = append(w.changes.instances, inst)
 	if err := w.settleExecutionLocks(inst, isTerminalStatus(instStatus)); err != nil {

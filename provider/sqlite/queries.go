@@ -125,6 +125,7 @@ const (
 	sDataVersion
 	sInstanceHasMessages
 	sInstanceHasWork
+	sInstanceQuiet
 
 	numWriterStmts
 )
@@ -475,6 +476,16 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	sDataVersion: sqlDataVersion,
 	// Whether an instance has activities in the worker queue. ?1 instance.
 	sInstanceHasWork: `SELECT count(*) > 0 FROM (SELECT 1 FROM worker_queue WHERE instance_id = ?1 LIMIT 1)`,
+	// Whether nothing happened to an instance since a runtime's copy of its
+	// execution (WorkAck.Then): unlocked, ?2 its current execution, ?3 the
+	// last event of that execution, no visible message and no worker row.
+	// ?1 instance, ?4 now.
+	sInstanceQuiet: `SELECT
+    coalesce((SELECT current_execution_id = ?2 FROM instances WHERE instance_id = ?1), 0)
+    AND NOT EXISTS (SELECT 1 FROM instance_locks WHERE instance_id = ?1 AND locked_until > ?4)
+    AND coalesce((SELECT max(event_id) FROM history WHERE instance_id = ?1 AND execution_id = ?2), 0) = ?3
+    AND NOT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ?1 AND visible_at <= ?4)
+    AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ?1)`,
 	// Whether an instance still has queued messages. ?1 instance.
 	sInstanceHasMessages: `SELECT count(*) > 0 FROM orchestrator_ready WHERE instance_id = ?1`,
 

@@ -249,6 +249,8 @@ type encWorkAck struct {
 	completion *encMsg
 	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
 	cached     func(string) (int64, int64, bool)
+	then       *encAck // WorkAck.Then, or nil
+	thenAfter  int64
 }
 
 // takenTurn is the turn a work ack took (WorkAck.TakeTurn), before its
@@ -286,13 +288,35 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 		}
 		e.takeMs, e.cached = durMs(t.LockTimeout), t.Cached
 	}
+	ack.ThenApplied = false
+	if t := ack.Then; t != nil {
+		switch {
+		case ack.Completion == nil:
+			return p.fail(op, invalid("Then needs a Completion"))
+		case t.LockToken != "":
+			return p.fail(op, invalid("Then has a LockToken: it is the turn of an unlocked instance"))
+		case ack.ThenAfter < 1:
+			return p.fail(op, invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
+		}
+		then, err := encodeTurn(t)
+		if err != nil {
+			return p.fail(op, err)
+		}
+		e.then, e.thenAfter = then, ack.ThenAfter
+	}
 	var taken takenTurn
+	var applied bool
+	var leased []*provider.WorkItemLease
 	err := p.write(ctx, op, func(w *wtx) error {
-		taken = takenTurn{}
-		return w.applyWorkAck(e, &taken)
+		taken, applied, leased = takenTurn{}, false, nil
+		return w.applyWorkAck(e, &taken, &applied, &leased)
 	})
 	if err != nil {
 		return err
+	}
+	if applied {
+		ack.ThenApplied, ack.Then.Leased = true, leased
+		return nil
 	}
 	p.logDeadLetters(taken.dead)
 	if taken.item != nil {
@@ -302,7 +326,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 	return nil
 }
 
-func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn) error {
+func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn, applied *bool, leased *[]*provider.WorkItemLease) error {
 	id, ok := tokenRow(e.token)
 	if !ok {
 		return fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
@@ -319,13 +343,32 @@ func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn) error {
 	if !found {
 		return fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
-	if e.completion != nil {
-		if err := w.insertMessage(e.completion); err != nil {
+	if sess.Valid {
+		if _, err := w.exec(sTouchSession, nil, sess.String, w.now); err != nil {
 			return err
 		}
 	}
-	if sess.Valid {
-		if _, err := w.exec(sTouchSession, nil, sess.String, w.now); err != nil {
+	if e.then != nil {
+		inst := e.completion.instanceID
+		var quiet bool
+		err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet) },
+			inst, e.then.executionID, e.thenAfter, w.now)
+		if err != nil {
+			return err
+		}
+		if quiet {
+			if err := w.applyTurn(inst, e.then); err != nil {
+				return err
+			}
+			*applied = true
+			if len(w.leaseIDs) > 0 {
+				*leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.leaseMs)
+			}
+			return err
+		}
+	}
+	if e.completion != nil {
+		if err := w.insertMessage(e.completion); err != nil {
 			return err
 		}
 	}
