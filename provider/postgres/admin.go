@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,6 +45,40 @@ func decodeCursor(c string) (int64, error) {
 		return 0, invalid("malformed cursor %q", c)
 	}
 	return seq, nil
+}
+
+// validUTF8Prefix returns the longest leading part of s that is valid
+// UTF-8.
+func validUTF8Prefix(s string) string {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return s[:i]
+			}
+		}
+	}
+	return s
+}
+
+// prefixUpperBound returns the smallest valid UTF-8 string above every
+// string that starts with prefix (valid UTF-8), in byte order (which for
+// UTF-8 is code point order): the prefix with its last character below
+// U+10FFFF replaced by the next one (skipping surrogates) and what follows
+// it dropped. A prefix of U+10FFFF only has no bound (ok false).
+func prefixUpperBound(prefix string) (string, bool) {
+	for end := len(prefix); end > 0; {
+		r, size := utf8.DecodeLastRuneInString(prefix[:end])
+		start := end - size
+		if r < utf8.MaxRune {
+			next := r + 1
+			if next >= 0xD800 && next <= 0xDFFF {
+				next = 0xE000
+			}
+			return prefix[:start] + string(next), true
+		}
+		end = start
+	}
+	return "", false
 }
 
 // nullJSON returns a stored JSON column as a RawMessage, nil for NULL.
@@ -213,6 +248,22 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 	}
 	if opts.ParentInstanceID != "" {
 		q += sqlListFilterParent + arg(opts.ParentInstanceID)
+	}
+	if opts.IDPrefix != "" {
+		// Stored IDs are valid UTF-8 (PostgreSQL text), so the range is
+		// taken on the longest valid leading part of the prefix; the rest,
+		// if any, is compared on the bytes.
+		valid := validUTF8Prefix(opts.IDPrefix)
+		if valid != "" {
+			q += sqlListFilterIDFrom + arg(valid)
+			if upper, ok := prefixUpperBound(valid); ok {
+				q += sqlListFilterIDBelow + arg(upper)
+			}
+		}
+		if valid != opts.IDPrefix {
+			b := arg([]byte(opts.IDPrefix))
+			q += sqlListFilterIDBytes + b + "::bytea)) = " + b + "::bytea"
+		}
 	}
 	q += sqlListInstancesOrderBy + arg(limit+1)
 

@@ -60,8 +60,9 @@ FROM worker_queue ORDER BY id`
 
 	sqlImportInstance = `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
     current_execution_id, input, output, error, custom_status, custom_status_version,
-    parent_instance_id, parent_execution_id, created_at, updated_at, last_error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11::text, ''), $12, $13, $14, $15)`
+    parent_instance_id, parent_execution_id, created_at, updated_at, last_error, last_error_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11::text, ''), $12, $13, $14, $15,
+    CASE WHEN $15::text IS NULL THEN NULL ELSE $14::bigint END)`
 	sqlImportExecution = `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8::bigint, 0))`
 	sqlImportEvent = `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)

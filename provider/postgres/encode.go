@@ -140,6 +140,12 @@ func encodeAck(a *provider.TurnAck) (*encAck, error) {
 	if a.LockToken == "" {
 		return nil, invalid("turn ack has no LockToken")
 	}
+	return encodeTurn(a)
+}
+
+// encodeTurn encodes a turn ack, with or without a lock token (a
+// WorkAck.Then has none).
+func encodeTurn(a *provider.TurnAck) (*encAck, error) {
 	if a.ExecutionID < 1 {
 		return nil, invalid("turn ack ExecutionID %d, want >= 1", a.ExecutionID)
 	}

@@ -558,7 +558,15 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 		}
 		return w.finishTurn(inst, e.token)
 	}
+	return w.applyTurn(inst, e)
+}
 
+// applyTurn performs steps (b) to (k) of a turn ack for instance inst,
+// whose advisory lock the transaction holds: with e.token, the turn of a
+// locked instance whose tagged messages it deletes and whose lock it
+// releases; without, a WorkAck.Then, whose only message was never
+// enqueued and which holds no lock.
+func (w *wtx) applyTurn(inst string, e *encAck) error {
 	// (b) to (f) and (g), (h) in one round trip.
 	var completed any
 	if e.terminal {
@@ -625,7 +633,9 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 	// is live); a terminal one settles its locks below.
 	b.Queue(sqlXLockExtendLive, inst, w.now)
 	// (j) Delete exactly the messages of this turn, (k) release the lock.
-	w.queueFinishTurn(b, inst, e.token)
+	if e.token != "" {
+		w.queueFinishTurn(b, inst, e.token)
+	}
 	w.changes.addInstance(inst)
 	// The notification other nodes get, decided in SQL (are messages left
 	// for the instance?), unless starts or lock hand-overs follow.

@@ -162,6 +162,7 @@ SET orchestration_name = coalesce($9, i.orchestration_name),
     custom_status_version = i.custom_status_version + $12,
     current_execution_id = greatest(i.current_execution_id, $2),
     last_error = NULL,
+    last_error_at = NULL,
     updated_at = $7
 RETURNING i.status`
 
@@ -219,7 +220,9 @@ WHERE instance_id = $1 AND lock_token = $2`
 
 	// Record why the instance is not progressing (no row: nothing).
 	// $1 instance, $2 error details JSON, $3 now.
-	sqlSetLastError = `UPDATE instances SET last_error = $2, updated_at = $3 WHERE instance_id = $1`
+	// last_error_at keeps the start of a run of such abandons.
+	sqlSetLastError = `UPDATE instances SET last_error = $2, last_error_at = coalesce(last_error_at, $3), updated_at = $3
+WHERE instance_id = $1`
 
 	// Renew an instance lock and its tagged messages in one statement
 	// (atomic alone, so it needs no transaction); returns whether the lock
@@ -284,9 +287,14 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 )
 SELECT count(*) > 0 FROM d`
 
-	// $1 id, $2 token, $3 now, $4 visible_at, $5 1 to undo the attempt.
+	// Unlock a worker row, recording the abandon's error (NULL clears it);
+	// last_error_at keeps the start of a run of abandons with an error.
+	// $1 id, $2 token, $3 now, $4 visible_at, $5 1 to undo the attempt,
+	// $6 error details JSON or NULL.
 	sqlAbandonWork = `UPDATE worker_queue
-SET lock_token = NULL, locked_until = NULL, visible_at = $4, attempt_count = greatest(attempt_count - $5, 0)
+SET lock_token = NULL, locked_until = NULL, visible_at = $4, attempt_count = greatest(attempt_count - $5, 0),
+    last_error = $6::text,
+    last_error_at = CASE WHEN $6::text IS NULL THEN NULL ELSE coalesce(last_error_at, $3) END
 WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
 
 	// Renew a worker lock and touch its session, in one statement (atomic
@@ -313,6 +321,16 @@ WHERE s.locked_until <= $1
 
 	// Whether an instance has activities in the worker queue. $1 instance.
 	sqlInstanceHasWork = `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
+	// Whether nothing happened to an instance since a runtime's copy of its
+	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
+	// last event of that execution, no visible message and no worker row.
+	// Each term is an index lookup by instance ID. $1 instance, $4 now.
+	sqlInstanceQuiet = `SELECT
+    coalesce((SELECT current_execution_id = $2 FROM instances WHERE instance_id = $1), false)
+    AND NOT EXISTS (SELECT 1 FROM instance_locks WHERE instance_id = $1 AND locked_until > $4)
+    AND coalesce((SELECT max(event_id) FROM history WHERE instance_id = $1 AND execution_id = $2), 0) = $3
+    AND NOT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $1 AND visible_at <= $4)
+    AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
 )
 
 // Purge.
@@ -456,6 +474,59 @@ const (
 	sqlXLockList    = xlockSelect + ` ORDER BY l.lock_key`
 )
 
+// InstanceQueue (provider.Admin): each an index lookup by instance ID,
+// read in one snapshot. $1 instance.
+const (
+	// The instance row and the store time of the newest event of its
+	// current execution (NULL when it has none).
+	sqlQueueInstance = `SELECT i.current_execution_id, i.created_at, i.last_error_at,
+       (SELECT h.created_at FROM history AS h
+        WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+        ORDER BY h.event_id DESC LIMIT 1)
+FROM instances AS i WHERE i.instance_id = $1`
+	sqlQueueMessages = `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
+FROM orchestrator_queue WHERE instance_id = $1 ORDER BY id`
+	sqlQueueWork = `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
+       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at
+FROM worker_queue WHERE instance_id = $1 ORDER BY id`
+	sqlQueueLock      = `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = $1`
+	sqlQueueHeldLocks = `SELECT lock_key FROM execution_locks WHERE instance_id = $1 ORDER BY lock_key`
+	// The instance's queued start, its holder and how many starts are
+	// ahead of it (a lock_queue_key range up to its row).
+	sqlQueueStart = `SELECT q.lock_key, coalesce(l.instance_id, ''), q.created_at, q.visible_at,
+       (SELECT count(*) FROM lock_queue AS a WHERE a.lock_key = q.lock_key AND a.id <= q.id)
+FROM lock_queue AS q LEFT JOIN execution_locks AS l ON l.lock_key = q.lock_key
+WHERE q.instance_id = $1 ORDER BY q.id LIMIT 1`
+
+	// StalledInstances (provider.Admin): each rule's candidates come from
+	// an index range of the rows matching it (partial indexes of migration
+	// 0003, orchestrator_ready_order, worker_queue_visible), capped at $4
+	// rows; the candidates are then checked against the instance row and
+	// the time of their newest event (a primary-key lookup). $1 cutoff
+	// (now minus the threshold), $2 minimum deliveries, $3 page size + 1,
+	// $4 cap per rule.
+	sqlStalled = `WITH candidates(instance_id) AS (
+    (SELECT instance_id FROM instances
+     WHERE last_error_at IS NOT NULL AND last_error_at <= $1 ORDER BY last_error_at LIMIT $4)
+    UNION (SELECT instance_id FROM worker_queue
+     WHERE last_error_at IS NOT NULL AND last_error_at <= $1 ORDER BY last_error_at LIMIT $4)
+    UNION (SELECT instance_id FROM worker_queue
+     WHERE attempt_count > 1 AND attempt_count >= $2 ORDER BY attempt_count DESC LIMIT $4)
+    UNION (SELECT instance_id FROM orchestrator_ready
+     WHERE ready_at <= $1 ORDER BY ready_at LIMIT $4)
+    UNION (SELECT instance_id FROM worker_queue
+     WHERE visible_at <= $1 ORDER BY visible_at LIMIT $4)
+)
+SELECT i.instance_id
+FROM candidates AS c JOIN instances AS i ON i.instance_id = c.instance_id
+WHERE i.status IN ('Pending', 'Running', 'ContinuedAsNew')
+  AND coalesce((SELECT h.created_at FROM history AS h
+                WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+                ORDER BY h.event_id DESC LIMIT 1), i.created_at) <= $1
+ORDER BY i.seq DESC
+LIMIT $3`
+)
+
 // instanceColumns are the columns scanned by scanInstanceRow.
 const instanceColumns = `instance_id, orchestration_name, orchestration_version, status, current_execution_id,
        input, output, error, custom_status, custom_status_version,
@@ -479,4 +550,13 @@ const (
 	sqlListFilterName       = ` AND orchestration_name = `
 	sqlListFilterParent     = ` AND parent_instance_id = `
 	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT `
+	// The ID prefix is a range of the instances_id_bytes index (migration
+	// 0003): instance_id >= prefix and below the prefix's successor, both
+	// compared byte by byte; LIKE would need escaping and, with a bound
+	// parameter, could not use the index.
+	sqlListFilterIDFrom  = ` AND instance_id COLLATE "C" >= `
+	sqlListFilterIDBelow = ` AND instance_id COLLATE "C" < `
+	// A prefix that is not valid UTF-8 (it ends inside a character) is
+	// also compared on the IDs' bytes.
+	sqlListFilterIDBytes = ` AND substr(convert_to(instance_id, 'UTF8'), 1, octet_length(`
 )

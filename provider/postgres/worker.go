@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -188,6 +189,16 @@ type encWorkAck struct {
 	completion *encMsg
 	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
 	cached     func(string) (int64, int64, bool)
+	then       *encAck // WorkAck.Then, or nil
+	thenAfter  int64
+}
+
+// workAckResult is what a work ack's transaction produced.
+type workAckResult struct {
+	turn    *provider.OrchestrationItem // the turn TakeTurn took
+	dead    []deadLetter
+	applied bool // WorkAck.Then was applied
+	leased  []*provider.WorkItemLease
 }
 
 // AckWorkItem completes one activity; see provider.Provider.
@@ -216,28 +227,61 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 		}
 		e.takeMs, e.cached = durMs(t.LockTimeout), t.Cached
 	}
-	var (
-		turn *provider.OrchestrationItem
-		dead []deadLetter
-	)
+	ack.ThenApplied = false
+	if t := ack.Then; t != nil {
+		switch {
+		case ack.Completion == nil:
+			return p.fail(op, invalid("Then needs a Completion"))
+		case t.LockToken != "":
+			return p.fail(op, invalid("Then has a LockToken: it is the turn of an unlocked instance"))
+		case ack.ThenAfter < 1:
+			return p.fail(op, invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
+		}
+		then, err := encodeTurn(t)
+		if err != nil {
+			return p.fail(op, err)
+		}
+		e.then, e.thenAfter = then, ack.ThenAfter
+	}
+	var res workAckResult
 	err := p.write(ctx, op, func(w *wtx) error {
 		var err error
-		turn, dead, err = w.applyWorkAck(e)
+		res, err = w.applyWorkAck(e)
 		return err
 	})
-	p.logDeadLetters(dead)
+	p.logDeadLetters(res.dead)
 	if err != nil {
 		return err
 	}
-	ack.Turn = turn
+	if res.applied {
+		ack.ThenApplied, ack.Then.Leased = true, res.leased
+		return nil
+	}
+	ack.Turn = res.turn
 	return nil
 }
 
-func (w *wtx) applyWorkAck(e *encWorkAck) (*provider.OrchestrationItem, []deadLetter, error) {
+func (w *wtx) applyWorkAck(e *encWorkAck) (workAckResult, error) {
 	id, ok := tokenRow(e.token)
 	if !ok {
-		return nil, nil, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
+		return workAckResult{}, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
 	}
+	if e.then != nil {
+		if res, done, err := w.applyThen(id, e); done || err != nil {
+			return res, err
+		}
+	} else if err := w.ackWorkRow(id, e); err != nil {
+		return workAckResult{}, err
+	}
+	if e.takeMs > 0 {
+		turn, dead, err := w.takeTurn(e.completion.instanceID, e.takeMs, e.cached)
+		return workAckResult{turn: turn, dead: dead}, err
+	}
+	return workAckResult{}, nil
+}
+
+// ackWorkRow deletes the acked worker row and enqueues its completion.
+func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 	// One round trip: the row's deletion and, for a completion that starts
 	// nothing, its enqueueing and the notification (all rolled back if the
 	// lock turns out to be lost).
@@ -250,20 +294,51 @@ func (w *wtx) applyWorkAck(e *encWorkAck) (*provider.OrchestrationItem, []deadLe
 		w.queueNotify(b)
 	}
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if !found {
-		return nil, nil, fmt.Errorf("work ack: %w", provider.ErrLockLost)
+		return fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
 	if e.completion != nil && !plain {
-		if err := w.insertMessage(e.completion); err != nil {
-			return nil, nil, err
-		}
+		return w.insertMessage(e.completion)
 	}
-	if e.takeMs > 0 {
-		return w.takeTurn(e.completion.instanceID, e.takeMs, e.cached)
+	return nil
+}
+
+// applyThen acks the worker row of a work ack that carries the turn its
+// result causes (WorkAck.Then) and, if the instance is quiet (nothing
+// happened to it since the caller's copy), applies that turn instead of
+// enqueueing the completion: done is then true. Otherwise it enqueues the
+// completion, as a plain ack does, and the caller goes on (TakeTurn).
+//
+// It takes the instance's advisory lock first, as a turn ack does: no
+// fetch can lock the instance and no other transaction can add messages
+// or worker rows for it until this one ends, so the quiet check stays
+// true while the turn is applied.
+func (w *wtx) applyThen(id int64, e *encWorkAck) (res workAckResult, done bool, err error) {
+	inst := e.completion.instanceID
+	var found, quiet bool
+	b := &pgx.Batch{}
+	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	b.Queue(sqlInstanceQuiet, inst, e.then.executionID, e.thenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
+	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+		return res, false, err
 	}
-	return nil, nil, nil
+	if !found {
+		return res, false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
+	}
+	if !quiet {
+		return res, false, w.insertMessages([]*encMsg{e.completion})
+	}
+	if err := w.applyTurn(inst, e.then); err != nil {
+		return res, false, err
+	}
+	res.applied = true
+	if len(w.leaseIDs) > 0 {
+		res.leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.leaseMs)
+	}
+	return res, true, err
 }
 
 // takeTurn locks instance, if its lock is free and no other transaction
@@ -301,12 +376,24 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 	if opts.IgnoreAttempt {
 		undo = 1
 	}
+	var lastErr *string // nil: clears the row's error
+	if opts.Error != nil {
+		if err := opts.Error.Validate(); err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
+		b, err := json.Marshal(opts.Error)
+		if err != nil {
+			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
+		}
+		s := string(b)
+		lastErr = &s
+	}
 	id, ok := tokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
-		n, err := w.exec(sqlAbandonWork, id, lockToken, w.now, w.now+durMs(opts.Delay), undo)
+		n, err := w.exec(sqlAbandonWork, id, lockToken, w.now, w.now+durMs(opts.Delay), undo, lastErr)
 		if err != nil {
 			return err
 		}
