@@ -80,7 +80,21 @@
 // cancellations, the messages, the release and the notification; COMMIT.
 // Starts of new sub-orchestrations and execution-lock hand-overs add one
 // round trip each. An activity's ack is BEGIN, one batch, COMMIT; a lock
-// renewal is one statement.
+// renewal is one statement. An activity's ack that carries the turn its
+// result causes (WorkAck.Then) takes the instance's advisory lock, deletes
+// the worker row and checks that the instance is quiet in one batch, then
+// applies the turn as a turn ack does (one batch, and one more statement
+// to lease the activities it schedules); an instance that is not quiet
+// gets the completion enqueued instead.
+//
+// The admin reads that explain why an instance waits (InstanceQueue,
+// StalledInstances) are index lookups: InstanceQueue reads the instance's
+// own rows in one snapshot and one batch, and each rule of
+// StalledInstances reads an index range of the rows that match it
+// (migration 0003 adds partial indexes for recorded errors and
+// redelivered activities, which are rare in a healthy store). An ID
+// prefix of ListInstances is a range of an index on the IDs in byte order
+// (COLLATE "C"), so '%' and '_' are plain characters.
 //
 // # Notifications
 //

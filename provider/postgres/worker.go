@@ -311,16 +311,20 @@ func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 // enqueueing the completion: done is then true. Otherwise it enqueues the
 // completion, as a plain ack does, and the caller goes on (TakeTurn).
 //
-// It takes the instance's advisory lock first, as a turn ack does: no
-// fetch can lock the instance and no other transaction can add messages
-// or worker rows for it until this one ends, so the quiet check stays
-// true while the turn is applied.
+// It takes the instance's advisory lock before the quiet check, as a turn
+// ack does before its lock check: no fetch can lock the instance and no
+// other transaction can add messages or worker rows for it until this one
+// ends, so the check stays true while the turn is applied. The worker row
+// (and its session's row) are locked before the advisory lock, in the
+// order a plain work ack takes them (row, then the advisory lock shared
+// to enqueue), so two acks of one session never wait for each other in a
+// cycle.
 func (w *wtx) applyThen(id int64, e *encWorkAck) (res workAckResult, done bool, err error) {
 	inst := e.completion.instanceID
 	var found, quiet bool
 	b := &pgx.Batch{}
-	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
 	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
 	b.Queue(sqlInstanceQuiet, inst, e.then.executionID, e.thenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return res, false, err
