@@ -200,7 +200,7 @@ func (o *Options) fill() error {
 		return fmt.Errorf("%w: lock timeouts must be at least 10ms", provider.ErrInvalidArgument)
 	}
 	if o.OrchestrationConcurrency == 0 {
-		o.OrchestrationConcurrency = 4
+		o.OrchestrationConcurrency = 64
 	}
 	if o.WorkerConcurrency == 0 {
 		o.WorkerConcurrency = 64
