@@ -102,21 +102,6 @@ func (w *wtx) promoteQueuedStart(key string) (bool, error) {
 	return true, nil
 }
 
-// settleExecutionLocks is the execution-lock step of a committed turn ack
-// of instance: a terminal instance frees its lock (to the queue) and
-// leaves any queue it waited in; a live one extends its lock.
-func (w *wtx) settleExecutionLocks(instance string, terminal bool) error {
-	if !terminal {
-		_, err := w.exec(sqlXLockExtend, instance, w.now)
-		return err
-	}
-	keys, err := w.queryStrings(sqlXLockReleaseInstance, instance)
-	if err != nil {
-		return err
-	}
-	return w.promoteAll(keys)
-}
-
 // promoteAll hands each freed key to its queue, taking the keys' advisory
 // locks first.
 func (w *wtx) promoteAll(keys []string) error {

@@ -395,8 +395,6 @@ WHERE instance_id = $1
 	sqlAckNotify = `SELECT pg_notify($1::text, json_build_object('n', $2::text,
     'o', $3::bool OR EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $5::text),
     'w', $4::bool, 'i', json_build_array($5::text))::text)`
-	// A committed turn of the holder extends its lock. $1 instance, $2 now.
-	sqlXLockExtend = `UPDATE execution_locks SET expires_at = $2 + ttl_ms WHERE instance_id = $1`
 	// The holder ended: its locks go (to their queues); it leaves any queue
 	// it waited in. $1 instance.
 	sqlXLockReleaseInstance = `WITH q AS (DELETE FROM lock_queue WHERE instance_id = $1)
