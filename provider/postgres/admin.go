@@ -16,6 +16,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // Admin limits.
@@ -34,15 +35,15 @@ func encodeCursor(seq int64) string {
 func decodeCursor(c string) (int64, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return 0, invalid("malformed cursor %q", c)
+		return 0, sqlenc.Invalid("malformed cursor %q", c)
 	}
 	s, ok := strings.CutPrefix(string(b), cursorPrefix)
 	if !ok {
-		return 0, invalid("malformed cursor %q", c)
+		return 0, sqlenc.Invalid("malformed cursor %q", c)
 	}
 	seq, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || seq < 1 {
-		return 0, invalid("malformed cursor %q", c)
+		return 0, sqlenc.Invalid("malformed cursor %q", c)
 	}
 	return seq, nil
 }
@@ -214,7 +215,7 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 	limit := opts.Limit
 	switch {
 	case limit < 0:
-		return nil, p.fail(op, invalid("Limit %d is negative", limit))
+		return nil, p.fail(op, sqlenc.Invalid("Limit %d is negative", limit))
 	case limit == 0:
 		limit = defaultPageSize
 	case limit > maxPageSize:
@@ -237,7 +238,7 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 		ss := make([]string, len(opts.Statuses))
 		for i, s := range opts.Statuses {
 			if !s.Valid() {
-				return nil, p.fail(op, invalid("unknown status %q", s))
+				return nil, p.fail(op, sqlenc.Invalid("unknown status %q", s))
 			}
 			ss[i] = string(s)
 		}
@@ -305,7 +306,7 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
 	const op = "getting instance"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var in *provider.InstanceInfo
 	err := p.read(ctx, op, func() error {
@@ -326,7 +327,7 @@ func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provide
 func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
 	const op = "listing executions"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var out []provider.ExecutionInfo
 	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
@@ -364,7 +365,7 @@ func instanceExists(ctx context.Context, tx pgx.Tx, instanceID string) error {
 func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
 	const op = "getting execution"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var e *provider.ExecutionInfo
 	err := p.read(ctx, op, func() error {
@@ -386,7 +387,7 @@ func (p *Provider) GetExecution(ctx context.Context, instanceID string, executio
 func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
 	const op = "listing children"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var ids []string
 	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
@@ -415,7 +416,7 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 	const op = "purging instances"
 	for _, id := range instanceIDs {
 		if id == "" {
-			return nil, p.fail(op, invalid("empty instance ID"))
+			return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 		}
 	}
 	res := &provider.PurgeResult{}
@@ -573,7 +574,7 @@ func (p *Provider) ListDeadLetters(ctx context.Context, limit int) ([]provider.D
 	const op = "listing dead letters"
 	switch {
 	case limit < 0:
-		return nil, p.fail(op, invalid("limit %d is negative", limit))
+		return nil, p.fail(op, sqlenc.Invalid("limit %d is negative", limit))
 	case limit == 0:
 		limit = defaultPageSize
 	case limit > maxPageSize:

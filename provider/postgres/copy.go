@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // Copying the store: provider.Exporter and provider.Importer. The export
@@ -368,16 +369,16 @@ func importRecord(w *wtx, rec provider.Record) error {
 		return exec(nil, sqlImportWorkerQ, r.InstanceID, r.ExecutionID, r.ActivityID, r.SessionID, string(r.Item),
 			r.VisibleAt.UnixMilli(), r.AttemptCount, r.CreatedAt.UnixMilli())
 	case *provider.ExecutionLockRecord:
-		return exec(nil, sqlImportExecutionLock, r.Key, r.InstanceID, r.LockedAt.UnixMilli(), r.ExpiresAt.UnixMilli(), durMs(r.TTL))
+		return exec(nil, sqlImportExecutionLock, r.Key, r.InstanceID, r.LockedAt.UnixMilli(), r.ExpiresAt.UnixMilli(), sqlenc.DurMs(r.TTL))
 	case *provider.QueuedStartRecord:
-		return exec(nil, sqlImportQueuedStart, r.Key, r.InstanceID, string(r.Item), r.VisibleAt.UnixMilli(), durMs(r.TTL), r.CreatedAt.UnixMilli())
+		return exec(nil, sqlImportQueuedStart, r.Key, r.InstanceID, string(r.Item), r.VisibleAt.UnixMilli(), sqlenc.DurMs(r.TTL), r.CreatedAt.UnixMilli())
 	case *provider.IdempotencyKeyRecord:
 		return exec(nil, sqlImportIdempotency, r.Key, r.InstanceID, r.CreatedAt.UnixMilli(), r.ExpiresAt.UnixMilli(), optMs(r.PurgedAt))
 	case *provider.DeadLetterRecord:
 		return exec(nil, sqlImportDeadLetter, r.Queue, r.InstanceID, r.Payload, r.Error, r.DeadAt.UnixMilli())
 	case nil:
-		return invalid("a nil record")
+		return sqlenc.Invalid("a nil record")
 	default:
-		return invalid("unknown record type %T", rec)
+		return sqlenc.Invalid("unknown record type %T", rec)
 	}
 }

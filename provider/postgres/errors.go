@@ -137,7 +137,3 @@ func sentinelForCode(pe *pgconn.PgError, conflict error) error {
 	}
 	return nil
 }
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", provider.ErrInvalidArgument, fmt.Sprintf(format, args...))
-}

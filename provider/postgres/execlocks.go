@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // Execution locks, their queues and idempotency keys; see
@@ -138,7 +139,7 @@ func (p *Provider) scanExecutionLock(r pgx.Row) (*provider.ExecutionLock, error)
 func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.ExecutionLock, error) {
 	const op = "getting execution lock"
 	if key == "" {
-		return nil, p.fail(op, invalid("empty lock key"))
+		return nil, p.fail(op, sqlenc.Invalid("empty lock key"))
 	}
 	var l *provider.ExecutionLock
 	err := p.read(ctx, op, func() error {
@@ -178,7 +179,7 @@ func (p *Provider) ListExecutionLocks(ctx context.Context) ([]provider.Execution
 func (p *Provider) ReleaseExecutionLock(ctx context.Context, key string) (bool, error) {
 	const op = "releasing execution lock"
 	if key == "" {
-		return false, p.fail(op, invalid("empty lock key"))
+		return false, p.fail(op, sqlenc.Invalid("empty lock key"))
 	}
 	var released bool
 	err := p.write(ctx, op, func(w *wtx) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // Queue names used in dead_letters.queue.
@@ -51,12 +52,12 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
 	const op = "fetching orchestration items"
 	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, invalid("LockTimeout %v must be positive", opts.LockTimeout))
+		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
 	}
 	limit := opts.Max
 	switch {
 	case limit < 0:
-		return nil, p.fail(op, invalid("Max %d must not be negative", limit))
+		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
 	case limit == 0:
 		limit = 1
 	}
@@ -78,7 +79,7 @@ func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.Fe
 
 func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, []deadLetter, error) {
 	prefix := newTokenPrefix()
-	until := w.now + durMs(lockTimeout)
+	until := w.now + sqlenc.DurMs(lockTimeout)
 	var (
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
@@ -130,7 +131,7 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 	if len(items) == 0 || items[0].LockedUntil.UnixMilli() > now {
 		return nil
 	}
-	until := now + durMs(lockTimeout)
+	until := now + sqlenc.DurMs(lockTimeout)
 	ids := make([]string, len(items))
 	for i, it := range items {
 		ids[i] = it.InstanceID
@@ -367,86 +368,83 @@ func forEach(r pgx.Rows, fn func() error) error {
 	return r.Err()
 }
 
-// ttlMillis converts a positive TTL to whole milliseconds, at least 1.
-func ttlMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
-
 // insertMessage enqueues m, creating its instance if asked: when the ID is
 // taken it enqueues OnExists instead, or fails with ErrInstanceExists.
 // A start carrying an idempotency key or an execution lock checks them
 // first, in that order (see provider.Provider.Enqueue).
-func (w *wtx) insertMessage(m *encMsg) error {
-	visible := m.visibleAt
+func (w *wtx) insertMessage(m *sqlenc.Msg) error {
+	visible := m.VisibleAt
 	if visible == 0 {
 		visible = w.now
 	}
 	queued := false
-	if c := m.create; c != nil {
-		if c.idemKey != "" {
-			if err := w.checkIdempotencyKey(c.idemKey); err != nil {
+	if c := m.Create; c != nil {
+		if c.IdemKey != "" {
+			if err := w.checkIdempotencyKey(c.IdemKey); err != nil {
 				return err
 			}
 		}
-		if c.lockKey != "" {
-			holder, err := w.liveLockHolder(c.lockKey)
+		if c.LockKey != "" {
+			holder, err := w.liveLockHolder(c.LockKey)
 			if err != nil {
 				return err
 			}
-			if holder != nil && !c.lockQueue {
+			if holder != nil && !c.LockQueue {
 				return holder
 			}
 			queued = holder != nil
 		}
-		n, err := w.exec(sqlCreateInstance, m.instanceID, c.name, c.version, c.input, c.parent, c.parentExec, w.now)
+		n, err := w.exec(sqlCreateInstance, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			if c.onExists != nil {
-				return w.insertMessage(c.onExists)
+			if c.OnExists != nil {
+				return w.insertMessage(c.OnExists)
 			}
-			return fmt.Errorf("creating instance %q: %w", m.instanceID, provider.ErrInstanceExists)
+			return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
 		}
-		w.changes.addInstance(m.instanceID)
-		if c.idemKey != "" {
-			if _, err := w.exec(sqlIdemInsert, c.idemKey, m.instanceID, w.now, w.now+c.idemTTL); err != nil {
+		w.changes.addInstance(m.InstanceID)
+		if c.IdemKey != "" {
+			if _, err := w.exec(sqlIdemInsert, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL); err != nil {
 				return err
 			}
 		}
 		switch {
 		case queued:
-			_, err := w.exec(sqlXLockQueueInsert, c.lockKey, m.instanceID, string(m.item), visible, c.lockTTL, w.now)
+			_, err := w.exec(sqlXLockQueueInsert, c.LockKey, m.InstanceID, string(m.Item), visible, c.LockTTL, w.now)
 			return err
-		case c.lockKey != "":
-			if _, err := w.exec(sqlXLockInsert, c.lockKey, m.instanceID, w.now, c.lockTTL); err != nil {
+		case c.LockKey != "":
+			if _, err := w.exec(sqlXLockInsert, c.LockKey, m.InstanceID, w.now, c.LockTTL); err != nil {
 				return err
 			}
 		}
 	}
-	if err := w.lockInstancesShared(nil, []string{m.instanceID}); err != nil {
+	if err := w.lockInstancesShared(nil, []string{m.InstanceID}); err != nil {
 		return err
 	}
-	_, err := w.exec(sqlInsertMessage, m.instanceID, string(m.item), visible, w.now)
+	_, err := w.exec(sqlInsertMessage, m.InstanceID, string(m.Item), visible, w.now)
 	w.changes.orch = true
 	return err
 }
 
 // insertMessages enqueues msgs: the plain ones (no instance to create) in
 // one multi-row insert, the others one by one.
-func (w *wtx) insertMessages(msgs []*encMsg) error {
+func (w *wtx) insertMessages(msgs []*sqlenc.Msg) error {
 	var ids, items []string
 	var vis []int64
 	for _, m := range msgs {
-		if m.create != nil {
+		if m.Create != nil {
 			if err := w.insertMessage(m); err != nil {
 				return err
 			}
 			continue
 		}
-		v := m.visibleAt
+		v := m.VisibleAt
 		if v == 0 {
 			v = w.now
 		}
-		ids, items, vis = append(ids, m.instanceID), append(items, string(m.item)), append(vis, v)
+		ids, items, vis = append(ids, m.InstanceID), append(items, string(m.Item)), append(vis, v)
 	}
 	if len(ids) == 0 {
 		return nil
@@ -461,9 +459,9 @@ func (w *wtx) insertMessages(msgs []*encMsg) error {
 // Enqueue inserts orchestrator messages atomically; see provider.Provider.
 func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
 	const op = "enqueueing"
-	enc := make([]*encMsg, len(msgs))
+	enc := make([]*sqlenc.Msg, len(msgs))
 	for i, m := range msgs {
-		e, err := encodeMessage(m)
+		e, err := sqlenc.EncodeMessage(m)
 		if err != nil {
 			return p.fail(op, err)
 		}
@@ -481,7 +479,7 @@ func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMe
 // AckOrchestrationItem commits one turn; see provider.Provider.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnAck) error {
 	const op = "acking turn"
-	e, err := encodeAck(ack)
+	e, err := sqlenc.EncodeAck(ack)
 	if err != nil {
 		return p.fail(op, err)
 	}
@@ -498,22 +496,14 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnA
 	return nil
 }
 
-// consumeOnly reports whether the ack writes nothing but the consumption of
-// its turn's messages.
-func (e *encAck) consumeOnly() bool {
-	return e.version == nil && e.status == nil && e.input == nil && e.output == nil && e.errJSON == nil &&
-		e.setCustom == 0 && e.parent == nil && e.parentExec == 0 &&
-		len(e.events) == 0 && len(e.work) == 0 && len(e.canceled) == 0 && len(e.msgs) == 0
-}
-
 // applyAck performs steps (a) to (k) of one turn ack, and returns the
 // leases of the worker items it leased to the caller.
-func (w *wtx) applyAck(e *encAck) ([]*provider.WorkItemLease, error) {
+func (w *wtx) applyAck(e *sqlenc.Ack) ([]*provider.WorkItemLease, error) {
 	err := w.applyAckSteps(e)
 	if err != nil || len(w.leaseIDs) == 0 {
 		return nil, err
 	}
-	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.leaseMs)
+	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.LeaseMs)
 }
 
 // checkLock takes the instance's advisory lock and its lock row (in one
@@ -537,26 +527,26 @@ func (w *wtx) checkLock(inst, token string) (held, exists bool, err error) {
 	return held, exists, err
 }
 
-func (w *wtx) applyAckSteps(e *encAck) error {
+func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
 	// (a) The lock must be held and unexpired.
-	inst, ok := tokenInstance(e.token)
+	inst, ok := tokenInstance(e.Token)
 	if !ok {
 		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
-	held, exists, err := w.checkLock(inst, e.token)
+	held, exists, err := w.checkLock(inst, e.Token)
 	if err != nil {
 		return err
 	}
 	if !held {
 		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
 	}
-	if !exists && e.name == nil {
+	if !exists && e.Name == nil {
 		// No instance and nothing to create it from: the turn only consumes
 		// messages sent to an unknown instance.
-		if !e.consumeOnly() {
-			return invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
+		if !e.ConsumeOnly() {
+			return sqlenc.Invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
 		}
-		return w.finishTurn(inst, e.token)
+		return w.finishTurn(inst, e.Token)
 	}
 	return w.applyTurn(inst, e)
 }
@@ -566,30 +556,30 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 // locked instance whose tagged messages it deletes and whose lock it
 // releases; without, a WorkAck.Then, whose only message was never
 // enqueued and which holds no lock.
-func (w *wtx) applyTurn(inst string, e *encAck) error {
+func (w *wtx) applyTurn(inst string, e *sqlenc.Ack) error {
 	// (b) to (f) and (g), (h) in one round trip.
 	var completed any
-	if e.terminal {
+	if e.Terminal {
 		completed = w.now
 	}
 	var instStatus string
 	b := &pgx.Batch{}
-	b.Queue(sqlUpsertTurn, inst, e.executionID, e.status, e.input, e.output, e.errJSON, w.now, completed,
-		e.name, e.version, e.custom, e.setCustom, e.parent, e.parentExec).QueryRow(func(r pgx.Row) error {
+	b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
+		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec).QueryRow(func(r pgx.Row) error {
 		return r.Scan(&instStatus)
 	})
-	if len(e.events) > 0 {
-		ids := make([]int64, len(e.events))
-		kinds := make([]string, len(e.events))
-		datas := make([]string, len(e.events))
-		for i, ev := range e.events {
-			ids[i], kinds[i], datas[i] = ev.id, ev.kind, string(ev.data)
+	if len(e.Events) > 0 {
+		ids := make([]int64, len(e.Events))
+		kinds := make([]string, len(e.Events))
+		datas := make([]string, len(e.Events))
+		for i, ev := range e.Events {
+			ids[i], kinds[i], datas[i] = ev.ID, ev.Kind, string(ev.Data)
 		}
-		b.Queue(sqlInsertEvents, inst, e.executionID, ids, kinds, datas, w.now)
+		b.Queue(sqlInsertEvents, inst, e.ExecutionID, ids, kinds, datas, w.now)
 	}
-	var plain, leased []*encWork
-	for _, wk := range e.work {
-		if wk.lease && e.leaseMs > 0 {
+	var plain, leased []*sqlenc.Work
+	for _, wk := range e.Work {
+		if wk.Lease && e.LeaseMs > 0 {
 			leased = append(leased, wk)
 		} else {
 			plain = append(plain, wk)
@@ -606,14 +596,14 @@ func (w *wtx) applyTurn(inst string, e *encAck) error {
 				w.leaseMsgs = map[int64]*provider.WorkerMessage{}
 			}
 			w.leaseIDs = append(w.leaseIDs, id)
-			w.leaseMsgs[id] = leased[k].msg
+			w.leaseMsgs[id] = leased[k].Msg
 		})
 	}
-	if len(e.canceled) > 0 {
-		is := make([]string, len(e.canceled))
-		es := make([]int64, len(e.canceled))
-		as := make([]int64, len(e.canceled))
-		for i, c := range e.canceled {
+	if len(e.Canceled) > 0 {
+		is := make([]string, len(e.Canceled))
+		es := make([]int64, len(e.Canceled))
+		as := make([]int64, len(e.Canceled))
+		for i, c := range e.Canceled {
 			is[i], es[i], as[i] = c.InstanceID, c.ExecutionID, c.ActivityID
 		}
 		b.Queue(sqlCancelActivities, is, es, as)
@@ -621,10 +611,10 @@ func (w *wtx) applyTurn(inst string, e *encAck) error {
 	// (i) Orchestrator items that create nothing (timers, completions to a
 	// parent, continue-as-new) go in the same round trip; starts of new
 	// instances follow it.
-	var creates []*encMsg
-	if plain := w.queuePlainMessages(b, e.msgs); len(plain) < len(e.msgs) {
-		for _, m := range e.msgs {
-			if m.create != nil {
+	var creates []*sqlenc.Msg
+	if plain := w.queuePlainMessages(b, e.Msgs); len(plain) < len(e.Msgs) {
+		for _, m := range e.Msgs {
+			if m.Create != nil {
 				creates = append(creates, m)
 			}
 		}
@@ -633,20 +623,20 @@ func (w *wtx) applyTurn(inst string, e *encAck) error {
 	// is live); a terminal one settles its locks below.
 	b.Queue(sqlXLockExtendLive, inst, w.now)
 	// (j) Delete exactly the messages of this turn, (k) release the lock.
-	if e.token != "" {
-		w.queueFinishTurn(b, inst, e.token)
+	if e.Token != "" {
+		w.queueFinishTurn(b, inst, e.Token)
 	}
 	w.changes.addInstance(inst)
 	// The notification other nodes get, decided in SQL (are messages left
 	// for the instance?), unless starts or lock hand-overs follow.
-	inline := len(creates) == 0 && (e.status == nil || !e.terminal || e.status == string(provider.StatusContinuedAsNew))
+	inline := len(creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
 		w.queueAckNotify(b, inst)
 	}
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
-		if len(e.events) > 0 {
+		if len(e.Events) > 0 {
 			if ie := interpretError(err, nil); isDuplicateEvent(ie) {
-				return fmt.Errorf("appending history to %q execution %d: %w", inst, e.executionID, ie)
+				return fmt.Errorf("appending history to %q execution %d: %w", inst, e.ExecutionID, ie)
 			}
 		}
 		return err
@@ -670,20 +660,20 @@ func (w *wtx) applyTurn(inst string, e *encAck) error {
 
 // queuePlainMessages queues on b the insertion, in one statement, of the
 // messages of msgs that create no instance, and returns them.
-func (w *wtx) queuePlainMessages(b *pgx.Batch, msgs []*encMsg) []*encMsg {
-	var plain []*encMsg
+func (w *wtx) queuePlainMessages(b *pgx.Batch, msgs []*sqlenc.Msg) []*sqlenc.Msg {
+	var plain []*sqlenc.Msg
 	var ids, items []string
 	var vis []int64
 	for _, m := range msgs {
-		if m.create != nil {
+		if m.Create != nil {
 			continue
 		}
-		v := m.visibleAt
+		v := m.VisibleAt
 		if v == 0 {
 			v = w.now
 		}
 		plain = append(plain, m)
-		ids, items, vis = append(ids, m.instanceID), append(items, string(m.item)), append(vis, v)
+		ids, items, vis = append(ids, m.InstanceID), append(items, string(m.Item)), append(vis, v)
 	}
 	if len(plain) > 0 {
 		w.changes.orch = true
@@ -713,20 +703,20 @@ func (w *wtx) queueFinishTurn(b *pgx.Batch, inst, token string) {
 // queueWork queues the insertion of worker rows on b; with leased set the
 // rows are inserted invisible (to be leased by the ack) and leased is
 // called with each row's ID and its index in ws.
-func (w *wtx) queueWork(b *pgx.Batch, ws []*encWork, leased func(id int64, k int)) {
+func (w *wtx) queueWork(b *pgx.Batch, ws []*sqlenc.Work, leased func(id int64, k int)) {
 	n := len(ws)
 	is, ss, items := make([]string, n), make([]*string, n), make([]string, n)
 	es, as, vs := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, wk := range ws {
-		is[i], es[i], as[i], items[i] = wk.instanceID, wk.executionID, wk.activityID, string(wk.item)
-		if s, ok := wk.sessionID.(string); ok {
+		is[i], es[i], as[i], items[i] = wk.InstanceID, wk.ExecutionID, wk.ActivityID, string(wk.Item)
+		if s, ok := wk.SessionID.(string); ok {
 			ss[i] = &s
 		}
 		switch {
 		case leased != nil:
 			vs[i] = w.now + 1
-		case wk.visibleAt != 0:
-			vs[i] = wk.visibleAt
+		case wk.VisibleAt != 0:
+			vs[i] = wk.VisibleAt
 		default:
 			vs[i] = w.now
 		}
@@ -762,7 +752,7 @@ func (w *wtx) finishTurn(inst, token string) error {
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
 	const op = "abandoning turn"
 	if opts.Delay < 0 {
-		return p.fail(op, invalid("Delay %v is negative", opts.Delay))
+		return p.fail(op, sqlenc.Invalid("Delay %v is negative", opts.Delay))
 	}
 	undo := 0
 	if opts.IgnoreAttempt {
@@ -793,7 +783,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		if n == 0 {
 			return provider.ErrLockLost
 		}
-		if _, err := w.exec(sqlUntagMessages, inst, lockToken, w.now+durMs(opts.Delay), undo); err != nil {
+		if _, err := w.exec(sqlUntagMessages, inst, lockToken, w.now+sqlenc.DurMs(opts.Delay), undo); err != nil {
 			return err
 		}
 		// The instance is ready again, now or after the delay.
@@ -812,7 +802,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renewing turn lock"
 	if extendFor <= 0 {
-		return p.fail(op, invalid("extendFor %v must be positive", extendFor))
+		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
 	inst, ok := tokenInstance(lockToken)
 	if !ok {
@@ -820,7 +810,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	}
 	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
 		var held bool
-		if err := q.QueryRow(ctx, sqlRenewLock, inst, lockToken, now, now+durMs(extendFor)).Scan(&held); err != nil {
+		if err := q.QueryRow(ctx, sqlRenewLock, inst, lockToken, now, now+sqlenc.DurMs(extendFor)).Scan(&held); err != nil {
 			return err
 		}
 		if !held {

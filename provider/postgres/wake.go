@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // NextVisible returns the earliest time a fetch of queue q may find work it
@@ -23,7 +24,7 @@ func (p *Provider) NextVisible(ctx context.Context, q provider.Queue) (time.Time
 	case provider.QueueWorker:
 		query = sqlNextVisibleWork
 	default:
-		return time.Time{}, p.fail(op, invalid("unknown queue %d", q))
+		return time.Time{}, p.fail(op, sqlenc.Invalid("unknown queue %d", q))
 	}
 	var at *int64
 	err := p.read(ctx, op, func() error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 func isDuplicateEvent(err error) bool { return errors.Is(err, provider.ErrDuplicateEvent) }
@@ -66,21 +67,21 @@ func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage,
 func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptions) ([]*provider.WorkItemLease, error) {
 	const op = "fetching work items"
 	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, invalid("LockTimeout %v must be positive", opts.LockTimeout))
+		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
 	}
 	limit := opts.Max
 	switch {
 	case limit < 0:
-		return nil, p.fail(op, invalid("Max %d must not be negative", limit))
+		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
 	case limit == 0:
 		limit = 1
 	}
 	if s := opts.Session; s != nil {
 		if s.OwnerID == "" {
-			return nil, p.fail(op, invalid("Session.OwnerID is empty"))
+			return nil, p.fail(op, sqlenc.Invalid("Session.OwnerID is empty"))
 		}
 		if s.LockTimeout <= 0 {
-			return nil, p.fail(op, invalid("Session.LockTimeout %v must be positive", s.LockTimeout))
+			return nil, p.fail(op, sqlenc.Invalid("Session.LockTimeout %v must be positive", s.LockTimeout))
 		}
 	}
 	var (
@@ -100,7 +101,7 @@ func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOp
 }
 
 func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.SessionOptions) ([]*provider.WorkItemLease, []deadLetter, error) {
-	until := w.now + durMs(lockTimeout)
+	until := w.now + sqlenc.DurMs(lockTimeout)
 	prefix := newTokenPrefix()
 	var (
 		leases  []*provider.WorkItemLease
@@ -142,7 +143,7 @@ func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.Ses
 				// once per fetch; skip its rows if another owner holds it.
 				ok, seen := claimed[*c.session]
 				if !seen {
-					n, err := w.exec(sqlClaimSession, *c.session, sess.OwnerID, w.now+durMs(sess.LockTimeout), w.now)
+					n, err := w.exec(sqlClaimSession, *c.session, sess.OwnerID, w.now+sqlenc.DurMs(sess.LockTimeout), w.now)
 					if err != nil {
 						return nil, nil, err
 					}
@@ -186,10 +187,10 @@ func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.Ses
 // encWorkAck is a work ack validated and encoded before the transaction.
 type encWorkAck struct {
 	token      string
-	completion *encMsg
+	completion *sqlenc.Msg
 	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
 	cached     func(string) (int64, int64, bool)
-	then       *encAck // WorkAck.Then, or nil
+	then       *sqlenc.Ack // WorkAck.Then, or nil
 	thenAfter  int64
 }
 
@@ -206,13 +207,13 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 	const op = "acking work item"
 	switch {
 	case ack == nil:
-		return p.fail(op, invalid("nil work ack"))
+		return p.fail(op, sqlenc.Invalid("nil work ack"))
 	case ack.LockToken == "":
-		return p.fail(op, invalid("work ack has no LockToken"))
+		return p.fail(op, sqlenc.Invalid("work ack has no LockToken"))
 	}
 	e := &encWorkAck{token: ack.LockToken}
 	if ack.Completion != nil {
-		m, err := encodeMessage(ack.Completion)
+		m, err := sqlenc.EncodeMessage(ack.Completion)
 		if err != nil {
 			return p.fail(op, err)
 		}
@@ -220,24 +221,24 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 	}
 	if t := ack.TakeTurn; t != nil {
 		if t.LockTimeout <= 0 {
-			return p.fail(op, invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
+			return p.fail(op, sqlenc.Invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
 		}
 		if ack.Completion == nil {
-			return p.fail(op, invalid("TakeTurn needs a Completion"))
+			return p.fail(op, sqlenc.Invalid("TakeTurn needs a Completion"))
 		}
-		e.takeMs, e.cached = durMs(t.LockTimeout), t.Cached
+		e.takeMs, e.cached = sqlenc.DurMs(t.LockTimeout), t.Cached
 	}
 	ack.ThenApplied = false
 	if t := ack.Then; t != nil {
 		switch {
 		case ack.Completion == nil:
-			return p.fail(op, invalid("Then needs a Completion"))
+			return p.fail(op, sqlenc.Invalid("Then needs a Completion"))
 		case t.LockToken != "":
-			return p.fail(op, invalid("Then has a LockToken: it is the turn of an unlocked instance"))
+			return p.fail(op, sqlenc.Invalid("Then has a LockToken: it is the turn of an unlocked instance"))
 		case ack.ThenAfter < 1:
-			return p.fail(op, invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
+			return p.fail(op, sqlenc.Invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
 		}
-		then, err := encodeTurn(t)
+		then, err := sqlenc.EncodeTurn(t)
 		if err != nil {
 			return p.fail(op, err)
 		}
@@ -274,7 +275,7 @@ func (w *wtx) applyWorkAck(e *encWorkAck) (workAckResult, error) {
 		return workAckResult{}, err
 	}
 	if e.takeMs > 0 {
-		turn, dead, err := w.takeTurn(e.completion.instanceID, e.takeMs, e.cached)
+		turn, dead, err := w.takeTurn(e.completion.InstanceID, e.takeMs, e.cached)
 		return workAckResult{turn: turn, dead: dead}, err
 	}
 	return workAckResult{}, nil
@@ -288,9 +289,9 @@ func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 	var found bool
 	b := &pgx.Batch{}
 	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
-	plain := e.completion != nil && e.completion.create == nil
+	plain := e.completion != nil && e.completion.Create == nil
 	if plain {
-		w.queuePlainMessages(b, []*encMsg{e.completion})
+		w.queuePlainMessages(b, []*sqlenc.Msg{e.completion})
 		w.queueNotify(b)
 	}
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
@@ -320,12 +321,12 @@ func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 // to enqueue), so two acks of one session never wait for each other in a
 // cycle.
 func (w *wtx) applyThen(id int64, e *encWorkAck) (res workAckResult, done bool, err error) {
-	inst := e.completion.instanceID
+	inst := e.completion.InstanceID
 	var found, quiet bool
 	b := &pgx.Batch{}
 	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
-	b.Queue(sqlInstanceQuiet, inst, e.then.executionID, e.thenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
+	b.Queue(sqlInstanceQuiet, inst, e.then.ExecutionID, e.thenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return res, false, err
 	}
@@ -333,14 +334,14 @@ func (w *wtx) applyThen(id int64, e *encWorkAck) (res workAckResult, done bool, 
 		return res, false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
 	if !quiet {
-		return res, false, w.insertMessages([]*encMsg{e.completion})
+		return res, false, w.insertMessages([]*sqlenc.Msg{e.completion})
 	}
 	if err := w.applyTurn(inst, e.then); err != nil {
 		return res, false, err
 	}
 	res.applied = true
 	if len(w.leaseIDs) > 0 {
-		res.leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.leaseMs)
+		res.leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.LeaseMs)
 	}
 	return res, true, err
 }
@@ -374,7 +375,7 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
 	const op = "abandoning work item"
 	if opts.Delay < 0 {
-		return p.fail(op, invalid("Delay %v is negative", opts.Delay))
+		return p.fail(op, sqlenc.Invalid("Delay %v is negative", opts.Delay))
 	}
 	undo := 0
 	if opts.IgnoreAttempt {
@@ -397,7 +398,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 		return p.fail(op, provider.ErrLockLost)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
-		n, err := w.exec(sqlAbandonWork, id, lockToken, w.now, w.now+durMs(opts.Delay), undo, lastErr)
+		n, err := w.exec(sqlAbandonWork, id, lockToken, w.now, w.now+sqlenc.DurMs(opts.Delay), undo, lastErr)
 		if err != nil {
 			return err
 		}
@@ -414,7 +415,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renewing work item lock"
 	if extendFor <= 0 {
-		return p.fail(op, invalid("extendFor %v must be positive", extendFor))
+		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
 	id, ok := tokenRow(lockToken)
 	if !ok {
@@ -422,7 +423,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	}
 	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
 		var held bool
-		if err := q.QueryRow(ctx, sqlRenewWork, id, lockToken, now, now+durMs(extendFor)).Scan(&held); err != nil {
+		if err := q.QueryRow(ctx, sqlRenewWork, id, lockToken, now, now+sqlenc.DurMs(extendFor)).Scan(&held); err != nil {
 			return err
 		}
 		if !held {
@@ -438,14 +439,14 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 // through turn acks); tests and tools use it.
 func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
 	const op = "enqueueing work"
-	enc := make([]*encWork, len(msgs))
+	enc := make([]*sqlenc.Work, len(msgs))
 	for i, m := range msgs {
-		e, err := encodeWork(m)
+		e, err := sqlenc.EncodeWork(m)
 		if err != nil {
 			return p.fail(op, err)
 		}
-		if e.lease {
-			e.lease = false // only a turn ack leases
+		if e.Lease {
+			e.Lease = false // only a turn ack leases
 		}
 		enc[i] = e
 	}
@@ -468,10 +469,10 @@ func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMess
 func (p *Provider) RenewSessionLocks(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
 	const op = "renewing session locks"
 	if extendFor <= 0 {
-		return 0, p.fail(op, invalid("extendFor %v must be positive", extendFor))
+		return 0, p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
 	if idleTimeout < 0 {
-		return 0, p.fail(op, invalid("idleTimeout %v is negative", idleTimeout))
+		return 0, p.fail(op, sqlenc.Invalid("idleTimeout %v is negative", idleTimeout))
 	}
 	if len(ownerIDs) == 0 {
 		if p.closed.Load() {
@@ -482,7 +483,7 @@ func (p *Provider) RenewSessionLocks(ctx context.Context, ownerIDs []string, ext
 	var n int64
 	err := p.write(ctx, op, func(w *wtx) error {
 		var err error
-		n, err = w.exec(sqlRenewSessions, ownerIDs, w.now, w.now+durMs(extendFor), w.now-durMs(idleTimeout))
+		n, err = w.exec(sqlRenewSessions, ownerIDs, w.now, w.now+sqlenc.DurMs(extendFor), w.now-sqlenc.DurMs(idleTimeout))
 		return err
 	})
 	return int(n), err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // Admin limits.
@@ -31,15 +32,15 @@ func encodeCursor(seq int64) string {
 func decodeCursor(c string) (int64, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return 0, invalid("malformed cursor %q", c)
+		return 0, sqlenc.Invalid("malformed cursor %q", c)
 	}
 	s, ok := strings.CutPrefix(string(b), cursorPrefix)
 	if !ok {
-		return 0, invalid("malformed cursor %q", c)
+		return 0, sqlenc.Invalid("malformed cursor %q", c)
 	}
 	seq, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || seq < 1 {
-		return 0, invalid("malformed cursor %q", c)
+		return 0, sqlenc.Invalid("malformed cursor %q", c)
 	}
 	return seq, nil
 }
@@ -258,7 +259,7 @@ func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (
 	limit := opts.Limit
 	switch {
 	case limit < 0:
-		return "", nil, 0, invalid("Limit %d is negative", limit)
+		return "", nil, 0, sqlenc.Invalid("Limit %d is negative", limit)
 	case limit == 0:
 		limit = defaultPageSize
 	case limit > maxPageSize:
@@ -298,7 +299,7 @@ func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (
 	}
 	for _, s := range opts.Statuses {
 		if !s.Valid() {
-			return "", nil, 0, invalid("unknown status %q", s)
+			return "", nil, 0, sqlenc.Invalid("unknown status %q", s)
 		}
 	}
 	statuses := slices.Compact(slices.Sorted(slices.Values(opts.Statuses)))
@@ -331,7 +332,7 @@ func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (
 func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
 	const op = "getting instance"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var in *provider.InstanceInfo
 	err := p.read(ctx, op, func() error {
@@ -352,7 +353,7 @@ func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provide
 func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
 	const op = "listing executions"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var out []provider.ExecutionInfo
 	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
@@ -390,7 +391,7 @@ func instanceExists(ctx context.Context, tx *sql.Tx, p *Provider, instanceID str
 func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
 	const op = "getting execution"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var e *provider.ExecutionInfo
 	err := p.read(ctx, op, func() error {
@@ -412,7 +413,7 @@ func (p *Provider) GetExecution(ctx context.Context, instanceID string, executio
 func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
 	const op = "listing children"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var ids []string
 	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
@@ -441,7 +442,7 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 	const op = "purging instances"
 	for _, id := range instanceIDs {
 		if id == "" {
-			return nil, p.fail(op, invalid("empty instance ID"))
+			return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 		}
 	}
 	res := &provider.PurgeResult{}
@@ -594,7 +595,7 @@ func (p *Provider) ListDeadLetters(ctx context.Context, limit int) ([]provider.D
 	const op = "listing dead letters"
 	switch {
 	case limit < 0:
-		return nil, p.fail(op, invalid("limit %d is negative", limit))
+		return nil, p.fail(op, sqlenc.Invalid("limit %d is negative", limit))
 	case limit == 0:
 		limit = defaultPageSize
 	case limit > maxPageSize:

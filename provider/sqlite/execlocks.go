@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // Execution locks, their queues and idempotency keys (migrations 0005 and
@@ -15,9 +16,6 @@ import (
 
 // isTerminalStatus reports whether a stored instance status ends it.
 func isTerminalStatus(s string) bool { return provider.Status(s).IsTerminal() }
-
-// ttlMillis converts a positive TTL to whole milliseconds, at least 1.
-func ttlMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
 // checkIdempotencyKey fails with *provider.DuplicateStartError when key is
 // retained; a key past its retention is deleted so it can be reused.
@@ -150,7 +148,7 @@ func (p *Provider) scanExecutionLock(r interface{ Scan(...any) error }) (*provid
 func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.ExecutionLock, error) {
 	const op = "getting execution lock"
 	if key == "" {
-		return nil, p.fail(op, invalid("empty lock key"))
+		return nil, p.fail(op, sqlenc.Invalid("empty lock key"))
 	}
 	var l *provider.ExecutionLock
 	err := p.read(ctx, op, func() error {
@@ -191,7 +189,7 @@ func (p *Provider) ListExecutionLocks(ctx context.Context) ([]provider.Execution
 func (p *Provider) ReleaseExecutionLock(ctx context.Context, key string) (bool, error) {
 	const op = "releasing execution lock"
 	if key == "" {
-		return false, p.fail(op, invalid("empty lock key"))
+		return false, p.fail(op, sqlenc.Invalid("empty lock key"))
 	}
 	var released bool
 	err := p.write(ctx, op, func(w *wtx) error {

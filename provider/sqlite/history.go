@@ -8,16 +8,17 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // ReadHistory returns one execution's events; see provider.Provider.
 func (p *Provider) ReadHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error) {
 	const op = "reading history"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	if executionID < 0 {
-		return nil, p.fail(op, invalid("executionID %d is negative", executionID))
+		return nil, p.fail(op, sqlenc.Invalid("executionID %d is negative", executionID))
 	}
 	var evs []history.Event
 	err := p.readTx(ctx, op, func(tx *sql.Tx) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // Queue names used in dead_letters.queue.
@@ -47,10 +48,6 @@ func (w *wtx) deadLetter(queue string, del stmtID, id int64, instanceID string, 
 	return err
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", provider.ErrInvalidArgument, fmt.Sprintf(format, args...))
-}
-
 // fetchedMsg is one tagged orchestrator-queue row.
 type fetchedMsg struct {
 	id       int64
@@ -63,12 +60,12 @@ type fetchedMsg struct {
 func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
 	const op = "fetching orchestration items"
 	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, invalid("LockTimeout %v must be positive", opts.LockTimeout))
+		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
 	}
 	limit := opts.Max
 	switch {
 	case limit < 0:
-		return nil, p.fail(op, invalid("Max %d must not be negative", limit))
+		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
 	case limit == 0:
 		limit = 1
 	}
@@ -79,7 +76,7 @@ func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.Fe
 	)
 	err := p.write(ctx, op, func(w *wtx) error {
 		var err error
-		items, histories, dead, err = w.fetchTurns(limit, durMs(opts.LockTimeout), opts.Cached)
+		items, histories, dead, err = w.fetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached)
 		return err
 	})
 	if err != nil {
@@ -371,160 +368,68 @@ func (w *wtx) loadHistories(pairs [][2]any) (map[string][]storedEvent, error) {
 	return out, err
 }
 
-// encMsg is an orchestrator message validated and encoded before the
-// transaction.
-type encMsg struct {
-	instanceID string
-	item       []byte
-	visibleAt  int64 // 0: now
-	create     *encCreate
-}
-
-type encCreate struct {
-	name, version string
-	input         any // string or nil
-	parent        any // string or nil
-	parentExec    int64
-	onExists      *encMsg
-
-	idemKey   string
-	idemTTL   int64 // ms
-	lockKey   string
-	lockTTL   int64 // ms
-	lockQueue bool
-}
-
-// encodeMessage validates and encodes m.
-func encodeMessage(m *provider.OrchestratorMessage) (*encMsg, error) {
-	if m == nil {
-		return nil, invalid("nil orchestrator message")
-	}
-	if m.InstanceID == "" {
-		return nil, invalid("orchestrator message has no InstanceID")
-	}
-	data, err := history.EncodeWorkItem(&m.Item)
-	if err != nil {
-		return nil, fmt.Errorf("%w: message for %q: %w", provider.ErrInvalidArgument, m.InstanceID, err)
-	}
-	e := &encMsg{instanceID: m.InstanceID, item: data}
-	if !m.VisibleAt.IsZero() {
-		e.visibleAt = m.VisibleAt.UnixMilli()
-	}
-	if c := m.Create; c != nil {
-		input, err := optJSON(c.Input, "Create.Input")
-		if err != nil {
-			return nil, err
-		}
-		if c.ParentExecutionID < 0 {
-			return nil, invalid("Create.ParentExecutionID %d is negative", c.ParentExecutionID)
-		}
-		e.create = &encCreate{
-			name: c.OrchestrationName, version: c.OrchestrationVersion,
-			input: input, parent: optString(c.ParentInstanceID), parentExec: c.ParentExecutionID,
-		}
-		if c.IdempotencyKey != "" {
-			if c.IdempotencyTTL <= 0 {
-				return nil, invalid("Create.IdempotencyTTL must be > 0 with an IdempotencyKey (instance %q)", m.InstanceID)
-			}
-			e.create.idemKey, e.create.idemTTL = c.IdempotencyKey, ttlMillis(c.IdempotencyTTL)
-		}
-		if l := c.Lock; l != nil {
-			if l.Key == "" || l.TTL <= 0 {
-				return nil, invalid("Create.Lock needs a Key and a TTL > 0 (instance %q)", m.InstanceID)
-			}
-			e.create.lockKey, e.create.lockTTL, e.create.lockQueue = l.Key, ttlMillis(l.TTL), l.Queue
-		}
-		if c.OnExists != nil {
-			if e.create.onExists, err = encodeMessage(c.OnExists); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return e, nil
-}
-
-// optJSON returns raw as a string for storage, nil when empty; raw must be
-// valid JSON.
-func optJSON(raw json.RawMessage, what string) (any, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	if !json.Valid(raw) {
-		return nil, invalid("%s is not valid JSON", what)
-	}
-	return string(raw), nil
-}
-
-// optString returns s, or nil (SQL NULL) when empty.
-func optString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // insertMessage enqueues m, creating its instance if asked: when the ID is
 // taken it enqueues OnExists instead, or fails with ErrInstanceExists.
 // A start carrying an idempotency key or an execution lock checks them
 // first, in that order (see provider.Provider.Enqueue).
-func (w *wtx) insertMessage(m *encMsg) error {
-	visible := m.visibleAt
+func (w *wtx) insertMessage(m *sqlenc.Msg) error {
+	visible := m.VisibleAt
 	if visible == 0 {
 		visible = w.now
 	}
 	queued := false
-	if c := m.create; c != nil {
-		if c.idemKey != "" {
-			if err := w.checkIdempotencyKey(c.idemKey); err != nil {
+	if c := m.Create; c != nil {
+		if c.IdemKey != "" {
+			if err := w.checkIdempotencyKey(c.IdemKey); err != nil {
 				return err
 			}
 		}
-		if c.lockKey != "" {
-			holder, err := w.liveLockHolder(c.lockKey)
+		if c.LockKey != "" {
+			holder, err := w.liveLockHolder(c.LockKey)
 			if err != nil {
 				return err
 			}
-			if holder != nil && !c.lockQueue {
+			if holder != nil && !c.LockQueue {
 				return holder
 			}
 			queued = holder != nil
 		}
-		n, err := w.exec(sCreateInstance, nil, m.instanceID, c.name, c.version, c.input, c.parent, c.parentExec, w.now)
+		n, err := w.exec(sCreateInstance, nil, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			if c.onExists != nil {
-				return w.insertMessage(c.onExists)
+			if c.OnExists != nil {
+				return w.insertMessage(c.OnExists)
 			}
-			return fmt.Errorf("creating instance %q: %w", m.instanceID, provider.ErrInstanceExists)
+			return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
 		}
-		if c.idemKey != "" {
-			if _, err := w.exec(sIdemInsert, nil, c.idemKey, m.instanceID, w.now, w.now+c.idemTTL); err != nil {
+		if c.IdemKey != "" {
+			if _, err := w.exec(sIdemInsert, nil, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL); err != nil {
 				return err
 			}
 		}
 		switch {
 		case queued:
-			_, err := w.exec(sXLockQueueInsert, nil, c.lockKey, m.instanceID, string(m.item), visible, c.lockTTL, w.now)
+			_, err := w.exec(sXLockQueueInsert, nil, c.LockKey, m.InstanceID, string(m.Item), visible, c.LockTTL, w.now)
 			return err
-		case c.lockKey != "":
-			if _, err := w.exec(sXLockInsert, nil, c.lockKey, m.instanceID, w.now, c.lockTTL); err != nil {
+		case c.LockKey != "":
+			if _, err := w.exec(sXLockInsert, nil, c.LockKey, m.InstanceID, w.now, c.LockTTL); err != nil {
 				return err
 			}
 		}
 	}
-	_, err := w.exec(sInsertMessage, nil, m.instanceID, string(m.item), visible, w.now)
+	_, err := w.exec(sInsertMessage, nil, m.InstanceID, string(m.Item), visible, w.now)
 	w.changes.orch = true
-	if m.create != nil {
-		w.changes.instances = append(w.changes.instances, m.instanceID)
+	if m.Create != nil {
+		w.changes.instances = append(w.changes.instances, m.InstanceID)
 	}
 	return err
 }
 
 // Enqueue inserts orchestrator messages atomically; see provider.Provider.
 func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
-	return enqueueAll(ctx, p, "enqueueing", msgs, encodeMessage, (*wtx).insertMessage)
+	return enqueueAll(ctx, p, "enqueueing", msgs, sqlenc.EncodeMessage, (*wtx).insertMessage)
 }
 
 // enqueueAll validates and encodes msgs before the transaction, then
@@ -555,145 +460,11 @@ func enqueueAll[M, E any](ctx context.Context, p *Provider, op string, msgs []M,
 	})
 }
 
-// encEvent is a history event validated and encoded before the transaction.
-type encEvent struct {
-	id   int64
-	kind string
-	data []byte
-}
-
-// encAck is a turn ack validated and encoded before the transaction.
-type encAck struct {
-	token       string
-	executionID int64
-
-	// Metadata.
-	name, version any // string or nil
-	status        any // execution status or nil
-	terminal      bool
-	input, output any // JSON string or nil
-	errJSON       any // JSON string or nil
-	setCustom     int64
-	custom        any // JSON string or nil
-	parent        any
-	parentExec    int64
-
-	events   []encEvent
-	work     []*encWork
-	leaseMs  int64 // TurnAck.LeaseFor; 0: lease nothing
-	canceled []provider.ActivityRef
-	msgs     []*encMsg
-}
-
-func encodeAck(a *provider.TurnAck) (*encAck, error) {
-	if a == nil {
-		return nil, invalid("nil turn ack")
-	}
-	if a.LockToken == "" {
-		return nil, invalid("turn ack has no LockToken")
-	}
-	return encodeTurn(a)
-}
-
-// encodeTurn encodes a turn ack, with or without a lock token (a
-// WorkAck.Then has none).
-func encodeTurn(a *provider.TurnAck) (*encAck, error) {
-	if a.ExecutionID < 1 {
-		return nil, invalid("turn ack ExecutionID %d, want >= 1", a.ExecutionID)
-	}
-	md := &a.Metadata
-	e := &encAck{
-		token: a.LockToken, executionID: a.ExecutionID,
-		name: optString(md.OrchestrationName), version: optString(md.OrchestrationVersion),
-		parent: optString(md.ParentInstanceID), parentExec: md.ParentExecutionID,
-	}
-	switch md.Status {
-	case "":
-	case provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusCanceled, provider.StatusContinuedAsNew:
-		e.status = string(md.Status)
-		e.terminal = md.Status != provider.StatusRunning
-	default:
-		return nil, invalid("Metadata.Status %q is not an execution status", md.Status)
-	}
-	if md.ParentExecutionID < 0 {
-		return nil, invalid("Metadata.ParentExecutionID %d is negative", md.ParentExecutionID)
-	}
-	var err error
-	if e.input, err = optJSON(md.Input, "Metadata.Input"); err != nil {
-		return nil, err
-	}
-	if e.output, err = optJSON(md.Output, "Metadata.Output"); err != nil {
-		return nil, err
-	}
-	if md.Error != nil {
-		if err := md.Error.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: Metadata.Error: %w", provider.ErrInvalidArgument, err)
-		}
-		b, err := json.Marshal(md.Error)
-		if err != nil {
-			return nil, fmt.Errorf("%w: Metadata.Error: %w", provider.ErrInvalidArgument, err)
-		}
-		e.errJSON = string(b)
-	}
-	if cs := md.CustomStatus; cs != nil {
-		e.setCustom = 1
-		if e.custom, err = optJSON(cs.Value, "Metadata.CustomStatus"); err != nil {
-			return nil, err
-		}
-	}
-	e.events = make([]encEvent, len(a.History))
-	for i := range a.History {
-		ev := &a.History[i]
-		data, err := history.EncodeEvent(ev)
-		if err != nil {
-			return nil, fmt.Errorf("%w: history: %w", provider.ErrInvalidArgument, err)
-		}
-		e.events[i] = encEvent{id: ev.EventID, kind: string(ev.Kind), data: data}
-	}
-	if a.LeaseFor < 0 {
-		return nil, invalid("LeaseFor %v is negative", a.LeaseFor)
-	}
-	if a.LeaseFor > 0 {
-		e.leaseMs = durMs(a.LeaseFor)
-	}
-	e.work = make([]*encWork, len(a.WorkerItems))
-	for i, m := range a.WorkerItems {
-		if e.work[i], err = encodeWork(m); err != nil {
-			return nil, err
-		}
-	}
-	for _, c := range a.CanceledActivities {
-		if c.InstanceID == "" {
-			return nil, invalid("canceled activity has no InstanceID")
-		}
-	}
-	e.canceled = a.CanceledActivities
-	e.msgs = make([]*encMsg, len(a.OrchestratorItems))
-	for i, m := range a.OrchestratorItems {
-		if e.msgs[i], err = encodeMessage(m); err != nil {
-			return nil, err
-		}
-		for c := e.msgs[i].create; c != nil; c = onExistsCreate(c) {
-			if c.lockKey != "" || c.idemKey != "" {
-				return nil, invalid("turn ack creates instance %q with an execution lock or idempotency key: those are for Enqueue only", m.InstanceID)
-			}
-		}
-	}
-	return e, nil
-}
-
-func onExistsCreate(c *encCreate) *encCreate {
-	if c.onExists == nil {
-		return nil
-	}
-	return c.onExists.create
-}
-
 // AckOrchestrationItem commits one turn; see provider.Provider. Concurrent
 // acks share a transaction (group commit), each in its own savepoint.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnAck) error {
 	const op = "acking turn"
-	e, err := encodeAck(ack)
+	e, err := sqlenc.EncodeAck(ack)
 	if err != nil {
 		return p.fail(op, err)
 	}
@@ -710,49 +481,41 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnA
 	return nil
 }
 
-// consumeOnly reports whether the ack writes nothing but the consumption of
-// its turn's messages.
-func (e *encAck) consumeOnly() bool {
-	return e.version == nil && e.status == nil && e.input == nil && e.output == nil && e.errJSON == nil &&
-		e.setCustom == 0 && e.parent == nil && e.parentExec == 0 &&
-		len(e.events) == 0 && len(e.work) == 0 && len(e.canceled) == 0 && len(e.msgs) == 0
-}
-
 // applyAck performs steps (a) to (k) of one turn ack, and returns the
 // leases of the worker items it leased to the caller.
-func (w *wtx) applyAck(e *encAck) ([]*provider.WorkItemLease, error) {
+func (w *wtx) applyAck(e *sqlenc.Ack) ([]*provider.WorkItemLease, error) {
 	err := w.applyAckSteps(e)
 	if err != nil || len(w.leaseIDs) == 0 {
 		return nil, err
 	}
-	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.leaseMs)
+	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.LeaseMs)
 }
 
-func (w *wtx) applyAckSteps(e *encAck) error {
+func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
 	// (a) The lock must be held and unexpired.
-	inst, ok := tokenInstance(e.token)
+	inst, ok := tokenInstance(e.Token)
 	if !ok {
 		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
 	var held int
 	var exists bool
-	err := w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&held, &exists) }, inst, e.token, w.now)
+	err := w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&held, &exists) }, inst, e.Token, w.now)
 	if err != nil {
 		return err
 	}
 	if held == 0 {
 		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
 	}
-	if !exists && e.name == nil {
+	if !exists && e.Name == nil {
 		// No instance and nothing to create it from: the turn only consumes
 		// messages sent to an unknown instance.
-		if !e.consumeOnly() {
-			return invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
+		if !e.ConsumeOnly() {
+			return sqlenc.Invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
 		}
-		if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
+		if _, err := w.exec(sDeleteTagged, nil, inst, e.Token); err != nil {
 			return err
 		}
-		if _, err = w.exec(sDeleteLock, nil, inst, e.token); err != nil {
+		if _, err = w.exec(sDeleteLock, nil, inst, e.Token); err != nil {
 			return err
 		}
 		return w.noteLeftovers(inst)
@@ -764,15 +527,15 @@ func (w *wtx) applyAckSteps(e *encAck) error {
 // with e.token, the turn of a locked instance whose tagged messages it
 // deletes and whose lock it releases; without, a WorkAck.Then, whose only
 // message was never enqueued and which holds no lock.
-func (w *wtx) applyTurn(inst string, e *encAck) error {
+func (w *wtx) applyTurn(inst string, e *sqlenc.Ack) error {
 	// (c) Insert or update the execution; its status decides the instance's.
 	var completed any
-	if e.terminal {
+	if e.Terminal {
 		completed = w.now
 	}
 	var execStatus string
 	err := w.query(sUpsertExecution, func(r *sql.Rows) error { return r.Scan(&execStatus) },
-		inst, e.executionID, e.status, e.input, e.output, e.errJSON, w.now, completed)
+		inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed)
 	if err != nil {
 		return err
 	}
@@ -782,32 +545,32 @@ func (w *wtx) applyTurn(inst string, e *encAck) error {
 	}
 
 	// (b), (d), (f) Create or update the instance.
-	_, err = w.exec(sUpsertInstance, nil, inst, e.name, e.version, instStatus, e.executionID,
-		e.input, e.output, e.errJSON, e.custom, e.setCustom, e.parent, e.parentExec, w.now)
+	_, err = w.exec(sUpsertInstance, nil, inst, e.Name, e.Version, instStatus, e.ExecutionID,
+		e.Input, e.Output, e.ErrJSON, e.Custom, e.SetCustom, e.Parent, e.ParentExec, w.now)
 	if err != nil {
 		return err
 	}
 	// On an existing row, the indexed columns change only when they differ
 	// (on a row just created these match and write nothing).
-	if _, err := w.exec(sSetInstanceStatus, nil, inst, instStatus, e.executionID); err != nil {
+	if _, err := w.exec(sSetInstanceStatus, nil, inst, instStatus, e.ExecutionID); err != nil {
 		return err
 	}
-	if e.name != nil || e.version != nil {
-		if _, err := w.exec(sSetInstanceName, nil, inst, e.name, e.version); err != nil {
+	if e.Name != nil || e.Version != nil {
+		if _, err := w.exec(sSetInstanceName, nil, inst, e.Name, e.Version); err != nil {
 			return err
 		}
 	}
 
 	// (e) Append history, insert only.
-	for _, ev := range e.events {
-		if _, err := w.exec(sInsertEvent, provider.ErrDuplicateEvent, inst, e.executionID, ev.id, ev.kind, string(ev.data), w.now); err != nil {
-			return fmt.Errorf("appending event %d to %q execution %d: %w", ev.id, inst, e.executionID, err)
+	for _, ev := range e.Events {
+		if _, err := w.exec(sInsertEvent, provider.ErrDuplicateEvent, inst, e.ExecutionID, ev.ID, ev.Kind, string(ev.Data), w.now); err != nil {
+			return fmt.Errorf("appending event %d to %q execution %d: %w", ev.ID, inst, e.ExecutionID, err)
 		}
 	}
 
 	// (g) Worker items, then (h) cancellations.
-	for _, wk := range e.work {
-		if wk.lease && e.leaseMs > 0 {
+	for _, wk := range e.Work {
+		if wk.Lease && e.LeaseMs > 0 {
 			id, err := w.insertLeased(wk)
 			if err != nil {
 				return err
@@ -816,21 +579,21 @@ func (w *wtx) applyTurn(inst string, e *encAck) error {
 				w.leaseMsgs = map[int64]*provider.WorkerMessage{}
 			}
 			w.leaseIDs = append(w.leaseIDs, id)
-			w.leaseMsgs[id] = wk.msg
+			w.leaseMsgs[id] = wk.Msg
 			continue
 		}
 		if err := w.insertWork(wk); err != nil {
 			return err
 		}
 	}
-	for _, c := range e.canceled {
+	for _, c := range e.Canceled {
 		if _, err := w.exec(sCancelActivity, nil, c.InstanceID, c.ExecutionID, c.ActivityID); err != nil {
 			return err
 		}
 	}
 
 	// (i) Orchestrator items.
-	for _, m := range e.msgs {
+	for _, m := range e.Msgs {
 		if err := w.insertMessage(m); err != nil {
 			return err
 		}
@@ -838,11 +601,11 @@ func (w *wtx) applyTurn(inst string, e *encAck) error {
 
 	// (j) Delete exactly the messages of this turn, (k) release the lock,
 	// and settle the execution lock the instance holds.
-	if e.token != "" {
-		if _, err := w.exec(sDeleteTagged, nil, inst, e.token); err != nil {
+	if e.Token != "" {
+		if _, err := w.exec(sDeleteTagged, nil, inst, e.Token); err != nil {
 			return err
 		}
-		if _, err = w.exec(sDeleteLock, nil, inst, e.token); err != nil {
+		if _, err = w.exec(sDeleteLock, nil, inst, e.Token); err != nil {
 			return err
 		}
 	}
@@ -869,7 +632,7 @@ func (w *wtx) noteLeftovers(instance string) error {
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
 	const op = "abandoning turn"
 	if opts.Delay < 0 {
-		return p.fail(op, invalid("Delay %v is negative", opts.Delay))
+		return p.fail(op, sqlenc.Invalid("Delay %v is negative", opts.Delay))
 	}
 	undo := 0
 	if opts.IgnoreAttempt {
@@ -897,7 +660,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		if n == 0 {
 			return provider.ErrLockLost
 		}
-		if _, err := w.exec(sUntagMessages, nil, inst, lockToken, w.now+durMs(opts.Delay), undo); err != nil {
+		if _, err := w.exec(sUntagMessages, nil, inst, lockToken, w.now+sqlenc.DurMs(opts.Delay), undo); err != nil {
 			return err
 		}
 		// The instance is ready again, now or after the delay.
@@ -916,14 +679,14 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renewing turn lock"
 	if extendFor <= 0 {
-		return p.fail(op, invalid("extendFor %v must be positive", extendFor))
+		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
 	inst, ok := tokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
-		until := w.now + durMs(extendFor)
+		until := w.now + sqlenc.DurMs(extendFor)
 		n, err := w.exec(sRenewLock, nil, inst, lockToken, w.now, until)
 		if err != nil {
 			return err

@@ -367,16 +367,6 @@ func (p *Provider) now() int64 { return p.clock().UnixMilli() }
 // msTime converts stored epoch milliseconds to a time.Time in UTC.
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-// durMs converts a duration to milliseconds, rounding up so a positive
-// duration is never zero.
-func durMs(d time.Duration) int64 {
-	ms := d.Milliseconds()
-	if time.Duration(ms)*time.Millisecond < d {
-		ms++
-	}
-	return ms
-}
-
 // Lock tokens are a random prefix (32 hex digits and a dot, fresh for each
 // fetch) followed by the identity of what they lock: the instance ID for an
 // instance lock, the row id for a worker row. A fetch builds all its tokens

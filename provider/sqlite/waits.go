@@ -9,6 +9,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
 // InstanceQueue returns one instance's queue state in one read
@@ -16,7 +17,7 @@ import (
 func (p *Provider) InstanceQueue(ctx context.Context, instanceID string) (*provider.InstanceQueueState, error) {
 	const op = "reading instance queue"
 	if instanceID == "" {
-		return nil, p.fail(op, invalid("empty instance ID"))
+		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
 	}
 	var st *provider.InstanceQueueState
 	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
@@ -154,11 +155,11 @@ func (p *Provider) StalledInstances(ctx context.Context, opts provider.StalledOp
 	const op = "listing stalled instances"
 	switch {
 	case opts.After <= 0:
-		return nil, p.fail(op, invalid("After %v must be positive", opts.After))
+		return nil, p.fail(op, sqlenc.Invalid("After %v must be positive", opts.After))
 	case opts.MinAttempts < 2:
-		return nil, p.fail(op, invalid("MinAttempts %d must be at least 2", opts.MinAttempts))
+		return nil, p.fail(op, sqlenc.Invalid("MinAttempts %d must be at least 2", opts.MinAttempts))
 	case opts.Limit < 0:
-		return nil, p.fail(op, invalid("Limit %d is negative", opts.Limit))
+		return nil, p.fail(op, sqlenc.Invalid("Limit %d is negative", opts.Limit))
 	}
 	limit := opts.Limit
 	if limit == 0 {
@@ -167,7 +168,7 @@ func (p *Provider) StalledInstances(ctx context.Context, opts provider.StalledOp
 	limit = min(limit, maxPageSize)
 	page := &provider.StalledPage{InstanceIDs: []string{}}
 	err := p.read(ctx, op, func() error {
-		cutoff := p.now() - durMs(opts.After)
+		cutoff := p.now() - sqlenc.DurMs(opts.After)
 		return queryRows(ctx, p.rstmts[rStalled], func(r *sql.Rows) error {
 			var id string
 			if err := r.Scan(&id); err != nil {

@@ -11,53 +11,15 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 )
 
-// encWork is a worker message validated and encoded before the transaction.
-type encWork struct {
-	instanceID  string
-	executionID int64
-	activityID  int64
-	sessionID   any // string or nil
-	item        []byte
-	visibleAt   int64 // 0: now
-	lease       bool  // leased to the acking caller (TurnAck.LeaseFor)
-	msg         *provider.WorkerMessage
-}
-
-func encodeWork(m *provider.WorkerMessage) (*encWork, error) {
-	if m == nil {
-		return nil, invalid("nil worker message")
-	}
-	if m.InstanceID == "" {
-		return nil, invalid("worker message has no InstanceID")
-	}
-	if m.ExecutionID < 0 || m.ActivityID < 0 {
-		return nil, invalid("worker message for %q has a negative ExecutionID or ActivityID", m.InstanceID)
-	}
-	data, err := history.EncodeWorkItem(&m.Item)
-	if err != nil {
-		return nil, fmt.Errorf("%w: worker message for %q: %w", provider.ErrInvalidArgument, m.InstanceID, err)
-	}
-	if m.Lease && (m.SessionID != "" || !m.VisibleAt.IsZero()) {
-		return nil, invalid("worker message for %q: a leased item has no SessionID or VisibleAt", m.InstanceID)
-	}
-	e := &encWork{
-		instanceID: m.InstanceID, executionID: m.ExecutionID, activityID: m.ActivityID,
-		sessionID: optString(m.SessionID), item: data, lease: m.Lease, msg: m,
-	}
-	if !m.VisibleAt.IsZero() {
-		e.visibleAt = m.VisibleAt.UnixMilli()
-	}
-	return e, nil
-}
-
-func (w *wtx) insertWork(e *encWork) error {
-	visible := e.visibleAt
+func (w *wtx) insertWork(e *sqlenc.Work) error {
+	visible := e.VisibleAt
 	if visible == 0 {
 		visible = w.now
 	}
-	_, err := w.exec(sInsertWork, nil, e.instanceID, e.executionID, e.activityID, e.sessionID, string(e.item), visible, w.now)
+	_, err := w.exec(sInsertWork, nil, e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), visible, w.now)
 	w.changes.work = true
 	return err
 }
@@ -65,10 +27,10 @@ func (w *wtx) insertWork(e *encWork) error {
 // insertLeased inserts e as insertWork does, but not yet visible, and
 // returns its row ID for leaseInserted. Nobody is woken: it is the
 // caller's.
-func (w *wtx) insertLeased(e *encWork) (int64, error) {
+func (w *wtx) insertLeased(e *sqlenc.Work) (int64, error) {
 	var id int64
 	err := w.query(sInsertWorkReturning, func(r *sql.Rows) error { return r.Scan(&id) },
-		e.instanceID, e.executionID, e.activityID, e.sessionID, string(e.item), w.now+1, w.now)
+		e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), w.now+1, w.now)
 	return id, err
 }
 
@@ -112,21 +74,21 @@ type workRow struct {
 func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptions) ([]*provider.WorkItemLease, error) {
 	const op = "fetching work items"
 	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, invalid("LockTimeout %v must be positive", opts.LockTimeout))
+		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
 	}
 	limit := opts.Max
 	switch {
 	case limit < 0:
-		return nil, p.fail(op, invalid("Max %d must not be negative", limit))
+		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
 	case limit == 0:
 		limit = 1
 	}
 	if s := opts.Session; s != nil {
 		if s.OwnerID == "" {
-			return nil, p.fail(op, invalid("Session.OwnerID is empty"))
+			return nil, p.fail(op, sqlenc.Invalid("Session.OwnerID is empty"))
 		}
 		if s.LockTimeout <= 0 {
-			return nil, p.fail(op, invalid("Session.LockTimeout %v must be positive", s.LockTimeout))
+			return nil, p.fail(op, sqlenc.Invalid("Session.LockTimeout %v must be positive", s.LockTimeout))
 		}
 	}
 	var (
@@ -135,7 +97,7 @@ func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOp
 	)
 	err := p.write(ctx, op, func(w *wtx) error {
 		var err error
-		leases, dead, err = w.fetchWork(limit, durMs(opts.LockTimeout), opts.Session)
+		leases, dead, err = w.fetchWork(limit, sqlenc.DurMs(opts.LockTimeout), opts.Session)
 		return err
 	})
 	if err != nil {
@@ -189,7 +151,7 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 			if c.session.Valid {
 				ok, seen := claimed[c.session.String]
 				if !seen {
-					n, err := w.exec(sClaimSession, nil, c.session.String, sess.OwnerID, w.now+durMs(sess.LockTimeout), w.now)
+					n, err := w.exec(sClaimSession, nil, c.session.String, sess.OwnerID, w.now+sqlenc.DurMs(sess.LockTimeout), w.now)
 					if err != nil {
 						return nil, nil, err
 					}
@@ -246,10 +208,10 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 // encWorkAck is a work ack validated and encoded before the transaction.
 type encWorkAck struct {
 	token      string
-	completion *encMsg
+	completion *sqlenc.Msg
 	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
 	cached     func(string) (int64, int64, bool)
-	then       *encAck // WorkAck.Then, or nil
+	then       *sqlenc.Ack // WorkAck.Then, or nil
 	thenAfter  int64
 }
 
@@ -267,13 +229,13 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 	const op = "acking work item"
 	switch {
 	case ack == nil:
-		return p.fail(op, invalid("nil work ack"))
+		return p.fail(op, sqlenc.Invalid("nil work ack"))
 	case ack.LockToken == "":
-		return p.fail(op, invalid("work ack has no LockToken"))
+		return p.fail(op, sqlenc.Invalid("work ack has no LockToken"))
 	}
 	e := &encWorkAck{token: ack.LockToken}
 	if ack.Completion != nil {
-		m, err := encodeMessage(ack.Completion)
+		m, err := sqlenc.EncodeMessage(ack.Completion)
 		if err != nil {
 			return p.fail(op, err)
 		}
@@ -281,24 +243,24 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 	}
 	if t := ack.TakeTurn; t != nil {
 		if t.LockTimeout <= 0 {
-			return p.fail(op, invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
+			return p.fail(op, sqlenc.Invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
 		}
 		if ack.Completion == nil {
-			return p.fail(op, invalid("TakeTurn needs a Completion"))
+			return p.fail(op, sqlenc.Invalid("TakeTurn needs a Completion"))
 		}
-		e.takeMs, e.cached = durMs(t.LockTimeout), t.Cached
+		e.takeMs, e.cached = sqlenc.DurMs(t.LockTimeout), t.Cached
 	}
 	ack.ThenApplied = false
 	if t := ack.Then; t != nil {
 		switch {
 		case ack.Completion == nil:
-			return p.fail(op, invalid("Then needs a Completion"))
+			return p.fail(op, sqlenc.Invalid("Then needs a Completion"))
 		case t.LockToken != "":
-			return p.fail(op, invalid("Then has a LockToken: it is the turn of an unlocked instance"))
+			return p.fail(op, sqlenc.Invalid("Then has a LockToken: it is the turn of an unlocked instance"))
 		case ack.ThenAfter < 1:
-			return p.fail(op, invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
+			return p.fail(op, sqlenc.Invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
 		}
-		then, err := encodeTurn(t)
+		then, err := sqlenc.EncodeTurn(t)
 		if err != nil {
 			return p.fail(op, err)
 		}
@@ -349,10 +311,10 @@ func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn, applied *bool, lease
 		}
 	}
 	if e.then != nil {
-		inst := e.completion.instanceID
+		inst := e.completion.InstanceID
 		var quiet bool
 		err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet) },
-			inst, e.then.executionID, e.thenAfter, w.now)
+			inst, e.then.ExecutionID, e.thenAfter, w.now)
 		if err != nil {
 			return err
 		}
@@ -362,7 +324,7 @@ func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn, applied *bool, lease
 			}
 			*applied = true
 			if len(w.leaseIDs) > 0 {
-				*leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.leaseMs)
+				*leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.LeaseMs)
 			}
 			return err
 		}
@@ -373,7 +335,7 @@ func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn, applied *bool, lease
 		}
 	}
 	if e.takeMs > 0 {
-		return w.takeTurn(e.completion.instanceID, e.takeMs, e.cached, taken)
+		return w.takeTurn(e.completion.InstanceID, e.takeMs, e.cached, taken)
 	}
 	return nil
 }
@@ -409,7 +371,7 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
 	const op = "abandoning work item"
 	if opts.Delay < 0 {
-		return p.fail(op, invalid("Delay %v is negative", opts.Delay))
+		return p.fail(op, sqlenc.Invalid("Delay %v is negative", opts.Delay))
 	}
 	undo := 0
 	if opts.IgnoreAttempt {
@@ -431,7 +393,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 		return p.fail(op, provider.ErrLockLost)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
-		n, err := w.exec(sAbandonWork, nil, id, lockToken, w.now, w.now+durMs(opts.Delay), undo, lastErr)
+		n, err := w.exec(sAbandonWork, nil, id, lockToken, w.now, w.now+sqlenc.DurMs(opts.Delay), undo, lastErr)
 		if err != nil {
 			return err
 		}
@@ -448,7 +410,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renewing work item lock"
 	if extendFor <= 0 {
-		return p.fail(op, invalid("extendFor %v must be positive", extendFor))
+		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
 	id, ok := tokenRow(lockToken)
 	if !ok {
@@ -460,7 +422,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 		err := w.query(sRenewWork, func(r *sql.Rows) error {
 			found = true
 			return r.Scan(&sess)
-		}, id, lockToken, w.now, w.now+durMs(extendFor))
+		}, id, lockToken, w.now, w.now+sqlenc.DurMs(extendFor))
 		if err != nil {
 			return err
 		}
@@ -479,7 +441,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 // It is not part of provider.Provider (the runtime enqueues activities
 // through turn acks); tests and tools use it.
 func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
-	return enqueueAll(ctx, p, "enqueueing work", msgs, encodeWork, (*wtx).insertWork)
+	return enqueueAll(ctx, p, "enqueueing work", msgs, sqlenc.EncodeWork, (*wtx).insertWork)
 }
 
 // RenewSessionLocks extends the leases of the owners' active sessions; see
@@ -487,10 +449,10 @@ func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMess
 func (p *Provider) RenewSessionLocks(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
 	const op = "renewing session locks"
 	if extendFor <= 0 {
-		return 0, p.fail(op, invalid("extendFor %v must be positive", extendFor))
+		return 0, p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
 	if idleTimeout < 0 {
-		return 0, p.fail(op, invalid("idleTimeout %v is negative", idleTimeout))
+		return 0, p.fail(op, sqlenc.Invalid("idleTimeout %v is negative", idleTimeout))
 	}
 	if len(ownerIDs) == 0 {
 		if p.closed.Load() {
@@ -501,7 +463,7 @@ func (p *Provider) RenewSessionLocks(ctx context.Context, ownerIDs []string, ext
 	var n int64
 	err := p.write(ctx, op, func(w *wtx) error {
 		var err error
-		n, err = w.exec(sRenewSessions, nil, jsonStrings(ownerIDs), w.now, w.now+durMs(extendFor), w.now-durMs(idleTimeout))
+		n, err = w.exec(sRenewSessions, nil, jsonStrings(ownerIDs), w.now, w.now+sqlenc.DurMs(extendFor), w.now-sqlenc.DurMs(idleTimeout))
 		return err
 	})
 	return int(n), err

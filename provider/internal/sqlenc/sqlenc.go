@@ -1,0 +1,309 @@
+// Package sqlenc validates and encodes the provider calls the SQL stores
+// (provider/sqlite, provider/postgres) write, before their transactions
+// begin: a malformed argument costs no round trip and holds no lock, and
+// both stores read exactly the same values from a call.
+package sqlenc
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Msg is an orchestrator message validated and encoded before the
+// transaction.
+type Msg struct {
+	InstanceID string
+	Item       []byte
+	VisibleAt  int64 // 0: now
+	Create     *Create
+}
+
+// Create is the instance a message creates (provider.NewInstance).
+type Create struct {
+	Name, Version string
+	Input         any // string or nil
+	Parent        any // string or nil
+	ParentExec    int64
+	OnExists      *Msg
+
+	IdemKey   string
+	IdemTTL   int64 // ms
+	LockKey   string
+	LockTTL   int64 // ms
+	LockQueue bool
+}
+
+// EncodeMessage validates and encodes m.
+func EncodeMessage(m *provider.OrchestratorMessage) (*Msg, error) {
+	if m == nil {
+		return nil, Invalid("nil orchestrator message")
+	}
+	if m.InstanceID == "" {
+		return nil, Invalid("orchestrator message has no InstanceID")
+	}
+	data, err := history.EncodeWorkItem(&m.Item)
+	if err != nil {
+		return nil, fmt.Errorf("%w: message for %q: %w", provider.ErrInvalidArgument, m.InstanceID, err)
+	}
+	e := &Msg{InstanceID: m.InstanceID, Item: data}
+	if !m.VisibleAt.IsZero() {
+		e.VisibleAt = m.VisibleAt.UnixMilli()
+	}
+	if c := m.Create; c != nil {
+		input, err := OptJSON(c.Input, "Create.Input")
+		if err != nil {
+			return nil, err
+		}
+		if c.ParentExecutionID < 0 {
+			return nil, Invalid("Create.ParentExecutionID %d is negative", c.ParentExecutionID)
+		}
+		e.Create = &Create{
+			Name: c.OrchestrationName, Version: c.OrchestrationVersion,
+			Input: input, Parent: OptString(c.ParentInstanceID), ParentExec: c.ParentExecutionID,
+		}
+		if c.IdempotencyKey != "" {
+			if c.IdempotencyTTL <= 0 {
+				return nil, Invalid("Create.IdempotencyTTL must be > 0 with an IdempotencyKey (instance %q)", m.InstanceID)
+			}
+			e.Create.IdemKey, e.Create.IdemTTL = c.IdempotencyKey, TTLMillis(c.IdempotencyTTL)
+		}
+		if l := c.Lock; l != nil {
+			if l.Key == "" || l.TTL <= 0 {
+				return nil, Invalid("Create.Lock needs a Key and a TTL > 0 (instance %q)", m.InstanceID)
+			}
+			e.Create.LockKey, e.Create.LockTTL, e.Create.LockQueue = l.Key, TTLMillis(l.TTL), l.Queue
+		}
+		if c.OnExists != nil {
+			if e.Create.OnExists, err = EncodeMessage(c.OnExists); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return e, nil
+}
+
+// OptJSON returns raw as a string for storage, nil when empty; raw must be
+// valid JSON.
+func OptJSON(raw json.RawMessage, what string) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(raw) {
+		return nil, Invalid("%s is not valid JSON", what)
+	}
+	return string(raw), nil
+}
+
+// OptString returns s, or nil (SQL NULL) when empty.
+func OptString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Event is a history event validated and encoded before the transaction.
+type Event struct {
+	ID   int64
+	Kind string
+	Data []byte
+}
+
+// Ack is a turn ack validated and encoded before the transaction.
+type Ack struct {
+	Token       string
+	ExecutionID int64
+
+	// Metadata.
+	Name, Version any // string or nil
+	Status        any // execution status or nil
+	Terminal      bool
+	Input, Output any // JSON string or nil
+	ErrJSON       any // JSON string or nil
+	SetCustom     int64
+	Custom        any // JSON string or nil
+	Parent        any
+	ParentExec    int64
+
+	Events   []Event
+	Work     []*Work
+	LeaseMs  int64 // TurnAck.LeaseFor; 0: lease nothing
+	Canceled []provider.ActivityRef
+	Msgs     []*Msg
+}
+
+// EncodeAck validates and encodes a turn ack of a locked instance.
+func EncodeAck(a *provider.TurnAck) (*Ack, error) {
+	if a == nil {
+		return nil, Invalid("nil turn ack")
+	}
+	if a.LockToken == "" {
+		return nil, Invalid("turn ack has no LockToken")
+	}
+	return EncodeTurn(a)
+}
+
+// EncodeTurn encodes a turn ack, with or without a lock token (a
+// WorkAck.Then has none).
+func EncodeTurn(a *provider.TurnAck) (*Ack, error) {
+	if a.ExecutionID < 1 {
+		return nil, Invalid("turn ack ExecutionID %d, want >= 1", a.ExecutionID)
+	}
+	md := &a.Metadata
+	e := &Ack{
+		Token: a.LockToken, ExecutionID: a.ExecutionID,
+		Name: OptString(md.OrchestrationName), Version: OptString(md.OrchestrationVersion),
+		Parent: OptString(md.ParentInstanceID), ParentExec: md.ParentExecutionID,
+	}
+	switch md.Status {
+	case "":
+	case provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusCanceled, provider.StatusContinuedAsNew:
+		e.Status = string(md.Status)
+		e.Terminal = md.Status != provider.StatusRunning
+	default:
+		return nil, Invalid("Metadata.Status %q is not an execution status", md.Status)
+	}
+	if md.ParentExecutionID < 0 {
+		return nil, Invalid("Metadata.ParentExecutionID %d is negative", md.ParentExecutionID)
+	}
+	var err error
+	if e.Input, err = OptJSON(md.Input, "Metadata.Input"); err != nil {
+		return nil, err
+	}
+	if e.Output, err = OptJSON(md.Output, "Metadata.Output"); err != nil {
+		return nil, err
+	}
+	if md.Error != nil {
+		if err := md.Error.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: Metadata.Error: %w", provider.ErrInvalidArgument, err)
+		}
+		b, err := json.Marshal(md.Error)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Metadata.Error: %w", provider.ErrInvalidArgument, err)
+		}
+		e.ErrJSON = string(b)
+	}
+	if cs := md.CustomStatus; cs != nil {
+		e.SetCustom = 1
+		if e.Custom, err = OptJSON(cs.Value, "Metadata.CustomStatus"); err != nil {
+			return nil, err
+		}
+	}
+	e.Events = make([]Event, len(a.History))
+	for i := range a.History {
+		ev := &a.History[i]
+		data, err := history.EncodeEvent(ev)
+		if err != nil {
+			return nil, fmt.Errorf("%w: history: %w", provider.ErrInvalidArgument, err)
+		}
+		e.Events[i] = Event{ID: ev.EventID, Kind: string(ev.Kind), Data: data}
+	}
+	if a.LeaseFor < 0 {
+		return nil, Invalid("LeaseFor %v is negative", a.LeaseFor)
+	}
+	if a.LeaseFor > 0 {
+		e.LeaseMs = DurMs(a.LeaseFor)
+	}
+	e.Work = make([]*Work, len(a.WorkerItems))
+	for i, m := range a.WorkerItems {
+		if e.Work[i], err = EncodeWork(m); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range a.CanceledActivities {
+		if c.InstanceID == "" {
+			return nil, Invalid("canceled activity has no InstanceID")
+		}
+	}
+	e.Canceled = a.CanceledActivities
+	e.Msgs = make([]*Msg, len(a.OrchestratorItems))
+	for i, m := range a.OrchestratorItems {
+		if e.Msgs[i], err = EncodeMessage(m); err != nil {
+			return nil, err
+		}
+		for c := e.Msgs[i].Create; c != nil; c = OnExistsCreate(c) {
+			if c.LockKey != "" || c.IdemKey != "" {
+				return nil, Invalid("turn ack creates instance %q with an execution lock or idempotency key: those are for Enqueue only", m.InstanceID)
+			}
+		}
+	}
+	return e, nil
+}
+
+// OnExistsCreate is the instance c's OnExists message creates, or nil.
+func OnExistsCreate(c *Create) *Create {
+	if c.OnExists == nil {
+		return nil
+	}
+	return c.OnExists.Create
+}
+
+// Work is a worker message validated and encoded before the transaction.
+type Work struct {
+	InstanceID  string
+	ExecutionID int64
+	ActivityID  int64
+	SessionID   any // string or nil
+	Item        []byte
+	VisibleAt   int64 // 0: now
+	Lease       bool  // leased to the acking caller (TurnAck.LeaseFor)
+	Msg         *provider.WorkerMessage
+}
+
+// EncodeWork validates and encodes a worker message.
+func EncodeWork(m *provider.WorkerMessage) (*Work, error) {
+	if m == nil {
+		return nil, Invalid("nil worker message")
+	}
+	if m.InstanceID == "" {
+		return nil, Invalid("worker message has no InstanceID")
+	}
+	if m.ExecutionID < 0 || m.ActivityID < 0 {
+		return nil, Invalid("worker message for %q has a negative ExecutionID or ActivityID", m.InstanceID)
+	}
+	data, err := history.EncodeWorkItem(&m.Item)
+	if err != nil {
+		return nil, fmt.Errorf("%w: worker message for %q: %w", provider.ErrInvalidArgument, m.InstanceID, err)
+	}
+	if m.Lease && (m.SessionID != "" || !m.VisibleAt.IsZero()) {
+		return nil, Invalid("worker message for %q: a leased item has no SessionID or VisibleAt", m.InstanceID)
+	}
+	e := &Work{
+		InstanceID: m.InstanceID, ExecutionID: m.ExecutionID, ActivityID: m.ActivityID,
+		SessionID: OptString(m.SessionID), Item: data, Lease: m.Lease, Msg: m,
+	}
+	if !m.VisibleAt.IsZero() {
+		e.VisibleAt = m.VisibleAt.UnixMilli()
+	}
+	return e, nil
+}
+
+// ConsumeOnly reports whether the ack writes nothing but the consumption
+// of its turn's messages.
+func (e *Ack) ConsumeOnly() bool {
+	return e.Version == nil && e.Status == nil && e.Input == nil && e.Output == nil && e.ErrJSON == nil &&
+		e.SetCustom == 0 && e.Parent == nil && e.ParentExec == 0 &&
+		len(e.Events) == 0 && len(e.Work) == 0 && len(e.Canceled) == 0 && len(e.Msgs) == 0
+}
+
+// Invalid is a provider.ErrInvalidArgument with a message.
+func Invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", provider.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// DurMs is d in whole milliseconds, rounded up: a lease or delay is never
+// shorter than asked.
+func DurMs(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if time.Duration(ms)*time.Millisecond < d {
+		ms++
+	}
+	return ms
+}
+
+// TTLMillis is a lock's time to live in milliseconds, at least 1.
+func TTLMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
