@@ -200,6 +200,11 @@ func (inv *invocation) postgresBenchStores(spec storeSpec) bench.StoreFactory {
 func fileStores(spec storeSpec, several bool, opts *sqlite.Options) bench.StoreFactory {
 	return func(ctx context.Context, workload string) (*bench.Store, error) {
 		path := spec.path
+		if path == "" && !spec.memory {
+			// Never derive a file name from nothing: "-"+workload would
+			// land in the working directory.
+			return nil, fmt.Errorf("--db %s names no SQLite file", spec.display)
+		}
 		if several && !spec.memory {
 			ext := filepath.Ext(path)
 			path = strings.TrimSuffix(path, ext) + "-" + workload + ext
