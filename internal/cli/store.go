@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/duroxide/duroxide-go"
@@ -149,17 +150,26 @@ func redactURL(u *url.URL) string {
 }
 
 // redact removes the spec's password from a message (a driver's error may
-// quote the connection string).
+// quote the connection string). Only the password's fields are redacted: a
+// URL's user info (":PASSWORD@") and a password parameter ("password=...",
+// "password: ...", "password ..."), in each of its encodings; the same text
+// elsewhere stays, so that a password equal to the user, the database or
+// "postgres" does not turn postgres://postgres:postgres@db/postgres into
+// xxxxx://xxxxx:xxxxx@db/xxxxx.
 func (s storeSpec) redact(msg string) string {
 	if s.password == "" {
 		return msg
 	}
-	msg = strings.ReplaceAll(msg, s.password, "xxxxx")
-	if esc := url.QueryEscape(s.password); esc != s.password {
-		msg = strings.ReplaceAll(msg, esc, "xxxxx")
+	forms := []string{s.password}
+	for _, esc := range []string{url.QueryEscape(s.password), url.PathEscape(s.password), url.UserPassword("", s.password).String()[1:]} {
+		if !slices.Contains(forms, esc) {
+			forms = append(forms, esc)
+		}
 	}
-	if esc := url.PathEscape(s.password); esc != s.password {
-		msg = strings.ReplaceAll(msg, esc, "xxxxx")
+	for _, f := range forms {
+		msg = strings.ReplaceAll(msg, ":"+f+"@", ":xxxxx@")
+		param := regexp.MustCompile(`(?i)(password\s*[=:]?\s*['"]?)` + regexp.QuoteMeta(f))
+		msg = param.ReplaceAllString(msg, "${1}xxxxx")
 	}
 	return msg
 }
