@@ -12,21 +12,41 @@ import (
 	"github.com/duroxide/duroxide-go"
 )
 
-// notFound explains an unknown instance.
-func notFound(id string) error {
+// notFound explains an unknown instance: where it was looked for and what
+// to check.
+func (inv *invocation) notFound(id string) error {
+	if inv.serverBase != "" {
+		return fmt.Errorf("instance %q not found on the server at %s: check the ID and --server (or $%s), or list instances with 'duroxide list --server %s'", id, inv.serverBase, envServer, inv.serverBase)
+	}
 	return fmt.Errorf("instance %q not found in this store: check the ID and --db, or list instances with 'duroxide list'", id)
 }
 
 // instanceError turns client errors about instance id into messages that
 // say what to do.
-func instanceError(id string, err error) error {
+func (inv *invocation) instanceError(id string, err error) error {
 	switch {
 	case errors.Is(err, duroxide.ErrNotFound):
-		return notFound(id)
+		return inv.notFound(id)
 	case errors.Is(err, context.Canceled):
 		return errors.New("interrupted")
 	}
 	return err
+}
+
+// endedError is the error of raise and cancel on an instance that already
+// ended: both fail (exit 1), as the HTTP API answers both with 409.
+func endedError(ctx context.Context, client backend, id string, err error, consequence string) error {
+	state := duroxide.State("")
+	var te *duroxide.InstanceTerminalError
+	if errors.As(err, &te) {
+		state = te.State
+	} else if st, serr := client.GetStatus(ctx, id); serr == nil {
+		state = st.State
+	}
+	if state == "" {
+		return fmt.Errorf("instance %s already ended: %s", safe(id), consequence)
+	}
+	return fmt.Errorf("instance %s already ended (%s): %s", safe(id), state, consequence)
 }
 
 var startCommand = &command{
@@ -193,7 +213,7 @@ func waitFor(ctx context.Context, inv *invocation, client backend, id string, ti
 	case wctx.Err() != nil:
 		return nil, fmt.Errorf("timed out after %s waiting for %s (%s): it carries on; check it with 'duroxide status %s'", timeout, id, state, id)
 	}
-	return nil, instanceError(id, err)
+	return nil, inv.instanceError(id, err)
 }
 
 // endError is the error of an instance that ended Failed or Canceled.
@@ -232,7 +252,7 @@ var statusCommand = &command{
 		defer done()
 		st, err := client.Inspect(ctx, inv.arg(0), &duroxide.WaitOptions{StalledAfter: *stalledAfter})
 		if err != nil {
-			return instanceError(inv.arg(0), err)
+			return inv.instanceError(inv.arg(0), err)
 		}
 		if inv.jsonOut {
 			return inv.printJSON(st)
@@ -270,7 +290,7 @@ starts a new execution). --json prints {"events": [...]} as the HTTP API does.`,
 			}
 		}
 		if err != nil {
-			return instanceError(id, err)
+			return inv.instanceError(id, err)
 		}
 		if inv.jsonOut {
 			return inv.printJSON(map[string]any{"events": eventsJSON(evs)})
@@ -409,19 +429,15 @@ Example:
 		}
 		defer done()
 		id, event := inv.arg(0), inv.arg(1)
-		st, err := client.GetStatus(ctx, id)
-		if err != nil {
-			return instanceError(id, err)
-		}
-		if st.State.IsTerminal() {
-			return fmt.Errorf("instance %s already ended (%s): an event would be ignored", id, st.State)
-		}
 		var payload any
 		if raw != nil {
 			payload = raw
 		}
 		if err := client.RaiseEvent(ctx, id, event, payload); err != nil {
-			return instanceError(id, err)
+			if errors.Is(err, duroxide.ErrInstanceTerminal) {
+				return endedError(ctx, client, id, err, "an event would be ignored")
+			}
+			return inv.instanceError(id, err)
 		}
 		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", safe(event), safe(id))
 		return err
@@ -432,6 +448,9 @@ var cancelCommand = &command{
 	name:     "cancel",
 	synopsis: "ID [--reason R]",
 	summary:  "cancel a running instance (and its activities and sub-orchestrations)",
+	details: `The instance ends Canceled at its next turn. An instance that already
+ended is left as it is and cancel exits 1, as raise does (the HTTP API
+answers both with 409).`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		reason := inv.fs.String("reason", "", "why, recorded with the cancellation")
 		inv.serverFlags()
@@ -444,16 +463,11 @@ var cancelCommand = &command{
 		}
 		defer done()
 		id := inv.arg(0)
-		st, err := client.GetStatus(ctx, id)
-		if err != nil {
-			return instanceError(id, err)
-		}
-		if st.State.IsTerminal() {
-			_, err := fmt.Fprintf(inv.stdout, "%s already ended (%s): nothing to cancel\n", safe(id), st.State)
-			return err
-		}
 		if err := client.CancelInstance(ctx, id, *reason); err != nil {
-			return instanceError(id, err)
+			if errors.Is(err, duroxide.ErrInstanceTerminal) {
+				return endedError(ctx, client, id, err, "nothing to cancel")
+			}
+			return inv.instanceError(id, err)
 		}
 		_, err = fmt.Fprintf(inv.stdout, "cancellation of %s requested: it ends Canceled at its next turn ('duroxide status %s')\n", safe(id), safe(id))
 		return err
@@ -489,7 +503,7 @@ already started elsewhere still run, and their results are discarded.`,
 			}
 			return fmt.Errorf("instance %s is a sub-orchestration: purge %s instead, which purges its children too", id, parent)
 		case err != nil:
-			return instanceError(id, err)
+			return inv.instanceError(id, err)
 		}
 		_, err = fmt.Fprintf(inv.stdout, "purged %s\n", safe(id))
 		return err

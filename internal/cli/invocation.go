@@ -21,8 +21,11 @@ type invocation struct {
 	jsonOut bool
 	// server and authToken are --server and --auth-token (serverFlags).
 	server, authToken string
-	args              []string // positional arguments, after parse
-	argNames          []string // for messages about missing arguments
+	// serverBase is the resolved server URL once a command runs through
+	// the HTTP API, for messages; "" when it opened the store.
+	serverBase string
+	args       []string // positional arguments, after parse
+	argNames   []string // for messages about missing arguments
 }
 
 func newInvocation(cmd *command, stdout, stderr io.Writer, getenv func(string) string) *invocation {

@@ -89,6 +89,7 @@ func (inv *invocation) openBackend(ctx context.Context, mode openMode) (backend,
 	if token == "" {
 		token = inv.getenv(envAuthToken)
 	}
+	inv.serverBase = base
 	return &remote{base: base, token: token, http: &http.Client{}}, func() {}, nil
 }
 
@@ -112,6 +113,7 @@ const (
 	apiMsgWorkflowLocked = "Workflow currently executing"
 	apiMsgLockContended  = "Concurrent execution attempted"
 	apiMsgInstanceExists = "instance already exists"
+	apiMsgInstanceEnded  = "instance has already ended"
 )
 
 // do sends a request with a JSON body (nil: none) and decodes a 2xx answer
@@ -190,6 +192,10 @@ func (r *remote) answerError(res *http.Response, b []byte) error {
 		return fmt.Errorf("%s: %w", msg, duroxide.ErrInvalidArgument)
 	case http.StatusNotImplemented:
 		return fmt.Errorf("%s: %w", msg, duroxide.ErrNotSupported)
+	case http.StatusConflict:
+		if e.Error == apiMsgInstanceEnded {
+			return fmt.Errorf("%s: %w", msg, duroxide.ErrInstanceTerminal)
+		}
 	}
 	return fmt.Errorf("the server at %s answered %d: %s", r.base, res.StatusCode, msg)
 }

@@ -96,7 +96,16 @@ func TestClientModeSameAsDirect(t *testing.T) {
 	same("history", "h1", "--execution", "7").wantErr(t, 1, "no execution 7")
 	same("list").wantCode(t, 0)
 	same("list", "--json", "--status", "Completed", "--orchestration", "demo.Hello", "--limit", "5").wantCode(t, 0)
-	same("status", "nope").wantErr(t, 1, `instance "nope" not found`)
+	// Not found: each mode says where it looked and what to check.
+	remote("status", "nope").wantErr(t, 1, `instance "nope" not found on the server at `+srv.URL, "--server", "duroxide list --server "+srv.URL)
+	if r := direct("status", "nope"); !strings.Contains(r.stderr, "--server") {
+		r.wantErr(t, 1, `instance "nope" not found in this store`, "--db")
+	} else {
+		t.Fatalf("direct mode's not found mentions --server: %s", r.stderr)
+	}
+	// An instance that ended: raise and cancel fail alike, in both modes.
+	same("cancel", "h1").wantErr(t, 1, "instance h1 already ended (Completed): nothing to cancel")
+	same("raise", "h1", demo.ApprovalEvent).wantErr(t, 1, "instance h1 already ended (Completed): an event would be ignored")
 	same("list", "--cursor", "bogus").wantErr(t, 2, "--cursor")
 
 	// Idempotency: the repeat names the first instance.
@@ -155,7 +164,8 @@ func TestClientModeSameAsDirect(t *testing.T) {
 	if r := remote("purge", "q1", "--force").wantCode(t, 0); r.stdout != "purged q1\n" {
 		t.Fatalf("purge --force: %q", r.stdout)
 	}
-	same("status", "q1").wantErr(t, 1, `instance "q1" not found`)
+	remote("status", "q1").wantErr(t, 1, `instance "q1" not found on the server`)
+	direct("status", "q1").wantErr(t, 1, `instance "q1" not found in this store`)
 }
 
 // TestClientModeAuth: without the token, or with a wrong one, every
