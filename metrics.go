@@ -1,6 +1,9 @@
 package duroxide
 
 import (
+	"cmp"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -27,6 +30,21 @@ type RuntimeMetrics struct {
 	// that never ran (unregistered, or poisoned by too many deliveries)
 	// are not counted.
 	Activities ActivityDurations
+	// Finished counts the instances this runtime ended, by terminal state
+	// and orchestration, sorted by orchestration then state; a failure rate
+	// is Failed over all. Each is counted by the runtime whose turn ended
+	// it, so with several runtimes on one store, add their counts up. The
+	// names told apart are bounded (the first 200 seen); later ones are
+	// counted under the name "(other)".
+	Finished []FinishedCount
+}
+
+// FinishedCount is how many instances of an orchestration ended in a
+// terminal state (Completed, Failed or Canceled; not ContinuedAsNew).
+type FinishedCount struct {
+	Orchestration string
+	State         State
+	Count         uint64
 }
 
 // TurnCounts counts orchestration turns by result.
@@ -94,7 +112,20 @@ func (r *Runtime) Metrics() RuntimeMetrics {
 			Failed:    histogramOf(&s.ActivityDuration[dispatch.ActivityFailed]),
 			Canceled:  histogramOf(&s.ActivityDuration[dispatch.ActivityCanceled]),
 		},
+		Finished: finishedOf(s.Finished),
 	}
+}
+
+// finishedOf lists the dispatcher's finished counts in order.
+func finishedOf(m map[dispatch.FinishedKey]uint64) []FinishedCount {
+	out := make([]FinishedCount, 0, len(m))
+	for k, n := range m {
+		out = append(out, FinishedCount{Orchestration: k.Orchestration, State: stateOf(k.Status), Count: n})
+	}
+	slices.SortFunc(out, func(a, b FinishedCount) int {
+		return cmp.Or(cmp.Compare(a.Orchestration, b.Orchestration), cmp.Compare(a.State, b.State))
+	})
+	return out
 }
 
 // histogramOf cumulates a dispatcher histogram's buckets.
@@ -110,4 +141,65 @@ func histogramOf(s *dispatch.HistogramSnapshot) Histogram {
 	}
 	h.Count += s.Buckets[len(dispatch.DurationBounds)]
 	return h
+}
+
+// modulePath is this module's path, to find its version in a binary's
+// build information.
+const modulePath = "github.com/duroxide/duroxide-go"
+
+// BuildInfo says which duroxide a binary runs, from the build information
+// the Go toolchain embeds (runtime/debug.ReadBuildInfo).
+type BuildInfo struct {
+	// Version is the module version of duroxide in the binary: a release
+	// tag or pseudo-version ("v0.0.0-20261124...-abcdef123456"), or
+	// "(devel)" for a binary built in a duroxide checkout without version
+	// control information; "unknown" when the binary has no build
+	// information.
+	Version string
+	// Revision is the version control revision the binary was built from
+	// (vcs.revision), with "-dirty" when the checkout had local changes;
+	// "" when the build did not record it (a dependency's build, or
+	// -buildvcs=false).
+	Revision string
+	// GoVersion is the Go toolchain that built the binary.
+	GoVersion string
+}
+
+// ReadBuildInfo returns the build information of the running binary.
+func ReadBuildInfo() BuildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return BuildInfo{Version: "unknown", GoVersion: runtime.Version()}
+	}
+	return buildInfoOf(bi)
+}
+
+// buildInfoOf reads a binary's build information.
+func buildInfoOf(bi *debug.BuildInfo) BuildInfo {
+	out := BuildInfo{Version: "unknown", GoVersion: bi.GoVersion}
+	if bi.Main.Path == modulePath {
+		out.Version = cmp.Or(bi.Main.Version, "(devel)")
+		var modified bool
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				out.Revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if modified && out.Revision != "" {
+			out.Revision += "-dirty"
+		}
+		return out
+	}
+	for _, d := range bi.Deps {
+		if d.Path == modulePath {
+			if d.Replace != nil {
+				d = d.Replace
+			}
+			out.Version = cmp.Or(d.Version, "(devel)") // no version: replaced by a directory
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -93,9 +94,54 @@ func TestRuntimeMetrics(t *testing.T) {
 		}
 	}
 
+	// Finished instances by orchestration and state: a failure rate can be
+	// computed.
+	wantFinished := []duroxide.FinishedCount{
+		{Orchestration: demo.Fail, State: duroxide.StateFailed, Count: fails},
+		{Orchestration: demo.Hello, State: duroxide.StateCompleted, Count: hellos},
+	}
+	if fmt.Sprint(m.Finished) != fmt.Sprint(wantFinished) {
+		t.Errorf("finished %+v, want %+v", m.Finished, wantFinished)
+	}
+
 	// Snapshots are copies.
 	m.TurnDuration.Bounds[0] = time.Hour
 	if rt.Metrics().TurnDuration.Bounds[0] == time.Hour {
 		t.Error("a snapshot's Bounds alias the runtime's")
+	}
+}
+
+func TestBuildInfoOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		in   debug.BuildInfo
+		want duroxide.BuildInfo
+	}{
+		{"the duroxide command, from a checkout", debug.BuildInfo{GoVersion: "go1.26.8",
+			Main:     debug.Module{Path: "github.com/duroxide/duroxide-go", Version: "v0.0.0-20261124200000-0123456789ab+dirty"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}},
+			duroxide.BuildInfo{Version: "v0.0.0-20261124200000-0123456789ab+dirty", Revision: "0123456789abcdef-dirty", GoVersion: "go1.26.8"}},
+		{"without version control", debug.BuildInfo{GoVersion: "go1.26.8",
+			Main: debug.Module{Path: "github.com/duroxide/duroxide-go", Version: "(devel)"}},
+			duroxide.BuildInfo{Version: "(devel)", GoVersion: "go1.26.8"}},
+		{"a program depending on a release", debug.BuildInfo{GoVersion: "go1.26.1",
+			Main:     debug.Module{Path: "example.com/app", Version: "(devel)"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fedcba"}},
+			Deps:     []*debug.Module{{Path: "github.com/google/uuid", Version: "v1.6.0"}, {Path: "github.com/duroxide/duroxide-go", Version: "v1.2.3"}}},
+			duroxide.BuildInfo{Version: "v1.2.3", GoVersion: "go1.26.1"}},
+		{"a program replacing it with a checkout", debug.BuildInfo{GoVersion: "go1.26.1",
+			Main: debug.Module{Path: "example.com/app"},
+			Deps: []*debug.Module{{Path: "github.com/duroxide/duroxide-go", Version: "v0.0.0", Replace: &debug.Module{Path: "../duroxide-go"}}}},
+			duroxide.BuildInfo{Version: "(devel)", GoVersion: "go1.26.1"}},
+		{"not linked", debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Path: "example.com/app"}},
+			duroxide.BuildInfo{Version: "unknown", GoVersion: "go1.26.1"}},
+	} {
+		if got := duroxide.BuildInfoOf(&tc.in); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if bi := duroxide.ReadBuildInfo(); bi.GoVersion == "" || bi.Version == "" {
+		t.Fatalf("ReadBuildInfo() = %+v: no Go version or version", bi)
 	}
 }

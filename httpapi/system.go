@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
 
@@ -202,9 +203,16 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("building metrics: %w", m.err)
 	}
 
+	writeBuildInfo(&m, duroxide.ReadBuildInfo())
+	if m.err != nil {
+		return fmt.Errorf("building metrics: %w", m.err)
+	}
+
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(&m); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
+	for _, c := range []prometheus.Collector{&m, goCollector, processCollector} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -212,6 +220,21 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 		ErrorHandling: promhttp.HTTPErrorOnError,
 	}).ServeHTTP(w, r)
 	return nil
+}
+
+// The standard collectors of the Go runtime (go_*) and of the process
+// (process_*: CPU, memory, file descriptors), shared by every scrape.
+var (
+	goCollector      = collectors.NewGoCollector()
+	processCollector = collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
+)
+
+// writeBuildInfo writes duroxide_build_info, the usual constant 1 whose
+// labels say which duroxide, revision and Go toolchain the server runs.
+func writeBuildInfo(m *metricsWriter, bi duroxide.BuildInfo) {
+	m.family("duroxide_build_info", "gauge",
+		"Always 1; its labels say which duroxide module version, version control revision and Go toolchain built this process.")
+	m.sample("duroxide_build_info", 1, "version", bi.Version, "revision", bi.Revision, "goversion", bi.GoVersion)
 }
 
 // runtimeMetrics returns the metrics of the runtime of Options.Runtime, if
@@ -253,6 +276,11 @@ func writeRuntimeMetrics(m *metricsWriter, rm duroxide.RuntimeMetrics) {
 		"Run time of the activity functions run by this process, by outcome (completed, failed: returned an error or panicked, canceled: by the runtime).")
 	for _, a := range acts {
 		m.histogram("duroxide_activity_duration_seconds", a.h, "outcome", a.outcome)
+	}
+	m.family("duroxide_instances_finished_total", "counter",
+		"Instances that this process's runtime ended, by orchestration and terminal state (Completed, Failed, Canceled); a failure rate is the Failed share. Orchestration names past the first 200 are counted as \"(other)\".")
+	for _, f := range rm.Finished {
+		m.sample("duroxide_instances_finished_total", int64(f.Count), "orchestration", f.Orchestration, "state", string(f.State))
 	}
 	m.family("duroxide_activities_total", "counter",
 		"Activity functions run by this process, by outcome (completed, failed: returned an error or panicked, canceled: by the runtime).")

@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/duroxide/duroxide-go/provider"
 )
 
 // DurationBounds are the upper bounds (inclusive) of the buckets of every
@@ -103,6 +106,53 @@ type metrics struct {
 	turn       histogram
 	turns      [numTurnResults]atomic.Uint64
 	activities [numActivityOutcomes]histogram
+
+	mu            sync.Mutex
+	finished      map[FinishedKey]uint64 // guarded by mu
+	finishedNames map[string]bool        // the names in finished; guarded by mu
+}
+
+// FinishedKey identifies a count of finished instances: the terminal status
+// a turn committed (Completed, Failed or Canceled) and the orchestration's
+// name, or OtherOrchestrations past MaxFinishedOrchestrations names.
+type FinishedKey struct {
+	Status        provider.Status
+	Orchestration string
+}
+
+// MaxFinishedOrchestrations bounds the orchestration names the finished
+// counts tell apart, so that a program with many names cannot grow the
+// counts (and the series of a metrics exporter) without limit; the names
+// past it are counted together as OtherOrchestrations.
+const MaxFinishedOrchestrations = 200
+
+// OtherOrchestrations is the name the finished counts use for the names
+// past MaxFinishedOrchestrations.
+const OtherOrchestrations = "(other)"
+
+// observeFinished counts a committed turn that ended its instance with
+// status (ContinuedAsNew and Running are not counted: the instance lives
+// on).
+func (m *metrics) observeFinished(status provider.Status, orchestration string) {
+	switch status {
+	case provider.StatusCompleted, provider.StatusFailed, provider.StatusCanceled:
+	default:
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.finished == nil {
+		m.finished = map[FinishedKey]uint64{}
+		m.finishedNames = map[string]bool{}
+	}
+	if !m.finishedNames[orchestration] {
+		if len(m.finishedNames) >= MaxFinishedOrchestrations {
+			orchestration = OtherOrchestrations
+		} else {
+			m.finishedNames[orchestration] = true
+		}
+	}
+	m.finished[FinishedKey{Status: status, Orchestration: orchestration}]++
 }
 
 // observeTurn records a turn that took d, from the start of the fetch
@@ -126,6 +176,9 @@ type MetricsSnapshot struct {
 	// ActivityDuration is the run time of activity functions, by outcome;
 	// their counts count the activities.
 	ActivityDuration [numActivityOutcomes]HistogramSnapshot
+	// Finished counts the instances whose turn in this runtime ended them,
+	// by terminal status and orchestration.
+	Finished map[FinishedKey]uint64
 }
 
 // Metrics returns a snapshot of the runtime's metrics. Each value is read
@@ -140,5 +193,11 @@ func (r *Runtime) Metrics() MetricsSnapshot {
 	for i := range r.metrics.activities {
 		s.ActivityDuration[i] = r.metrics.activities[i].snapshot()
 	}
+	r.metrics.mu.Lock()
+	s.Finished = make(map[FinishedKey]uint64, len(r.metrics.finished))
+	for k, n := range r.metrics.finished {
+		s.Finished[k] = n
+	}
+	r.metrics.mu.Unlock()
 	return s
 }

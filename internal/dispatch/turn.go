@@ -110,6 +110,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provid
 	r.mu.Lock()
 	delete(r.parked, it.InstanceID)
 	r.mu.Unlock()
+	r.metrics.observeFinished(d.Ack.Metadata.Status, orchestrationOf(it, d.Ack))
 	if d.Exec != nil {
 		r.cache.put(d.Exec) // closes it when there is no cache
 	}
@@ -157,4 +158,16 @@ func (r *Runtime) withHistory(it *provider.OrchestrationItem) (*replay.Execution
 // ackTurn commits a turn, retrying transient failures.
 func (r *Runtime) ackTurn(ack *provider.TurnAck) error {
 	return r.retry(func() error { return r.p.AckOrchestrationItem(r.io, ack) })
+}
+
+// orchestrationOf is the name of the orchestration a committed turn ran:
+// the ack's when it sets it (a start), else the instance row's.
+func orchestrationOf(it *provider.OrchestrationItem, ack *provider.TurnAck) string {
+	if ack.Metadata.OrchestrationName != "" {
+		return ack.Metadata.OrchestrationName
+	}
+	if it.Instance != nil {
+		return it.Instance.OrchestrationName
+	}
+	return ""
 }

@@ -424,9 +424,10 @@ func (r *Runtime) cancelLocal(k activityKey) {
 
 // fusedTurn is a turn run ahead of its commit (provider.WorkAck.Then).
 type fusedTurn struct {
-	instance string
-	d        turn.Decision
-	reserved int // worker slots reserved for its leases
+	instance      string
+	orchestration string // for the finished counts
+	d             turn.Decision
+	reserved      int // worker slots reserved for its leases
 }
 
 // fuseTurn runs the turn that ack's completion causes on the cached
@@ -474,7 +475,7 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 	if d.Exec != x {
 		x.Close()
 	}
-	f := &fusedTurn{instance: inst, d: d, reserved: r.reserveLeases(d.Ack)}
+	f := &fusedTurn{instance: inst, orchestration: orchestrationOf(it, d.Ack), d: d, reserved: r.reserveLeases(d.Ack)}
 	ack.Then, ack.ThenAfter = d.Ack, last
 	return f
 }
@@ -485,6 +486,7 @@ func (f *fusedTurn) committed(r *Runtime, ack *provider.TurnAck) {
 	if l := f.d.Log; l != nil {
 		r.log.LogAttrs(r.io, l.Level, l.Msg, append([]slog.Attr{slog.String(logkey.Instance, f.instance)}, l.Attrs...)...)
 	}
+	r.metrics.observeFinished(ack.Metadata.Status, f.orchestration)
 	if f.d.Exec != nil {
 		r.cache.put(f.d.Exec)
 	}
