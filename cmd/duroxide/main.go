@@ -1,7 +1,8 @@
-// Command duroxide serves the duroxide HTTP API and manages orchestrations
-// from the command line: serve, start, status, history, list, raise,
-// cancel, purge, locks and migrate. Run 'duroxide help' for usage; the commands
-// live in internal/cli.
+// Command duroxide serves the duroxide HTTP API and dashboard and manages
+// orchestrations from the command line: serve, start, status, history,
+// list, raise, cancel, purge, locks, migrate, bench (measure a store),
+// copy (copy a store to another, e.g. SQLite to PostgreSQL) and version.
+// Run 'duroxide help' for usage; the commands live in internal/cli.
 package main
 
 import (

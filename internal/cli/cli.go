@@ -1,6 +1,6 @@
 // Package cli implements the duroxide command line: serve, start,
-// status, history, list, raise, cancel, purge, locks, migrate, bench and
-// copy, on an SQLite or a PostgreSQL store.
+// status, history, list, raise, cancel, purge, locks, migrate, bench, copy
+// and version, on an SQLite or a PostgreSQL store.
 //
 // Run is the whole program minus process set-up, so tests drive every
 // command in-process; cmd/duroxide only wires it to os.Args, the standard
@@ -53,6 +53,7 @@ var commands = []*command{
 	migrateCommand,
 	benchCommand,
 	copyCommand,
+	versionCommand,
 }
 
 func lookup(name string) *command {
@@ -100,6 +101,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case "--version", "-version", "-v":
+		return versionCommand.run(ctx, newInvocation(versionCommand, stdout, stderr, getenv), rest)
 	case "help", "-h", "-help", "--help":
 		if len(rest) == 0 {
 			printUsage(stdout)
