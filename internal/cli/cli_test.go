@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -226,11 +227,14 @@ func TestMissingStore(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	t.Parallel()
 	db, path := tempDB(t)
+	// A new store: migrate says which migrations it applied.
 	r := runCLI(t, "migrate", "--db", db).wantCode(t, 0)
-	if !strings.Contains(r.stdout, "up to date") {
-		t.Fatalf("migrate printed %q", r.stdout)
+	if !regexp.MustCompile(`^store sqlite:\S+: applied [2-9] migrations \(0001_\w+(, \d{4}_\w+)+\); it is up to date\n$`).MatchString(r.stdout) {
+		t.Fatalf("migrate of a new store printed %q", r.stdout)
 	}
-	runCLI(t, "migrate", "--db", db).wantCode(t, 0)
+	if r = runCLI(t, "migrate", "--db", db).wantCode(t, 0); !strings.HasSuffix(r.stdout, " is up to date: no migration to apply\n") {
+		t.Fatalf("migrate of a migrated store printed %q", r.stdout)
+	}
 	r = runCLI(t, "list", "--db", path).wantCode(t, 0)
 	if strings.TrimSpace(r.stdout) != "no instances" {
 		t.Fatalf("list of a new store printed %q", r.stdout)

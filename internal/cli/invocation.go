@@ -24,8 +24,11 @@ type invocation struct {
 	// serverBase is the resolved server URL once a command runs through
 	// the HTTP API, for messages; "" when it opened the store.
 	serverBase string
-	args       []string // positional arguments, after parse
-	argNames   []string // for messages about missing arguments
+	// onMigration, when set, is told the name of each schema migration
+	// the store applies (migrate prints them).
+	onMigration func(name string)
+	args        []string // positional arguments, after parse
+	argNames    []string // for messages about missing arguments
 }
 
 func newInvocation(cmd *command, stdout, stderr io.Writer, getenv func(string) string) *invocation {

@@ -230,7 +230,11 @@ const (
 // logger is the logger of the store and the runtime: warnings and errors on
 // standard error.
 func (inv *invocation) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(inv.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h := slog.Handler(slog.NewTextHandler(inv.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if inv.onMigration != nil {
+		h = &migrationRecorder{Handler: h, record: inv.onMigration}
+	}
+	return slog.New(h)
 }
 
 // openStore opens the store named by --db.
