@@ -393,9 +393,17 @@ func TestServeTriggerChecks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			file := writeFile(t, "triggers.json", tt.content)
-			db, _ := tempDB(t)
+			db, path := tempDB(t)
 			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--triggers", file, "--db", db}, tt.args...)
-			runCLI(t, args...).wantErr(t, 1, tt.parts...)
+			r := runCLI(t, args...)
+			r.wantErr(t, 1, tt.parts...)
+			// Checked before anything started: no store, no runtime.
+			if r.stdout != "" {
+				t.Fatalf("serve printed before refusing its settings:\n%s", r.stdout)
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Fatalf("serve opened the store before refusing its settings (stat: %v)", err)
+			}
 		})
 	}
 }

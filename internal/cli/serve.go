@@ -104,6 +104,17 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 			return fmt.Errorf("--triggers: %w (see 'duroxide help serve' for the file's format)", err)
 		}
 	}
+	var reg *duroxide.Registry
+	if *withDemo {
+		reg = duroxide.NewRegistry()
+		demo.Register(reg)
+	}
+	lookupEnv := func(k string) (string, bool) { v := inv.getenv(k); return v, v != "" }
+	// Everything the settings decide is checked before anything starts:
+	// a mistake stops serve before it opens the store or starts a runtime.
+	if err := checkServeSettings(triggers, reg, *token, allowedHosts, *stalledAfter, lookupEnv); err != nil {
+		return err
+	}
 	out := inv.stdout
 	logger := inv.logger()
 
@@ -125,13 +136,8 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		return spec.wrapErr(err, "the store %s cannot be written, refusing to serve", spec.display)
 	}
 
-	var (
-		reg *duroxide.Registry
-		rt  *duroxide.Runtime
-	)
+	var rt *duroxide.Runtime
 	if *withDemo {
-		reg = duroxide.NewRegistry()
-		demo.Register(reg)
 		rt, err = duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: logger})
 		if err != nil {
 			return fmt.Errorf("starting the runtime: %w", err)
@@ -164,7 +170,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	// are set, and with --demo the runtime registers their orchestrations.
 	handler, err := httpapi.NewHandler(client, &httpapi.Options{Logger: logger, Registry: reg, Runtime: rt, Triggers: triggers,
 		AuthToken: *token, AllowedHosts: allowedHosts, StalledAfter: *stalledAfter,
-		LookupEnv: func(k string) (string, bool) { v := inv.getenv(k); return v, v != "" }})
+		LookupEnv: lookupEnv})
 	if err != nil {
 		return abort(fmt.Errorf("creating the HTTP API: %w", err))
 	}
@@ -242,6 +248,37 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		fmt.Fprintln(out, "stopped")
 	}
 	return serveErr
+}
+
+// checkServeSettings checks the settings of the HTTP API and the dashboard
+// before serve opens the store or starts a runtime: the triggers (their
+// secrets are set; with the demo runtime, reg registers their
+// orchestrations), the token and the allowed hosts. It builds the API once
+// on a client of no store, which construction does not touch.
+func checkServeSettings(triggers []httpapi.Trigger, reg *duroxide.Registry, token string, allowedHosts []string,
+	stalledAfter time.Duration, lookupEnv func(string) (string, bool)) error {
+	if reg != nil {
+		for i := range triggers {
+			t := &triggers[i]
+			if reg.HasOrchestration(t.Orchestration, t.Version) {
+				continue
+			}
+			what := fmt.Sprintf("orchestration %q is not registered", t.Orchestration)
+			if known := reg.Versions(t.Orchestration); len(known) > 0 {
+				what = fmt.Sprintf("orchestration %q has no version %q (registered: %s)", t.Orchestration, t.Version, strings.Join(known, ", "))
+			}
+			return fmt.Errorf("--triggers: trigger %q: %s by the --demo runtime; its webhooks could only fail", t.ID, what)
+		}
+	}
+	quiet := slog.New(slog.DiscardHandler) // warnings come again from the real API
+	if _, err := httpapi.NewHandler(duroxide.NewClient(nil), &httpapi.Options{Logger: quiet, Registry: reg, Triggers: triggers,
+		AuthToken: token, AllowedHosts: allowedHosts, StalledAfter: stalledAfter, LookupEnv: lookupEnv}); err != nil {
+		return fmt.Errorf("checking the settings of the HTTP API: %w", err)
+	}
+	if _, err := httpapi.NewAccess(token, allowedHosts); err != nil {
+		return fmt.Errorf("checking the settings of the dashboard: %w", err)
+	}
+	return nil
 }
 
 // graceCtx is the context of a graceful shutdown: ctx's values but not its
