@@ -28,7 +28,9 @@ var serveCommand = &command{
 on --addr; port 0 picks a free port, and the address is
 printed as "listening on http://HOST:PORT" (the listener's own address; a
 wildcard address such as ":8080" is printed as http://[::]:8080 or
-http://0.0.0.0:8080 with "all interfaces").
+http://0.0.0.0:8080 with "all interfaces"). The dashboard line gives URLs
+the Host check accepts: a loopback one on this machine and, off loopback,
+one per --allowed-host for the network.
 
 Security (docs/security.md): on a loopback address (the default) no token
 is needed. --auth-token T (or $DUROXIDE_AUTH_TOKEN; at least 16 characters)
@@ -203,14 +205,15 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	base := listenURL(ln.Addr())
+	urls := serveURLs(ln.Addr(), allowedHosts)
+	base := urls.base
 	for i := range triggers {
 		fmt.Fprintln(out, webhookLine(base, &triggers[i]))
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
-		fmt.Fprintf(out, "listening on %s (all interfaces)\n", base)
+	if urls.wildcard {
+		fmt.Fprintf(out, "listening on %s (all interfaces)\n", urls.listen)
 	} else {
-		fmt.Fprintf(out, "listening on %s\n", base)
+		fmt.Fprintf(out, "listening on %s\n", urls.listen)
 	}
 	if *withDemo {
 		// Something for the dashboard to show: a failed instance and one
@@ -218,11 +221,9 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 		fmt.Fprintf(out, "try: duroxide start demo.Fail --server %s --input '\"card declined\"'   (a failed instance)\n", base)
 		fmt.Fprintf(out, "     duroxide start demo.Approval --server %s --input '{\"timeoutSeconds\": 600}'   (one waiting for the event approval)\n", base)
 	}
+	fmt.Fprintln(out, urls.dashboardLine(*token != ""))
 	if *token == "" {
-		fmt.Fprintf(out, "dashboard: %s/\n", base)
-		fmt.Fprintln(out, "no --auth-token: the API is open to every local program and user of this machine")
-	} else {
-		fmt.Fprintf(out, "dashboard: %s/ (log in with the --auth-token)\n", base)
+		fmt.Fprintln(out, urls.openWarning())
 	}
 
 	var serveErr error
@@ -308,6 +309,82 @@ func webhookLine(base string, t *httpapi.Trigger) string {
 		details = append(details, fmt.Sprintf("%s auth, secret $%s", t.Auth.Type, t.Auth.SecretEnv))
 	}
 	return fmt.Sprintf("webhook %s → POST %s/api/webhooks/%s (%s)", t.ID, base, url.PathEscape(t.ID), strings.Join(details, ", "))
+}
+
+// servedURLs are the URLs serve prints: the listener's own, and the ones a
+// client can use, which the Host check accepts.
+type servedURLs struct {
+	listen   string // the listener's address, wildcard included
+	wildcard bool   // listening on every interface
+	loopback bool   // only reachable from this machine
+	// base is the URL for clients on this machine ("try:" lines, webhook
+	// lines): the listener's address, or for a wildcard the loopback one;
+	// the listener's address for a specific non-loopback one.
+	base string
+	// remote are the URLs for other machines: one per --allowed-host
+	// name, or a placeholder when '*' allows any.
+	remote []string
+}
+
+// serveURLs works out the URLs of a listener whose Host check allows the
+// loopback names and allowedHosts.
+func serveURLs(a net.Addr, allowedHosts []string) servedURLs {
+	u := servedURLs{listen: listenURL(a), base: listenURL(a)}
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return u
+	}
+	port := strconv.Itoa(tcp.Port)
+	switch {
+	case tcp.IP.IsLoopback():
+		u.loopback = true
+		return u
+	case tcp.IP.IsUnspecified():
+		// A wildcard listener takes loopback connections too (Go's
+		// wildcard listeners are dual-stack); the Host check refuses the
+		// wildcard address itself as a host name.
+		u.wildcard = true
+		u.base = "http://" + net.JoinHostPort("127.0.0.1", port)
+	}
+	for _, h := range allowedHosts {
+		if h == "*" {
+			u.remote = append(u.remote, "http://"+net.JoinHostPort("ADDRESS-OF-THIS-MACHINE", port))
+			continue
+		}
+		u.remote = append(u.remote, "http://"+net.JoinHostPort(strings.Trim(h, "[]"), port))
+	}
+	return u
+}
+
+// dashboardLine says where the dashboard is.
+func (u servedURLs) dashboardLine(withToken bool) string {
+	login := ""
+	if withToken {
+		login = " (log in with the --auth-token)"
+	}
+	var remote []string
+	for _, r := range u.remote {
+		remote = append(remote, r+"/")
+	}
+	switch {
+	case u.loopback || len(remote) == 0:
+		return fmt.Sprintf("dashboard: %s/%s", u.base, login)
+	case u.wildcard:
+		return fmt.Sprintf("dashboard: %s/ on this machine, %s from the network%s", u.base, strings.Join(remote, " or "), login)
+	}
+	return fmt.Sprintf("dashboard: %s%s", strings.Join(remote, " or "), login)
+}
+
+// openWarning says who can use an API served without a token.
+func (u servedURLs) openWarning() string {
+	if u.loopback {
+		return "no --auth-token: the API is open to every local program and user of this machine"
+	}
+	where := "on " + strings.TrimPrefix(u.listen, "http://")
+	if u.wildcard {
+		where = "on every interface of this machine"
+	}
+	return fmt.Sprintf("no --auth-token (--insecure): the API and the dashboard are open to anyone who can reach %s over the network: they can start, cancel and purge work", where)
 }
 
 // listenURL is the URL of a listening address, as the listener has it: a
