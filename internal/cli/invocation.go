@@ -135,11 +135,89 @@ func (inv *invocation) printHelp() {
 	inv.fs.SetOutput(io.Discard)
 }
 
-// printJSON writes v as indented JSON on stdout.
+// printJSON writes v as JSON on stdout, indented down to jsonIndentDepth
+// and compact below (see indentJSON).
 func (inv *invocation) printJSON(v any) error {
-	enc := json.NewEncoder(inv.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	out := indentJSON(make([]byte, 0, len(b)+len(b)/4), b, jsonIndentDepth)
+	_, err = inv.stdout.Write(append(out, '\n'))
+	return err
+}
+
+// jsonIndentDepth is how deep --json output is indented: deep enough for
+// the structure of statuses, events and lists; the payloads inside them
+// (inputs, outputs, event data) are compact below it.
+const jsonIndentDepth = 6
+
+// indentJSON appends src, compact JSON, to dst with each value nested at
+// most maxDepth deep on its own line, indented by two spaces per level;
+// deeper values stay compact. Full indentation would write each value's
+// depth in spaces, so that a 60 KB input nested 10,000 deep would print
+// hundreds of megabytes; bounded, the output is at most about
+// 2*maxDepth+3 times the input, whatever its nesting.
+func indentJSON(dst, src []byte, maxDepth int) []byte {
+	depth := 0
+	newline := func(d int) {
+		dst = append(dst, '\n')
+		for range d {
+			dst = append(dst, ' ', ' ')
+		}
+	}
+	inString, escaped := false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inString {
+			dst = append(dst, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			dst = append(dst, c)
+		case '{', '[':
+			dst = append(dst, c)
+			depth++
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, src[i+1]) // empty: {} or []
+				i++
+				depth--
+				continue
+			}
+			if depth <= maxDepth {
+				newline(depth)
+			}
+		case '}', ']':
+			if depth <= maxDepth {
+				newline(depth - 1)
+			}
+			depth--
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			if depth <= maxDepth {
+				newline(depth)
+			}
+		case ':':
+			dst = append(dst, c)
+			if depth <= maxDepth {
+				dst = append(dst, ' ')
+			}
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // jsonArg validates a JSON flag value (--input, --data).
