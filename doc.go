@@ -6,8 +6,9 @@
 //
 //   - A Registry maps names to orchestration functions (versioned) and
 //     activity functions.
-//   - A store (provider/sqlite, embedded, zero set-up) keeps histories and
-//     queues.
+//   - A store keeps histories and queues: provider/sqlite (embedded, zero
+//     set-up, the processes of one machine) or provider/postgres (many
+//     nodes on one PostgreSQL database).
 //   - A Runtime (StartRuntime) runs orchestrations and activities from the
 //     store; any number of runtimes may share a store.
 //   - A Client starts orchestrations, raises events, cancels, reads status

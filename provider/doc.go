@@ -1,8 +1,9 @@
 // Package provider defines the storage contract of duroxide-go: the Provider
 // interface every store implements (with its LockStore, Admin and Notifier
 // parts, and the optional Waker), their parameter and result types, and the
-// sentinel errors. It holds no implementation; see provider/sqlite, the
-// in-process notification helper provider/notify, and
+// sentinel errors. It holds no implementation; see the stores
+// provider/sqlite and provider/postgres, the in-process notification
+// helper provider/notify, and
 // provider/providertest for the conformance suite every store passes.
 //
 // # Guarantees a provider gives
