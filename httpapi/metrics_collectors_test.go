@@ -45,8 +45,18 @@ func TestMetricsFinishedBuildInfoAndCollectors(t *testing.T) {
 			t.Fatalf("finished counts never reached 1: %s = %v, %s = %v", hello, got[hello], fail, got[fail])
 		}
 	}
-	if f := families["duroxide_instances_finished_total"]; f.GetType() != dto.MetricType_COUNTER || f.GetHelp() == "" || len(f.GetMetric()) != 2 {
+	if f := families["duroxide_instances_finished_total"]; f.GetType() != dto.MetricType_COUNTER || f.GetHelp() == "" {
 		t.Fatalf("duroxide_instances_finished_total: %v", f)
+	}
+	// Every registered orchestration has its series, zero until one ends.
+	for _, st := range []string{"Completed", "Failed", "Canceled"} {
+		k := `duroxide_instances_finished_total{orchestration="demo.Countdown",state="` + st + `"}`
+		if n, ok := got[k]; !ok || n != 0 {
+			t.Errorf("%s = %v (present: %v), want 0", k, n, ok)
+		}
+	}
+	if n, ok := got[`duroxide_instances_finished_total{orchestration="demo.Hello",state="Failed"}`]; !ok || n != 0 {
+		t.Errorf("demo.Hello has no zero Failed series (%v, %v)", n, ok)
 	}
 
 	bi := duroxide.ReadBuildInfo()

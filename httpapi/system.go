@@ -195,6 +195,9 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 		m.sample("duroxide_queue_messages", q.n, "queue", q.queue, "state", q.state)
 	}
 	if rm, ok := s.runtimeMetrics(); ok {
+		if s.reg != nil {
+			rm.Finished = withZeroFinished(rm.Finished, s.reg.Orchestrations())
+		}
 		writeRuntimeMetrics(&m, rm)
 	}
 	s.writeLockMetrics(&m, counts.ExecutionLocks)
@@ -244,6 +247,32 @@ func (s *server) runtimeMetrics() (duroxide.RuntimeMetrics, bool) {
 		return duroxide.RuntimeMetrics{}, false
 	}
 	return s.runtime.Metrics(), true
+}
+
+// finishedStates are the states duroxide_instances_finished_total counts.
+var finishedStates = []duroxide.State{duroxide.StateCompleted, duroxide.StateFailed, duroxide.StateCanceled}
+
+// withZeroFinished adds a zero count for each state of each registered
+// orchestration that has none, so that their series exist (and a failure
+// rate can be computed) before the first instance ends.
+func withZeroFinished(counts []duroxide.FinishedCount, orchestrations []string) []duroxide.FinishedCount {
+	type key struct {
+		orchestration string
+		state         duroxide.State
+	}
+	have := make(map[key]bool, len(counts))
+	for _, c := range counts {
+		have[key{c.Orchestration, c.State}] = true
+	}
+	out := slices.Clone(counts)
+	for _, o := range orchestrations {
+		for _, st := range finishedStates {
+			if !have[key{o, st}] {
+				out = append(out, duroxide.FinishedCount{Orchestration: o, State: st})
+			}
+		}
+	}
+	return out
 }
 
 // writeRuntimeMetrics writes the families of a runtime's metrics.
