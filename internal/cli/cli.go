@@ -6,7 +6,8 @@
 // command in-process; cmd/duroxide only wires it to os.Args, the standard
 // streams and SIGINT/SIGTERM. Errors are one line, "duroxide: <message>", on
 // standard error; the exit code is 0 on success, 1 when the command failed
-// (including start --wait on an instance that ended Failed or Canceled) and
+// (including start --wait on an instance that ended Failed or Canceled, and
+// raise or cancel on an instance that already ended) and
 // 2 when it was invoked wrongly (unknown command or flag, missing argument,
 // malformed --db, --input or --data).
 package cli
