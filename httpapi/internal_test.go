@@ -204,8 +204,10 @@ func TestPanicBecomesJSON500(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Code != http.StatusInternalServerError || body.Details != "kaboom" || rec.Header().Get("Content-Type") != contentTypeJSON {
-		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	if rec.Code != http.StatusInternalServerError || body.Details != "" || strings.Contains(rec.Body.String(), "kaboom") ||
+		body.RequestID == "" || rec.Header().Get(headerRequestID) != body.RequestID ||
+		rec.Header().Get("Content-Type") != contentTypeJSON {
+		t.Fatalf("got %d %s %v", rec.Code, rec.Body, rec.Header())
 	}
 }
 

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +20,26 @@ const contentTypeJSON = "application/json"
 
 // errorBody is the body of every error response. Success is set (false)
 // only by the webhook route, whose contract carries it in every answer;
-// ExistingExecutionID only by lock conflicts.
+// ExistingExecutionID only by lock conflicts. Answers 5xx have no details
+// (the error's text names store internals): they carry the request's ID,
+// under which the server logs the error.
 type errorBody struct {
 	Success             *bool  `json:"success,omitempty"`
 	Error               string `json:"error"`
 	Details             string `json:"details,omitempty"`
 	ExistingExecutionID string `json:"existingExecutionId,omitempty"`
+	RequestID           string `json:"requestId,omitempty"`
+}
+
+// headerRequestID is the response header carrying the request's ID, which
+// the server's log lines about the request name too.
+const headerRequestID = "X-Request-Id"
+
+// newRequestID returns a fresh request ID: 16 random hex digits.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 // apiError is an error with its HTTP status, raised by the handlers for
@@ -116,11 +132,11 @@ func classify(err error) (int, string) {
 // writeJSON writes v as the JSON body of a response with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
+	h := w.Header()
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: "internal error", Details: "encoding response: " + err.Error()})
+		b, _ = json.Marshal(errorBody{Error: "internal error", RequestID: h.Get(headerRequestID)})
 	}
-	h := w.Header()
 	h.Set("Content-Type", contentTypeJSON)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
