@@ -19,7 +19,7 @@ import (
 	"github.com/duroxide/duroxide-go/provider"
 )
 
-// openAPIDoc is the OpenAPI 3.1 description of the routes.
+// openAPIDoc is the OpenAPI 3.0 description of the routes.
 //
 //go:embed openapi.json
 var openAPIDoc []byte
