@@ -82,7 +82,11 @@
 // over Options.MaxBodyBytes get 413, bodies not received within
 // Options.ReadTimeout 408 (and the connection is closed); unknown fields in
 // request objects are rejected, and so are JSON bodies that are not valid
-// UTF-8. Errors are {"error": "...", "details": "..."} with 400 for
+// UTF-8 and request objects holding an escape of half a UTF-16 surrogate
+// pair ("\ud800", which encoding/json would turn into U+FFFD). Answers
+// never escape <, > and &, so they grow linearly with what they carry, and
+// error details quoting a request are cut at 4 KiB. Errors are
+// {"error": "...", "details": "..."} with 400 for
 // malformed requests (duroxide.ErrInvalidArgument: identifiers too long,
 // not valid UTF-8 or holding control characters, see
 // duroxide.MaxInstanceIDLength), 401 without the token, 403 for a Host or

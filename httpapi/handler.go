@@ -290,6 +290,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		body.Success = new(false)
 	}
 	s.countLockConflict(err)
+	body.capDetails()
 	if code >= 500 {
 		body.Details, body.ExistingExecutionID = "", ""
 		body.RequestID = requestID(w)

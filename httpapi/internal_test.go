@@ -232,3 +232,26 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func TestLoneSurrogate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		json string
+		want int
+	}{
+		{`{"id": "abc"}`, -1},
+		{`{"id": "\ud83d\ude00"}`, -1}, // a pair: 😀
+		{`{"id": "\uD83D\uDE00"}`, -1},
+		{`{"id": "\u00e9\n\\ud800"}`, -1}, // an escaped backslash, then text
+		{`{"id": "\ud800"}`, 8},
+		{`{"id": "x\udc00"}`, 9},
+		{`{"id": "\ud800\u0041"}`, 8},
+		{`{"id": "\ud800\ud800"}`, 8},
+		{`{"id": "\\\ud800"}`, 10},
+		{`{"id": "\ud800`, 8},
+	} {
+		if got := loneSurrogate([]byte(tc.json)); got != tc.want {
+			t.Errorf("loneSurrogate(%s) = %d, want %d", tc.json, got, tc.want)
+		}
+	}
+}
