@@ -563,7 +563,19 @@ func TestStoreErrorsAndReadiness(t *testing.T) {
 				t.Errorf("a permanent failure invites a retry: %s", res)
 			}
 			// Readiness reports the store's writability; liveness does not.
-			e.expectRaw(t, rawRequest{method: "GET", path: "/readyz"}, http.StatusServiceUnavailable)
+			ready := e.expectRaw(t, rawRequest{method: "GET", path: "/readyz"}, http.StatusServiceUnavailable)
+			// The store's error text stays in the log: the answers name
+			// the request instead.
+			for _, r := range []response{res, ready} {
+				var body struct {
+					RequestID string `json:"requestId"`
+				}
+				if err := json.Unmarshal(r.body, &body); err != nil || body.RequestID == "" ||
+					r.header.Get("X-Request-Id") != body.RequestID ||
+					strings.Contains(string(r.body), "sqlite: starting") || strings.Contains(string(r.body), "disk on fire") {
+					t.Errorf("5xx answer %s (X-Request-Id %q): want the request ID and not the store's error", r, r.header.Get("X-Request-Id"))
+				}
+			}
 			e.expectRaw(t, rawRequest{method: "GET", path: "/healthz"}, http.StatusOK)
 		})
 	}
