@@ -112,7 +112,7 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	}
 	resp := StartResponse{InstanceID: id}
 	if req.QueueIfLocked {
-		resp.Queued, resp.QueuePosition = s.queuedAt(r, id)
+		resp.Queued, resp.QueuePosition = s.queuedAt(w, r, id)
 	}
 	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))
 	writeJSON(w, http.StatusCreated, resp)

@@ -57,11 +57,11 @@ type webhookResponse struct {
 // instance after the start: an instance the lock let through at once, or
 // that started since, is not queued. A failed read is logged and reported
 // as not queued: the start itself succeeded.
-func (s *server) queuedAt(r *http.Request, instanceID string) (bool, int) {
+func (s *server) queuedAt(w http.ResponseWriter, r *http.Request, instanceID string) (bool, int) {
 	st, err := s.client.Inspect(r.Context(), instanceID, &duroxide.WaitOptions{StalledAfter: s.stalledAfter})
 	if err != nil {
 		s.log.Warn("reading the queue position of a started instance", logKeyInstance, instanceID,
-			logKeyError, err, logKeyRequest, r.Header.Get(headerRequestID))
+			logKeyError, err, logKeyRequest, requestID(w))
 		return false, 0
 	}
 	for _, wt := range st.WaitingFor {
@@ -159,7 +159,7 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	resp := webhookResponse{Success: true, ExecutionID: instanceID}
 	if opts.QueueIfLocked {
-		resp.Queued, resp.QueuePosition = s.queuedAt(r, instanceID)
+		resp.Queued, resp.QueuePosition = s.queuedAt(w, r, instanceID)
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
