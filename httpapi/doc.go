@@ -18,7 +18,8 @@
 //
 //	POST   /api/instances                       start: {"orchestration", "instanceId"?, "input"?, "version"?, "startAt"?,
 //	                                            "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?}
-//	                                            → 201 {"instanceId"} (a UUID when none is given); 409 if the ID is taken;
+//	                                            → 201 {"instanceId"} (a UUID when none is given), with "queued": true and
+//	                                              "queuePosition" (1 = next) when queueIfLocked made it wait; 409 if the ID is taken;
 //	                                              200 {"instanceId", "duplicate": true} for a repeated idempotencyKey;
 //	                                              409 {"error", "details", "existingExecutionId"} while lockKey is held
 //	GET    /api/instances?status=&orchestration=&parent=&prefix=&limit=&cursor=&include=
@@ -38,19 +39,20 @@
 //
 // Webhooks and execution locks:
 //
-//	POST   /api/webhooks/{triggerId}            body: the orchestration input → 200 {"success": true, "executionId", "duplicate"};
+//	POST   /api/webhooks/{triggerId}            body: the orchestration input → 200 {"success": true, "executionId", "duplicate"}
+//	                                              (and "queued": true, "queuePosition" when a queue trigger made it wait);
 //	                                              401 for a bad or missing signature (Trigger.Auth)
 //	GET    /api/triggers                        → {"triggers": [...]}, the configured triggers with defaults filled in
 //	GET    /api/workflows/{workflowId}/lock     → {"workflowId", "isLocked", "executionId", "lockedSince", "expiresAt",
 //	                                              "isStale", "holderStatus", "queued"} (duroxide.LockStatus)
 //	DELETE /api/workflows/{workflowId}/lock     force release → 200 {"workflowId", "released": bool}
 //	GET    /api/locks                           → {"locks": [lock status...]}, by workflow ID
-//	POST   /api/locks/cleanup                   delete expired and stale locks now → {"cleaned": n}
+//	POST   /api/locks/cleanup                   no body; delete expired and stale locks now → {"cleaned": n}
 //
 // System:
 //
 //	GET    /api/orchestrations                  registered orchestrations (with versions) and activities (Options.Registry)
-//	GET    /api/openapi.json                    the OpenAPI 3.1 description of these routes
+//	GET    /api/openapi.json                    the OpenAPI 3.0 description of these routes
 //	GET    /healthz                             liveness: {"status": "ok"} while the process serves; the store is not checked
 //	GET    /readyz                              readiness: {"status": "ok"} when the store answers, is migrated and
 //	                                              takes writes (WritableChecker); 503 {"status": "unavailable"} otherwise
@@ -71,11 +73,20 @@
 // # Conventions
 //
 // Bodies are JSON with camelCase keys; every response is application/json
-// except /metrics (Prometheus rejects other content types). Request bodies
+// except /metrics (the Prometheus text format, or protocol buffers when the
+// Accept header asks for them). GET /api/openapi.json is an OpenAPI 3.0
+// document of the routes, every answer included; a test validates real
+// answers of every operation against it, and the repository's
+// .ci/openapi-lint lints it with Redocly. Every response has an
+// X-Request-Id header. Request bodies
 // over Options.MaxBodyBytes get 413, bodies not received within
 // Options.ReadTimeout 408 (and the connection is closed); unknown fields in
 // request objects are rejected, and so are JSON bodies that are not valid
-// UTF-8. Errors are {"error": "...", "details": "..."} with 400 for
+// UTF-8 and request objects holding an escape of half a UTF-16 surrogate
+// pair ("\ud800", which encoding/json would turn into U+FFFD). Answers
+// never escape <, > and &, so they grow linearly with what they carry, and
+// error details quoting a request are cut at 4 KiB. Errors are
+// {"error": "...", "details": "..."} with 400 for
 // malformed requests (duroxide.ErrInvalidArgument: identifiers too long,
 // not valid UTF-8 or holding control characters, see
 // duroxide.MaxInstanceIDLength), 401 without the token, 403 for a Host or
@@ -83,12 +94,15 @@
 // (duroxide.ErrNotFound), 409 for conflicts (duroxide.ErrInstanceExists,
 // ErrStillRunning, ErrChildInstance, ErrInstanceTerminal with the state in
 // the details, and lock conflicts, ErrWorkflowLocked, with the bodies
-// described below), 413, 415 without Content-Type: application/json, 501
-// when the store lacks provider.Admin, 503 (with Retry-After) for retryable
+// described below), 413, 415 for a body without Content-Type:
+// application/json, 501 for duroxide.ErrNotSupported, 503 (with Retry-After) for retryable
 // store failures (provider.IsRetryable) and for requests whose context
 // ended (a long poll cut short by server shutdown), and 500 otherwise:
 // permanent store failures and internal errors, which a retry will not
-// mend. Paths that match no route get a JSON 404, or 405 with an Allow
+// mend. Answers 5xx carry no details, whose text could name store
+// internals (SQL, paths, addresses): they carry "requestId", the request's
+// X-Request-Id, and the server logs the error (Options.Logger) under that
+// ID as request_id. Paths that match no route get a JSON 404, or 405 with an Allow
 // header.
 //
 // # Security
@@ -109,12 +123,15 @@
 //     header naming an allowed host, which browsers send with every
 //     fetch() POST and DELETE, so only same-origin pages can use it.
 //     Access gives handlers mounted next to the API the same checks.
-//   - Cross-site requests: POST, PUT and PATCH need Content-Type:
-//     application/json even without a body (a web page can send a bodyless
-//     or text/plain POST to any server), DELETE only with a body (415
-//     otherwise); a POST, PUT, PATCH or DELETE whose Origin names a host
-//     other than the request's own, a loopback one or an allowed one is
-//     answered 403. Webhook routes accept any content type and origin.
+//   - Cross-site requests: a request with a body needs Content-Type:
+//     application/json (415 otherwise: a web page can send a form or a
+//     text/plain body to any server without a CORS preflight, never a JSON
+//     one); a bodyless one needs none, so generated clients can call the
+//     routes whose body is optional. A POST, PUT, PATCH or DELETE whose
+//     Origin names a host other than the request's own, a loopback one or
+//     an allowed one is answered 403: browsers send Origin with every
+//     cross-site one, bodyless ones included. Webhook routes accept any
+//     content type and origin.
 //   - Resources: request bodies are bounded (Options.MaxBodyBytes) and
 //     must arrive within Options.ReadTimeout; ?wait is capped at
 //     Options.MaxWait; lists are summaries read from the store in chunks.
@@ -183,6 +200,11 @@
 // version, if set) with the request body as input: any JSON value, an empty
 // body being null. The instance ID is "<trigger id>-<UUID>". The answer is
 // 200 {"success": true, "executionId": "<instance>", "duplicate": false}.
+// A call that a queue trigger made wait adds "queued": true and
+// "queuePosition" (1 = next); a started one has neither. An
+// Idempotency-Key longer than duroxide.MaxKeyLength less the stored
+// prefix "webhook:<trigger id>:" is answered 400, naming the key's length
+// and that limit.
 // Every error answer carries "success": false besides "error" and
 // "details": 404 for an unknown trigger, 400 for malformed JSON, 413 for a
 // body over Options.MaxBodyBytes, 500 for a system error.

@@ -169,12 +169,16 @@ func (g *guard) check(w http.ResponseWriter, r *http.Request, pattern string) bo
 					"a state-changing request authenticated by the dashboard's session cookie needs an Origin header; programs send Authorization: Bearer <token> instead")
 				return false
 			}
-			// POST, PUT and PATCH need application/json even without a
-			// body: a cross-site form or fetch without a body sends none.
-			// DELETE needs it only with a body: browsers never send a
-			// cross-site DELETE without a CORS preflight, which this
-			// server does not grant.
-			if r.Method != http.MethodDelete || hasBody(r) {
+			// A body must be application/json: a web page of another
+			// site can send a form or a text/plain fetch() without a CORS
+			// preflight, never a JSON one. A request without a body needs
+			// no Content-Type (generated clients send none on POSTs whose
+			// body is optional): browsers send Origin with every
+			// cross-site POST, PUT, PATCH and DELETE, which the check
+			// above refuses, and never send a cross-site DELETE, PUT or
+			// PATCH without a CORS preflight, which this server does not
+			// grant.
+			if hasBody(r) {
 				if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != contentTypeJSON {
 					writeError(w, http.StatusUnsupportedMediaType, "unsupported media type",
 						fmt.Sprintf("%s requests need the header Content-Type: application/json (got %q); with curl: -H 'Content-Type: application/json'", r.Method, r.Header.Get("Content-Type")))

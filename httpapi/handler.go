@@ -90,12 +90,14 @@ type Options struct {
 
 // Log attribute keys (internal/logkey documents them).
 const (
-	logKeyMethod  = logkey.Method
-	logKeyPath    = logkey.Path
-	logKeyStatus  = logkey.Status
-	logKeyError   = logkey.Error
-	logKeyPanic   = logkey.Panic
-	logKeyPattern = logkey.Pattern
+	logKeyMethod   = logkey.Method
+	logKeyPath     = logkey.Path
+	logKeyStatus   = logkey.Status
+	logKeyError    = logkey.Error
+	logKeyPanic    = logkey.Panic
+	logKeyPattern  = logkey.Pattern
+	logKeyRequest  = logkey.Request
+	logKeyInstance = logkey.Instance
 )
 
 // route is one endpoint: a net/http ServeMux pattern ("GET /api/instances/{id}")
@@ -225,6 +227,7 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 // the mux's 404 or 405 status (with its Allow header) and a JSON body
 // instead of the mux's plain-text one.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(headerRequestID, newRequestID())
 	h, pattern := s.mux.Handler(r)
 	if !s.guard.check(w, r, pattern) {
 		return
@@ -257,8 +260,10 @@ func (s *server) adapt(fn func(http.ResponseWriter, *http.Request) error) http.H
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic serving request", logKeyMethod, r.Method, logKeyPath, r.URL.Path, logKeyPanic, v)
-				writeError(w, http.StatusInternalServerError, "internal error", fmt.Sprint(v))
+				id := requestID(w)
+				s.log.Error("panic serving request", logKeyMethod, r.Method, logKeyPath, r.URL.Path,
+					logKeyPanic, v, logKeyRequest, id)
+				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error", RequestID: id})
 			}
 		}()
 		if err := fn(w, r); err != nil {
@@ -269,34 +274,45 @@ func (s *server) adapt(fn func(http.ResponseWriter, *http.Request) error) http.H
 
 // fail writes err as a JSON error response with the status it maps to.
 // Errors of the webhook route (wrapped in *webhookError) carry
-// "success": false, as that route's contract wants.
+// "success": false, as that route's contract wants. A 5xx answer names
+// the request's ID instead of the error, which is logged under that ID:
+// its text may name store internals (SQL, file paths, addresses).
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var we *webhookError
 	webhook := errors.As(err, &we)
+	code, body := errorResponse(err)
 	if ctxErr := r.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		// The client went away, or the server is shutting down (its base
 		// context ended): answer, in case someone still listens.
-		w.Header().Set("Retry-After", "1")
-		body := errorBody{Error: "request canceled", Details: err.Error()}
-		if webhook {
-			body.Success = new(false)
-		}
-		writeJSON(w, http.StatusServiceUnavailable, body)
-		return
+		code, body = http.StatusServiceUnavailable, errorBody{Error: "request canceled"}
 	}
-	code, body := errorResponse(err)
 	if webhook {
 		body.Success = new(false)
 	}
 	s.countLockConflict(err)
-	if code >= 500 && code != http.StatusNotImplemented {
+	body.capDetails()
+	if code >= 500 {
+		body.Details, body.ExistingExecutionID = "", ""
+		body.RequestID = requestID(w)
 		s.log.Error("request failed", logKeyMethod, r.Method, logKeyPath, r.URL.Path,
-			logKeyPattern, r.Pattern, logKeyStatus, code, logKeyError, err)
+			logKeyPattern, r.Pattern, logKeyStatus, code, logKeyError, err, logKeyRequest, body.RequestID)
 	}
 	if code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, code, body)
+}
+
+// requestID returns the ID ServeHTTP gave the request, from the response
+// header; a handler called without ServeHTTP (a test, Access users) gets
+// a fresh one, set in the header too.
+func requestID(w http.ResponseWriter) string {
+	id := w.Header().Get(headerRequestID)
+	if id == "" {
+		id = newRequestID()
+		w.Header().Set(headerRequestID, id)
+	}
+	return id
 }
 
 // statusRecorder captures the status and headers of the mux's own 404 and

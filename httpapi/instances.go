@@ -63,6 +63,11 @@ type StartResponse struct {
 	// since (the key outlives it).
 	Purged   bool       `json:"purged,omitempty"`
 	PurgedAt *time.Time `json:"purgedAt,omitempty"`
+	// Queued and QueuePosition: a start with QueueIfLocked whose instance
+	// waits (Pending) for the execution lock, at this place in its queue
+	// (1 = next).
+	Queued        bool `json:"queued,omitempty"`
+	QueuePosition int  `json:"queuePosition,omitempty"`
 }
 
 func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
@@ -105,8 +110,12 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
+	resp := StartResponse{InstanceID: id}
+	if req.QueueIfLocked {
+		resp.Queued, resp.QueuePosition = s.queuedAt(w, r, id)
+	}
 	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))
-	writeJSON(w, http.StatusCreated, StartResponse{InstanceID: id})
+	writeJSON(w, http.StatusCreated, resp)
 	return nil
 }
 

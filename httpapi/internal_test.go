@@ -135,7 +135,7 @@ func TestOpenAPIDescribesRoutes(t *testing.T) {
 	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
 		t.Fatalf("openapi.json: %v", err)
 	}
-	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
+	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.0.") {
 		t.Fatalf("openapi version %q", v)
 	}
 	var documented []string
@@ -204,8 +204,10 @@ func TestPanicBecomesJSON500(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Code != http.StatusInternalServerError || body.Details != "kaboom" || rec.Header().Get("Content-Type") != contentTypeJSON {
-		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	if rec.Code != http.StatusInternalServerError || body.Details != "" || strings.Contains(rec.Body.String(), "kaboom") ||
+		body.RequestID == "" || rec.Header().Get(headerRequestID) != body.RequestID ||
+		rec.Header().Get("Content-Type") != contentTypeJSON {
+		t.Fatalf("got %d %s %v", rec.Code, rec.Body, rec.Header())
 	}
 }
 
@@ -227,6 +229,29 @@ func TestClassify(t *testing.T) {
 	} {
 		if got, msg := classify(tc.err); got != tc.want || msg == "" {
 			t.Errorf("classify(%v) = %d %q, want %d", tc.err, got, msg, tc.want)
+		}
+	}
+}
+
+func TestLoneSurrogate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		json string
+		want int
+	}{
+		{`{"id": "abc"}`, -1},
+		{`{"id": "\ud83d\ude00"}`, -1}, // a pair: 😀
+		{`{"id": "\uD83D\uDE00"}`, -1},
+		{`{"id": "\u00e9\n\\ud800"}`, -1}, // an escaped backslash, then text
+		{`{"id": "\ud800"}`, 8},
+		{`{"id": "x\udc00"}`, 9},
+		{`{"id": "\ud800\u0041"}`, 8},
+		{`{"id": "\ud800\ud800"}`, 8},
+		{`{"id": "\\\ud800"}`, 10},
+		{`{"id": "\ud800`, 8},
+	} {
+		if got := loneSurrogate([]byte(tc.json)); got != tc.want {
+			t.Errorf("loneSurrogate(%s) = %d, want %d", tc.json, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +20,26 @@ const contentTypeJSON = "application/json"
 
 // errorBody is the body of every error response. Success is set (false)
 // only by the webhook route, whose contract carries it in every answer;
-// ExistingExecutionID only by lock conflicts.
+// ExistingExecutionID only by lock conflicts. Answers 5xx have no details
+// (the error's text names store internals): they carry the request's ID,
+// under which the server logs the error.
 type errorBody struct {
 	Success             *bool  `json:"success,omitempty"`
 	Error               string `json:"error"`
 	Details             string `json:"details,omitempty"`
 	ExistingExecutionID string `json:"existingExecutionId,omitempty"`
+	RequestID           string `json:"requestId,omitempty"`
+}
+
+// headerRequestID is the response header carrying the request's ID, which
+// the server's log lines about the request name too.
+const headerRequestID = "X-Request-Id"
+
+// newRequestID returns a fresh request ID: 16 random hex digits.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 // apiError is an error with its HTTP status, raised by the handlers for
@@ -114,23 +130,51 @@ func classify(err error) (int, string) {
 }
 
 // writeJSON writes v as the JSON body of a response with the given status.
+// It does not escape <, > and & (the answers are application/json with
+// nosniff, never HTML), which would make stored payloads full of them up to
+// six times longer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
+	h := w.Header()
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: "internal error", Details: "encoding response: " + err.Error()})
+		b, _ = marshalJSON(errorBody{Error: "internal error", RequestID: h.Get(headerRequestID)})
 	}
-	h := w.Header()
 	h.Set("Content-Type", contentTypeJSON)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+}
+
+// marshalJSON is json.Marshal without HTML escaping, with a final newline.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// maxDetailsBytes caps the details of error answers, which may quote what
+// the request sent (an unknown field's name, a path, a Host): an answer
+// stays small whatever the request.
+const maxDetailsBytes = 4 << 10
+
+// capDetails shortens b's details to maxDetailsBytes, marking the cut.
+func (b *errorBody) capDetails() {
+	if len(b.Details) > maxDetailsBytes {
+		b.Details = truncateUTF8(b.Details, maxDetailsBytes) + " [truncated]"
+	}
 }
 
 // writeError writes an error response.
 func writeError(w http.ResponseWriter, status int, message, details string) {
-	writeJSON(w, status, errorBody{Error: message, Details: details})
+	body := errorBody{Error: message, Details: details}
+	body.capDetails()
+	writeJSON(w, status, body)
 }
 
 // readBody reads the request body up to the handler's limit. A larger body
@@ -175,6 +219,10 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, opt
 	if !utf8.Valid(b) {
 		return false, errInvalidUTF8
 	}
+	if i := loneSurrogate(b); i >= 0 {
+		return false, badRequest("malformed JSON",
+			"the escape %s at byte %d is half of a UTF-16 surrogate pair: it is not text (encoding/json would turn it into U+FFFD)", b[i:i+6], i)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -189,6 +237,53 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, opt
 // errInvalidUTF8 refuses a JSON body that is not valid UTF-8 (which
 // encoding/json would silently turn into U+FFFD).
 var errInvalidUTF8 = &apiError{status: http.StatusBadRequest, message: "malformed JSON", details: "the body is not valid UTF-8"}
+
+// loneSurrogate returns the offset of the first \uXXXX escape in the
+// JSON text b that is a UTF-16 surrogate without its other half, or -1.
+// Backslashes only occur in JSON strings, so b need not be parsed; invalid
+// JSON is left to the decoder.
+func loneSurrogate(b []byte) int {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[i+2 : i+6] {
+			switch {
+			case '0' <= c && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case 'a' <= c && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		switch {
+		case !ok:
+			i++ // another escape: skip its second character
+		case 0xD800 <= r && r < 0xDC00:
+			if lo, ok := hex4(i + 6); ok && 0xDC00 <= lo && lo < 0xE000 {
+				i += 11
+				continue
+			}
+			return i
+		case 0xDC00 <= r && r < 0xE000:
+			return i
+		default:
+			i += 5
+		}
+	}
+	return -1
+}
 
 // compactJSON validates raw and returns it without insignificant
 // whitespace; empty and null become nil (no payload).

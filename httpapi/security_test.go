@@ -245,7 +245,12 @@ func TestBrowserRequestsRefused(t *testing.T) {
 		{"multipart start", rawRequest{method: "POST", path: "/api/instances", body: start,
 			header: withHeaders("Content-Type", "multipart/form-data; boundary=x")}, http.StatusUnsupportedMediaType},
 		{"start without content type", rawRequest{method: "POST", path: "/api/instances", body: start}, http.StatusUnsupportedMediaType},
-		{"bodyless cancel without content type", rawRequest{method: "POST", path: "/api/instances/csrf-target/cancel"}, http.StatusUnsupportedMediaType},
+		// A bodyless POST needs no Content-Type; a page of another site
+		// sending one is refused by its Origin, which browsers always send.
+		{"bodyless cancel from another site", rawRequest{method: "POST", path: "/api/instances/csrf-target/cancel",
+			header: withHeaders("Origin", "https://evil.example")}, http.StatusForbidden},
+		{"bodyless event from another site", rawRequest{method: "POST", path: "/api/instances/csrf-target/events/approval",
+			header: withHeaders("Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")}, http.StatusForbidden},
 		{"text/plain event", rawRequest{method: "POST", path: "/api/instances/csrf-target/events/approval", body: "true",
 			header: withHeaders("Content-Type", "text/plain;charset=UTF-8")}, http.StatusUnsupportedMediaType},
 		{"DELETE with a text body", rawRequest{method: "DELETE", path: "/api/instances/csrf-target?force=true", body: "x",
@@ -267,6 +272,8 @@ func TestBrowserRequestsRefused(t *testing.T) {
 		{"foreign origin GET", rawRequest{method: "GET", path: "/api/instances/csrf-target",
 			header: withHeaders("Origin", "https://evil.example")}, http.StatusOK},
 		{"bodyless DELETE without content type", rawRequest{method: "DELETE", path: "/api/instances/nobody"}, http.StatusNotFound},
+		{"bodyless cleanup without content type", rawRequest{method: "POST", path: "/api/locks/cleanup"}, http.StatusOK},
+		{"bodyless start without content type", rawRequest{method: "POST", path: "/api/instances"}, http.StatusBadRequest},
 		// Webhooks take any content type and origin.
 		{"text/plain webhook", rawRequest{method: "POST", path: "/api/webhooks/greet", body: `"Ada"`,
 			header: withHeaders("Content-Type", "text/plain", "Origin", "https://sender.example")}, http.StatusOK},
@@ -556,7 +563,19 @@ func TestStoreErrorsAndReadiness(t *testing.T) {
 				t.Errorf("a permanent failure invites a retry: %s", res)
 			}
 			// Readiness reports the store's writability; liveness does not.
-			e.expectRaw(t, rawRequest{method: "GET", path: "/readyz"}, http.StatusServiceUnavailable)
+			ready := e.expectRaw(t, rawRequest{method: "GET", path: "/readyz"}, http.StatusServiceUnavailable)
+			// The store's error text stays in the log: the answers name
+			// the request instead.
+			for _, r := range []response{res, ready} {
+				var body struct {
+					RequestID string `json:"requestId"`
+				}
+				if err := json.Unmarshal(r.body, &body); err != nil || body.RequestID == "" ||
+					r.header.Get("X-Request-Id") != body.RequestID ||
+					strings.Contains(string(r.body), "sqlite: starting") || strings.Contains(string(r.body), "disk on fire") {
+					t.Errorf("5xx answer %s (X-Request-Id %q): want the request ID and not the store's error", r, r.header.Get("X-Request-Id"))
+				}
+			}
 			e.expectRaw(t, rawRequest{method: "GET", path: "/healthz"}, http.StatusOK)
 		})
 	}

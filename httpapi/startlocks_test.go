@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/duroxide/duroxide-go/httpapi"
 )
 
 // TestStartInstanceLocks covers the lock and idempotency fields of POST
@@ -54,8 +56,12 @@ func TestStartInstanceLocks(t *testing.T) {
 		}
 
 		// queueIfLocked: accepted, Pending until the lock is its turn.
+		var queued httpapi.StartResponse
 		e.expect(t, "POST", "/api/instances", `{"orchestration": "demo.Hello", "instanceId": "lk-3", "lockKey": "wf-api", "queueIfLocked": true, "input": "Ada"}`,
-			http.StatusCreated, nil)
+			http.StatusCreated, &queued)
+		if !queued.Queued || queued.QueuePosition != 1 {
+			t.Fatalf("queued start answered %+v, want queued at 1", queued)
+		}
 		var st status
 		e.expect(t, "GET", "/api/instances/lk-3", nil, http.StatusOK, &st)
 		if st.Status != "Pending" {

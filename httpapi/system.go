@@ -20,7 +20,7 @@ import (
 	"github.com/duroxide/duroxide-go/provider"
 )
 
-// openAPIDoc is the OpenAPI 3.1 description of the routes.
+// openAPIDoc is the OpenAPI 3.0 description of the routes.
 //
 //go:embed openapi.json
 var openAPIDoc []byte
@@ -84,9 +84,9 @@ func (s *server) openAPI(w http.ResponseWriter, _ *http.Request) error {
 }
 
 type healthResponse struct {
-	Status  string `json:"status"`
-	Error   string `json:"error,omitempty"`
-	Details string `json:"details,omitempty"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // healthz is liveness: the process serves HTTP. It does not touch the
@@ -114,8 +114,9 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 		_, err = st.ReadHistory(ctx, healthProbeID, 0)
 	}
 	if err != nil && !errors.Is(err, provider.ErrNotFound) {
-		s.log.Error("readiness check failed", logKeyError, err)
-		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: "store not ready", Details: err.Error()})
+		id := requestID(w)
+		s.log.Error("readiness check failed", logKeyError, err, logKeyRequest, id)
+		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: "store not ready", RequestID: id})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})

@@ -46,6 +46,41 @@ type webhookResponse struct {
 	// since; the key outlives its instance for its whole retention.
 	Purged   bool       `json:"purged,omitempty"`
 	PurgedAt *time.Time `json:"purgedAt,omitempty"`
+	// Queued and QueuePosition: the instance waits (Pending) for the
+	// execution lock, at this place in its queue (1 = next).
+	Queued        bool `json:"queued,omitempty"`
+	QueuePosition int  `json:"queuePosition,omitempty"`
+}
+
+// queuedAt reports whether instanceID, just started with QueueIfLocked,
+// waits in its lock's queue, and at which place (1 = next). It reads the
+// instance after the start: an instance the lock let through at once, or
+// that started since, is not queued. A failed read is logged and reported
+// as not queued: the start itself succeeded.
+func (s *server) queuedAt(w http.ResponseWriter, r *http.Request, instanceID string) (bool, int) {
+	st, err := s.client.Inspect(r.Context(), instanceID, &duroxide.WaitOptions{StalledAfter: s.stalledAfter})
+	if err != nil {
+		s.log.Warn("reading the queue position of a started instance", logKeyInstance, instanceID,
+			logKeyError, err, logKeyRequest, requestID(w))
+		return false, 0
+	}
+	for _, wt := range st.WaitingFor {
+		if wt.Kind == duroxide.WaitLock {
+			return true, wt.QueuePosition
+		}
+	}
+	return false, 0
+}
+
+// checkWebhookKey checks the length of a webhook's idempotency key as its
+// sender wrote it: the key is stored with the prefix
+// "webhook:<trigger id>:", which takes part of duroxide.MaxKeyLength.
+func checkWebhookKey(key, stored string, triggerID string) error {
+	if limit := duroxide.MaxKeyLength - (len(stored) - len(key)); len(key) > limit {
+		return badRequest("invalid idempotency key",
+			"the idempotency key is %d bytes long; the limit is %d bytes for trigger %s", len(key), limit, triggerID)
+	}
+	return nil
 }
 
 // duplicatePurge returns the purged and purgedAt fields of a duplicate
@@ -101,6 +136,9 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 	opts := &duroxide.StartOptions{Version: t.Version}
 	if key != "" {
 		opts.IdempotencyKey = webhookKeyPrefix + t.ID + ":" + key
+		if err := checkWebhookKey(key, opts.IdempotencyKey, t.ID); err != nil {
+			return err
+		}
 	}
 	if t.Concurrency != ConcurrencyParallel {
 		opts.LockKey = t.WorkflowID
@@ -119,7 +157,11 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	writeJSON(w, http.StatusOK, webhookResponse{Success: true, ExecutionID: instanceID})
+	resp := webhookResponse{Success: true, ExecutionID: instanceID}
+	if opts.QueueIfLocked {
+		resp.Queued, resp.QueuePosition = s.queuedAt(w, r, instanceID)
+	}
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 

@@ -35,6 +35,8 @@ type webhookAnswer struct {
 	Error               string `json:"error"`
 	Details             string `json:"details"`
 	ExistingExecutionID string `json:"existingExecutionId"`
+	Queued              bool   `json:"queued"`
+	QueuePosition       int    `json:"queuePosition"`
 }
 
 func (a webhookAnswer) String() string {
@@ -97,10 +99,14 @@ func checkWebhookShape(t *testing.T, a webhookAnswer) {
 	t.Helper()
 	if a.status == http.StatusOK {
 		keys := []string{"duplicate", "executionId", "success"}
-		if a.Purged {
+		switch {
+		case a.Purged:
 			keys = []string{"duplicate", "executionId", "purged", "purgedAt", "success"}
+		case a.Queued:
+			keys = []string{"duplicate", "executionId", "queuePosition", "queued", "success"}
 		}
-		if !slices.Equal(a.keys, keys) || !a.Success || a.ExecutionID == "" || (a.Purged && !a.Duplicate) {
+		if !slices.Equal(a.keys, keys) || !a.Success || a.ExecutionID == "" || (a.Purged && !a.Duplicate) ||
+			(a.Queued && a.QueuePosition < 1) {
 			t.Fatalf("200 answer %s", a)
 		}
 		return
@@ -580,10 +586,19 @@ func TestWebhookQueue(t *testing.T) {
 	e := newEnv(t, &httpapi.Options{Triggers: []httpapi.Trigger{
 		{ID: "jobs", WorkflowID: "reports", Orchestration: demo.Approval, Concurrency: httpapi.ConcurrencyQueue},
 	}})
-	holder := e.started(t, "jobs", approvalHour, "")
+	first := e.webhook(t, "jobs", approvalHour, "")
+	if first.status != http.StatusOK || first.Queued || first.QueuePosition != 0 {
+		t.Fatalf("the call that took the free lock: %s, queued=%v position=%d", first, first.Queued, first.QueuePosition)
+	}
+	holder := first.ExecutionID
 	var queued []string
-	for range 3 {
-		queued = append(queued, e.started(t, "jobs", approvalHour, ""))
+	for i := range 3 {
+		// A queued start says so, with its place in the queue.
+		a := e.webhook(t, "jobs", approvalHour, "")
+		if a.status != http.StatusOK || !a.Queued || a.QueuePosition != i+1 {
+			t.Fatalf("call %d behind the holder: %s, queued=%v position=%d, want queued at %d", i+1, a, a.Queued, a.QueuePosition, i+1)
+		}
+		queued = append(queued, a.ExecutionID)
 	}
 	if l := e.heldBy(t, "reports", holder); l.Queued != 3 {
 		t.Fatalf("queued %d, want 3", l.Queued)
@@ -647,6 +662,20 @@ func TestWebhookErrors(t *testing.T) {
 			}
 		})
 	}
+	t.Run("key too long names the sender's length", func(t *testing.T) {
+		t.Parallel()
+		// The key is stored as "webhook:greet:<key>" (14 bytes more): the
+		// answer counts the bytes the sender sent, against what is left.
+		limit := duroxide.MaxKeyLength - len("webhook:greet:")
+		a := e.webhook(t, "greet", `"Ada"`, strings.Repeat("k", 600))
+		want := fmt.Sprintf("the idempotency key is 600 bytes long; the limit is %d bytes", limit)
+		if a.status != http.StatusBadRequest || !strings.Contains(a.Details, want) {
+			t.Fatalf("got %s, want 400 with %q", a, want)
+		}
+		if a := e.webhook(t, "greet", `"Ada"`, strings.Repeat("k", limit)); a.status != http.StatusOK {
+			t.Fatalf("a key of %d bytes: %s", limit, a)
+		}
+	})
 	t.Run("empty body is a null input", func(t *testing.T) {
 		t.Parallel()
 		id := e.started(t, "greet", "", "")

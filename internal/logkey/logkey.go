@@ -32,6 +32,7 @@
 //
 //	method, pattern, status, panic
 //	trigger            the webhook trigger a request matched
+//	request_id         the request's ID (X-Request-Id)
 package logkey
 
 // Keys of the work being run.
@@ -70,4 +71,7 @@ const (
 	Status  = "status"
 	Panic   = "panic"
 	Trigger = "trigger"
+	// Request is the ID of an HTTP request, sent to its client in the
+	// X-Request-Id header and in the body of 5xx answers.
+	Request = "request_id"
 )
