@@ -105,6 +105,7 @@ type apiErrorBody struct {
 	Error               string `json:"error"`
 	Details             string `json:"details"`
 	ExistingExecutionID string `json:"existingExecutionId"`
+	RequestID           string `json:"requestId"`
 }
 
 // Fixed error messages of the HTTP API (its "error" field), which tell
@@ -179,6 +180,11 @@ func (r *remote) answerError(res *http.Response, b []byte) error {
 	}
 	if msg == "" {
 		msg = strings.TrimSpace(string(b))
+	}
+	if e.RequestID != "" {
+		// A 5xx answer names no cause, only the ID the server logged it
+		// under: give the operator what to look for.
+		msg += fmt.Sprintf(" (request ID %s: the server's log has the cause)", e.RequestID)
 	}
 	switch res.StatusCode {
 	case http.StatusUnauthorized:

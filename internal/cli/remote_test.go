@@ -319,3 +319,18 @@ func enqueueStart(t *testing.T, p provider.Provider, id, name, input string) {
 		t.Fatalf("enqueueing %q: %v", id, err)
 	}
 }
+
+// TestClientModeServerErrorNamesRequestID: a 5xx answer carries no cause,
+// only the request ID the server logged it under; the CLI prints that ID
+// so the operator can find the cause in the server's log.
+func TestClientModeServerErrorNamesRequestID(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "req-7f3a")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":"internal error","requestId":"req-7f3a"}`))
+	}))
+	t.Cleanup(srv.Close)
+	runCLI(t, "status", "x", "--server", srv.URL).wantErr(t, 1, "answered 500", "internal error", "request ID req-7f3a")
+}
