@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,6 +360,18 @@ func TestStalledFilter(t *testing.T) {
 	e := newEnv(t, envOptions{stalled: time.Millisecond})
 	e.start(t, "ok-1", demo.Hello, "x", true)
 	e.start(t, "stuck-1", "nobody.Registers.This", nil, false)
+	// Wait for what the assertions below depend on: a runtime fetched
+	// stuck-1 and recorded that it does not register its orchestration,
+	// and that wait is stalled. Any stall is not enough: with a 1 ms
+	// threshold the start message alone stalls ("messages due and no
+	// runtime took them") before a runtime takes it, and on a busy
+	// machine the page would be read in between.
+	waitFor(t, "stuck-1 to stall on its unregistered orchestration", func() bool {
+		ws, err := e.client.WaitingFor(context.Background(), "stuck-1", &duroxide.WaitOptions{StalledAfter: time.Millisecond})
+		return err == nil && slices.ContainsFunc(ws, func(w duroxide.Wait) bool {
+			return w.Kind == duroxide.WaitUnregisteredOrchestration && w.Stalled
+		})
+	})
 	waitFor(t, "stuck-1 to be listed as stalled", func() bool {
 		return strings.Contains(e.get(t, "/?stalled=1").body, `href="/instances/stuck-1"`)
 	})
