@@ -382,3 +382,55 @@ func TestStalledFilter(t *testing.T) {
 	mustNotContain(t, e.get(t, "/?stalled=1&prefix=other-"), `href="/instances/stuck-1"`)
 	mustContain(t, e.get(t, "/instances/stuck-1"), `id="stalled"`, "unregisteredOrchestration", "stalled: ")
 }
+
+// TestSecureCookies checks when the session cookie is Secure behind a
+// TLS-terminating proxy: never from X-Forwarded-Proto unless trusted,
+// always with SecureCookies.
+func TestSecureCookies(t *testing.T) {
+	t.Parallel()
+	const token = "secure-cookie-token-0123"
+	form := url.Values{"token": {token}, "next": {"/"}}.Encode()
+	cookie := func(e *env, path string, header ...string) string {
+		t.Helper()
+		h := append([]string{"Content-Type", "application/x-www-form-urlencoded", "Origin", e.srv.URL}, header...)
+		p := e.do(t, nil, "POST", path, form, h...)
+		if p.status != http.StatusSeeOther {
+			t.Fatalf("POST %s: %d", path, p.status)
+		}
+		return p.header.Get("Set-Cookie")
+	}
+	secure := func(c string) bool { return strings.Contains(c, "; Secure") }
+	triggers := []httpapi.Trigger{{ID: "hook", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel, Auth: &httpapi.TriggerAuth{Type: httpapi.AuthNone}}}
+	https := []string{"X-Forwarded-Proto", "https"}
+
+	plain := newEnv(t, envOptions{token: token, triggers: triggers})
+	if c := cookie(plain, "/login", https...); secure(c) {
+		t.Fatalf("untrusted X-Forwarded-Proto made the cookie Secure: %q", c)
+	}
+	jar, _ := plain.login(t, token)
+	mustContain(t, plain.do(t, jar, "GET", "/locks", "", https...), "POST http://")
+
+	trusting := newEnv(t, envOptions{token: token, triggers: triggers, trustProto: true})
+	if c := cookie(trusting, "/login"); secure(c) {
+		t.Fatalf("Secure without TLS or X-Forwarded-Proto: %q", c)
+	}
+	if c := cookie(trusting, "/login", "X-Forwarded-Proto", "http"); secure(c) {
+		t.Fatalf("Secure with X-Forwarded-Proto http: %q", c)
+	}
+	if c := cookie(trusting, "/login", https...); !secure(c) {
+		t.Fatalf("trusted X-Forwarded-Proto https: cookie %q is not Secure", c)
+	}
+	if c := cookie(trusting, "/logout", https...); !secure(c) {
+		t.Fatalf("logout cookie %q is not Secure", c)
+	}
+	jar, _ = trusting.login(t, token)
+	mustContain(t, trusting.do(t, jar, "GET", "/locks", "", https...), "POST https://")
+
+	always := newEnv(t, envOptions{token: token, secureCookies: true})
+	if c := cookie(always, "/login"); !secure(c) {
+		t.Fatalf("SecureCookies: cookie %q is not Secure", c)
+	}
+	if c := cookie(always, "/logout"); !secure(c) {
+		t.Fatalf("SecureCookies: logout cookie %q is not Secure", c)
+	}
+}

@@ -39,7 +39,10 @@
 // the login page and the static files needs the session cookie; the login
 // page takes the token, compares it in constant time and sets the cookie
 // (httpapi.SessionCookieName: HttpOnly, SameSite=Strict, Secure when the
-// request came over TLS). Its value is an HMAC of the token
+// request came over TLS). Behind a TLS-terminating proxy the request
+// reaches the server over plain HTTP: set Options.SecureCookies (duroxide
+// serve --secure-cookies) to make the cookie Secure anyway, or
+// Options.TrustForwardedProto to believe the proxy's X-Forwarded-Proto. Its value is an HMAC of the token
 // (httpapi.SessionValue), which the API accepts in place of the bearer
 // token, so the page's fetch() calls are authenticated too; changing the
 // token ends every session. POST /login and POST /logout need an Origin

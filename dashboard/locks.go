@@ -49,7 +49,7 @@ func (d *Dashboard) locksPage(w http.ResponseWriter, r *http.Request) error {
 		v.Locks = append(v.Locks, row)
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if d.overTLS(r) {
 		scheme = "https"
 	}
 	for _, t := range d.triggers {
