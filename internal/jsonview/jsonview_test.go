@@ -139,4 +139,3 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
-
