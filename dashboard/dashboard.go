@@ -115,8 +115,8 @@ type Dashboard struct {
 // built with the same token and allowed hosts: the pages' actions call the
 // API.
 func New(client *duroxide.Client, opts *Options) (*Dashboard, error) {
-	if client == nil {
-		return nil, fmt.Errorf("dashboard: %w: nil client", duroxide.ErrInvalidArgument)
+	if client == nil || client.Store() == nil {
+		return nil, fmt.Errorf("dashboard: %w: nil client or client without a store", duroxide.ErrInvalidArgument)
 	}
 	var o Options
 	if opts != nil {
@@ -190,11 +190,22 @@ func (d *Dashboard) routes() {
 		w.Header().Set("Cache-Control", "no-cache")
 		fileServer.ServeHTTP(w, r)
 	}))
+	d.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		icon, err := staticFS.ReadFile("static/favicon.svg")
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		_, _ = w.Write(icon)
+	})
 	d.mux.HandleFunc("GET /login", d.loginPage)
 	d.mux.HandleFunc("POST /login", d.login)
 	d.mux.HandleFunc("POST /logout", d.logout)
 	d.mux.Handle("GET /{$}", d.authed(d.instancesPage))
 	d.mux.Handle("GET /instances/{id}", d.authed(d.instancePage))
+	d.mux.Handle("GET /instances/{id}/raw/{part}", d.authed(d.rawPayload))
 	d.mux.Handle("GET /locks", d.authed(d.locksPage))
 	d.mux.Handle("GET /health", d.authed(d.healthPage))
 	d.mux.Handle("GET /", d.authed(func(w http.ResponseWriter, r *http.Request) error {
