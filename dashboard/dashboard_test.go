@@ -544,3 +544,28 @@ func TestAccessibleMarkup(t *testing.T) {
 	mustContain(t, e.get(t, "/?orchestration=demo.Fail"), "the orchestration, ID prefix and stalled filters do not apply to these counts",
 		`<a href="/?orchestration=demo.Fail" class="active" id="count-all">`)
 }
+
+// TestLongInstancesAreBounded checks that an instance page lists a bounded
+// number of history events and executions, and says how many it left
+// out.
+func TestLongInstancesAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.start(t, "fan-1", demo.FanOut, 600, true)      // 1,200+ events
+	e.start(t, "count-1", demo.Countdown, 250, true) // 251 executions
+	fan := e.get(t, "/instances/fan-1")
+	if got := strings.Count(fan.body, "<tr><td>") + strings.Count(fan.body, `<tr class="failed"><td>`); got != 1000 {
+		t.Fatalf("%d history rows, want 1000", got)
+	}
+	mustContain(t, fan, `more events are not listed: <a href="/api/instances/fan-1/history?execution=1">`)
+	count := e.get(t, "/instances/count-1")
+	mustContain(t, count, `<p class="muted" id="more-executions">51 older executions are not listed`)
+	if got := strings.Count(count.body, `<a href="?execution=`); got != 200 {
+		t.Fatalf("%d executions listed, want 200", got)
+	}
+	for _, p := range []page{fan, count} {
+		if len(p.body) > 1_000_000 {
+			t.Fatalf("a page of %d bytes", len(p.body))
+		}
+	}
+}

@@ -48,13 +48,26 @@ type instanceView struct {
 	MoreEvents int
 	// HistoryURL reads the whole history from the API.
 	HistoryURL string
+	// MoreWaits counts the waits not listed.
+	MoreWaits int
+	// ShownExecutions are the executions listed (the newest
+	// maxExecutionsShown, oldest first); MoreExecutions counts the others.
+	ShownExecutions []provider.ExecutionInfo
+	MoreExecutions  int
 	// EventNames are the events the instance waits for, offered in the
 	// raise form; the first is its default.
 	EventNames []string
 }
 
-// maxEventsShown bounds the history rows of a page.
-const maxEventsShown = 1000
+// Bounds of what an instance page lists.
+const (
+	// maxEventsShown bounds the history rows.
+	maxEventsShown = 1000
+	// maxWaitsShown bounds the waits (a fan-out waits on each activity).
+	maxWaitsShown = 200
+	// maxExecutionsShown bounds the executions listed (the newest).
+	maxExecutionsShown = 200
+)
 
 // waitView is one entry of waitingFor, drawn generically so that new kinds
 // show without template changes: its kind and its other fields, times in
@@ -92,9 +105,14 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.Status = st
 	for i := range st.WaitingFor {
-		v.Waits = append(v.Waits, viewWait(&st.WaitingFor[i]))
-		if w := &st.WaitingFor[i]; w.Kind == duroxide.WaitEvent && !slices.Contains(v.EventNames, w.Name) {
+		w := &st.WaitingFor[i]
+		if w.Kind == duroxide.WaitEvent && !slices.Contains(v.EventNames, w.Name) && len(v.EventNames) < maxWaitsShown {
 			v.EventNames = append(v.EventNames, w.Name)
+		}
+		if len(v.Waits) < maxWaitsShown {
+			v.Waits = append(v.Waits, viewWait(w))
+		} else {
+			v.MoreWaits++
 		}
 	}
 	raw := "/instances/" + pathEscape(id) + "/raw/"
@@ -103,6 +121,10 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 	v.CustomStatus = viewPayload(st.CustomStatus, "custom status", raw+"customStatus")
 	if v.Executions, err = d.client.ListExecutions(ctx, id); err != nil {
 		return err
+	}
+	v.ShownExecutions = v.Executions
+	if n := len(v.Executions); n > maxExecutionsShown {
+		v.ShownExecutions, v.MoreExecutions = v.Executions[n-maxExecutionsShown:], n-maxExecutionsShown
 	}
 	v.Execution = st.ExecutionID
 	if s := r.URL.Query().Get("execution"); s != "" {

@@ -9,9 +9,14 @@ import (
 	"github.com/duroxide/duroxide-go/httpapi"
 )
 
+// maxLocksShown bounds the locks listed.
+const maxLocksShown = 1000
+
 // locksView is the locks page's data.
 type locksView struct {
-	Locks    []lockRow
+	Locks []lockRow
+	// MoreLocks counts the locks not listed (beyond maxLocksShown).
+	MoreLocks int
 	Triggers []triggerRow
 }
 
@@ -38,6 +43,9 @@ func (d *Dashboard) locksPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := d.clock.Now()
 	v := &locksView{}
+	if len(locks) > maxLocksShown {
+		locks, v.MoreLocks = locks[:maxLocksShown], len(locks)-maxLocksShown
+	}
 	for _, l := range locks {
 		row := lockRow{LockStatus: l}
 		if l.InstanceID != nil {
