@@ -17,7 +17,7 @@ type locksView struct {
 	Locks []lockRow
 	// MoreLocks counts the locks not listed (beyond maxLocksShown).
 	MoreLocks int
-	Triggers []triggerRow
+	Triggers  []triggerRow
 }
 
 // lockRow is one execution lock.
