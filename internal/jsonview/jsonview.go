@@ -1,8 +1,8 @@
 // Package jsonview renders JSON payloads for people to read, within
 // bounds: the text it returns is at most Options.MaxBytes long (plus a
 // cut mark) and shows at most Options.MaxDepth levels of nesting, whatever
-// the input. It is what the dashboard (and the CLI's human output) shows
-// of inputs, outputs and custom statuses.
+// the input. The dashboard renders inputs, outputs and custom statuses
+// with it; any other human-facing output of payloads (the CLI's) can too.
 //
 // # Why
 //
