@@ -568,11 +568,14 @@ func markStalls(waits []Wait, in waitInput) []Wait {
 		}
 	}
 	idle := q.Now.Sub(q.LastProgressAt).Round(time.Second)
-	if !q.LastErrorSince.IsZero() && !q.LastErrorSince.After(cutoff) {
+	// The instance and its queue state are read one after the other: a
+	// turn may record an error in between, so the queue can report one
+	// (LastErrorSince) that the instance read earlier does not carry.
+	if le := in.Info.LastError; le != nil && !q.LastErrorSince.IsZero() && !q.LastErrorSince.After(cutoff) {
 		stall(func(w *Wait) bool {
 			return w.Kind == WaitParked || w.Kind == WaitUnregisteredOrchestration || w.Kind == WaitTurn && w.Message != ""
 		}, nil, fmt.Sprintf("no progress for %s: every turn since %s was given back (%s)",
-			idle, q.LastErrorSince.Format(time.RFC3339), in.Info.LastError.Message))
+			idle, q.LastErrorSince.Format(time.RFC3339), le.Message))
 	}
 	for i := range q.Activities {
 		a := &q.Activities[i]

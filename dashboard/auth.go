@@ -43,7 +43,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusUnauthorized, "login", &loginView{Next: next, Error: "Wrong token."})
 		return
 	}
-	http.SetCookie(w, d.access.SessionCookie(r.TLS != nil))
+	http.SetCookie(w, d.access.SessionCookie(d.secureCookie(r)))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -54,6 +54,6 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 			Details: "Log out from this server's own pages."})
 		return
 	}
-	http.SetCookie(w, d.access.ClearSessionCookie(r.TLS != nil))
+	http.SetCookie(w, d.access.ClearSessionCookie(d.secureCookie(r)))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

@@ -163,6 +163,16 @@ func (b *browser) waitURL(want string) {
 	}
 }
 
+// waitGone waits until no element matches sel.
+func (b *browser) waitGone(sel string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, testTimeout)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector(`+jsString(sel)+`) === null`, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		b.t.Fatalf("waiting for %s to go: %v%s", sel, err, b.diagnose())
+	}
+}
+
 // shot saves a full-page screenshot as name.png.
 func (b *browser) shot(name string) {
 	b.t.Helper()
@@ -218,6 +228,7 @@ func TestBrowser(t *testing.T) {
 	// Log in: a wrong token is refused, the right one lands on the list.
 	b.do("opening the dashboard", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")))
 	b.shot("login")
+	b.checkAccessibility("login")
 	b.do("a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-the-token"), chromedp.Click(chromedp.CSS("#login")),
 		chromedp.WaitVisible(chromedp.CSS("#login-error")))
 	if got := b.text("#login-error"); got != "Wrong token." {
@@ -229,6 +240,7 @@ func TestBrowser(t *testing.T) {
 	b.waitText("#instances", "fail-1")
 	b.waitText("#count-failed", "1")
 	b.shot("instances")
+	b.checkAccessibility("instances list")
 
 	// Filter: failed instances only.
 	b.do("filtering Failed", chromedp.SetValue(chromedp.CSS("#filter-state"), "Failed"), chromedp.Click(chromedp.CSS("#apply-filters")))
@@ -256,21 +268,36 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("error message %q", got)
 	}
 	b.shot("instance-failed")
+	b.checkAccessibility("failed instance")
+	if got := b.text("#error-kind"); !strings.HasPrefix(got, "application error") {
+		t.Fatalf("error kind %q", got)
+	}
 
 	// A waiting instance says what it waits for.
 	b.do("opening wait-1", chromedp.Navigate(b.url+"/instances/wait-1"), chromedp.WaitVisible(chromedp.CSS("#waiting")))
 	b.waitText(`#waiting li[data-kind="event"]`, "approval")
 	b.waitText(`#waiting li[data-kind="timer"]`, "fires at")
 	b.shot("instance-waiting")
+	b.checkAccessibility("waiting instance")
 
-	// Raise the event and watch the instance complete.
-	b.do("raising approval", chromedp.SendKeys(chromedp.CSS("#raise-name"), "approval"), chromedp.SendKeys(chromedp.CSS("#raise-data"), "true"),
+	// Raise the event the instance waits for (the form offers its name)
+	// and watch the instance complete.
+	if name, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("#raise-name").value`)); err != nil || name != "approval" {
+		t.Fatalf("the raise form's event name: %q, %v", name, err)
+	}
+	b.do("raising approval", chromedp.SendKeys(chromedp.CSS("#raise-data"), "true"),
 		chromedp.Click(chromedp.CSS("#raise-submit")), chromedp.WaitVisible(chromedp.CSS("#raise-confirm")))
+	if focused, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.activeElement ? document.activeElement.id : ""`)); err != nil || focused != "raise-confirm" {
+		t.Fatalf("focus after Raise is on %q (%v), want the Confirm button", focused, err)
+	}
 	b.shot("raise-confirm")
 	b.do("confirming", chromedp.Click(chromedp.CSS("#raise-confirm")))
 	b.waitText("#raise-result", "Event raised")
 	b.waitText("#state", "Completed")
 	b.waitText("#output", "approved")
+	// The actions that need a live instance go when it ends.
+	b.waitGone("#raise-form")
+	b.waitGone("#cancel-form")
 	b.shot("instance-completed")
 
 	// A raise on an ended instance shows the API's error (the form is
@@ -283,16 +310,15 @@ func TestBrowser(t *testing.T) {
 	b.waitText("#cancel-result", "Cancel requested")
 	b.waitText("#state", "Canceled")
 	b.waitText("#failure", "customer asked")
+	b.waitGone("#cancel-form")
 	b.shot("instance-canceled")
-	b.do("canceling again", chromedp.Click(chromedp.CSS("#cancel-submit")), chromedp.WaitVisible(chromedp.CSS("#cancel-confirm")),
-		chromedp.Click(chromedp.CSS("#cancel-confirm")))
-	b.waitText("#cancel-result", "Failed (409)")
 
 	// Release the execution lock held by locked-1.
 	b.do("opening the locks", chromedp.Navigate(b.url+"/locks"), chromedp.WaitVisible(chromedp.CSS("#lock-table")))
 	b.waitText("#lock-table", "payments-42")
 	b.waitText("#lock-table", "locked-1")
 	b.shot("locks")
+	b.checkAccessibility("locks")
 	// The locks table is a live section: click in one evaluation each.
 	b.click(".release-submit")
 	b.click(".release-confirm")
@@ -311,6 +337,10 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#start-box .confirm-yes")), chromedp.Click(chromedp.CSS("#start-box .confirm-yes")))
 	b.waitText("#start-box .result", "Started started-1")
 	b.shot("started")
+	// A refused action shows the API's error: the same ID again.
+	b.do("starting it again", chromedp.Click(chromedp.CSS("#start-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#start-box .confirm-yes")), chromedp.Click(chromedp.CSS("#start-box .confirm-yes")))
+	b.waitText("#start-box .result", "Failed (409)")
 	st, err := e.client.WaitForOrchestration(ctx, "started-1")
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +362,7 @@ func TestBrowser(t *testing.T) {
 	// Health.
 	b.do("opening health", chromedp.Navigate(b.url+"/health"), chromedp.WaitVisible(chromedp.CSS("#depths")))
 	b.shot("health")
+	b.checkAccessibility("health")
 
 	// Log out: the pages want the token again.
 	b.do("logging out", chromedp.Click(chromedp.CSS("#logout")))

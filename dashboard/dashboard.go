@@ -69,6 +69,18 @@ type Options struct {
 	// Refresh is how often an open page refreshes its live parts (default
 	// DefaultRefresh). Negative values are rejected.
 	Refresh time.Duration
+	// SecureCookies marks the session cookie Secure whatever the request
+	// came over: set it when browsers reach the dashboard over HTTPS
+	// through a TLS-terminating proxy that talks plain HTTP to this
+	// server (default: false, Secure only when the request itself came
+	// over TLS).
+	SecureCookies bool
+	// TrustForwardedProto takes a request whose X-Forwarded-Proto header
+	// is "https" as one that came over TLS: its session cookie is Secure
+	// and the webhook URLs shown use https. Set it only when every request
+	// passes through a proxy that sets this header, since a client can
+	// send it too (default: false, the header is ignored).
+	TrustForwardedProto bool
 	// StalledAfter is the stall threshold of waitingFor and of the
 	// "stalled only" filter (default duroxide.DefaultStalledAfter); pass
 	// the API's httpapi.Options.StalledAfter. Negative values are
@@ -87,9 +99,12 @@ type Dashboard struct {
 	triggers []httpapi.Trigger
 	refresh  time.Duration
 	stalled  time.Duration
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	sampler  *sampler
+	// secureCookies and trustProto are Options.SecureCookies and
+	// Options.TrustForwardedProto.
+	secureCookies, trustProto bool
+	pages                     map[string]*template.Template
+	mux                       *http.ServeMux
+	sampler                   *sampler
 
 	closeOnce sync.Once
 }
@@ -100,8 +115,8 @@ type Dashboard struct {
 // built with the same token and allowed hosts: the pages' actions call the
 // API.
 func New(client *duroxide.Client, opts *Options) (*Dashboard, error) {
-	if client == nil {
-		return nil, fmt.Errorf("dashboard: %w: nil client", duroxide.ErrInvalidArgument)
+	if client == nil || client.Store() == nil {
+		return nil, fmt.Errorf("dashboard: %w: nil client or client without a store", duroxide.ErrInvalidArgument)
 	}
 	var o Options
 	if opts != nil {
@@ -146,7 +161,10 @@ func New(client *duroxide.Client, opts *Options) (*Dashboard, error) {
 		refresh:  o.Refresh,
 		stalled:  o.StalledAfter,
 		pages:    pages,
-		mux:      http.NewServeMux(),
+
+		secureCookies: o.SecureCookies,
+		trustProto:    o.TrustForwardedProto,
+		mux:           http.NewServeMux(),
 	}
 	d.routes()
 	d.sampler = startSampler(client.Store(), o.Clock, o.SampleEvery, o.Samples, o.Logger)
@@ -172,11 +190,22 @@ func (d *Dashboard) routes() {
 		w.Header().Set("Cache-Control", "no-cache")
 		fileServer.ServeHTTP(w, r)
 	}))
+	d.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		icon, err := staticFS.ReadFile("static/favicon.svg")
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		_, _ = w.Write(icon)
+	})
 	d.mux.HandleFunc("GET /login", d.loginPage)
 	d.mux.HandleFunc("POST /login", d.login)
 	d.mux.HandleFunc("POST /logout", d.logout)
 	d.mux.Handle("GET /{$}", d.authed(d.instancesPage))
 	d.mux.Handle("GET /instances/{id}", d.authed(d.instancePage))
+	d.mux.Handle("GET /instances/{id}/raw/{part}", d.authed(d.rawPayload))
 	d.mux.Handle("GET /locks", d.authed(d.locksPage))
 	d.mux.Handle("GET /health", d.authed(d.healthPage))
 	d.mux.Handle("GET /", d.authed(func(w http.ResponseWriter, r *http.Request) error {
@@ -197,6 +226,20 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d.mux.ServeHTTP(w, r)
 }
+
+// overTLS reports whether the browser reached the page over TLS: the
+// request came over TLS, or (with Options.TrustForwardedProto) a proxy
+// says it did.
+func (d *Dashboard) overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	return d.trustProto && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
+}
+
+// secureCookie reports whether the session cookie set in answer to r is
+// Secure.
+func (d *Dashboard) secureCookie(r *http.Request) bool { return d.secureCookies || d.overTLS(r) }
 
 // pageError is an error a page handler returns to show an error page with
 // a status.

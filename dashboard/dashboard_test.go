@@ -2,9 +2,12 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +40,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	t.Parallel()
 	if _, err := dashboard.New(nil, nil); err == nil {
 		t.Fatal("New(nil client) succeeded")
+	}
+	if d, err := dashboard.New(duroxide.NewClient(nil), nil); err == nil {
+		d.Close()
+		t.Fatal("New(client without a store) succeeded")
 	}
 	for _, o := range []*dashboard.Options{{SampleEvery: -1}, {Samples: -1}, {Refresh: -1}, {AuthToken: "has space"}, {AllowedHosts: []string{"a/b"}}} {
 		if d, err := dashboard.New(duroxide.NewClient(nil), o); err == nil {
@@ -196,7 +203,7 @@ func TestUserDataIsEscaped(t *testing.T) {
 	mustContain(t, e.get(t, "/instances/"+url.PathEscape(id)), "&lt;script&gt;alert(1)&lt;/script&gt;", `x&#34;&gt;&lt;svg onload=alert(1)&gt;`)
 	mustContain(t, e.get(t, "/instances/fail-xss"), `id="error-message">&lt;script&gt;alert(1)&lt;/script&gt;</p>`)
 	mustContain(t, e.get(t, "/"), "&lt;img src=x onerror=alert(1)&gt;")
-	mustContain(t, e.get(t, "/locks"), `<td class="lock-key">&lt;script&gt;alert(1)&lt;/script&gt;</td>`, `data-lock="&lt;script&gt;alert(1)&lt;/script&gt;"`)
+	mustContain(t, e.get(t, "/locks"), `<td class="lock-key"><bdi>&lt;script&gt;alert(1)&lt;/script&gt;</bdi></td>`, `data-lock="&lt;script&gt;alert(1)&lt;/script&gt;"`)
 }
 
 // TestHostileRequests sends malformed, huge and hostile requests to every
@@ -359,6 +366,18 @@ func TestStalledFilter(t *testing.T) {
 	e := newEnv(t, envOptions{stalled: time.Millisecond})
 	e.start(t, "ok-1", demo.Hello, "x", true)
 	e.start(t, "stuck-1", "nobody.Registers.This", nil, false)
+	// Wait for what the assertions below depend on: a runtime fetched
+	// stuck-1 and recorded that it does not register its orchestration,
+	// and that wait is stalled. Any stall is not enough: with a 1 ms
+	// threshold the start message alone stalls ("messages due and no
+	// runtime took them") before a runtime takes it, and on a busy
+	// machine the page would be read in between.
+	waitFor(t, "stuck-1 to stall on its unregistered orchestration", func() bool {
+		ws, err := e.client.WaitingFor(context.Background(), "stuck-1", &duroxide.WaitOptions{StalledAfter: time.Millisecond})
+		return err == nil && slices.ContainsFunc(ws, func(w duroxide.Wait) bool {
+			return w.Kind == duroxide.WaitUnregisteredOrchestration && w.Stalled
+		})
+	})
 	waitFor(t, "stuck-1 to be listed as stalled", func() bool {
 		return strings.Contains(e.get(t, "/?stalled=1").body, `href="/instances/stuck-1"`)
 	})
@@ -368,4 +387,185 @@ func TestStalledFilter(t *testing.T) {
 	mustContain(t, e.get(t, "/?stalled=1&prefix=stuck-"), `href="/instances/stuck-1"`)
 	mustNotContain(t, e.get(t, "/?stalled=1&prefix=other-"), `href="/instances/stuck-1"`)
 	mustContain(t, e.get(t, "/instances/stuck-1"), `id="stalled"`, "unregisteredOrchestration", "stalled: ")
+}
+
+// TestSecureCookies checks when the session cookie is Secure behind a
+// TLS-terminating proxy: never from X-Forwarded-Proto unless trusted,
+// always with SecureCookies.
+func TestSecureCookies(t *testing.T) {
+	t.Parallel()
+	const token = "secure-cookie-token-0123"
+	form := url.Values{"token": {token}, "next": {"/"}}.Encode()
+	cookie := func(e *env, path string, header ...string) string {
+		t.Helper()
+		h := append([]string{"Content-Type", "application/x-www-form-urlencoded", "Origin", e.srv.URL}, header...)
+		p := e.do(t, nil, "POST", path, form, h...)
+		if p.status != http.StatusSeeOther {
+			t.Fatalf("POST %s: %d", path, p.status)
+		}
+		return p.header.Get("Set-Cookie")
+	}
+	secure := func(c string) bool { return strings.Contains(c, "; Secure") }
+	triggers := []httpapi.Trigger{{ID: "hook", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel, Auth: &httpapi.TriggerAuth{Type: httpapi.AuthNone}}}
+	https := []string{"X-Forwarded-Proto", "https"}
+
+	plain := newEnv(t, envOptions{token: token, triggers: triggers})
+	if c := cookie(plain, "/login", https...); secure(c) {
+		t.Fatalf("untrusted X-Forwarded-Proto made the cookie Secure: %q", c)
+	}
+	jar, _ := plain.login(t, token)
+	mustContain(t, plain.do(t, jar, "GET", "/locks", "", https...), "POST http://")
+
+	trusting := newEnv(t, envOptions{token: token, triggers: triggers, trustProto: true})
+	if c := cookie(trusting, "/login"); secure(c) {
+		t.Fatalf("Secure without TLS or X-Forwarded-Proto: %q", c)
+	}
+	if c := cookie(trusting, "/login", "X-Forwarded-Proto", "http"); secure(c) {
+		t.Fatalf("Secure with X-Forwarded-Proto http: %q", c)
+	}
+	if c := cookie(trusting, "/login", https...); !secure(c) {
+		t.Fatalf("trusted X-Forwarded-Proto https: cookie %q is not Secure", c)
+	}
+	if c := cookie(trusting, "/logout", https...); !secure(c) {
+		t.Fatalf("logout cookie %q is not Secure", c)
+	}
+	jar, _ = trusting.login(t, token)
+	mustContain(t, trusting.do(t, jar, "GET", "/locks", "", https...), "POST https://")
+
+	always := newEnv(t, envOptions{token: token, secureCookies: true})
+	if c := cookie(always, "/login"); !secure(c) {
+		t.Fatalf("SecureCookies: cookie %q is not Secure", c)
+	}
+	if c := cookie(always, "/logout"); !secure(c) {
+		t.Fatalf("SecureCookies: logout cookie %q is not Secure", c)
+	}
+}
+
+// TestHostileInputPageIsBounded starts an instance with a 60 KB input
+// nested 9,990 deep (accepted: under the nesting limit), which indented in
+// full renders as a page of about 600 MB: the page stays under a fixed
+// size, says the input was truncated and links to the raw bytes, which
+// download whole.
+func TestHostileInputPageIsBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	const depth = 9990
+	input := strings.Repeat("[", depth) + `"` + strings.Repeat("x", 40_000) + `"` + strings.Repeat("]", depth)
+	// demo.Hello takes a string: the instance fails, and its history
+	// records the input too.
+	e.start(t, "deep-1", demo.Hello, json.RawMessage(input), true)
+	p := e.get(t, "/instances/deep-1")
+	if p.status != http.StatusOK {
+		t.Fatalf("GET /instances/deep-1: %d", p.status)
+	}
+	const bound = 200_000
+	if len(p.body) > bound {
+		t.Fatalf("the page is %d bytes, bound %d", len(p.body), bound)
+	}
+	mustContain(t, p, "input is 60 KB, nested 9,990 deep: shown truncated", `<a href="/instances/deep-1/raw/input" download>download raw</a>`)
+	raw := e.get(t, "/instances/deep-1/raw/input")
+	if raw.status != http.StatusOK || raw.body != input || raw.header.Get("Content-Type") != "application/json" ||
+		!strings.HasPrefix(raw.header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("raw input: %d, %d bytes, %q, %q", raw.status, len(raw.body), raw.header.Get("Content-Type"), raw.header.Get("Content-Disposition"))
+	}
+	for path, status := range map[string]int{
+		"/instances/deep-1/raw/output": http.StatusNotFound, "/instances/deep-1/raw/bogus": http.StatusNotFound,
+		"/instances/nobody/raw/input": http.StatusNotFound, "/instances/%00/raw/input": http.StatusBadRequest,
+	} {
+		if p := e.get(t, path); p.status != status {
+			t.Fatalf("GET %s: %d, want %d", path, p.status, status)
+		}
+	}
+	// A payload that fits is shown whole, with no note.
+	e.start(t, "small-1", demo.Hello, "Ada", true)
+	mustNotContain(t, e.get(t, "/instances/small-1"), "shown truncated")
+}
+
+// TestBidiAndControlsShownEscaped checks that a right-to-left override
+// and control characters in what an instance carries (its error message
+// here) are shown as visible escapes, never as the characters that
+// reorder or hide text.
+func TestBidiAndControlsShownEscaped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.start(t, "bidi-1", demo.Fail, "rtl-\u202Eexe.txt\x1b[31m", true)
+	for _, path := range []string{"/", "/instances/bidi-1"} {
+		p := e.get(t, path)
+		mustNotContain(t, p, "\u202E", "\x1b")
+		mustContain(t, p, `rtl-\u202Eexe.txt\u001B[31m`)
+	}
+	// A page about an ID that holds them (here one not found).
+	p := e.get(t, "/instances/"+url.PathEscape("rtl-\u202Egpj.exe"))
+	if p.status != http.StatusNotFound {
+		t.Fatalf("GET unknown bidi ID: %d", p.status)
+	}
+	mustNotContain(t, p, "\u202E")
+	if !strings.Contains(strings.ToLower(p.body), `rtl-\u202egpj.exe`) {
+		t.Fatalf("the escaped ID is not shown:\n%s", p.body)
+	}
+}
+
+// TestAccessibleMarkup checks what the accessibility fixes put in the
+// pages: absolute times with their zone, a raise form whose event name is
+// a value (not a placeholder), no Raise or Cancel on an ended instance, a
+// meaningful error kind instead of a Go type, a favicon, named charts and
+// honest counts.
+func TestAccessibleMarkup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.start(t, "fail-1", demo.Fail, "card declined", true)
+	e.start(t, "wait-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 300}, false)
+	waitFor(t, "wait-1 to subscribe", func() bool {
+		ws, err := e.client.WaitingFor(context.Background(), "wait-1", nil)
+		return err == nil && len(ws) >= 2
+	})
+	waiting := e.get(t, "/instances/wait-1")
+	mustContain(t, waiting, `<time datetime="`, ` UTC">`, ` UTC)</span>`, `id="raise-name" required list="event-names" value="approval"`)
+	mustNotContain(t, waiting, `placeholder="approval"`)
+	if !regexp.MustCompile(`fires at</span> <time datetime="[^"]+" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC">in [^<]+</time> <span class="abs-time">\(\d{4}-\d\d-\d\d [^)]+ UTC\)</span>`).MatchString(waiting.body) {
+		t.Fatalf("fires at lacks its date and zone:\n%s", waiting.body)
+	}
+	failed := e.get(t, "/instances/fail-1")
+	mustNotContain(t, failed, "errors.errorString", `id="raise-submit"`, `id="cancel-submit"`, `id="purge-force"`)
+	mustContain(t, failed, `<dd id="error-kind">application error: the code returned an error or panicked</dd>`, `rel="icon" href="/static/favicon.svg"`)
+	for _, path := range []string{"/favicon.ico", "/static/favicon.svg"} {
+		if p := e.get(t, path); p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "image/svg+xml") || !strings.Contains(p.body, "<svg") {
+			t.Fatalf("GET %s: %d %q", path, p.status, p.header.Get("Content-Type"))
+		}
+	}
+	waitFor(t, "a health sample", func() bool { return strings.Contains(e.get(t, "/health").body, `id="depths"`) })
+	health := e.get(t, "/health")
+	if n := strings.Count(health.body, `role="img" aria-label="`); n != 2 {
+		t.Fatalf("%d named charts on the health page, want 2:\n%s", n, health.body)
+	}
+	mustContain(t, health, `aria-label="Queue depth over the last`, `aria-label="Throughput over the last`)
+	waitFor(t, "the counts", func() bool { return strings.Contains(e.get(t, "/").body, `id="counts-label"`) })
+	mustContain(t, e.get(t, "/"), "Instances in the store, by state")
+	mustContain(t, e.get(t, "/?orchestration=demo.Fail"), "the orchestration, ID prefix and stalled filters do not apply to these counts",
+		`<a href="/?orchestration=demo.Fail" class="active" id="count-all">`)
+}
+
+// TestLongInstancesAreBounded checks that an instance page lists a bounded
+// number of history events and executions, and says how many it left
+// out.
+func TestLongInstancesAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.start(t, "fan-1", demo.FanOut, 600, true)      // 1,200+ events
+	e.start(t, "count-1", demo.Countdown, 250, true) // 251 executions
+	fan := e.get(t, "/instances/fan-1")
+	if got := strings.Count(fan.body, "<tr><td>") + strings.Count(fan.body, `<tr class="failed"><td>`); got != 1000 {
+		t.Fatalf("%d history rows, want 1000", got)
+	}
+	mustContain(t, fan, `more events are not listed: <a href="/api/instances/fan-1/history?execution=1">`)
+	count := e.get(t, "/instances/count-1")
+	mustContain(t, count, `<p class="muted" id="more-executions">51 older executions are not listed`)
+	if got := strings.Count(count.body, `<a href="?execution=`); got != 200 {
+		t.Fatalf("%d executions listed, want 200", got)
+	}
+	for _, p := range []page{fan, count} {
+		if len(p.body) > 1_000_000 {
+			t.Fatalf("a page of %d bytes", len(p.body))
+		}
+	}
 }

@@ -44,6 +44,9 @@ type envOptions struct {
 	triggers []httpapi.Trigger
 	refresh  time.Duration
 	stalled  time.Duration
+	// secureCookies and trustProto set Options.SecureCookies and
+	// Options.TrustForwardedProto.
+	secureCookies, trustProto bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -66,7 +69,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	dash, err := dashboard.New(client, &dashboard.Options{Logger: discard, Registry: reg, AuthToken: o.token,
-		Triggers: o.triggers, SampleEvery: 200 * time.Millisecond, Refresh: o.refresh, StalledAfter: o.stalled})
+		Triggers: o.triggers, SampleEvery: 200 * time.Millisecond, Refresh: o.refresh, StalledAfter: o.stalled,
+		SecureCookies: o.secureCookies, TrustForwardedProto: o.trustProto})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,9 @@ type healthView struct {
 
 // chart is a line chart of one or more series over the samples.
 type chart struct {
+	// Label is the chart's accessible name: what it shows and its last
+	// values, in words.
+	Label  string
 	Series []series
 	Max    float64
 	Width  float64
@@ -66,6 +69,8 @@ func (d *Dashboard) healthPage(w http.ResponseWriter, r *http.Request) error {
 		depth(func(q *provider.QueueDepths) int64 { return q.WorkerReady }),
 		depth(func(q *provider.QueueDepths) int64 { return q.WorkerLocked }))
 	v.Finished = newChart([]string{"instances finished per second"}, []string{"s1"}, finishRates(ss))
+	v.Depths.describe("Queue depth", v.Window)
+	v.Finished.describe("Throughput", v.Window)
 	d.render(w, r, http.StatusOK, "health", v)
 	return nil
 }
@@ -123,4 +128,14 @@ func newChart(names, classes []string, data ...[]float64) *chart {
 		c.Series = append(c.Series, s)
 	}
 	return c
+}
+
+// describe sets the chart's accessible name: "Queue depth over the last
+// 10m 0s, oldest to newest, up to 3: orchestrator queue (ready) now 0, ...".
+func (c *chart) describe(title string, window time.Duration) {
+	parts := make([]string, 0, len(c.Series))
+	for _, s := range c.Series {
+		parts = append(parts, fmt.Sprintf("%s now %v", s.Name, s.Last))
+	}
+	c.Label = fmt.Sprintf("%s over the last %s, oldest to newest, up to %v: %s", title, humanDuration(window), c.Max, strings.Join(parts, ", "))
 }

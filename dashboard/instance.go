@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,7 +41,33 @@ type instanceView struct {
 	// FailedIn names the activity or child whose failure the orchestration
 	// ended with, when the history shows one ("" otherwise).
 	FailedIn string
+	// Input, Output and CustomStatus are the payloads as shown.
+	Input, Output, CustomStatus payloadView
+	// MoreEvents counts the events of the execution not listed (the page
+	// lists the first maxEventsShown).
+	MoreEvents int
+	// HistoryURL reads the whole history from the API.
+	HistoryURL string
+	// MoreWaits counts the waits not listed.
+	MoreWaits int
+	// ShownExecutions are the executions listed (the newest
+	// maxExecutionsShown, oldest first); MoreExecutions counts the others.
+	ShownExecutions []provider.ExecutionInfo
+	MoreExecutions  int
+	// EventNames are the events the instance waits for, offered in the
+	// raise form; the first is its default.
+	EventNames []string
 }
+
+// Bounds of what an instance page lists.
+const (
+	// maxEventsShown bounds the history rows.
+	maxEventsShown = 1000
+	// maxWaitsShown bounds the waits (a fan-out waits on each activity).
+	maxWaitsShown = 200
+	// maxExecutionsShown bounds the executions listed (the newest).
+	maxExecutionsShown = 200
+)
 
 // waitView is one entry of waitingFor, drawn generically so that new kinds
 // show without template changes: its kind and its other fields, times in
@@ -78,10 +105,26 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.Status = st
 	for i := range st.WaitingFor {
-		v.Waits = append(v.Waits, viewWait(&st.WaitingFor[i]))
+		w := &st.WaitingFor[i]
+		if w.Kind == duroxide.WaitEvent && !slices.Contains(v.EventNames, w.Name) && len(v.EventNames) < maxWaitsShown {
+			v.EventNames = append(v.EventNames, w.Name)
+		}
+		if len(v.Waits) < maxWaitsShown {
+			v.Waits = append(v.Waits, viewWait(w))
+		} else {
+			v.MoreWaits++
+		}
 	}
+	raw := "/instances/" + pathEscape(id) + "/raw/"
+	v.Input = viewPayload(st.Input, "input", raw+"input")
+	v.Output = viewPayload(st.Output, "output", raw+"output")
+	v.CustomStatus = viewPayload(st.CustomStatus, "custom status", raw+"customStatus")
 	if v.Executions, err = d.client.ListExecutions(ctx, id); err != nil {
 		return err
+	}
+	v.ShownExecutions = v.Executions
+	if n := len(v.Executions); n > maxExecutionsShown {
+		v.ShownExecutions, v.MoreExecutions = v.Executions[n-maxExecutionsShown:], n-maxExecutionsShown
 	}
 	v.Execution = st.ExecutionID
 	if s := r.URL.Query().Get("execution"); s != "" {
@@ -96,12 +139,16 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		now := d.clock.Now()
-		v.Events = eventRows(events)
+		v.HistoryURL = "/api/instances/" + pathEscape(id) + "/history?execution=" + strconv.FormatInt(v.Execution, 10)
+		if len(events) > maxEventsShown {
+			v.Events, v.MoreEvents = eventRows(events[:maxEventsShown]), len(events)-maxEventsShown
+		} else {
+			v.Events = eventRows(events)
+		}
 		if st.State == duroxide.StateFailed {
 			v.FailedIn = failedIn(events)
 		}
-		end, live := now, true
+		end, live := d.clock.Now(), true
 		for _, e := range v.Executions {
 			if e.ExecutionID == v.Execution && !e.CompletedAt.IsZero() {
 				end, live = e.CompletedAt, false
@@ -168,6 +215,7 @@ func viewWait(wt *duroxide.Wait) waitView {
 			b, _ := json.Marshal(x)
 			f.Value = string(b)
 		}
+		f.Value = visible(cut(f.Value, maxDetail))
 		v.Fields = append(v.Fields, f)
 	}
 	return v
@@ -223,11 +271,11 @@ func eventRows(events []history.Event) []eventRow {
 		case e.Reason != "":
 			row.Detail = e.Reason
 		case e.FireAtMs > 0:
-			row.Detail = "fires at " + time.UnixMilli(e.FireAtMs).UTC().Format("15:04:05.000")
+			row.Detail = "fires at " + absTime(time.UnixMilli(e.FireAtMs))
 		case e.GUID != "":
 			row.Detail = e.GUID
 		}
-		row.Detail = cut(row.Detail, maxDetail)
+		row.Detail = visible(cut(row.Detail, maxDetail))
 		rows = append(rows, row)
 	}
 	return rows
@@ -273,4 +321,44 @@ func failedIn(events []history.Event) string {
 		what = "sub-orchestration " + s.Name + " (" + s.ChildInstanceID + ")"
 	}
 	return what + ", history event #" + strconv.FormatInt(last.EventID, 10)
+}
+
+// rawPayload serves GET /instances/{id}/raw/{part}: the stored bytes of
+// the instance's input, output or custom status, as a JSON download, for
+// payloads a page shows truncated.
+func (d *Dashboard) rawPayload(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := checkText("instance ID", id, maxIDLength); err != nil {
+		return err
+	}
+	st, err := d.client.GetStatus(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	switch part := r.PathValue("part"); part {
+	case "input":
+		raw = st.Input
+	case "output":
+		raw = st.Output
+	case "customStatus":
+		raw = st.CustomStatus
+	default:
+		return &pageError{code: http.StatusNotFound, title: "Not found", details: "part must be input, output or customStatus"}
+	}
+	if len(raw) == 0 {
+		return &pageError{code: http.StatusNotFound, title: "Not found", details: "the instance has no " + r.PathValue("part")}
+	}
+	name := strings.Map(func(r rune) rune {
+		if r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.') {
+			return r
+		}
+		return '_'
+	}, cut(id, 100)) + "-" + r.PathValue("part") + ".json"
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(raw)
+	return nil
 }

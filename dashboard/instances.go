@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go"
@@ -40,6 +41,13 @@ type instancesView struct {
 	Counts  []stateCount
 	Total   int64
 	Sampled bool
+	// CountedAt is when the counts were read.
+	CountedAt time.Time
+	// Filtered: a filter other than the state is set, which the counts
+	// (store totals) do not apply.
+	Filtered bool
+	// AllURL lists every state with the other filters kept.
+	AllURL string
 	// Orchestrations offered in the start form.
 	Orchestrations []string
 	// Query is the current filter query, for the state links.
@@ -130,8 +138,15 @@ func (d *Dashboard) instancesPage(w http.ResponseWriter, r *http.Request) error 
 	if cursor != "" {
 		v.FirstURL = "/?" + filters.Encode()
 	}
+	v.Filtered = v.Orchestration != "" || v.Prefix != "" || v.Stalled
+	all := cloneValues(filters)
+	all.Del("state")
+	v.AllURL = "/"
+	if len(all) > 0 {
+		v.AllURL = "/?" + all.Encode()
+	}
 	if s, ok := d.sampler.latest(); ok {
-		v.Sampled = true
+		v.Sampled, v.CountedAt = true, s.CountedAt
 		for _, st := range states {
 			link := cloneValues(filters)
 			link.Set("state", string(st))

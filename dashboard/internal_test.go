@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
@@ -209,5 +212,105 @@ func TestFinishRates(t *testing.T) {
 	}
 	if finishRates(ss[:1]) != nil {
 		t.Fatal("one sample has a rate")
+	}
+}
+
+func TestVisible(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"plain-id":              "plain-id",
+		"rtl-\u202Eexe.txt":     `rtl-\u202Eexe.txt`,
+		"a\u2066b\u2069c\u200F": `a\u2066b\u2069c\u200F`,
+		"line\nbreak\ttab":      `line\nbreak\ttab`,
+		"nul\x00del\x7f\u0085":  `nul\u0000del\u007F\u0085`,
+		"bad\xffutf8":           `bad\xFFutf8`,
+		"日本語 ok \uFFFD":         "日本語 ok \uFFFD",
+		"bom\uFEFFzw\u200B":     `bom\uFEFFzw\u200B`,
+	} {
+		if got := visible(in); got != want {
+			t.Errorf("visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := visibleMultiline("a\nb\tc\u202E"); got != "a\nb\tc\\u202E" {
+		t.Errorf("visibleMultiline: %q", got)
+	}
+}
+
+// TestPagesIsolateIDs renders the list and an instance page for an
+// instance whose ID holds a right-to-left override: the ID is shown
+// escaped inside <bdi>, and only its links carry it, percent-encoded.
+func TestPagesIsolateIDs(t *testing.T) {
+	t.Parallel()
+	store, err := sqlite.Open(context.Background(), "", &sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	d, err := New(duroxide.NewClient(store), &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	id := "rtl-\u202Eexe.txt"
+	st := duroxide.Status{InstanceID: id, Orchestration: "o\u202Ex", State: duroxide.StateRunning, CreatedAt: time.Unix(1_700_000_000, 0)}
+	for name, data := range map[string]any{
+		"instances": &instancesView{Instances: []duroxide.Status{st}},
+		"instance":  &instanceView{Status: &st},
+	} {
+		w := httptest.NewRecorder()
+		d.render(w, httptest.NewRequest("GET", "/", nil), http.StatusOK, name, data)
+		body := w.Body.String()
+		if strings.Contains(body, "\u202E") {
+			t.Fatalf("%s page holds U+202E:\n%s", name, body)
+		}
+		for _, want := range []string{`<bdi>rtl-\u202Eexe.txt</bdi>`, `<bdi>o\u202Ex</bdi>`} {
+			if !strings.Contains(body, want) {
+				t.Fatalf("%s page lacks %s:\n%s", name, want, body)
+			}
+		}
+	}
+}
+
+// TestTimelineOfFinishedExecution draws the spans a finished execution
+// left open (a timer that never fired because the event came first) as
+// closed at the end, not as still open.
+func TestTimelineOfFinishedExecution(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	events := []history.Event{
+		{EventID: 1, Kind: history.OrchestrationStarted, Name: "Approval", TimestampMs: ms(0)},
+		{EventID: 2, Kind: history.TimerCreated, FireAtMs: ms(time.Hour), TimestampMs: ms(0)},
+		{EventID: 3, Kind: history.ExternalSubscribed, Name: "approval", TimestampMs: ms(0)},
+		{EventID: 4, Kind: history.ExternalEvent, Name: "approval", TimestampMs: ms(3 * time.Second)},
+		{EventID: 5, Kind: history.OrchestrationCompleted, TimestampMs: ms(3 * time.Second)},
+	}
+	tl := buildTimeline(events, t0.Add(3*time.Second), false)
+	if tl == nil || len(tl.Bars) != 2 {
+		t.Fatalf("timeline %+v, want 2 bars", tl)
+	}
+	timer := tl.Bars[0]
+	if timer.Open || strings.Contains(timer.Class, "pending") || timer.Class != "timer unfinished" || timer.Duration != 3*time.Second {
+		t.Fatalf("timer bar: class %q open %v duration %v", timer.Class, timer.Open, timer.Duration)
+	}
+	if !strings.Contains(timer.Tip, "never fired") {
+		t.Fatalf("timer tip %q", timer.Tip)
+	}
+	if tl.Span != 3*time.Second || tl.NowX != 0 {
+		t.Fatalf("span %v, now at %v: want 3s and no now line", tl.Span, tl.NowX)
+	}
+	// Live, the same timer is open until it fires.
+	if live := buildTimeline(events[:3], t0.Add(3*time.Second), true); live.Bars[0].Class != "timer pending" || !live.Bars[0].Open {
+		t.Fatalf("live timer bar: %q open %v", live.Bars[0].Class, live.Bars[0].Open)
+	}
+}
+
+func TestErrorKindAndType(t *testing.T) {
+	t.Parallel()
+	if errorType("*errors.errorString") != "" || errorType("*fmt.wrapError") != "" || errorType("*app.DeclinedError") != "*app.DeclinedError" {
+		t.Fatal("errorType shows a generic type or hides a specific one")
+	}
+	if errorKind("poison") == "poison" || errorKind("new-kind") != "new-kind" {
+		t.Fatal("errorKind")
 	}
 }

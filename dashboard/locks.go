@@ -9,10 +9,15 @@ import (
 	"github.com/duroxide/duroxide-go/httpapi"
 )
 
+// maxLocksShown bounds the locks listed.
+const maxLocksShown = 1000
+
 // locksView is the locks page's data.
 type locksView struct {
-	Locks    []lockRow
-	Triggers []triggerRow
+	Locks []lockRow
+	// MoreLocks counts the locks not listed (beyond maxLocksShown).
+	MoreLocks int
+	Triggers  []triggerRow
 }
 
 // lockRow is one execution lock.
@@ -38,6 +43,9 @@ func (d *Dashboard) locksPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := d.clock.Now()
 	v := &locksView{}
+	if len(locks) > maxLocksShown {
+		locks, v.MoreLocks = locks[:maxLocksShown], len(locks)-maxLocksShown
+	}
 	for _, l := range locks {
 		row := lockRow{LockStatus: l}
 		if l.InstanceID != nil {
@@ -49,7 +57,7 @@ func (d *Dashboard) locksPage(w http.ResponseWriter, r *http.Request) error {
 		v.Locks = append(v.Locks, row)
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if d.overTLS(r) {
 		scheme = "https"
 	}
 	for _, t := range d.triggers {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/internal/jsonview"
 	"github.com/duroxide/duroxide-go/internal/logkey"
 )
 
@@ -56,7 +57,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	case *instancesView:
 		p.Title, p.Nav, p.RefreshMs = "Instances", "instances", d.refresh.Milliseconds()
 	case *instanceView:
-		p.Title, p.Nav = "Instance "+v.Status.InstanceID, "instances"
+		p.Title, p.Nav = "Instance "+visible(cut(v.Status.InstanceID, 200)), "instances"
 		if !v.Status.State.IsTerminal() {
 			p.RefreshMs = d.refresh.Milliseconds()
 		}
@@ -85,12 +86,21 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 var funcs = template.FuncMap{
 	"ago":       ago,
 	"duration":  humanDuration,
-	"rfc3339":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") },
-	"pretty":    prettyJSON,
+	"abs":       absTime,
+	"when":      func(now, t time.Time) template.HTML { return when(now, t, false) },
+	"whenAbs":   func(now, t time.Time) template.HTML { return when(now, t, true) },
+	"vis":       visible,
+	"visml":     func(s string) string { return visibleMultiline(cut(s, maxShownText)) },
+	"cut":       func(s string, n int) string { return cut(s, n) },
+	"errorType": errorType,
+	"errorKind": errorKind,
 	"lower":     strings.ToLower,
 	"pathEsc":   pathEscape,
 	"allStates": func() []duroxide.State { return states },
 }
+
+// maxShownText bounds a message or details text shown on a page.
+const maxShownText = 64 << 10
 
 // ago says when t was, relative to now, in words: "3m 20s ago", "in 5s".
 func ago(now, t time.Time) string {
@@ -132,26 +142,38 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
-// maxShownPayload bounds a payload shown on a page; longer ones are cut.
-const maxShownPayload = 64 << 10
+// payloadView is a JSON payload as a page shows it: rendered within the
+// bounds of jsonview, with a note and a link to the raw bytes when cut.
+type payloadView struct {
+	Text string
+	// Note says what was left out ("" when nothing was).
+	Note string
+	// RawURL downloads the stored bytes.
+	RawURL string
+}
 
-// prettyJSON indents a JSON payload for display, cut at maxShownPayload,
-// with the HTML escapes of encoding/json (\u003c, \u003e, \u0026) turned
-// back into the characters they stand for: the page shows what the
-// orchestration sent, and html/template escapes it for the page.
-func prettyJSON(raw json.RawMessage) string {
+// payloadLimits bound each payload shown on a page.
+var payloadLimits = &jsonview.Options{MaxBytes: 64 << 10, MaxDepth: 16}
+
+// viewPayload renders raw for a page: indented within payloadLimits, with
+// the HTML escapes of encoding/json (\u003c, \u003e, \u0026) turned back
+// into the characters they stand for (the page shows what the
+// orchestration sent; html/template escapes it) and invisible characters
+// escaped. what names the payload in the note ("input"); rawURL
+// downloads it whole.
+func viewPayload(raw json.RawMessage, what, rawURL string) payloadView {
 	if len(raw) == 0 {
-		return ""
+		return payloadView{}
 	}
-	var buf bytes.Buffer
-	if len(raw) > maxShownPayload || json.Indent(&buf, raw, "", "  ") != nil {
-		s := string(raw)
-		if len(s) > maxShownPayload {
-			s = cut(s, maxShownPayload) + fmt.Sprintf(" (%d bytes in all)", len(raw))
+	v := jsonview.Render(raw, payloadLimits)
+	p := payloadView{Text: visibleMultiline(unescapeHTMLEscapes(v.Text)), RawURL: rawURL}
+	if v.Truncated {
+		p.Note = what + " is " + v.Describe() + ": shown truncated"
+		if !v.Valid {
+			p.Note = what + " is " + v.Describe() + " of invalid JSON: shown truncated"
 		}
-		return s
 	}
-	return unescapeHTMLEscapes(buf.String())
+	return p
 }
 
 // unescapeHTMLEscapes replaces the escapes \u003c, \u003e and \u0026 inside

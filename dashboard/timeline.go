@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
@@ -67,8 +68,11 @@ type span struct {
 	label, class, child string
 	start, end          time.Time
 	open                bool
-	attempt             int
-	detail              string
+	// unfinished: the execution ended with the span open (a timer that
+	// never fired, an event that never came).
+	unfinished bool
+	attempt    int
+	detail     string
 }
 
 // buildTimeline lays out the spans of events; open spans end at end (now,
@@ -151,7 +155,15 @@ func buildTimeline(events []history.Event, end time.Time, live bool) *timeline {
 	}
 	last := start
 	for _, s := range spans {
-		if s.open && s.class != "timer" {
+		switch {
+		case s.open && !live:
+			// The execution is over: nothing is open any more.
+			if s.class != "timer" || s.end.After(end) {
+				s.end = end
+			}
+			s.open, s.unfinished = false, true
+			s.class += " unfinished"
+		case s.open && s.class != "timer":
 			s.end = end
 		}
 		if s.end.Before(s.start) {
@@ -181,9 +193,15 @@ func buildTimeline(events []history.Event, end time.Time, live bool) *timeline {
 		if s.attempt > 1 {
 			label += " (attempt " + strconv.Itoa(s.attempt) + ")"
 		}
-		b := bar{Label: cut(label, 40), Class: s.class, X: x, Width: w, Y: y + (tlRowHeight-tlBarHeight)/2, TextY: y + tlRowHeight/2 + 4,
+		b := bar{Label: visible(cut(label, 40)), Class: s.class, X: x, Width: w, Y: y + (tlRowHeight-tlBarHeight)/2, TextY: y + tlRowHeight/2 + 4,
 			DurX: min(x+w+4, tlWidth-60), Start: s.start, End: s.end, Duration: s.end.Sub(s.start), Open: s.open, Attempt: s.attempt, Child: s.child}
 		state := "took " + humanDuration(b.Duration)
+		if s.unfinished {
+			state = "never completed: the execution ended after " + humanDuration(b.Duration)
+			if strings.HasPrefix(s.class, "timer") {
+				state = "never fired: the execution ended after " + humanDuration(b.Duration)
+			}
+		}
 		if s.open {
 			state = "open for " + humanDuration(b.Duration)
 			if s.class == "timer" {
@@ -194,6 +212,7 @@ func buildTimeline(events []history.Event, end time.Time, live bool) *timeline {
 		if s.detail != "" {
 			b.Tip += ": " + cut(s.detail, 200)
 		}
+		b.Tip = visible(cut(b.Tip, 400))
 		if s.open {
 			b.Class += " pending"
 		}

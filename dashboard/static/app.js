@@ -19,6 +19,11 @@
         const fresh = doc.getElementById(el.id);
         if (fresh && fresh.innerHTML !== el.innerHTML) el.innerHTML = fresh.innerHTML;
       }
+      // Controls that only apply while the instance is live (raise,
+      // cancel, force purge) go when the fresh page no longer has them.
+      for (const el of document.querySelectorAll("[data-while-live][id]")) {
+        if (!doc.getElementById(el.id)) el.remove();
+      }
       // A page that stopped refreshing (a finished instance) stops here too.
       if (Number(doc.body.dataset.refreshMs || 0) === 0) stop();
     } catch (e) {
@@ -29,9 +34,11 @@
   function stop() { if (timer) { clearInterval(timer); timer = null; } }
 
   // ---- actions ----
-  function instanceID() {
+  // instancePath is the instance ID as one path segment, percent-encoded
+  // by the server (the page never carries the raw ID in markup).
+  function instancePath() {
     const a = document.getElementById("actions");
-    return a ? a.dataset.instance : "";
+    return a ? a.dataset.instancePath : "";
   }
   const enc = encodeURIComponent;
 
@@ -53,13 +60,13 @@
       }
       case "raise": {
         const data = parseJSON(f.data.value, "The data");
-        return { method: "POST", url: "/api/instances/" + enc(instanceID()) + "/events/" + enc(f.name.value.trim()), body: JSON.stringify(data) };
+        return { method: "POST", url: "/api/instances/" + instancePath() + "/events/" + enc(f.name.value.trim()), body: JSON.stringify(data) };
       }
       case "cancel":
-        return { method: "POST", url: "/api/instances/" + enc(instanceID()) + "/cancel",
+        return { method: "POST", url: "/api/instances/" + instancePath() + "/cancel",
           body: JSON.stringify({ reason: f.reason.value.trim() || "canceled from the dashboard" }) };
       case "purge":
-        return { method: "DELETE", url: "/api/instances/" + enc(instanceID()) + (f.force && f.force.checked ? "?force=true" : "") };
+        return { method: "DELETE", url: "/api/instances/" + instancePath() + (f.force && f.force.checked ? "?force=true" : "") };
       case "release":
         return { method: "DELETE", url: "/api/workflows/" + enc(form.dataset.lock) + "/lock" };
     }
@@ -117,6 +124,8 @@
     box.querySelector(".confirm-text").textContent = form.dataset.confirm;
     box.hidden = false;
     form.querySelector(".result").textContent = "";
+    // Keyboard and screen-reader users land on the step that follows.
+    box.querySelector(".confirm-yes").focus();
   });
 
   document.addEventListener("click", async (ev) => {
@@ -129,6 +138,8 @@
     pending.delete(form);
     if (button.classList.contains("confirm-no") || !req) {
       busy = false;
+      const submit = form.querySelector("button[type=submit]");
+      if (submit) submit.focus();
       return;
     }
     const init = { method: req.method, credentials: "same-origin", headers: { "Content-Type": "application/json" } };

@@ -82,6 +82,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	var allowedHosts stringList
 	inv.fs.Var(&allowedHosts, "allowed-host", "also serve requests whose Host is NAME (repeatable; '*' = any; default: localhost and loopback addresses only)")
 	insecure := inv.fs.Bool("insecure", false, "allow a non-loopback --addr without --auth-token")
+	secureCookies := inv.fs.Bool("secure-cookies", false, "mark the dashboard's login cookie Secure: for HTTPS through a TLS-terminating proxy")
 	stalledAfter := inv.fs.Duration("stalled-after", duroxide.DefaultStalledAfter, "an instance without progress this long while it should progress is stalled (waitingFor, ?stalled=true, duroxide_instances_stalled)")
 	if err := inv.parse(args, 0); err != nil {
 		return err
@@ -179,7 +180,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	// The dashboard shares the API's token and hosts: its pages' actions
 	// call the API with the session cookie its login page sets.
 	dash, err := dashboard.New(client, &dashboard.Options{AuthToken: *token, AllowedHosts: allowedHosts,
-		Registry: reg, Triggers: triggers, Logger: logger, StalledAfter: *stalledAfter})
+		Registry: reg, Triggers: triggers, Logger: logger, StalledAfter: *stalledAfter, SecureCookies: *secureCookies})
 	if err != nil {
 		return abort(fmt.Errorf("creating the dashboard: %w", err))
 	}
