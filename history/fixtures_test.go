@@ -146,6 +146,10 @@ func eventFixtures() map[history.EventKind]eventCase {
 			EventID: 17, Kind: history.GUIDRecorded, TimestampMs: ts + 17,
 			GUID: "0f8fad5b-d9cb-469f-a165-70867728950e",
 		}, required: []string{"guid"}},
+		history.PatchRecorded: {event: history.Event{
+			EventID: 18, Kind: history.PatchRecorded, TimestampMs: ts + 18,
+			Name: "charge-before-ship",
+		}, required: []string{"name"}},
 	}
 }
 
