@@ -62,17 +62,15 @@ func (o *ActivityOptions) engine() (replay.ActivityOptions, error) {
 	}
 	out := replay.ActivityOptions{SessionID: o.Session, StartToClose: o.StartToCloseTimeout, ScheduleToClose: o.ScheduleToCloseTimeout}
 	if p := o.Retry; p != nil {
-		switch {
-		case p.Jitter < 0 || p.Jitter > 1:
+		// Zero or negative intervals and coefficients mean their defaults,
+		// as they always have: rejecting them now would change what
+		// running instances schedule.
+		if p.Jitter < 0 || p.Jitter > 1 {
 			errs = append(errs, fmt.Errorf("RetryPolicy.Jitter %v is outside [0, 1]", p.Jitter))
-		case p.InitialInterval < 0 || p.MaxInterval < 0:
-			errs = append(errs, errors.New("RetryPolicy intervals must not be negative"))
-		case p.BackoffCoefficient < 0:
-			errs = append(errs, fmt.Errorf("RetryPolicy.BackoffCoefficient %v is negative", p.BackoffCoefficient))
 		}
 		rp := replay.RetryPolicy{MaxAttempts: p.MaxAttempts, InitialInterval: p.InitialInterval, MaxInterval: p.MaxInterval,
 			BackoffCoefficient: p.BackoffCoefficient, Jitter: p.Jitter, NonRetryable: p.NonRetryable}
-		if rp.InitialInterval == 0 {
+		if rp.InitialInterval <= 0 {
 			rp.InitialInterval = time.Second
 		}
 		out.Retry = &rp

@@ -275,8 +275,13 @@ func TestActivityOptionsRejected(t *testing.T) {
 				{Retry: &duroxide.RetryPolicy{Jitter: 2}},
 				{Queue: "gpu"},
 				{HeartbeatTimeout: time.Minute},
+				nil, // with a zero reference below
 			} {
-				_, err := duroxide.CallActivity(ctx, act, struct{}{}, o).Get()
+				ref := act
+				if o == nil {
+					ref = duroxide.Activity[struct{}, struct{}]{}
+				}
+				_, err := duroxide.CallActivity(ctx, ref, struct{}{}, o).Get()
 				switch {
 				case errors.Is(err, duroxide.ErrInvalidArgument):
 					out = append(out, "invalid")
@@ -291,7 +296,7 @@ func TestActivityOptionsRejected(t *testing.T) {
 		h := duroxidetest.New(t, reg, &duroxidetest.Options{Runtime: &ro})
 		h.Start("BadOptions", "b1", struct{}{})
 		var out []string
-		if err := h.Wait("b1").Decode(&out); err != nil || fmt.Sprint(out) != "[invalid invalid unsupported unsupported]" {
+		if err := h.Wait("b1").Decode(&out); err != nil || fmt.Sprint(out) != "[invalid invalid unsupported unsupported invalid]" {
 			t.Fatalf("got %v, %v", out, err)
 		}
 		if n := countKind(h.History("b1"), history.ActivityScheduled); n != 0 {

@@ -77,6 +77,9 @@ func (f *Future[O]) Cancel() { f.task.Cancel() }
 // the by-name ScheduleActivity* forms, so a change between the two forms
 // replays.
 func CallActivity[I, O any](ctx *OrchestrationContext, ref Activity[I, O], input I, opts *ActivityOptions) *Future[O] {
+	if ref.name == "" {
+		return &Future[O]{task: &Task{ctx: ctx, err: fmt.Errorf("%w: CallActivity with a zero Activity reference (use RegisterActivity or NewActivityRef)", ErrInvalidArgument)}}
+	}
 	return &Future[O]{task: ctx.ScheduleActivityWithOptions(ref.name, input, opts)}
 }
 
@@ -93,6 +96,9 @@ type SubOrchestrationOptions struct {
 // and returns its typed future. An empty instanceID gives the child a
 // deterministic ID derived from the parent (see ScheduleSubOrchestration).
 func CallSubOrchestration[I, O any](ctx *OrchestrationContext, ref Orchestration[I, O], instanceID string, input I, opts *SubOrchestrationOptions) *Future[O] {
+	if ref.name == "" {
+		return &Future[O]{task: &Task{ctx: ctx, err: fmt.Errorf("%w: CallSubOrchestration with a zero Orchestration reference (use RegisterOrchestration or NewOrchestrationRef)", ErrInvalidArgument)}}
+	}
 	version := ref.version
 	if opts != nil && opts.Version != "" {
 		version = opts.Version
