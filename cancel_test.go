@@ -1,6 +1,7 @@
 package duroxide_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -92,4 +93,36 @@ func TestCancelTimerAndChild(t *testing.T) {
 		}
 		replays(t, reg, h, "c1")
 	})
+}
+
+// TestCanceledTimerIsNoLongerAWait: Inspect stops listing a timer the code
+// canceled, and a call's deadline once the call has ended.
+func TestCanceledTimerIsNoLongerAWait(t *testing.T) {
+	t.Parallel()
+	reg := duroxide.NewRegistry()
+	quick := duroxide.RegisterActivity(reg, "Quick", func(_ context.Context, s string) (string, error) { return s, nil })
+	duroxide.RegisterOrchestration(reg, "Abandon", func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+		ctx.ScheduleTimer(time.Hour).Cancel()
+		if _, err := duroxide.CallActivity(ctx, quick, "x", &duroxide.ActivityOptions{ScheduleToCloseTimeout: time.Hour}).Get(); err != nil {
+			return "", err
+		}
+		var s string
+		err := ctx.WaitForEvent("go").Await(&s)
+		return s, err
+	})
+	h := duroxidetest.New(t, reg, nil)
+	h.Start("Abandon", "a1", struct{}{})
+	h.WaitIdle()
+	waits, err := h.Client.WaitingFor(context.Background(), "a1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 1 || waits[0].Kind != duroxide.WaitEvent {
+		t.Fatalf("waits %+v, want only the event", waits)
+	}
+	h.RaiseEvent("a1", "go", "done")
+	if err := h.Wait("a1").Decode(nil); err != nil {
+		t.Fatal(err)
+	}
+	replays(t, reg, h, "a1")
 }

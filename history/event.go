@@ -45,6 +45,11 @@ const (
 	TimerCreated EventKind = "TimerCreated"
 	// TimerFired: SourceEventID, FireAtMs.
 	TimerFired EventKind = "TimerFired"
+	// TimerCanceled records that the orchestration abandoned a timer that
+	// has not fired (a canceled task, a timeout whose call ended first).
+	// Fields: SourceEventID, Reason. A TimerFired may still follow; it
+	// completes nothing.
+	TimerCanceled EventKind = "TimerCanceled"
 )
 
 // External events.
@@ -97,7 +102,7 @@ var EventKinds = []EventKind{
 	SubOrchestrationScheduled, SubOrchestrationCompleted, SubOrchestrationFailed,
 	SubOrchestrationCancelRequested,
 	CustomStatusUpdated, NowRecorded, GUIDRecorded,
-	PatchRecorded,
+	PatchRecorded, TimerCanceled,
 }
 
 // Known reports whether k is a kind this release understands.
@@ -174,6 +179,7 @@ var eventRules = map[EventKind]rule{
 	NowRecorded:                     {timeMs: true},
 	GUIDRecorded:                    {guid: true},
 	PatchRecorded:                   {name: true},
+	TimerCanceled:                   {source: true},
 }
 
 // Validate reports whether e is well formed for its kind. The error wraps

@@ -150,6 +150,10 @@ func eventFixtures() map[history.EventKind]eventCase {
 			EventID: 18, Kind: history.PatchRecorded, TimestampMs: ts + 18,
 			Name: "charge-before-ship",
 		}, required: []string{"name"}},
+		history.TimerCanceled: {event: history.Event{
+			EventID: 19, Kind: history.TimerCanceled, SourceEventID: 5, TimestampMs: ts + 19,
+			Reason: "canceled by the orchestration",
+		}, required: []string{"sourceEventId"}},
 	}
 }
 

@@ -360,7 +360,8 @@ func (x *Execution) record(ev history.Event) {
 	case history.OrchestrationCancelRequested:
 		c := ev
 		x.cancelReq = &c
-	case history.ActivityCancelRequested, history.SubOrchestrationCancelRequested:
+	case history.ActivityCancelRequested, history.SubOrchestrationCancelRequested,
+		history.TimerCanceled, history.ExternalSubscribedCanceled:
 		x.crumbs[ev.SourceEventID] = true
 	case history.PatchRecorded:
 		x.patchSeen[ev.Name] = true

@@ -108,6 +108,16 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 		p.MaxAttempts = 1
 	}
 	comp := &Task{x: x, kind: kindComposite, name: name}
+	// timers are the call's own timers (backoffs, deadlines); those still
+	// pending when the call ends are abandoned.
+	var timers []*Task
+	comp.onDone = func() {
+		for _, tm := range timers {
+			if !tm.done {
+				x.cancelTimer(tm)
+			}
+		}
+	}
 	attempt := 0
 	var cur *Task // the latest attempt
 	var try func()
@@ -121,7 +131,11 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 		t := x.bind(ev.EventID, kindActivity, name, "")
 		comp.eventID = t.eventID
 		cur = t
+		var deadline *Task // the attempt's start-to-close timer
 		t.onDone = func() {
+			if deadline != nil && !deadline.done {
+				x.cancelTimer(deadline)
+			}
 			if comp.done {
 				return
 			}
@@ -139,6 +153,7 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 				return
 			}
 			timer := x.bind(tev.EventID, kindTimer, "", "")
+			timers = append(timers, timer)
 			timer.onDone = func() {
 				if !comp.done {
 					try()
@@ -151,6 +166,7 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 				return
 			}
 			timer := x.bind(tev.EventID, kindTimer, "", "")
+			deadline = timer
 			timer.onDone = func() {
 				if t.done || comp.done {
 					return
@@ -166,6 +182,7 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 		tev := x.emit(history.Event{Kind: history.TimerCreated, FireAtMs: x.now.Add(o.ScheduleToClose).UnixMilli()})
 		if x.nondet == nil {
 			timer := x.bind(tev.EventID, kindTimer, "", "")
+			timers = append(timers, timer)
 			timer.onDone = func() {
 				if comp.done {
 					return
@@ -202,6 +219,25 @@ func (x *Execution) cancelActivity(t *Task) {
 	x.cancelActs = append(x.cancelActs, t.eventID)
 }
 
+// cancelTimer records that the code abandoned a timer that has not fired,
+// so tools stop showing it as a wait. The timer's message stays queued; its
+// firing completes nothing.
+func (x *Execution) cancelTimer(t *Task) {
+	if x.crumbs[t.eventID] || x.completed[t.eventID] {
+		return
+	}
+	x.appendNew(history.Event{Kind: history.TimerCanceled, SourceEventID: t.eventID, Reason: "abandoned by the orchestration"})
+}
+
+// cancelWait records that the code abandoned an event wait.
+func (x *Execution) cancelWait(t *Task) {
+	x.waiters = slices.DeleteFunc(x.waiters, func(w *Task) bool { return w == t })
+	if x.crumbs[t.eventID] {
+		return
+	}
+	x.appendNew(history.Event{Kind: history.ExternalSubscribedCanceled, SourceEventID: t.eventID, Reason: "canceled by the orchestration"})
+}
+
 // cancelChild is cancelActivity for a sub-orchestration.
 func (x *Execution) cancelChild(t *Task) {
 	if x.crumbs[t.eventID] || x.completed[t.eventID] {
@@ -214,8 +250,9 @@ func (x *Execution) cancelChild(t *Task) {
 // Cancel cancels a task the code no longer wants: it completes at once
 // with a "canceled" failure. A running activity or child is asked to stop
 // (a breadcrumb and TurnOutput.CanceledActivities / CanceledChildren); a
-// timer or an event wait is simply abandoned. A completion that arrives
-// later is ignored. Canceling a completed task does nothing.
+// timer or an event wait is abandoned (a TimerCanceled or
+// ExternalSubscribedCanceled breadcrumb). A completion that arrives later
+// is ignored. Canceling a completed task does nothing.
 func (c *Context) Cancel(t *Task) {
 	x := c.x
 	if t == nil || t.done {
@@ -228,8 +265,10 @@ func (c *Context) Cancel(t *Task) {
 		x.cancelActivity(t)
 	case kindSubOrchestration:
 		x.cancelChild(t)
+	case kindTimer:
+		x.cancelTimer(t)
 	case kindEvent:
-		x.waiters = slices.DeleteFunc(x.waiters, func(w *Task) bool { return w == t })
+		x.cancelWait(t)
 	case kindComposite:
 		t.complete(seq, nil, fail)
 		if t.onCancel != nil {

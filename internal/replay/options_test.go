@@ -92,7 +92,8 @@ func TestScheduleToCloseCancelsTheAttempt(t *testing.T) {
 }
 
 // TestCancelTaskKinds cancels a timer, an event wait and a child: each
-// completes at once as canceled; only the child needs a breadcrumb.
+// completes at once as canceled and leaves a breadcrumb; only the child
+// needs a cancel request.
 func TestCancelTaskKinds(t *testing.T) {
 	both(t, func(t *testing.T, cached bool) {
 		h := newHarness(t, cached, func(ctx *Context, in json.RawMessage) (json.RawMessage, error) {
@@ -114,7 +115,7 @@ func TestCancelTaskKinds(t *testing.T) {
 			return out, nil
 		})
 		out := h.run()
-		if got := kinds(out.Delta); got != "OrchestrationStarted,TimerCreated,ExternalSubscribed,SubOrchestrationScheduled,SubOrchestrationCancelRequested,ExternalSubscribed" {
+		if got := kinds(out.Delta); got != "OrchestrationStarted,TimerCreated,ExternalSubscribed,SubOrchestrationScheduled,TimerCanceled,ExternalSubscribedCancelled,SubOrchestrationCancelRequested,ExternalSubscribed" {
 			t.Fatalf("turn 1: %s", got)
 		}
 		if len(out.CanceledChildren) != 1 || out.CanceledChildren[0].InstanceID != "kid" {
@@ -165,4 +166,34 @@ func TestPatchedRecordsOnceAndReplays(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0] {
 		t.Fatalf("old history: %v, answers %v; want it to replay with Patched false", err, got)
 	}
+}
+
+// TestDeadlinesAbandonedWhenTheCallEnds: an attempt that succeeds in time
+// abandons its start-to-close timer and the call's schedule-to-close timer,
+// and their late firings change nothing.
+func TestDeadlinesAbandonedWhenTheCallEnds(t *testing.T) {
+	both(t, func(t *testing.T, cached bool) {
+		h := newHarness(t, cached, func(ctx *Context, in json.RawMessage) (json.RawMessage, error) {
+			a := ctx.ScheduleActivityOptions("A", in, ActivityOptions{StartToClose: time.Minute, ScheduleToClose: time.Hour})
+			ctx.Await(a)
+			out, _ := a.Result()
+			ctx.Await(ctx.WaitForEvent("end"))
+			return out, nil
+		})
+		out := h.run()
+		if got := kinds(out.Delta); got != "OrchestrationStarted,ActivityScheduled,TimerCreated,TimerCreated" {
+			t.Fatalf("turn 1: %s", got)
+		}
+		out = h.run(done(history.WorkActivityCompleted, 2, `"a"`))
+		if got := kinds(out.Delta); got != "ActivityCompleted,TimerCanceled,TimerCanceled,ExternalSubscribed" {
+			t.Fatalf("turn 2: %s", got)
+		}
+		out = h.run(done(history.WorkTimerFired, 3, ""), done(history.WorkTimerFired, 4, ""), raise("end", "1"))
+		if out.Result != Completed || string(out.Output) != `"a"` {
+			t.Fatalf("turn 3: %v %s %s", out.Result, out.Output, kinds(out.Delta))
+		}
+		if err := Verify(h.cfg, h.stored); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
