@@ -197,3 +197,60 @@ func TestDeadlinesAbandonedWhenTheCallEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryEndsAtDeadlineOrCancel: a schedule-to-close deadline that fires
+// during a backoff wait ends the call with kind timeout and abandons the
+// wait; canceling a retrying call does the same with kind canceled. No
+// further attempt is scheduled either way.
+func TestRetryEndsAtDeadlineOrCancel(t *testing.T) {
+	for _, cancel := range []bool{false, true} {
+		both(t, func(t *testing.T, cached bool) {
+			h := newHarness(t, cached, func(ctx *Context, in json.RawMessage) (json.RawMessage, error) {
+				a := ctx.ScheduleActivityOptions("A", in, ActivityOptions{
+					Retry:           &RetryPolicy{MaxAttempts: 5, InitialInterval: time.Minute},
+					ScheduleToClose: 30 * time.Second,
+				})
+				if cancel {
+					ctx.Await(ctx.WaitForEvent("stop"))
+					ctx.Cancel(a)
+				}
+				ctx.Await(a)
+				_, f := a.Result()
+				return json.RawMessage(`"` + string(f.Kind) + `"`), nil
+			})
+			h.run() // 2 A, 3 deadline (4 stop wait)
+			out := h.run(done(history.WorkActivityFailed, 2, "boom"))
+			backoff := out.Delta[len(out.Delta)-1]
+			if backoff.Kind != history.TimerCreated {
+				t.Fatalf("turn 2: %s", kinds(out.Delta))
+			}
+			if cancel {
+				out = h.run(raise("stop", "1"))
+			} else {
+				out = h.run(done(history.WorkTimerFired, 3, ""))
+			}
+			want := `"timeout"`
+			if cancel {
+				want = `"canceled"`
+			}
+			if out.Result != Completed || string(out.Output) != want {
+				t.Fatalf("turn 3: %v %s %s", out.Result, out.Output, kinds(out.Delta))
+			}
+			n := 0
+			for _, ev := range h.stored {
+				if ev.Kind == history.ActivityScheduled {
+					n++
+				}
+				if ev.Kind == history.TimerCanceled && ev.SourceEventID == backoff.EventID {
+					n += 10
+				}
+			}
+			if n != 11 {
+				t.Fatalf("want one attempt and the backoff abandoned: %s", kinds(h.stored))
+			}
+			if err := Verify(h.cfg, h.stored); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
