@@ -24,7 +24,9 @@ func (c *OrchestrationContext) Patched(id string) bool { return c.c.Patched(id) 
 // needs the old branch runs: replace `if ctx.Patched(id) { new } else { old }`
 // with `ctx.Deprecated(id); new`. It still records the patch for new
 // executions, so a runtime still running the Patched release during a
-// rolling deploy replays them on the new branch; histories with or without
-// the patch replay. Once no runtime runs the Patched release, the call can
-// go too: recorded patches never need matching code.
+// rolling deploy replays them on the new branch, and the histories that
+// took the new branch replay too. Histories that took the old branch do
+// not: deprecate only once none of them is still running. Once no runtime
+// runs the Patched release, the call can go too: recorded patches never
+// need matching code.
 func (c *OrchestrationContext) Deprecated(id string) { c.c.Deprecated(id) }
