@@ -45,6 +45,18 @@ type RetryPolicy struct {
 	MaxInterval time.Duration
 	// BackoffCoefficient multiplies the wait after each retry (default 2).
 	BackoffCoefficient float64
+	// Jitter is the fraction of each wait, from 0 to 1, that is randomized
+	// so retries of many instances spread out: a wait d becomes a value in
+	// [d*(1-Jitter), d] (default 0: no jitter). The random part is derived
+	// from the instance ID, the attempt's activity ID and the attempt
+	// number, so replay computes the same wait.
+	Jitter float64
+	// NonRetryable lists failures that end the retries at once: an error
+	// kind ("timeout", "configuration", ...) or the Go type of the
+	// activity's error as ActivityError.Type shows it
+	// ("*mypkg.ValidationError"). An error the activity wrapped with
+	// NonRetryable and a canceled attempt always end them (default: none).
+	NonRetryable []string
 }
 
 // InstanceID returns the ID of the running instance.
@@ -69,35 +81,27 @@ func (c *OrchestrationContext) IsReplaying() bool { return c.c.IsReplaying() }
 func (c *OrchestrationContext) Logger() *slog.Logger { return c.c.Logger() }
 
 // ScheduleActivity starts the activity name with input (JSON-encoded).
+// It is the by-name form of CallActivity.
 func (c *OrchestrationContext) ScheduleActivity(name string, input any) *Task {
-	return c.ScheduleActivityOnSession(name, input, "")
+	return c.ScheduleActivityWithOptions(name, input, nil)
 }
 
 // ScheduleActivityOnSession starts an activity pinned to the worker that
 // owns sessionID: every activity of one session runs on the same worker
 // while the session is held (see RuntimeOptions.WorkerID). An empty
-// sessionID is ScheduleActivity.
+// sessionID is ScheduleActivity. It is ScheduleActivityWithOptions with
+// ActivityOptions.Session.
 func (c *OrchestrationContext) ScheduleActivityOnSession(name string, input any, sessionID string) *Task {
-	raw, err := c.encode("activity "+name, input)
-	if err != nil {
-		return &Task{ctx: c, err: err}
-	}
-	return &Task{ctx: c, t: c.c.ScheduleActivity(name, raw, sessionID)}
+	return c.ScheduleActivityWithOptions(name, input, &ActivityOptions{Session: sessionID})
 }
 
 // ScheduleActivityWithRetry starts an activity and retries it when it fails
 // with an application error, waiting durably between attempts. The task
 // completes with the first success or the last failure. A canceled attempt
-// is not retried.
+// is not retried. It is ScheduleActivityWithOptions with
+// ActivityOptions.Retry.
 func (c *OrchestrationContext) ScheduleActivityWithRetry(name string, input any, policy RetryPolicy) *Task {
-	raw, err := c.encode("activity "+name, input)
-	if err != nil {
-		return &Task{ctx: c, err: err}
-	}
-	if policy.InitialInterval <= 0 {
-		policy.InitialInterval = time.Second
-	}
-	return &Task{ctx: c, t: c.c.ScheduleActivityWithRetry(name, raw, "", replay.RetryPolicy(policy))}
+	return c.ScheduleActivityWithOptions(name, input, &ActivityOptions{Retry: &policy})
 }
 
 // ScheduleTimer starts a durable timer that fires d from now (orchestration
@@ -209,6 +213,21 @@ func (t *Task) Await(out any) error {
 // Done reports whether the task has completed, without blocking.
 func (t *Task) Done() bool { return t.err != nil || t.t.Done() }
 
+// Cancel gives up on the task: it completes at once, and Await returns an
+// error matching ErrCanceled. A running activity is asked to stop (its
+// context is canceled where it runs, its queued delivery is dropped) and
+// its late result is ignored; an activity with retries stops retrying; a
+// sub-orchestration receives a cancel request (which cascades to its own
+// children); a timer or an event wait is abandoned. The cancellation is
+// recorded, so replay makes the same choice. Canceling a completed task
+// does nothing.
+func (t *Task) Cancel() {
+	if t.err != nil || t.t.Done() {
+		return
+	}
+	t.ctx.c.Cancel(t.t)
+}
+
 func (t *Task) result(out any) error {
 	output, fail := t.t.Result()
 	if fail != nil {
@@ -222,6 +241,8 @@ func (t *Task) result(out any) error {
 
 func (t *Task) failure(d *history.ErrorDetails) error {
 	switch {
+	case !t.t.IsActivity() && !t.t.IsSubOrchestration():
+		return fmt.Errorf("%s: %w", t.describe(), ErrCanceled) // only a canceled timer or wait fails
 	case t.t.IsSubOrchestration():
 		return &SubOrchestrationError{Name: t.t.Name(), InstanceID: t.t.ChildInstanceID(), Kind: string(d.Kind), Message: d.Message, Details: d.Details, Code: string(d.Code)}
 	default:

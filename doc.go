@@ -14,14 +14,47 @@
 //   - A Client starts orchestrations, raises events, cancels, reads status
 //     and history, and purges, from any process.
 //
-// # Orchestrations
+// # Writing orchestrations
+//
+// Registration returns typed references, and orchestrations call them
+// through the typed form, so a misspelled name or a wrong input type is a
+// compile error rather than a failing instance:
+//
+//	reg := duroxide.NewRegistry()
+//	hello := duroxide.RegisterActivity(reg, "Hello", func(ctx context.Context, name string) (string, error) {
+//		return "Hello, " + name + "!", nil
+//	})
+//	greet := duroxide.RegisterOrchestration(reg, "Greet", func(ctx *duroxide.OrchestrationContext, name string) (string, error) {
+//		return duroxide.CallActivity(ctx, hello, name, &duroxide.ActivityOptions{
+//			Retry:               &duroxide.RetryPolicy{MaxAttempts: 3},
+//			StartToCloseTimeout: time.Minute,
+//		}).Get()
+//	})
+//	// ... StartRuntime(ctx, store, reg, nil), then from any process:
+//	msg, err := duroxide.RunTyped(ctx, client, greet, "greet-ada", "Ada", nil)
 //
 // An orchestration receives an *OrchestrationContext and schedules work
-// through it: activities (ScheduleActivity; the only place for I/O),
-// durable timers (ScheduleTimer), external events (WaitForEvent),
-// sub-orchestrations (ScheduleSubOrchestration). Each returns a *Task; Await
-// blocks until it completes, and Select waits for the first of several.
-// Tasks run concurrently: schedule many, then await them (fan-out/fan-in).
+// through it: activities (CallActivity; the only place for I/O), durable
+// timers (ScheduleTimer), external events (WaitForEvent), sub-orchestrations
+// (CallSubOrchestration). Typed calls return a *Future whose Get blocks
+// until the work completes; the other calls return a *Task (Await). Select
+// waits for the first of several tasks (a future takes part through
+// Future.Task), and Cancel gives up on a task or future (a canceled
+// activity's context is canceled, a canceled child receives a cancel
+// request). Work runs concurrently: schedule many, then wait for them
+// (fan-out/fan-in). NewActivityRef and NewOrchestrationRef declare
+// references to code registered in another binary. The by-name forms
+// (ScheduleActivity, ScheduleActivityWithOptions, ScheduleSubOrchestration,
+// Client.StartOrchestration) remain for dynamic use; both forms record the
+// same history, so switching between them replays.
+//
+// ActivityOptions gathers everything about one activity call: Retry
+// (durable backoff with Jitter, and NonRetryable failures; an activity
+// ends its retries itself by returning NonRetryable(err)), Session (worker
+// affinity), and StartToCloseTimeout (per attempt) and
+// ScheduleToCloseTimeout (the whole call), durable timers that fail the
+// call with kind "timeout" (errors.Is(err, ErrTimeout)) and cancel the
+// running attempt.
 //
 // The runtime runs the function again from the start whenever it must
 // rebuild its state (after a restart, on another node), feeding recorded
@@ -33,7 +66,10 @@
 // *NondeterminismError; by default the instance is parked (it stays Running,
 // with Status.LastError explaining why, and is retried with backoff) so
 // that deploying the fixed code resumes it. Check a change before deploying
-// it with ReplayHistory against saved histories.
+// it with ReplayHistory against saved histories. To change code that running
+// instances are part-way through, branch on ctx.Patched(id): instances whose
+// history was recorded before the change replay the old branch, every other
+// execution takes the new one (and records that it did).
 //
 // Live orchestrations are cached in memory between turns, so a turn
 // normally resumes the suspended function instead of replaying its whole
@@ -63,7 +99,8 @@
 //
 // An activity error or panic reaches the orchestration as *ActivityError; a
 // child's failure as *SubOrchestrationError; cancellation matches
-// ErrCanceled. ScheduleActivityWithRetry retries with durable backoff. A
+// ErrCanceled, and a timed-out activity matches ErrTimeout.
+// ActivityOptions.Retry retries with durable backoff. A
 // message delivered more than RuntimeOptions.MaxAttempts times (its worker
 // kept crashing, losing its lock or being shut down) is poisoned: the activity or the
 // orchestration fails with kind "poison" instead of looping forever. An

@@ -35,6 +35,9 @@ var (
 	// *ActivityError and *SubOrchestrationError match it when their failure
 	// was a cancellation.
 	ErrCanceled = errors.New("canceled")
+	// ErrTimeout: a deadline passed. *ActivityError matches it when the
+	// activity timed out (ActivityOptions timeouts).
+	ErrTimeout = errors.New("timed out")
 	// ErrNotTerminal: Status.Decode on an instance that has not completed.
 	ErrNotTerminal = errors.New("orchestration has not completed")
 	// ErrRuntimeStopped: the runtime was shut down. It is the cause
@@ -94,9 +97,11 @@ func (e *ActivityError) Error() string {
 	return fmt.Sprintf("activity %s (#%d) failed: %s", e.Name, e.ActivityID, e.Message)
 }
 
-// Is makes errors.Is(err, ErrCanceled) true for canceled activities.
+// Is makes errors.Is(err, ErrCanceled) true for canceled activities and
+// errors.Is(err, ErrTimeout) true for timed-out ones.
 func (e *ActivityError) Is(target error) bool {
-	return target == ErrCanceled && e.Kind == string(history.ErrorCanceled)
+	return (target == ErrCanceled && e.Kind == string(history.ErrorCanceled)) ||
+		(target == ErrTimeout && e.Kind == string(history.ErrorTimeout))
 }
 
 // SubOrchestrationError is the failure of a sub-orchestration, as seen by

@@ -48,17 +48,23 @@ func NewRegistry() *Registry {
 }
 
 // RegisterOrchestration registers fn as version DefaultVersion ("1.0.0") of
-// the orchestration name. Input and output are JSON-encoded.
-func RegisterOrchestration[I, O any](reg *Registry, name string, fn func(ctx *OrchestrationContext, input I) (O, error)) {
+// the orchestration name. Input and output are JSON-encoded. It returns a
+// typed reference for CallSubOrchestration, StartTyped and WaitTyped,
+// unpinned: it starts the version new instances get (callers may ignore
+// it).
+func RegisterOrchestration[I, O any](reg *Registry, name string, fn func(ctx *OrchestrationContext, input I) (O, error)) Orchestration[I, O] {
 	RegisterOrchestrationVersion(reg, name, DefaultVersion, fn)
+	return Orchestration[I, O]{name: name}
 }
 
 // RegisterOrchestrationVersion registers fn as the given semantic version of
-// the orchestration name.
-func RegisterOrchestrationVersion[I, O any](reg *Registry, name, version string, fn func(ctx *OrchestrationContext, input I) (O, error)) {
+// the orchestration name. It returns a typed reference pinned to that
+// version (see Orchestration.WithVersion to unpin it).
+func RegisterOrchestrationVersion[I, O any](reg *Registry, name, version string, fn func(ctx *OrchestrationContext, input I) (O, error)) Orchestration[I, O] {
+	ref := Orchestration[I, O]{name: name, version: version}
 	if fn == nil {
 		reg.fail(fmt.Errorf("orchestration %q: nil function", name))
-		return
+		return ref
 	}
 	reg.addOrchestration(name, version, func(ctx *OrchestrationContext, raw json.RawMessage) (json.RawMessage, error) {
 		var in I
@@ -71,17 +77,21 @@ func RegisterOrchestrationVersion[I, O any](reg *Registry, name, version string,
 		}
 		return encodePayload(out)
 	})
+	return ref
 }
 
 // RegisterActivity registers fn as the activity name. Its context is
 // canceled when the activity is canceled (its orchestration ended or was
-// canceled, its lock was lost, or the runtime is shutting down past its
-// deadline); ActivityContextFrom(ctx) describes the call. An error or a
-// panic becomes an *ActivityError in the orchestration.
-func RegisterActivity[I, O any](reg *Registry, name string, fn func(ctx context.Context, input I) (O, error)) {
+// canceled or gave up on it, its lock was lost, or the runtime is shutting
+// down past its deadline); ActivityContextFrom(ctx) describes the call. An
+// error or a panic becomes an *ActivityError in the orchestration; an
+// error wrapped with NonRetryable ends its retries. It returns a typed
+// reference for CallActivity (callers may ignore it).
+func RegisterActivity[I, O any](reg *Registry, name string, fn func(ctx context.Context, input I) (O, error)) Activity[I, O] {
+	ref := Activity[I, O]{name: name}
 	if fn == nil {
 		reg.fail(fmt.Errorf("activity %q: nil function", name))
-		return
+		return ref
 	}
 	reg.addActivity(name, func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 		var in I
@@ -94,6 +104,7 @@ func RegisterActivity[I, O any](reg *Registry, name string, fn func(ctx context.
 		}
 		return encodePayload(out)
 	})
+	return ref
 }
 
 // SetDefaultVersion makes version the one new instances of name start with

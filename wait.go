@@ -485,7 +485,7 @@ func historyWaits(hist []history.Event, execID int64, q *provider.InstanceQueueS
 			w.ChildState = children[ev.ChildInstanceID]
 			open[ev.EventID] = &pending{order: ev.EventID, w: w}
 		case history.ActivityCompleted, history.ActivityFailed, history.ActivityCancelRequested,
-			history.TimerFired, history.SubOrchestrationCompleted, history.SubOrchestrationFailed:
+			history.TimerFired, history.TimerCanceled, history.SubOrchestrationCompleted, history.SubOrchestrationFailed:
 			delete(open, ev.SourceEventID)
 		}
 	}

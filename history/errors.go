@@ -38,6 +38,9 @@ const (
 	// CodeInstanceExists (kind ErrorConfiguration) means a sub-orchestration
 	// could not start because its explicit instance ID is already taken.
 	CodeInstanceExists ErrorCode = "instance_exists"
+	// CodeNonRetryable (kind ErrorApplication) means the activity marked
+	// its error final (duroxide.NonRetryable): a retry policy stops there.
+	CodeNonRetryable ErrorCode = "non_retryable"
 )
 
 // ErrorDetails describes a failure stored in history and in queue messages.

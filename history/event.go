@@ -45,6 +45,11 @@ const (
 	TimerCreated EventKind = "TimerCreated"
 	// TimerFired: SourceEventID, FireAtMs.
 	TimerFired EventKind = "TimerFired"
+	// TimerCanceled records that the orchestration abandoned a timer that
+	// has not fired (a canceled task, a timeout whose call ended first).
+	// Fields: SourceEventID, Reason. A TimerFired may still follow; it
+	// completes nothing.
+	TimerCanceled EventKind = "TimerCanceled"
 )
 
 // External events.
@@ -80,6 +85,11 @@ const (
 	// GUIDRecorded records the value returned by OrchestrationContext.NewGUID.
 	// Fields: GUID.
 	GUIDRecorded EventKind = "GUIDRecorded"
+	// PatchRecorded records that the execution took the new branch of the
+	// code change Name (OrchestrationContext.Patched returned true, or
+	// Deprecated ran on a new execution). Fields: Name. It is a marker, not
+	// a schedule: code that no longer asks about the patch replays past it.
+	PatchRecorded EventKind = "PatchRecorded"
 )
 
 // EventKinds lists every known event kind, in declaration order.
@@ -92,6 +102,7 @@ var EventKinds = []EventKind{
 	SubOrchestrationScheduled, SubOrchestrationCompleted, SubOrchestrationFailed,
 	SubOrchestrationCancelRequested,
 	CustomStatusUpdated, NowRecorded, GUIDRecorded,
+	PatchRecorded, TimerCanceled,
 }
 
 // Known reports whether k is a kind this release understands.
@@ -167,6 +178,8 @@ var eventRules = map[EventKind]rule{
 	CustomStatusUpdated:             {},
 	NowRecorded:                     {timeMs: true},
 	GUIDRecorded:                    {guid: true},
+	PatchRecorded:                   {name: true},
+	TimerCanceled:                   {source: true},
 }
 
 // Validate reports whether e is well formed for its kind. The error wraps

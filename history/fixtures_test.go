@@ -146,6 +146,14 @@ func eventFixtures() map[history.EventKind]eventCase {
 			EventID: 17, Kind: history.GUIDRecorded, TimestampMs: ts + 17,
 			GUID: "0f8fad5b-d9cb-469f-a165-70867728950e",
 		}, required: []string{"guid"}},
+		history.PatchRecorded: {event: history.Event{
+			EventID: 18, Kind: history.PatchRecorded, TimestampMs: ts + 18,
+			Name: "charge-before-ship",
+		}, required: []string{"name"}},
+		history.TimerCanceled: {event: history.Event{
+			EventID: 19, Kind: history.TimerCanceled, SourceEventID: 5, TimestampMs: ts + 19,
+			Reason: "canceled by the orchestration",
+		}, required: []string{"sourceEventId"}},
 	}
 }
 

@@ -32,15 +32,16 @@ func main() {
 	}
 }
 
-// register adds the example's orchestration and activity to reg.
-func register(reg *duroxide.Registry) {
-	duroxide.RegisterActivity(reg, "SayHello", func(_ context.Context, name string) (string, error) {
+// register adds the example's orchestration and activity to reg and
+// returns the orchestration's typed reference. Registration returns typed
+// references, so the orchestration calls the activity with a checked name
+// and checked input and output types.
+func register(reg *duroxide.Registry) duroxide.Orchestration[string, string] {
+	sayHello := duroxide.RegisterActivity(reg, "SayHello", func(_ context.Context, name string) (string, error) {
 		return "Hello, " + name + "!", nil
 	})
-	duroxide.RegisterOrchestration(reg, "Greet", func(ctx *duroxide.OrchestrationContext, name string) (string, error) {
-		var greeting string
-		err := ctx.ScheduleActivity("SayHello", name).Await(&greeting)
-		return greeting, err
+	return duroxide.RegisterOrchestration(reg, "Greet", func(ctx *duroxide.OrchestrationContext, name string) (string, error) {
+		return duroxide.CallActivity(ctx, sayHello, name, nil).Get()
 	})
 }
 
@@ -52,7 +53,7 @@ func run(ctx context.Context, stdout io.Writer, dbPath, name string) error {
 	defer store.Close()
 
 	reg := duroxide.NewRegistry()
-	register(reg)
+	greet := register(reg)
 	rt, err := duroxide.StartRuntime(ctx, store, reg, nil)
 	if err != nil {
 		return err
@@ -63,16 +64,12 @@ func run(ctx context.Context, stdout io.Writer, dbPath, name string) error {
 	// An instance ID names one unit of work. If an earlier run (with -db)
 	// already started this one, wait for it instead of starting another.
 	id := "greet-" + name
-	err = client.StartOrchestration(ctx, id, "Greet", name, nil)
+	err = duroxide.StartTyped(ctx, client, greet, id, name, nil)
 	if err != nil && !errors.Is(err, duroxide.ErrInstanceExists) {
 		return err
 	}
-	st, err := client.WaitForOrchestration(ctx, id)
+	greeting, err := duroxide.WaitTyped(ctx, client, greet, id)
 	if err != nil {
-		return err
-	}
-	var greeting string
-	if err := st.Decode(&greeting); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, greeting)

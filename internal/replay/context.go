@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -187,72 +186,11 @@ func (c *Context) ContinueAsNew(input json.RawMessage, version string) error {
 	return &ContinueAsNewError{Input: input, Version: version}
 }
 
-// RetryPolicy retries a failed activity with durable backoff.
-type RetryPolicy struct {
-	MaxAttempts        int
-	InitialInterval    time.Duration
-	MaxInterval        time.Duration
-	BackoffCoefficient float64
-}
-
-// Delay returns the wait before retry number k (k = 1 is the first retry).
-func (p RetryPolicy) Delay(k int) time.Duration {
-	coef := p.BackoffCoefficient
-	if coef <= 0 {
-		coef = 2
-	}
-	d := float64(p.InitialInterval) * math.Pow(coef, float64(k-1))
-	if p.MaxInterval > 0 && d > float64(p.MaxInterval) {
-		d = float64(p.MaxInterval)
-	}
-	if d > math.MaxInt64 {
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(d)
-}
-
 // ScheduleActivityWithRetry schedules an activity and, on application
 // failure, retries it after durable timers until it succeeds or
-// MaxAttempts is reached. The retries run inside the engine as each
-// attempt completes, so they progress even while the code awaits something
-// else; every attempt and timer is ordinary history.
+// MaxAttempts is reached (see ScheduleActivityOptions).
 func (c *Context) ScheduleActivityWithRetry(name string, input json.RawMessage, sessionID string, p RetryPolicy) *Task {
-	x := c.x
-	if p.MaxAttempts < 1 {
-		p.MaxAttempts = 1
-	}
-	comp := &Task{x: x, kind: kindComposite, name: name}
-	attempt := 0
-	var try func()
-	try = func() {
-		attempt++
-		ev := x.emit(history.Event{Kind: history.ActivityScheduled, Name: name, Input: input, SessionID: sessionID})
-		if x.nondet != nil {
-			return
-		}
-		t := x.bind(ev.EventID, kindActivity, name, "")
-		comp.eventID = t.eventID
-		t.onDone = func() {
-			if t.failure == nil || t.failure.Kind == history.ErrorCanceled || attempt >= p.MaxAttempts {
-				comp.complete(t.seq, t.output, t.failure)
-				return
-			}
-			d := p.Delay(attempt)
-			if d <= 0 {
-				try()
-				return
-			}
-			tev := x.emit(history.Event{Kind: history.TimerCreated, FireAtMs: x.now.Add(d).UnixMilli()})
-			if x.nondet != nil {
-				return
-			}
-			timer := x.bind(tev.EventID, kindTimer, "", "")
-			timer.onDone = try
-		}
-	}
-	try()
-	x.abortIfBroken()
-	return comp
+	return c.scheduleComposite(name, input, ActivityOptions{SessionID: sessionID, Retry: &p})
 }
 
 // bind creates the task for a scheduling event.

@@ -16,7 +16,9 @@
 //
 //   - Schedules are what the code did: ActivityScheduled, TimerCreated,
 //     ExternalSubscribed, SubOrchestrationScheduled, and the recorded
-//     values CustomStatusUpdated, NowRecorded, GUIDRecorded. The code
+//     values CustomStatusUpdated, NowRecorded, GUIDRecorded (breadcrumbs
+//     and PatchRecorded markers are written by the code too, but are not
+//     matched; see below). The code
 //     produces them; on replay it must produce them again, in the same
 //     order, with the same arguments.
 //   - Completions are what the world did: ActivityCompleted/Failed,
@@ -86,13 +88,43 @@
 // buffer is rebuilt from history on replay, so delivery is deterministic. Arrivals still unconsumed at ContinueAsNew are returned in
 // TurnOutput.Carried for the next execution.
 //
-// # Retries
+// # Retries and timeouts
 //
-// ScheduleActivityWithRetry is a composite task driven by the engine, not
-// by the code: when an attempt fails, the engine schedules the backoff
-// timer (and, when it fires, the next attempt) while applying the
-// completion. Retries therefore progress even while the code awaits other
-// tasks, and every step is ordinary history.
+// ScheduleActivityOptions (and ScheduleActivityWithRetry) with a retry
+// policy or a timeout is a composite task driven by the engine, not by the
+// code: when an attempt fails, the engine schedules the backoff timer (and,
+// when it fires, the next attempt) while applying the completion. A
+// start-to-close timeout is a timer scheduled right after each attempt, a
+// schedule-to-close timeout one timer after the first attempt; whichever
+// of an attempt and its timers completes first in history decides. Retries
+// and deadlines therefore progress even while the code awaits other
+// tasks, and every step is ordinary history. Backoff jitter is a hash of
+// the instance, the attempt's event ID and the attempt number, so it needs
+// no recorded randomness.
+//
+// # Giving up on tasks mid-execution
+//
+// Context.Cancel and the timeouts give up on a task before the execution
+// ends. The task completes at once (kind "canceled" or "timeout") and the
+// engine appends a breadcrumb: ActivityCancelRequested,
+// SubOrchestrationCancelRequested, TimerCanceled or
+// ExternalSubscribedCanceled. Activities and children so abandoned are
+// reported in TurnOutput.CanceledActivities / CanceledChildren, so the
+// caller cancels them as it does at the end of an execution. Breadcrumbs
+// are not schedules: nothing matches them. On replay the engine finds the
+// breadcrumb it wrote (or the completion that made one unnecessary) in
+// history and writes nothing, so the decision is the same without being
+// matched; a completion that arrives after its task was abandoned
+// completes nothing.
+//
+// # Patches
+//
+// Context.Patched(id) answers true when history holds a PatchRecorded
+// event named id, or when no recorded schedule remains ahead of the code
+// (it runs past what history records), in which case it appends that
+// marker; otherwise (the call falls inside a history recorded before the
+// change) false. Markers are not schedules either, so code that no longer
+// asks about a patch replays past its marker.
 //
 // # Live executions and replay
 //

@@ -159,6 +159,8 @@ type Task struct {
 	failure *history.ErrorDetails
 
 	onDone func()
+	// onCancel, when set, cancels what a composite task runs.
+	onCancel func(seq int, fail *history.ErrorDetails)
 }
 
 // EventID is the task's scheduling event (0 for composites).
@@ -229,6 +231,16 @@ type Execution struct {
 	cancelReq *history.Event
 	nondet    *NondeterminismError
 
+	// crumbs are the schedules with a cancel breadcrumb in history.
+	crumbs map[int64]bool
+	// cancelActs and cancelKids are what the code canceled this turn.
+	cancelActs []int64
+	cancelKids []ChildRef
+	// patchSeen holds the patches recorded in history; patches memoizes
+	// each patch's answer for this execution.
+	patchSeen map[string]bool
+	patches   map[string]bool
+
 	started, finished bool
 	inCoroutine       bool
 	yield             func(struct{}) bool
@@ -246,6 +258,9 @@ func New(cfg Config) *Execution {
 		index:     map[int64]int{},
 		tasks:     map[int64]*Task{},
 		completed: map[int64]bool{},
+		crumbs:    map[int64]bool{},
+		patchSeen: map[string]bool{},
+		patches:   map[string]bool{},
 		nextID:    1,
 		mustPoll:  true,
 	}
@@ -345,6 +360,11 @@ func (x *Execution) record(ev history.Event) {
 	case history.OrchestrationCancelRequested:
 		c := ev
 		x.cancelReq = &c
+	case history.ActivityCancelRequested, history.SubOrchestrationCancelRequested,
+		history.TimerCanceled, history.ExternalSubscribedCanceled:
+		x.crumbs[ev.SourceEventID] = true
+	case history.PatchRecorded:
+		x.patchSeen[ev.Name] = true
 	}
 }
 
@@ -683,6 +703,8 @@ func describe(ev *history.Event) string {
 		return "a call to Now"
 	case history.GUIDRecorded:
 		return "a call to NewGUID"
+	case history.PatchRecorded:
+		return fmt.Sprintf("patch %q", ev.Name)
 	}
 	return string(ev.Kind)
 }
@@ -721,7 +743,10 @@ func resultOf(h []history.Event) Result {
 // terminal event, terminal event last.
 func (x *Execution) finalize() *TurnOutput {
 	out := &TurnOutput{Result: Running}
+	out.CanceledActivities, out.CanceledChildren = x.cancelActs, x.cancelKids
+	x.cancelActs, x.cancelKids = nil, nil
 	if x.nondet != nil {
+		out.CanceledActivities, out.CanceledChildren = nil, nil
 		out.Nondeterminism = x.nondet
 		x.Close()
 		return out
@@ -775,7 +800,9 @@ func (x *Execution) finalize() *TurnOutput {
 	}
 	if out.Result != Running {
 		reason := "orchestration " + out.Result.String()
-		out.CanceledActivities, out.CanceledChildren = x.cancelOutstanding(reason)
+		acts, kids := x.cancelOutstanding(reason)
+		out.CanceledActivities = append(out.CanceledActivities, acts...)
+		out.CanceledChildren = append(out.CanceledChildren, kids...)
 		x.appendNew(term)
 		x.Close()
 	}

@@ -35,6 +35,26 @@ func programFunc(ctx *Context, input json.RawMessage) (json.RawMessage, error) {
 	var pending []*Task
 	trace := []string{}
 	for i, op := range prog {
+		if op >= 192 { // the newer operations, kept apart so older seeds keep their meaning
+			switch op % 4 {
+			case 0, 3:
+				if len(pending) > 0 {
+					k := 0
+					if op%4 == 0 {
+						k = len(pending) - 1
+					}
+					ctx.Cancel(pending[k])
+				}
+			case 1:
+				pending = append(pending, ctx.ScheduleActivityOptions("T", json.RawMessage(fmt.Sprint(i)), ActivityOptions{
+					Retry:        &RetryPolicy{MaxAttempts: 2, InitialInterval: time.Second, Jitter: 0.5},
+					StartToClose: time.Duration(op%7+1) * time.Second, ScheduleToClose: time.Duration(op%5+2) * time.Second,
+				}))
+			case 2:
+				trace = append(trace, fmt.Sprintf("patched:%v", ctx.Patched(fmt.Sprint("p", op%3))))
+			}
+			continue
+		}
 		switch op % 12 {
 		case 0, 1:
 			pending = append(pending, ctx.ScheduleActivity("A", json.RawMessage(fmt.Sprint(i)), ""))
@@ -233,6 +253,9 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte{3, 3, 15, 6, 6}, []byte{4, 4, 2, 2, 2})
 	f.Add([]byte{0, 0, 0, 0, 6, 6, 6, 6, 11}, []byte{1, 1, 1, 1, 1, 1})
 	f.Add([]byte{10, 10, 6, 23, 6}, []byte{0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{193, 0, 2, 6, 195, 194, 4, 4}, []byte{1, 3, 0, 2, 1, 0, 3})
+	f.Add([]byte{197, 201, 3, 192, 6, 198, 4, 4, 4}, []byte{0, 1, 2, 3, 4, 5, 6, 7, 0, 0})
+	f.Add([]byte{9, 195, 193, 2, 192, 6, 6, 6}, []byte{3, 3, 3, 1, 1, 1})
 	f.Fuzz(func(t *testing.T, prog, choices []byte) {
 		if len(prog) > 64 {
 			prog = prog[:64]
