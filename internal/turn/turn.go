@@ -139,7 +139,7 @@ func decide(in Input) Decision {
 	inst := it.Instance
 	if inst == nil {
 		consume.Log = &Log{Level: slog.LevelInfo, Msg: "dropping messages for an unknown instance",
-			Attrs: []slog.Attr{slog.Int("messages", len(it.Messages))}}
+			Attrs: []slog.Attr{slog.Int(logkey.Messages, len(it.Messages))}}
 		return consume
 	}
 	if inst.CurrentExecutionID > 0 {
@@ -208,7 +208,7 @@ func decide(in Input) Decision {
 			Abandon: &provider.AbandonOptions{Delay: pol.Backoff(it.AttemptCount),
 				Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: msg}},
 			Log: &Log{Level: slog.LevelWarn, Msg: "orchestration not registered; will retry",
-				Attrs: []slog.Attr{slog.String("orchestration", what), slog.Int(logkey.Attempt, it.AttemptCount)}},
+				Attrs: []slog.Attr{slog.String(logkey.Orchestration, what), slog.Int(logkey.Attempt, it.AttemptCount)}},
 		}
 	}
 	if len(hist) == 0 {
