@@ -41,9 +41,6 @@ var (
 	// (context.Cause) of the context of an activity that Runtime.Shutdown
 	// interrupted because its deadline passed.
 	ErrRuntimeStopped = dispatch.ErrRuntimeStopped
-	// ErrNotSupported: the store lacks an optional capability the call
-	// needs.
-	ErrNotSupported = errors.New("not supported by this store")
 )
 
 // NondeterminismError reports that orchestration code no longer replays its

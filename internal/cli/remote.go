@@ -188,8 +188,6 @@ func (r *remote) answerError(res *http.Response, b []byte) error {
 		return fmt.Errorf("%s: %w", msg, duroxide.ErrNotFound)
 	case http.StatusBadRequest:
 		return fmt.Errorf("%s: %w", msg, duroxide.ErrInvalidArgument)
-	case http.StatusNotImplemented:
-		return fmt.Errorf("%s: %w", msg, duroxide.ErrNotSupported)
 	}
 	return fmt.Errorf("the server at %s answered %d: %s", r.base, res.StatusCode, msg)
 }
