@@ -38,6 +38,11 @@ const (
 	// CodeInstanceExists (kind ErrorConfiguration) means a sub-orchestration
 	// could not start because its explicit instance ID is already taken.
 	CodeInstanceExists ErrorCode = "instance_exists"
+	// CodeLimitExceeded (kind ErrorConfiguration) means an orchestration or
+	// an activity went over one of the runtime's limits (actions per turn,
+	// history events or bytes, payload bytes); Message names the limit and
+	// the value.
+	CodeLimitExceeded ErrorCode = "limit_exceeded"
 )
 
 // ErrorDetails describes a failure stored in history and in queue messages.
