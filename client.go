@@ -65,6 +65,15 @@ type Status struct {
 	// Stalled reports that at least one entry of WaitingFor is stalled.
 	// Set only where WaitingFor is filled.
 	Stalled bool `json:"stalled,omitempty"`
+	// HistoryEvents and HistoryBytes measure the current execution's
+	// history as the runtime's limits do (RuntimeOptions.MaxHistoryEvents
+	// and MaxHistoryBytes): its events, and its size, counted as the bytes
+	// of its payloads and texts plus 64 per event (close to what the store
+	// holds). Like WaitingFor they are set for live instances by
+	// Client.Inspect, ListInstances with ListOptions.Stalled and the HTTP
+	// API's instance route, from the history they read; zero elsewhere.
+	HistoryEvents int64 `json:"historyEvents,omitempty"`
+	HistoryBytes  int64 `json:"historyBytes,omitempty"`
 }
 
 // Decode decodes the output of a Completed instance into out. For a Failed

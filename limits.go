@@ -1,6 +1,9 @@
 package duroxide
 
-import "github.com/duroxide/duroxide-go/internal/replay"
+import (
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/replay"
+)
 
 // Defaults of the runtime's limits (RuntimeOptions.MaxActionsPerTurn,
 // MaxHistoryEvents, MaxHistoryBytes, MaxPayloadBytes) and of the payload
@@ -63,6 +66,15 @@ func (o *RuntimeOptions) limits() replay.Limits {
 		MaxBytes:   pick(o.MaxHistoryBytes, DefaultMaxHistoryBytes),
 		MaxPayload: int(pick(int64(o.MaxPayloadBytes), DefaultMaxPayloadBytes)),
 	}
+}
+
+// historySize is the number of events of hist and its size, as the
+// runtime's limits measure them.
+func historySize(hist []history.Event) (events, bytes int64) {
+	for i := range hist {
+		bytes += replay.EventSize(&hist[i])
+	}
+	return int64(len(hist)), bytes
 }
 
 // checkPayload refuses a payload over max bytes (max <= 0: no limit).

@@ -193,3 +193,58 @@ func TestLimitClientRefusesLargePayloads(t *testing.T) {
 		t.Fatalf("client without a limit: %v", err)
 	}
 }
+
+// Inspect reports the size of a live instance's history, measured close to
+// its JSON encoding, and it grows with what arrives.
+func TestStatusHistorySize(t *testing.T) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterActivity(reg, "Echo", func(_ context.Context, s string) (string, error) { return s, nil })
+	duroxide.RegisterOrchestration(reg, "O", func(ctx *duroxide.OrchestrationContext, s string) (string, error) {
+		if err := ctx.ScheduleActivity("Echo", s).Await(&s); err != nil {
+			return "", err
+		}
+		var more string
+		if err := ctx.WaitForEvent("more").Await(&more); err != nil {
+			return "", err
+		}
+		return s + more, ctx.WaitForEvent("end").Await(nil)
+	})
+	h := duroxidetest.New(t, reg, nil)
+	ctx := context.Background()
+	h.Start("O", "o", strings.Repeat("a", 1000))
+	inspect := func(wantEvents int) *duroxide.Status {
+		t.Helper()
+		h.WaitIdle()
+		st, err := h.Client.Inspect(ctx, "o", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist := h.History("o")
+		if st.HistoryEvents != int64(len(hist)) || len(hist) != wantEvents {
+			t.Fatalf("HistoryEvents %d, history %d events; want %d", st.HistoryEvents, len(hist), wantEvents)
+		}
+		raw, err := json.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := int64(len(raw)); st.HistoryBytes < n/2 || st.HistoryBytes > n*3/2 {
+			t.Fatalf("HistoryBytes %d, far from the %d bytes of the history's JSON", st.HistoryBytes, n)
+		}
+		return st
+	}
+	// Started, the activity and its result, the wait: four events and
+	// three copies of the input.
+	before := inspect(4)
+	if before.HistoryBytes < 3000 {
+		t.Fatalf("HistoryBytes %d does not count the payloads", before.HistoryBytes)
+	}
+	h.RaiseEvent("o", "more", strings.Repeat("b", 5000))
+	after := inspect(6)
+	if d := after.HistoryBytes - before.HistoryBytes; d < 5000 || d > 5000+300 {
+		t.Fatalf("the 5000-byte event added %d bytes", d)
+	}
+	// GetStatus reads one row and leaves them zero.
+	if st := h.Status("o"); st.HistoryEvents != 0 || st.HistoryBytes != 0 {
+		t.Fatalf("GetStatus: %d events, %d bytes", st.HistoryEvents, st.HistoryBytes)
+	}
+}
