@@ -744,7 +744,7 @@ func (x *Execution) finalize() *TurnOutput {
 		return out
 	}
 	x.checkEnding()
-	if x.limit != nil {
+	if x.limit != nil && x.cancelReq == nil { // a cancel wins: it ends the execution anyway
 		out.Limit = x.limit
 		x.Close()
 		return out

@@ -192,3 +192,16 @@ func TestLimitErrorMatches(t *testing.T) {
 		t.Fatalf("message %q, want %q", got, want)
 	}
 }
+
+// A cancel request in the same turn as something over a limit cancels the
+// execution: it ends either way, and the cancel is what was asked.
+func TestLimitCancelWins(t *testing.T) {
+	scheduled := 0
+	d := Decide(Input{Item: item(meta("Wait", "1.0.0", provider.StatusRunning, 1), waitHistory(nil),
+		raised("go", `"`+strings.Repeat("z", 2000)+`"`), history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: "i", Reason: "stop"}),
+		Registry: limitRegistry(&scheduled), Policy: limitPolicy(replay.Limits{MaxPayload: 1500}), Now: now})
+	ack := wantAck(t, d)
+	if d.Result != replay.Canceled || ack.Metadata.Error == nil || ack.Metadata.Error.Kind != history.ErrorCanceled {
+		t.Fatalf("result %s, error %+v; want Canceled", d.Result, ack.Metadata.Error)
+	}
+}
