@@ -74,6 +74,10 @@ func TestLimitFanOutFailsAndStoreStaysSmall(t *testing.T) {
 	if events, queued := storeSize(t, h, "fan"); events != 2 || queued != 0 {
 		t.Fatalf("the store holds %d events and %d queued messages; want 2 and 0", events, queued)
 	}
+	raw, err := json.Marshal(h.History("fan"))
+	if err != nil || len(raw) > 4096 {
+		t.Fatalf("the history takes %d bytes (%v); want at most 4 KiB", len(raw), err)
+	}
 }
 
 // An activity whose result is over MaxPayloadBytes fails; its
