@@ -65,6 +65,15 @@ type Status struct {
 	// Stalled reports that at least one entry of WaitingFor is stalled.
 	// Set only where WaitingFor is filled.
 	Stalled bool `json:"stalled,omitempty"`
+	// HistoryEvents and HistoryBytes measure the current execution's
+	// history as the runtime's limits do (RuntimeOptions.MaxHistoryEvents
+	// and MaxHistoryBytes): its events, and its size, counted as the bytes
+	// of its payloads and texts plus 64 per event (close to what the store
+	// holds). Like WaitingFor they are set for live instances by
+	// Client.Inspect, ListInstances with ListOptions.Stalled and the HTTP
+	// API's instance route, from the history they read; zero elsewhere.
+	HistoryEvents int64 `json:"historyEvents,omitempty"`
+	HistoryBytes  int64 `json:"historyBytes,omitempty"`
 }
 
 // Decode decodes the output of a Completed instance into out. For a Failed
@@ -159,12 +168,40 @@ type InstancePage struct {
 // works from any process; in the process of a runtime on the same store it
 // also wakes that runtime at once.
 type Client struct {
-	p provider.Provider
+	p          provider.Provider
+	maxPayload int // 0: no limit
 }
 
-// NewClient returns a client of store.
+// ClientOptions configures NewClientWithOptions. A nil pointer or a zero
+// field means the documented default.
+type ClientOptions struct {
+	// MaxPayloadBytes bounds the input of a start and the data of an
+	// event: larger ones are refused with a *LimitError before anything is
+	// stored (default DefaultMaxPayloadBytes, 2 MiB; negative: no limit).
+	// Keep it at most the runtime's RuntimeOptions.MaxPayloadBytes: an
+	// instance whose input is over the runtime's limit fails at its first
+	// turn.
+	MaxPayloadBytes int
+}
+
+// NewClient returns a client of store with the default options.
 func NewClient(store provider.Provider) *Client {
-	return &Client{p: store}
+	return NewClientWithOptions(store, nil)
+}
+
+// NewClientWithOptions returns a client of store configured by opts (nil:
+// defaults).
+func NewClientWithOptions(store provider.Provider, opts *ClientOptions) *Client {
+	c := &Client{p: store, maxPayload: DefaultMaxPayloadBytes}
+	if opts != nil {
+		switch {
+		case opts.MaxPayloadBytes < 0:
+			c.maxPayload = 0
+		case opts.MaxPayloadBytes > 0:
+			c.maxPayload = opts.MaxPayloadBytes
+		}
+	}
+	return c
 }
 
 // Store returns the client's provider.
@@ -177,7 +214,9 @@ func (c *Client) Store() provider.Provider { return c.p }
 // opts.LockKey a held lock returns *WorkflowLockedError (or
 // *LockAcquisitionFailedError when another start took it at the same
 // moment), unless opts.QueueIfLocked. Malformed identifiers (see
-// MaxInstanceIDLength) return ErrInvalidArgument.
+// MaxInstanceIDLength) return ErrInvalidArgument; an input over the
+// client's MaxPayloadBytes returns a *LimitError (matching both
+// ErrLimitExceeded and ErrInvalidArgument).
 func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *StartOptions) error {
 	if opts == nil {
 		opts = &StartOptions{}
@@ -194,6 +233,9 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	raw, err := encodePayload(input)
 	if err != nil {
 		return fmt.Errorf("input of %s: %w", name, err)
+	}
+	if err := checkPayload("input of orchestration "+name, raw, c.maxPayload); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	create := &provider.NewInstance{OrchestrationName: name, OrchestrationVersion: opts.Version, Input: raw}
 	if opts.IdempotencyKey != "" {
@@ -236,8 +278,9 @@ func startError(name, instanceID, lockKey string, err error) error {
 // RaiseEvent delivers the external event name with data (JSON-encoded) to
 // instanceID, where WaitForEvent(name) receives it. ErrNotFound if the
 // instance does not exist; *InstanceTerminalError (ErrInstanceTerminal),
-// changing nothing, if it is already Completed, Failed or Canceled. An
-// event that arrives as the instance ends is dropped.
+// changing nothing, if it is already Completed, Failed or Canceled; a
+// *LimitError (matching ErrLimitExceeded and ErrInvalidArgument) if data
+// is over the client's MaxPayloadBytes. An event that arrives as the instance ends is dropped.
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
 	if err := checkInstanceID(instanceID); err != nil {
 		return err
@@ -248,6 +291,9 @@ func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data a
 	raw, err := encodePayload(data)
 	if err != nil {
 		return fmt.Errorf("data of event %s: %w", name, err)
+	}
+	if err := checkPayload("data of event "+name, raw, c.maxPayload); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	info, err := c.instance(ctx, instanceID)
 	if err != nil {

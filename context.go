@@ -246,7 +246,7 @@ func (t *Task) failure(d *history.ErrorDetails) error {
 	case t.t.IsSubOrchestration():
 		return &SubOrchestrationError{Name: t.t.Name(), InstanceID: t.t.ChildInstanceID(), Kind: string(d.Kind), Message: d.Message, Details: d.Details, Code: string(d.Code)}
 	default:
-		return &ActivityError{Name: t.t.Name(), ActivityID: t.t.EventID(), Kind: string(d.Kind), Message: d.Message, Type: d.Type, Details: d.Details}
+		return &ActivityError{Name: t.t.Name(), ActivityID: t.t.EventID(), Kind: string(d.Kind), Message: d.Message, Type: d.Type, Details: d.Details, Code: string(d.Code)}
 	}
 }
 

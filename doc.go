@@ -108,6 +108,44 @@
 // backoff, for one that has (rolling deploys), and fails with kind
 // "configuration" if it is still unknown at delivery MaxAttempts.
 //
+// # Limits
+//
+// A runaway or hostile orchestration must not take the server down, so the
+// runtime bounds what one execution records (RuntimeOptions; zero means
+// the default, negative no limit):
+//
+//   - MaxActionsPerTurn (10,000): activities, timers, event waits,
+//     sub-orchestrations, custom status updates, Now and NewGUID calls
+//     recorded in one turn. They are counted as the code records them,
+//     and the code is stopped at the first one over: a fan-out to ten
+//     million activities fails after ten thousand, in kilobytes.
+//   - MaxHistoryEvents (50,000) and MaxHistoryBytes (32 MiB): one
+//     execution's history; ContinueAsNew starts an empty one.
+//     Status.HistoryEvents and HistoryBytes (from Client.Inspect) measure
+//     a live instance the same way.
+//   - MaxPayloadBytes (2 MiB): one JSON payload (an input, an output, an
+//     activity's result, an event's data, a custom status).
+//
+// An execution that goes over a limit fails with kind "configuration" and
+// code "limit_exceeded" (ErrorInfo.Code), with a message naming the limit
+// and the value, for example "actions recorded in one turn: 10001, over the
+// limit MaxActionsPerTurn = 10000"; nothing of the turn that went over is
+// committed, so the store keeps only the history before it. Status.Decode,
+// *ActivityError (an activity whose result is too large) and
+// *SubOrchestrationError match ErrLimitExceeded. A Client refuses a start
+// or an event whose payload is over ClientOptions.MaxPayloadBytes (default
+// the same 2 MiB) before storing anything, with a *LimitError.
+//
+// # Text rules
+//
+// Instance IDs, names, versions and keys are valid UTF-8 without control
+// characters, bidirectional controls (which make text display in another
+// order than it is stored) or U+FFFD (what invalid text decodes to), and
+// within their lengths (MaxInstanceIDLength, MaxNameLength, MaxKeyLength).
+// The Client, the HTTP API, the CLI and the dashboard apply the same rules:
+// ValidateInstanceID, ValidateName, ValidateKey, ValidateText. Lookups are
+// looser (ValidateLookupID) so that existing instances stay reachable.
+//
 // # Execution locks and idempotent starts
 //
 // StartOptions.LockKey (a "workflow id") lets only one instance under that

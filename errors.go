@@ -44,9 +44,10 @@ var (
 	// (context.Cause) of the context of an activity that Runtime.Shutdown
 	// interrupted because its deadline passed.
 	ErrRuntimeStopped = dispatch.ErrRuntimeStopped
-	// ErrNotSupported: the store lacks an optional capability the call
-	// needs.
-	ErrNotSupported = errors.New("not supported by this store")
+	// ErrNotSupported: an option this release's stores cannot honour yet
+	// (ActivityOptions.HeartbeatTimeout and Queue): the call that sets it
+	// fails with this error rather than silently ignoring it.
+	ErrNotSupported = errors.New("not supported by this release")
 )
 
 // NondeterminismError reports that orchestration code no longer replays its
@@ -58,7 +59,8 @@ type NondeterminismError = replay.NondeterminismError
 
 // ErrorInfo describes a failure stored with an instance or delivered to an
 // orchestration: Kind is one of "application", "canceled", "poison",
-// "nondeterminism", "configuration", "infrastructure", "timeout".
+// "nondeterminism", "configuration", "infrastructure", "timeout"; Code
+// names some failures precisely (see the field).
 type ErrorInfo struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
@@ -66,6 +68,11 @@ type ErrorInfo struct {
 	Type string `json:"type,omitempty"`
 	// Details holds extra text such as a panic's stack trace.
 	Details string `json:"details,omitempty"`
+	// Code names the failure precisely when the runtime recorded one:
+	// "limit_exceeded" when the instance went over one of the runtime's
+	// limits (see LimitError), "instance_exists" when a child's instance
+	// ID was taken.
+	Code string `json:"code,omitempty"`
 }
 
 func (e *ErrorInfo) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Message) }
@@ -74,7 +81,7 @@ func errorInfo(d *history.ErrorDetails) *ErrorInfo {
 	if d == nil {
 		return nil
 	}
-	return &ErrorInfo{Kind: string(d.Kind), Message: d.Message, Type: d.Type, Details: d.Details}
+	return &ErrorInfo{Kind: string(d.Kind), Message: d.Message, Type: d.Type, Details: d.Details, Code: string(d.Code)}
 }
 
 // ActivityError is the failure of an activity, as seen by the orchestration
@@ -91,6 +98,10 @@ type ActivityError struct {
 	Message string
 	// Type is the Go type of the activity's error; Details holds a panic's stack.
 	Type, Details string
+	// Code names the failure precisely when the runtime recorded one:
+	// "limit_exceeded" (kind "configuration") when the activity's result
+	// was over RuntimeOptions.MaxPayloadBytes.
+	Code string
 }
 
 func (e *ActivityError) Error() string {
@@ -98,10 +109,18 @@ func (e *ActivityError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrCanceled) true for canceled activities and
-// errors.Is(err, ErrTimeout) true for timed-out ones.
+// errors.Is(err, ErrTimeout) true for timed-out ones, and
+// errors.Is(err, ErrLimitExceeded) true for those that went over a limit.
 func (e *ActivityError) Is(target error) bool {
-	return (target == ErrCanceled && e.Kind == string(history.ErrorCanceled)) ||
-		(target == ErrTimeout && e.Kind == string(history.ErrorTimeout))
+	switch target {
+	case ErrCanceled:
+		return e.Kind == string(history.ErrorCanceled)
+	case ErrTimeout:
+		return e.Kind == string(history.ErrorTimeout)
+	case ErrLimitExceeded:
+		return e.Code == string(history.CodeLimitExceeded)
+	}
+	return false
 }
 
 // SubOrchestrationError is the failure of a sub-orchestration, as seen by
@@ -115,7 +134,8 @@ type SubOrchestrationError struct {
 	Message string
 	Details string
 	// Code names the failure precisely when the runtime recorded one:
-	// "instance_exists" when the child's instance ID was taken.
+	// "instance_exists" when the child's instance ID was taken,
+	// "limit_exceeded" when the child went over one of the runtime's limits.
 	Code string
 }
 
@@ -123,8 +143,10 @@ func (e *SubOrchestrationError) Error() string {
 	return fmt.Sprintf("sub-orchestration %s (%s) failed: %s", e.Name, e.InstanceID, e.Message)
 }
 
-// Is makes errors.Is(err, ErrCanceled) true for canceled children and
-// errors.Is(err, ErrInstanceExists) true when the child ID was taken: Code
+// Is makes errors.Is(err, ErrCanceled) true for canceled children,
+// errors.Is(err, ErrLimitExceeded) true for children that went over a
+// limit, and errors.Is(err, ErrInstanceExists) true when the child ID was
+// taken: Code
 // is "instance_exists", or, for failures recorded by releases that wrote no
 // code, Kind is "configuration" and Message is exactly "instance already
 // exists" (that text is kept recognized forever, since it is stored in
@@ -133,6 +155,8 @@ func (e *SubOrchestrationError) Is(target error) bool {
 	switch target {
 	case ErrCanceled:
 		return e.Kind == string(history.ErrorCanceled)
+	case ErrLimitExceeded:
+		return e.Code == string(history.CodeLimitExceeded)
 	case ErrInstanceExists:
 		return e.Code == string(history.CodeInstanceExists) ||
 			(e.Code == "" && e.Kind == string(history.ErrorConfiguration) && e.Message == legacyChildExistsMessage)
@@ -196,7 +220,15 @@ func (e *OrchestrationError) Error() string {
 	return fmt.Sprintf("orchestration %s %s: %s", e.InstanceID, e.State, e.Info.Message)
 }
 
-// Is makes errors.Is(err, ErrCanceled) true for canceled instances.
+// Is makes errors.Is(err, ErrCanceled) true for canceled instances and
+// errors.Is(err, ErrLimitExceeded) true for instances that failed because
+// they went over one of the runtime's limits.
 func (e *OrchestrationError) Is(target error) bool {
-	return target == ErrCanceled && e.State == StateCanceled
+	switch target {
+	case ErrCanceled:
+		return e.State == StateCanceled
+	case ErrLimitExceeded:
+		return e.Info.Code == string(history.CodeLimitExceeded)
+	}
+	return false
 }

@@ -43,7 +43,7 @@ func lockStatusOf(l *provider.ExecutionLock) LockStatus {
 // GetLock returns the lock status of workflowID. A workflow with no lock
 // is reported unlocked (IsLocked false), not as an error.
 func (c *Client) GetLock(ctx context.Context, workflowID string) (*LockStatus, error) {
-	if err := checkText("workflow ID", workflowID, MaxKeyLength); err != nil {
+	if err := checkLookup("workflow ID", workflowID, MaxKeyLength); err != nil {
 		return nil, err
 	}
 	l, err := c.p.GetExecutionLock(ctx, workflowID)
@@ -75,7 +75,7 @@ func (c *Client) ListLocks(ctx context.Context) ([]LockStatus, error) {
 // whether there was a lock. For emergencies: the holder, if still alive,
 // keeps running without the lock.
 func (c *Client) ReleaseLock(ctx context.Context, workflowID string) (bool, error) {
-	if err := checkText("workflow ID", workflowID, MaxKeyLength); err != nil {
+	if err := checkLookup("workflow ID", workflowID, MaxKeyLength); err != nil {
 		return false, err
 	}
 	ok, err := c.p.ReleaseExecutionLock(ctx, workflowID)

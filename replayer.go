@@ -27,7 +27,7 @@ func ReplayHistory(reg *Registry, instanceID string, events []history.Event) err
 		}
 	}
 	start := events[0]
-	fn, _, ok := registryAdapter{reg}.Orchestration(start.Name, start.Version)
+	fn, _, ok := registryAdapter{r: reg}.Orchestration(start.Name, start.Version)
 	if !ok {
 		return fmt.Errorf("%w: orchestration %s version %s is not registered", ErrInvalidArgument, start.Name, start.Version)
 	}

@@ -101,6 +101,36 @@ type RuntimeOptions struct {
 	// Logger receives the runtime's logs (default: warnings and errors to
 	// standard error). Orchestrations log through OrchestrationContext.Logger.
 	Logger *slog.Logger
+
+	// Limits. An orchestration that goes over one fails with kind
+	// "configuration" and code "limit_exceeded", and a message naming the
+	// limit and the value (see LimitError); nothing of the turn that went
+	// over is committed. Zero means the default, negative no limit. An
+	// execution whose stored history is already over a limit (the limit
+	// was lowered) fails at its next turn.
+
+	// MaxActionsPerTurn bounds what an orchestration records in one turn:
+	// activities, timers, event waits, sub-orchestrations, custom status
+	// updates, Now and NewGUID calls (default DefaultMaxActionsPerTurn,
+	// 10,000). They are counted as the code records them: the code is
+	// stopped at the first one over.
+	MaxActionsPerTurn int
+	// MaxHistoryEvents bounds the events of one execution's history
+	// (default DefaultMaxHistoryEvents, 50,000). Long-lived orchestrations
+	// use ContinueAsNew, which starts an empty history.
+	MaxHistoryEvents int
+	// MaxHistoryBytes bounds the size of one execution's history, as
+	// Status.HistoryBytes measures it (default DefaultMaxHistoryBytes,
+	// 32 MiB).
+	MaxHistoryBytes int64
+	// MaxPayloadBytes bounds one JSON payload an orchestration records or
+	// receives: its input and output, the input of an activity or a
+	// sub-orchestration, a custom status, the data of an event, the input
+	// of the next execution; and the result of an activity, which fails
+	// instead of completing when it is larger (default
+	// DefaultMaxPayloadBytes, 2 MiB). Clients refuse larger starts and
+	// events before storing them (ClientOptions.MaxPayloadBytes).
+	MaxPayloadBytes int
 }
 
 // Runtime runs orchestrations and activities from a store until Shutdown.
@@ -144,6 +174,7 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 		ShutdownGrace:            opts.ShutdownGrace,
 		Clock:                    opts.Clock,
 		Logger:                   opts.Logger,
+		Limits:                   opts.limits(),
 	}
 	switch {
 	case o.LockCleanupInterval == 0:
@@ -157,7 +188,7 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 	case o.CacheSize < 0:
 		o.CacheSize = 0
 	}
-	d, err := dispatch.Start(store, registryAdapter{reg}, o)
+	d, err := dispatch.Start(store, registryAdapter{r: reg, maxPayload: o.Limits.MaxPayload}, o)
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +210,13 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	return r.d.Shutdown(ctx)
 }
 
-// registryAdapter exposes a Registry to the dispatcher.
-type registryAdapter struct{ r *Registry }
+// registryAdapter exposes a Registry to the dispatcher. Activity results
+// over maxPayload bytes (0: no limit) fail the activity with a
+// *LimitError.
+type registryAdapter struct {
+	r          *Registry
+	maxPayload int
+}
 
 func (a registryAdapter) Orchestration(name, version string) (replay.Func, string, bool) {
 	fn, v, ok := a.r.orchestration(name, version)
@@ -197,7 +233,19 @@ func (a registryAdapter) Activity(name string) (dispatch.ActivityFunc, bool) {
 	if !ok {
 		return nil, false
 	}
-	return dispatch.ActivityFunc(fn), true
+	if a.maxPayload <= 0 {
+		return dispatch.ActivityFunc(fn), true
+	}
+	return func(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+		out, err := fn(ctx, input)
+		if err == nil {
+			err = checkPayload("result of activity "+name, out, a.maxPayload)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}, true
 }
 
 // ActivityContext describes the activity call a context.Context belongs to.

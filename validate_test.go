@@ -3,10 +3,13 @@ package duroxide_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/httpapi"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
@@ -136,5 +139,123 @@ func TestTerminalInstanceRefusesEventsAndCancel(t *testing.T) {
 	}
 	if !after.UpdatedAt.Equal(before.UpdatedAt) || after.State != duroxide.StateCompleted {
 		t.Fatalf("the refused calls changed the instance: before %+v, after %+v", before, after)
+	}
+}
+
+// The text rules, one by one, through the exported checks and through the
+// Client calls that apply them.
+func TestTextRules(t *testing.T) {
+	ctx := context.Background()
+	c := newValidationClient(t)
+	bad := []struct {
+		name, text, want string
+	}{
+		{"invalid UTF-8", "a\xffb", "not valid UTF-8"},
+		{"NUL", "a\x00b", "control character U+0000"},
+		{"escape", "a\x1b[31m", "control character U+001B"},
+		{"C1 control", "a\u0085b", "control character U+0085"},
+		{"right-to-left override", "invoice\u202efdp.exe", "bidirectional control U+202E"},
+		{"left-to-right embedding", "a\u202ab", "bidirectional control U+202A"},
+		{"pop directional formatting", "a\u202cb", "bidirectional control U+202C"},
+		{"right-to-left isolate", "a\u2067b", "bidirectional control U+2067"},
+		{"pop directional isolate", "a\u2069b", "bidirectional control U+2069"},
+		{"right-to-left mark", "a\u200fb", "bidirectional control U+200F"},
+		{"arabic letter mark", "a\u061cb", "bidirectional control U+061C"},
+		{"replacement character", "a\ufffdb", "U+FFFD"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			checks := map[string]error{
+				"ValidateInstanceID": duroxide.ValidateInstanceID(tc.text),
+				"ValidateName":       duroxide.ValidateName(tc.text),
+				"ValidateKey":        duroxide.ValidateKey(tc.text),
+				"ValidateText":       duroxide.ValidateText("filter", tc.text, 100),
+				"start ID":           c.StartOrchestration(ctx, tc.text, "O", nil, nil),
+				"start name":         c.StartOrchestration(ctx, "id", tc.text, nil, nil),
+				"start version":      c.StartOrchestration(ctx, "id", "O", nil, &duroxide.StartOptions{Version: tc.text}),
+				"start lock key":     c.StartOrchestration(ctx, "id", "O", nil, &duroxide.StartOptions{LockKey: tc.text}),
+				"start idempotency":  c.StartOrchestration(ctx, "id", "O", nil, &duroxide.StartOptions{IdempotencyKey: tc.text}),
+				"raise event name":   c.RaiseEvent(ctx, "id", tc.text, nil),
+			}
+			for call, err := range checks {
+				if !errors.Is(err, duroxide.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s(%q): %v; want ErrInvalidArgument saying %q", call, tc.text, err, tc.want)
+				}
+			}
+		})
+	}
+	if _, err := c.GetStatus(ctx, "id"); !errors.Is(err, duroxide.ErrNotFound) {
+		t.Fatalf("a refused start was stored: %v", err)
+	}
+
+	// Other scripts, emoji and joiners are fine.
+	for _, ok := range []string{"ünïcødé", "עברית-123", "عربي", "日本語", "🙂‍↔️", "a b"} {
+		if err := duroxide.ValidateInstanceID(ok); err != nil {
+			t.Errorf("ValidateInstanceID(%q): %v", ok, err)
+		}
+		if err := duroxide.ValidateName(ok); err != nil {
+			t.Errorf("ValidateName(%q): %v", ok, err)
+		}
+	}
+	// Lengths and the ID-only rules.
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"empty ID", duroxide.ValidateInstanceID("")},
+		{"dot-dot ID", duroxide.ValidateInstanceID("..")},
+		{"slash in ID", duroxide.ValidateInstanceID("a/b")},
+		{"long ID", duroxide.ValidateInstanceID(strings.Repeat("i", duroxide.MaxInstanceIDLength+1))},
+		{"empty name", duroxide.ValidateName("")},
+		{"long name", duroxide.ValidateName(strings.Repeat("n", duroxide.MaxNameLength+1))},
+		{"long key", duroxide.ValidateKey(strings.Repeat("k", duroxide.MaxKeyLength+1))},
+		{"long text", duroxide.ValidateText("filter", "abc", 2)},
+		{"lookup with control", duroxide.ValidateLookupID("a\x07")},
+		{"long lookup", duroxide.ValidateLookupID(strings.Repeat("l", duroxide.MaxLookupIDLength+1))},
+	} {
+		if !errors.Is(tc.err, duroxide.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, tc.err)
+		}
+	}
+	if err := duroxide.ValidateText("filter", "", 10); err != nil {
+		t.Errorf("empty text: %v", err)
+	}
+	// Lookups let bidirectional controls, U+FFFD and "/" through, so
+	// instances created before the rules stay reachable.
+	for _, id := range []string{"a\u202eb", "a\ufffdb", "parent/child", strings.Repeat("l", duroxide.MaxLookupIDLength)} {
+		if err := duroxide.ValidateLookupID(id); err != nil {
+			t.Errorf("ValidateLookupID(%q): %v", id, err)
+		}
+		if _, err := c.GetStatus(ctx, id); !errors.Is(err, duroxide.ErrNotFound) {
+			t.Errorf("GetStatus(%q): %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+// Through HTTP, the JSON escape of an unpaired surrogate, which
+// encoding/json decodes to U+FFFD, and a right-to-left override are
+// refused with 400 and nothing is stored.
+func TestTextRulesThroughHTTP(t *testing.T) {
+	c := newValidationClient(t)
+	h, err := httpapi.NewHandler(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		`{"orchestration":"demo.Hello","instanceId":"bad\ud800id"}`,
+		`{"orchestration":"demo.Hello","instanceId":"bad\u202eid"}`,
+		`{"orchestration":"demo.\ud800Hello","instanceId":"badid"}`,
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://localhost/api/instances", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("POST %s: %d %s, want 400", body, rec.Code, rec.Body)
+		}
+	}
+	page, err := c.ListInstances(context.Background(), nil)
+	if err != nil || len(page.Instances) != 0 {
+		t.Fatalf("instances stored: %v %+v", err, page)
 	}
 }

@@ -224,6 +224,7 @@ func (c *Client) fillWaits(ctx context.Context, st *Status, info *provider.Insta
 			return fmt.Errorf("child %q: %w", ev, err)
 		}
 	}
+	st.HistoryEvents, st.HistoryBytes = historySize(hist)
 	st.WaitingFor = deriveWaits(waitInput{Info: info, History: hist, Queue: q, Children: children, StalledAfter: after})
 	st.Stalled = slices.ContainsFunc(st.WaitingFor, func(w Wait) bool { return w.Stalled })
 	return nil

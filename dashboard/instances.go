@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/provider"
@@ -62,15 +61,11 @@ type stateCount struct {
 	Active bool
 }
 
-// checkText validates a text query parameter.
+// checkText validates a text query parameter or path value by duroxide's
+// text rules (duroxide.ValidateText).
 func checkText(name, v string, max int) error {
-	switch {
-	case len(v) > max:
-		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: name + " is longer than " + strconv.Itoa(max) + " bytes"}
-	case !utf8.ValidString(v):
-		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: name + " is not valid UTF-8"}
-	case strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: name + " holds control characters"}
+	if err := duroxide.ValidateText(name, v, max); err != nil {
+		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: err.Error()}
 	}
 	return nil
 }

@@ -9,12 +9,20 @@
 //     none arrives within n seconds (a durable timer).
 //   - demo.Countdown: int n → 0, continuing as new once per step.
 //   - demo.Fail: string s → fails with the message s, returned by an activity.
+//
+// Inputs out of range fail the instance at its first turn, before it
+// schedules anything, with an error naming the range: FanOut from 0 to
+// MaxFanOut, Sequence from -MaxSequence to MaxSequence, Countdown from 0
+// to MaxCountdown, Approval's timeoutSeconds from 0 to MaxApprovalSeconds.
+// The bounds keep a demo server well within the runtime's limits (see
+// duroxide.RuntimeOptions.MaxActionsPerTurn).
 package demo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/duroxide/duroxide-go"
@@ -37,6 +45,41 @@ const (
 	// ApprovalEvent is the external event demo.Approval waits for.
 	ApprovalEvent = "approval"
 )
+
+// Bounds of the demo orchestrations' inputs.
+const (
+	// MaxFanOut is the widest demo.FanOut: its activities are scheduled in
+	// one turn.
+	MaxFanOut = 1000
+	// MaxSequence bounds the magnitude of demo.Sequence's input, so that
+	// n+5 never overflows.
+	MaxSequence = 1_000_000_000
+	// MaxCountdown is the longest demo.Countdown: one execution per step.
+	MaxCountdown = 1000
+	// MaxApprovalSeconds (30 days) is the longest timeout of demo.Approval.
+	MaxApprovalSeconds = 30 * 24 * 60 * 60
+)
+
+// InputError reports a demo orchestration's input out of its range.
+type InputError struct {
+	Orchestration string
+	// Field names the input ("n", "timeoutSeconds").
+	Field    string
+	Value    string
+	Min, Max string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%s: %s must be from %s to %s, got %s", e.Orchestration, e.Field, e.Min, e.Max, e.Value)
+}
+
+// checkInt returns an *InputError when n is outside [lo, hi].
+func checkInt(name string, n, lo, hi int) error {
+	if n < lo || n > hi {
+		return &InputError{Orchestration: name, Field: "n", Value: strconv.Itoa(n), Min: strconv.Itoa(lo), Max: strconv.Itoa(hi)}
+	}
+	return nil
+}
 
 // ApprovalInput is the input of demo.Approval.
 type ApprovalInput struct {
@@ -64,6 +107,9 @@ func Register(reg *duroxide.Registry) {
 		return out, err
 	})
 	duroxide.RegisterOrchestration(reg, Sequence, func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
+		if err := checkInt(Sequence, n, -MaxSequence, MaxSequence); err != nil {
+			return 0, err
+		}
 		for i := 0; i < 5; i++ {
 			if err := ctx.ScheduleActivity(ActivityAddOne, n).Await(&n); err != nil {
 				return 0, err
@@ -72,8 +118,8 @@ func Register(reg *duroxide.Registry) {
 		return n, nil
 	})
 	duroxide.RegisterOrchestration(reg, FanOut, func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
-		if n < 0 {
-			return 0, fmt.Errorf("fan-out width must not be negative, got %d", n)
+		if err := checkInt(FanOut, n, 0, MaxFanOut); err != nil {
+			return 0, err
 		}
 		tasks := make([]*duroxide.Task, n)
 		for i := range tasks {
@@ -90,6 +136,10 @@ func Register(reg *duroxide.Registry) {
 		return sum, nil
 	})
 	duroxide.RegisterOrchestration(reg, Approval, func(ctx *duroxide.OrchestrationContext, in ApprovalInput) (string, error) {
+		if s := in.TimeoutSeconds; !(s >= 0 && s <= MaxApprovalSeconds) { // NaN too
+			return "", &InputError{Orchestration: Approval, Field: "timeoutSeconds", Value: strconv.FormatFloat(s, 'g', -1, 64),
+				Min: "0", Max: strconv.Itoa(MaxApprovalSeconds)}
+		}
 		timeout := time.Duration(in.TimeoutSeconds * float64(time.Second))
 		event := ctx.WaitForEvent(ApprovalEvent)
 		timer := ctx.ScheduleTimer(timeout)
@@ -106,7 +156,10 @@ func Register(reg *duroxide.Registry) {
 		return "rejected", nil
 	})
 	duroxide.RegisterOrchestration(reg, Countdown, func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
-		if n <= 0 {
+		if err := checkInt(Countdown, n, 0, MaxCountdown); err != nil {
+			return 0, err
+		}
+		if n == 0 {
 			return 0, nil
 		}
 		ctx.SetCustomStatus(map[string]int{"remaining": n})

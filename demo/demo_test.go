@@ -226,13 +226,48 @@ func TestFanOut(t *testing.T) {
 			}
 		})
 	}
-	t.Run("negative", func(t *testing.T) {
-		t.Parallel()
-		st := e.run(t, "fanout-negative", demo.FanOut, -1)
-		if st.State != duroxide.StateFailed || st.Error == nil {
-			t.Fatalf("got %s %+v, want Failed", st.State, st.Error)
-		}
-	})
+}
+
+// Inputs out of range fail the instance at its first turn with a message
+// naming the range, before anything is scheduled: ten million fan-out
+// activities would take gigabytes.
+func TestInputsOutOfRange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		id, name string
+		input    any
+		want     string
+	}{
+		{"fanout-negative", demo.FanOut, -1, "demo.FanOut: n must be from 0 to 1000, got -1"},
+		{"fanout-huge", demo.FanOut, 10_000_000, "demo.FanOut: n must be from 0 to 1000, got 10000000"},
+		{"sequence-huge", demo.Sequence, 9_000_000_000_000_000_000, "demo.Sequence: n must be from -1000000000 to 1000000000, got 9000000000000000000"},
+		{"sequence-very-negative", demo.Sequence, -2_000_000_000, "demo.Sequence: n must be from -1000000000 to 1000000000, got -2000000000"},
+		{"countdown-negative", demo.Countdown, -3, "demo.Countdown: n must be from 0 to 1000, got -3"},
+		{"countdown-huge", demo.Countdown, 1_000_000, "demo.Countdown: n must be from 0 to 1000, got 1000000"},
+		{"approval-negative", demo.Approval, demo.ApprovalInput{TimeoutSeconds: -1}, "demo.Approval: timeoutSeconds must be from 0 to 2592000, got -1"},
+		{"approval-huge", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 1e300}, "demo.Approval: timeoutSeconds must be from 0 to 2592000, got 1e+300"},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			t.Parallel()
+			st := e.run(t, tc.id, tc.name, tc.input)
+			if st.State != duroxide.StateFailed || st.Error == nil || st.Error.Message != tc.want {
+				t.Fatalf("got %s %+v, want Failed with %q", st.State, st.Error, tc.want)
+			}
+			evs, err := e.client.GetHistory(context.Background(), tc.id, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 2 || evs[1].Kind != history.OrchestrationFailed {
+				t.Fatalf("history %+v, want OrchestrationStarted and OrchestrationFailed", evs)
+			}
+		})
+	}
+	// The bounds themselves are accepted.
+	st := e.run(t, "fanout-max", demo.FanOut, demo.MaxFanOut)
+	if got := output[int](t, st); got != demo.MaxFanOut*(demo.MaxFanOut-1)/2 {
+		t.Fatalf("fan-out %d: %d", demo.MaxFanOut, got)
+	}
 }
 
 func TestApproval(t *testing.T) {

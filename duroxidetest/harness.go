@@ -113,7 +113,7 @@ func New(t TB, reg *duroxide.Registry, opts *Options) *Harness {
 		t.Fatalf("duroxidetest: starting the runtime: %v", err)
 	}
 	h := &Harness{
-		Client:  duroxide.NewClient(store),
+		Client:  duroxide.NewClientWithOptions(store, &duroxide.ClientOptions{MaxPayloadBytes: ro.MaxPayloadBytes}),
 		Store:   store,
 		Clock:   clock,
 		Runtime: rt,

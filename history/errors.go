@@ -41,6 +41,11 @@ const (
 	// CodeNonRetryable (kind ErrorApplication) means the activity marked
 	// its error final (duroxide.NonRetryable): a retry policy stops there.
 	CodeNonRetryable ErrorCode = "non_retryable"
+	// CodeLimitExceeded (kind ErrorConfiguration) means an orchestration or
+	// an activity went over one of the runtime's limits (actions per turn,
+	// history events or bytes, payload bytes); Message names the limit and
+	// the value.
+	CodeLimitExceeded ErrorCode = "limit_exceeded"
 )
 
 // ErrorDetails describes a failure stored in history and in queue messages.

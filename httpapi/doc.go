@@ -95,7 +95,7 @@
 // ErrStillRunning, ErrChildInstance, ErrInstanceTerminal with the state in
 // the details, and lock conflicts, ErrWorkflowLocked, with the bodies
 // described below), 413, 415 for a body without Content-Type:
-// application/json, 501 for duroxide.ErrNotSupported, 503 (with Retry-After) for retryable
+// application/json, 503 (with Retry-After) for retryable
 // store failures (provider.IsRetryable) and for requests whose context
 // ended (a long poll cut short by server shutdown), and 500 otherwise:
 // permanent store failures and internal errors, which a retry will not

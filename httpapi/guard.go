@@ -56,8 +56,8 @@ func newGuard(o *Options) (*guard, error) {
 		g.readTimeout = DefaultReadTimeout
 	}
 	if o.AuthToken != "" {
-		if strings.ContainsFunc(o.AuthToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-			return nil, errors.New("AuthToken must not contain spaces or control characters")
+		if err := duroxide.ValidateText("AuthToken", o.AuthToken, 0); err != nil || strings.Contains(o.AuthToken, " ") {
+			return nil, errors.New("AuthToken must be valid UTF-8 without spaces, control characters or bidirectional controls")
 		}
 		g.token = []byte(o.AuthToken)
 		g.session = []byte(SessionValue(o.AuthToken))

@@ -223,7 +223,6 @@ func TestClassify(t *testing.T) {
 		{&duroxide.DuplicateStartError{InstanceID: "a", IdempotencyKey: "k"}, http.StatusConflict},
 		{duroxide.ErrStillRunning, http.StatusConflict},
 		{duroxide.ErrChildInstance, http.StatusConflict},
-		{duroxide.ErrNotSupported, http.StatusNotImplemented},
 		{&http.MaxBytesError{Limit: 1}, http.StatusRequestEntityTooLarge},
 		{context.DeadlineExceeded, http.StatusInternalServerError},
 	} {

@@ -117,8 +117,6 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, "instance has already ended"
 	case errors.Is(err, duroxide.ErrChildInstance):
 		return http.StatusConflict, "instance is a sub-orchestration; purge its root instance"
-	case errors.Is(err, duroxide.ErrNotSupported):
-		return http.StatusNotImplemented, "not supported by this store"
 	case provider.IsRetryable(err):
 		return http.StatusServiceUnavailable, "store temporarily unavailable; retry"
 	case errors.Is(err, provider.ErrCorruptData):

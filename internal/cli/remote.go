@@ -196,8 +196,6 @@ func (r *remote) answerError(res *http.Response, b []byte) error {
 		return fmt.Errorf("%s: %w", msg, duroxide.ErrNotFound)
 	case http.StatusBadRequest:
 		return fmt.Errorf("%s: %w", msg, duroxide.ErrInvalidArgument)
-	case http.StatusNotImplemented:
-		return fmt.Errorf("%s: %w", msg, duroxide.ErrNotSupported)
 	case http.StatusConflict:
 		if e.Error == apiMsgInstanceEnded {
 			return fmt.Errorf("%s: %w", msg, duroxide.ErrInstanceTerminal)

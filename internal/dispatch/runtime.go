@@ -67,6 +67,9 @@ type Options struct {
 	ShutdownGrace time.Duration
 	Clock         clockwork.Clock
 	Logger        *slog.Logger
+	// Limits bounds what an execution may record (the root package fills
+	// the defaults; zero fields: no limit).
+	Limits replay.Limits
 
 	// testHookActivityStart, set by tests, runs in an activity's goroutine
 	// just before the runtime decides to start its function.

@@ -55,6 +55,13 @@ func TestLogCallsUseTheKeys(t *testing.T) {
 				if !ok {
 					return true
 				}
+				if lit := attrKey(call); lit != nil {
+					// An Attr built outside a log call (a slice of
+					// attributes handed to LogAttrs later) names its key
+					// too.
+					t.Errorf("%s: attribute key %s is a literal; use a logkey constant", fset.Position(lit.Pos()), lit.Value)
+					return true
+				}
 				msg, keys := logCall(call)
 				if keys == nil || unmigrated[rel][msg] {
 					return true
@@ -124,4 +131,27 @@ func keysOf(args []ast.Expr) []ast.Expr {
 		i++ // skip the value
 	}
 	return keys
+}
+
+// attrConstructors are the slog functions that build an Attr from a key.
+var attrConstructors = map[string]bool{
+	"String": true, "Int": true, "Int64": true, "Uint64": true, "Float64": true,
+	"Bool": true, "Time": true, "Duration": true, "Any": true, "Group": true,
+}
+
+// attrKey returns the key of an slog.Attr constructor call whose key is a
+// string literal (slog.String("k", v)), or nil.
+func attrKey(call *ast.CallExpr) *ast.BasicLit {
+	s, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || !attrConstructors[s.Sel.Name] || len(call.Args) == 0 {
+		return nil
+	}
+	if pkg, ok := s.X.(*ast.Ident); !ok || pkg.Name != "slog" {
+		return nil
+	}
+	lit, ok := call.Args[0].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return nil
+	}
+	return lit
 }

@@ -25,6 +25,8 @@ type Config struct {
 	Func        Func
 	// Logger is the orchestration's logger; the engine silences it while replaying.
 	Logger *slog.Logger
+	// Limits bounds what the execution may record (zero: no limits).
+	Limits Limits
 }
 
 // Result is the state of an execution after a turn.
@@ -110,6 +112,11 @@ type TurnOutput struct {
 	Carried []Arrival
 	// Nondeterminism, when set, means the turn must not be committed.
 	Nondeterminism *NondeterminismError
+	// Limit, when set, means the execution went over one of its Limits:
+	// the turn must not be committed; the caller fails the execution
+	// instead (FailUnrun). The code was stopped at the first action over
+	// the limit.
+	Limit *LimitError
 }
 
 // ErrStale is returned by Turn when a live execution is handed a history
@@ -241,6 +248,10 @@ type Execution struct {
 	patchSeen map[string]bool
 	patches   map[string]bool
 
+	bytes   int64       // EventSize of hist
+	actions int         // new events the code recorded this turn
+	limit   *LimitError // set when the execution went over cfg.Limits
+
 	started, finished bool
 	inCoroutine       bool
 	yield             func(struct{}) bool
@@ -321,6 +332,7 @@ func (x *Execution) Turn(in TurnInput) (*TurnOutput, error) {
 	x.now = in.Now
 	x.persisted = len(x.hist)
 	x.deltaFrom = len(x.hist)
+	x.actions = 0
 	if terminal(x.hist) {
 		return &TurnOutput{Result: resultOf(x.hist)}, nil
 	}
@@ -334,12 +346,14 @@ func (x *Execution) Turn(in TurnInput) (*TurnOutput, error) {
 			ev.TimestampMs = in.Now.UnixMilli()
 		}
 		x.record(ev)
+		x.checkPayload(&x.hist[0])
 	}
 	if len(x.hist) == 0 || x.hist[0].Kind != history.OrchestrationStarted {
 		return nil, fmt.Errorf("replay: execution %d of %s: corrupt history: it does not begin with OrchestrationStarted", x.cfg.ExecutionID, x.cfg.InstanceID)
 	}
 	x.prepare(in.Messages)
-	if x.nondet == nil && x.cancelReq == nil {
+	x.checkHistory()
+	if x.nondet == nil && x.cancelReq == nil && x.limit == nil {
 		x.run()
 	}
 	return x.finalize(), nil
@@ -350,6 +364,7 @@ func (x *Execution) Turn(in TurnInput) (*TurnOutput, error) {
 func (x *Execution) record(ev history.Event) {
 	x.index[ev.EventID] = len(x.hist)
 	x.hist = append(x.hist, ev)
+	x.bytes += EventSize(&ev)
 	if ev.EventID >= x.nextID {
 		x.nextID = ev.EventID + 1
 	}
@@ -395,7 +410,7 @@ func (x *Execution) prepare(msgs []history.WorkItem) {
 		case history.WorkSubOrchFailed:
 			kind, schedKind = history.SubOrchestrationFailed, history.SubOrchestrationScheduled
 		case history.WorkExternalRaised:
-			x.appendNew(history.Event{Kind: history.ExternalEvent, Name: m.Name, Data: m.Data})
+			x.checkPayload(x.appendNew(history.Event{Kind: history.ExternalEvent, Name: m.Name, Data: m.Data}))
 			continue
 		case history.WorkCancelInstance:
 			if x.cancelReq == nil {
@@ -425,7 +440,7 @@ func (x *Execution) prepare(msgs []history.WorkItem) {
 		if kind == history.TimerFired {
 			ev.FireAtMs = m.FireAtMs
 		}
-		x.appendNew(ev)
+		x.checkPayload(x.appendNew(ev))
 	}
 }
 
@@ -438,22 +453,22 @@ func (x *Execution) run() {
 		x.mustPoll = false
 		x.resume(x.persisted > 0)
 	}
-	for x.pos < len(x.hist) && x.nondet == nil && !x.finished {
+	for x.pos < len(x.hist) && x.nondet == nil && x.limit == nil && !x.finished {
 		if x.mustPoll {
 			x.mustPoll = false
 			x.resume(x.pos-1 < x.persisted)
-			if x.finished || x.nondet != nil {
+			if x.finished || x.nondet != nil || x.limit != nil {
 				break
 			}
 		}
 		x.apply(x.pos)
 		x.pos++
 	}
-	if x.mustPoll && x.nondet == nil && !x.finished {
+	if x.mustPoll && x.nondet == nil && x.limit == nil && !x.finished {
 		x.mustPoll = false
 		x.resume(x.pos-1 < x.persisted)
 	}
-	if x.nondet == nil {
+	if x.nondet == nil && x.limit == nil {
 		x.checkUnmatched()
 	}
 }
@@ -582,9 +597,10 @@ func (x *Execution) block() {
 	}
 }
 
-// abortIfBroken stops the code once nondeterminism has been found.
+// abortIfBroken stops the code once nondeterminism has been found or a
+// limit exceeded.
 func (x *Execution) abortIfBroken() {
-	if x.nondet != nil && x.inCoroutine {
+	if (x.nondet != nil || x.limit != nil) && x.inCoroutine {
 		panic(unwind{})
 	}
 }
@@ -619,6 +635,7 @@ func (x *Execution) emitWith(want history.Event, onNew func(*history.Event)) *hi
 	}
 	ev := x.appendNew(want)
 	x.matchPos = len(x.hist)
+	x.checkAction(ev)
 	return ev
 }
 
@@ -748,6 +765,12 @@ func (x *Execution) finalize() *TurnOutput {
 	if x.nondet != nil {
 		out.CanceledActivities, out.CanceledChildren = nil, nil
 		out.Nondeterminism = x.nondet
+		x.Close()
+		return out
+	}
+	x.checkEnding()
+	if x.limit != nil && x.cancelReq == nil { // a cancel wins: it ends the execution anyway
+		out.Limit = x.limit
 		x.Close()
 		return out
 	}

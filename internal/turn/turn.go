@@ -60,6 +60,10 @@ type Policy struct {
 	Parks int
 	// Logger is the base of the orchestration code's logger (nil: silent).
 	Logger *slog.Logger
+	// Limits bounds what an execution may record; an execution that goes
+	// over one fails with kind "configuration" and code
+	// history.CodeLimitExceeded, without committing what the turn recorded.
+	Limits replay.Limits
 }
 
 // Input is everything Decide looks at.
@@ -139,7 +143,7 @@ func decide(in Input) Decision {
 	inst := it.Instance
 	if inst == nil {
 		consume.Log = &Log{Level: slog.LevelInfo, Msg: "dropping messages for an unknown instance",
-			Attrs: []slog.Attr{slog.Int("messages", len(it.Messages))}}
+			Attrs: []slog.Attr{slog.Int(logkey.Messages, len(it.Messages))}}
 		return consume
 	}
 	if inst.CurrentExecutionID > 0 {
@@ -208,7 +212,7 @@ func decide(in Input) Decision {
 			Abandon: &provider.AbandonOptions{Delay: pol.Backoff(it.AttemptCount),
 				Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: msg}},
 			Log: &Log{Level: slog.LevelWarn, Msg: "orchestration not registered; will retry",
-				Attrs: []slog.Attr{slog.String("orchestration", what), slog.Int(logkey.Attempt, it.AttemptCount)}},
+				Attrs: []slog.Attr{slog.String(logkey.Orchestration, what), slog.Int(logkey.Attempt, it.AttemptCount)}},
 		}
 	}
 	if len(hist) == 0 {
@@ -226,13 +230,13 @@ func decide(in Input) Decision {
 		x = nil
 	}
 	if x == nil {
-		x = newExecution(it.InstanceID, execID, fn, pol.Logger)
+		x = newExecution(it.InstanceID, execID, fn, pol)
 	}
 	turnIn := replay.TurnInput{Now: in.Now, History: hist, Started: started, Messages: it.Messages}
 	out, err := x.Turn(turnIn)
 	if errors.Is(err, replay.ErrStale) {
 		x.Close()
-		x = newExecution(it.InstanceID, execID, fn, pol.Logger)
+		x = newExecution(it.InstanceID, execID, fn, pol)
 		out, err = x.Turn(turnIn)
 	}
 	if err != nil {
@@ -256,6 +260,13 @@ func decide(in Input) Decision {
 			Log: &Log{Level: slog.LevelError, Msg: "orchestration is nondeterministic; parked until a fixed deploy replays it",
 				Attrs: []slog.Attr{slog.Any(logkey.Error, nd)}},
 		}
+	}
+	if out.Limit != nil {
+		// Nothing the turn recorded is committed: the execution ends
+		// failed after its stored history, so a runaway orchestration
+		// leaves two events in the store, not the actions it tried.
+		x.Close()
+		return fail(it, execID, hist, started, parent, in.Now, out.Limit.ErrorDetails())
 	}
 	d := Decision{Ack: buildAck(it.InstanceID, it.LockToken, execID, name, resolved, started, parent, out), Result: out.Result}
 	if out.Result == replay.Running {
@@ -360,10 +371,10 @@ func cancelChild(id string, res replay.Result) *provider.OrchestratorMessage {
 		Item: history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: id, Reason: "parent " + res.String()}}
 }
 
-func newExecution(instanceID string, execID int64, fn replay.Func, logger *slog.Logger) *replay.Execution {
-	cfg := replay.Config{InstanceID: instanceID, ExecutionID: execID, Func: fn}
-	if logger != nil {
-		cfg.Logger = logger.With(logkey.Instance, instanceID, logkey.Execution, execID)
+func newExecution(instanceID string, execID int64, fn replay.Func, pol Policy) *replay.Execution {
+	cfg := replay.Config{InstanceID: instanceID, ExecutionID: execID, Func: fn, Limits: pol.Limits}
+	if pol.Logger != nil {
+		cfg.Logger = pol.Logger.With(logkey.Instance, instanceID, logkey.Execution, execID)
 	}
 	return replay.New(cfg)
 }
