@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
@@ -22,15 +23,16 @@ func main() {
 
 func run(ctx context.Context, path string) (string, error) {
 	reg := duroxide.NewRegistry()
-	duroxide.RegisterOrchestration(reg, "Greet", func(ctx *duroxide.OrchestrationContext, name string) (string, error) {
-		var msg string
-		if err := ctx.ScheduleActivity("Hello", name).Await(&msg); err != nil {
-			return "", err
-		}
-		return msg, nil
-	})
-	duroxide.RegisterActivity(reg, "Hello", func(ctx context.Context, name string) (string, error) {
+	// Registration returns typed references: a misspelled name or a wrong
+	// input type is a compile error, not a failed instance.
+	hello := duroxide.RegisterActivity(reg, "Hello", func(ctx context.Context, name string) (string, error) {
 		return "Hello, " + name + "!", nil
+	})
+	greet := duroxide.RegisterOrchestration(reg, "Greet", func(ctx *duroxide.OrchestrationContext, name string) (string, error) {
+		return duroxide.CallActivity(ctx, hello, name, &duroxide.ActivityOptions{
+			Retry:               &duroxide.RetryPolicy{MaxAttempts: 3},
+			StartToCloseTimeout: time.Minute, // one attempt; durable, survives restarts
+		}).Get()
 	})
 
 	store, err := sqlite.Open(ctx, path, nil)
@@ -45,14 +47,7 @@ func run(ctx context.Context, path string) (string, error) {
 	defer rt.Shutdown(ctx) // drains running turns and activities
 
 	client := duroxide.NewClient(store)
-	if err := client.StartOrchestration(ctx, "order-42", "Greet", "Ada", nil); err != nil {
-		return "", err
-	}
-	st, err := client.WaitForOrchestration(ctx, "order-42")
-	if err != nil {
-		return "", err
-	}
-	var out string
-	err = st.Decode(&out) // "Hello, Ada!"
-	return out, err
+	// RunTyped starts the instance and waits for its typed result;
+	// StartTyped and WaitTyped do the two halves.
+	return duroxide.RunTyped(ctx, client, greet, "order-42", "Ada", nil)
 }
