@@ -67,6 +67,12 @@ func interpretError(err error, conflict error) error {
 			return err
 		}
 	}
+	// A failure to connect, also one cut short by the connect timeout, is
+	// unavailability; the context's error stays reachable with errors.Is.
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && !errors.As(err, new(*pgconn.PgError)) {
+		return &storeError{sentinel: provider.ErrUnavailable, cause: err}
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -81,7 +87,6 @@ func interpretError(err error, conflict error) error {
 		return &storeError{sentinel: provider.ErrBusy, cause: err}
 	}
 	var ne net.Error
-	var ce *pgconn.ConnectError
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		pgconn.SafeToRetry(err), pgconn.Timeout(err), isClosedConn(err):

@@ -23,6 +23,12 @@ WHERE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0))
 ORDER BY c.ord`
 )
 
+// sqlUnboundedTx lifts the connection's time bounds (Options.LockTimeout,
+// StatementTimeout, IdleInTransactionTimeout) for the rest of one
+// transaction: migrations and exports.
+const sqlUnboundedTx = `SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true),
+set_config('idle_in_transaction_session_timeout', '0', true)`
+
 // Migration bookkeeping.
 const (
 	sqlCreateMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
