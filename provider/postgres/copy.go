@@ -97,7 +97,7 @@ func (p *Provider) BeginExport(ctx context.Context) (provider.Snapshot, error) {
 		_, err = tx.Exec(ctx, sqlUnboundedTx)
 		if err == nil {
 			err = tx.QueryRow(ctx, sqlCopyCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents,
-			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters)
+				&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters)
 		}
 		if err == nil {
 			err = tx.QueryRow(ctx, sqlCopyLiveLeases, s.now).Scan(&l.InstanceLocks, &l.WorkerLeases, &l.Sessions)
