@@ -46,6 +46,13 @@ func (pp *proxyPair) drop() {
 	})
 }
 
+// closeAfterDrop closes p once the proxy let go of its connections (pgx
+// waits for a silent server's answer to its goodbye before closing).
+func closeAfterDrop(hp *holdProxy, p *Provider) {
+	hp.Drop()
+	_ = p.Close()
+}
+
 // newHoldProxy starts a proxy to the test server, stopped when the test
 // ends.
 func newHoldProxy(t *testing.T) *holdProxy {
@@ -221,7 +228,7 @@ func TestStuckConnectionCostsOthersOnlyALockTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer closeAfterDrop(hp, a)
 	if err := b.Enqueue(t.Context(), testStart("i1")); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +269,7 @@ func TestIdleInTransactionTimeoutReleasesLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer closeAfterDrop(hp, a)
 	if err := b.Enqueue(t.Context(), testStart("i1")); err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +294,7 @@ func TestStatementTimeoutBoundsAStuckCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer closeAfterDrop(hp, a)
 	done := holdMidTransaction(t, context.Background(), a, hp, "i1")
 	err = waitDone(t, done, "a store call on a silent connection")
 	if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
@@ -313,7 +320,7 @@ func TestCanceledCallReturnsWhileServerIsSilent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer closeAfterDrop(hp, a)
 	hp.Hold()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -474,4 +481,101 @@ func TestApplyLimitsConnectTimeout(t *testing.T) {
 			t.Errorf("%s with ConnectTimeout %v: connect timeout %v, want %v", c.dsn, c.opt, cfg.ConnectTimeout, c.want)
 		}
 	}
+}
+
+// TestCheckWritableSaysWhatFailed: a failed readiness check names its
+// cause (refused, no answer, not migrated, read-only) and says "not
+// migrated" only when the schema is.
+func TestCheckWritableSaysWhatFailed(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("CheckWritable: %v, want an error saying %q", err, want)
+		}
+		if want != "not migrated" && strings.Contains(err.Error(), "migrate") {
+			t.Fatalf("CheckWritable: %v, which blames migrations for something else", err)
+		}
+	}
+	t.Run("not migrated", func(t *testing.T) {
+		t.Parallel()
+		p := openFresh(t, &Options{NoMigrate: true, NoListen: true})
+		check(t, p.CheckWritable(t.Context()), "not migrated")
+	})
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		hp := newHoldProxy(t)
+		schema := freshSchema(t)
+		openSchema(t, schema, nil)
+		p, err := Open(t.Context(), hp.dsn(t), &Options{Schema: schema, Logger: quietLogger, NoListen: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		_ = hp.ln.Close() // the port now refuses connections
+		hp.Drop()
+		p.pool.Reset() // no idle connection left: the check must connect
+		check(t, p.CheckWritable(t.Context()), "refused the connection")
+	})
+	t.Run("no answer", func(t *testing.T) {
+		t.Parallel()
+		hp := newHoldProxy(t)
+		schema := freshSchema(t)
+		openSchema(t, schema, nil)
+		p, err := Open(t.Context(), hp.dsn(t), &Options{Schema: schema, Logger: quietLogger, NoListen: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeAfterDrop(hp, p)
+		hp.Hold()
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		check(t, p.CheckWritable(ctx), "did not answer in time")
+	})
+	t.Run("read-only", func(t *testing.T) {
+		t.Parallel()
+		schema := freshSchema(t)
+		openSchema(t, schema, nil)
+		dsn := testDSN(t)
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		ro, err := Open(t.Context(), dsn+sep+"default_transaction_read_only=on",
+			&Options{Schema: schema, NoMigrate: true, NoListen: true, Logger: quietLogger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		check(t, ro.CheckWritable(t.Context()), "read-only")
+	})
+}
+
+// TestNoCreateSchemaRefusesMissingSchema: with NoCreateSchema, Open fails
+// on a schema that does not exist, and creates nothing.
+func TestNoCreateSchemaRefusesMissingSchema(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	p, err := Open(t.Context(), testDSN(t), &Options{Schema: schema, NoCreateSchema: true, Logger: quietLogger})
+	if err == nil {
+		_ = p.Close()
+		t.Fatal("Open of a missing schema with NoCreateSchema succeeded")
+	}
+	if !errors.Is(err, ErrSchemaNotFound) || !errors.Is(err, provider.ErrNotFound) || !strings.Contains(err.Error(), schema) {
+		t.Fatalf("Open of a missing schema: %v, want ErrSchemaNotFound naming %s", err, schema)
+	}
+	other := openFresh(t, &Options{NoListen: true})
+	var exists bool
+	if err := other.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Fatalf("Open with NoCreateSchema created schema %s", schema)
+	}
+	openSchema(t, schema, nil) // creates it
+	p, err = Open(t.Context(), testDSN(t), &Options{Schema: schema, NoCreateSchema: true, Logger: quietLogger, NoListen: true})
+	if err != nil {
+		t.Fatalf("Open of an existing schema with NoCreateSchema: %v", err)
+	}
+	_ = p.Close()
 }
