@@ -113,12 +113,39 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 		_, err = st.ReadHistory(ctx, healthProbeID, 0)
 	}
 	if err != nil && !errors.Is(err, provider.ErrNotFound) {
-		s.log.Error("readiness check failed", logKeyError, err)
-		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: "store not ready", Details: err.Error()})
+		what := readyFailure(err)
+		// One line when the store stops being ready, one when it is back:
+		// probes come every few seconds and would flood the log.
+		if s.notReady.CompareAndSwap(false, true) {
+			s.log.Error("store not ready: "+what, logKeyError, err)
+		} else {
+			s.log.Debug("store still not ready: "+what, logKeyError, err)
+		}
+		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: what, Details: err.Error()})
 		return nil
+	}
+	if s.notReady.CompareAndSwap(true, false) {
+		s.log.Warn("store ready again")
 	}
 	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
 	return nil
+}
+
+// readyFailure says in a few words which kind of failure made a readiness
+// check fail; the store's own message (the response's details) says more:
+// refused, not migrated, read-only...
+func readyFailure(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("store did not answer within %v", readyTimeout)
+	case errors.Is(err, provider.ErrUnavailable):
+		return "store unreachable"
+	case errors.Is(err, provider.ErrBusy):
+		return "store busy"
+	case errors.Is(err, provider.ErrClosed):
+		return "store closed"
+	}
+	return "store not ready"
 }
 
 // instanceStates are always exposed by /metrics, zero or not, so series do
