@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -578,4 +579,51 @@ func TestNoCreateSchemaRefusesMissingSchema(t *testing.T) {
 		t.Fatalf("Open of an existing schema with NoCreateSchema: %v", err)
 	}
 	_ = p.Close()
+}
+
+// planRows sums the rows each plan node reading table returned (actual
+// rows times loops) in an EXPLAIN (ANALYZE, FORMAT JSON) plan.
+func planRows(node map[string]any, table string) float64 {
+	var n float64
+	if node["Relation Name"] == table {
+		rows, _ := node["Actual Rows"].(float64)
+		loops, _ := node["Actual Loops"].(float64)
+		n += rows * loops
+	}
+	if kids, ok := node["Plans"].([]any); ok {
+		for _, k := range kids {
+			if m, ok := k.(map[string]any); ok {
+				n += planRows(m, table)
+			}
+		}
+	}
+	return n
+}
+
+// TestQuietCheckReadsOneEventWithoutStatistics: the quiet check of
+// WorkAck.Then, run at each step of an orchestration, reads one history
+// row however long the history, also on a table that autovacuum never
+// analyzed (no planner statistics).
+func TestQuietCheckReadsOneEventWithoutStatistics(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{NoListen: true})
+	ctx := t.Context()
+	mustExec(t, p, `ALTER TABLE history SET (autovacuum_enabled = off)`)
+	runFirstTurn(t, p, "long") // the instance, unlocked, with its first 2 events
+	mustExec(t, p, `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+SELECT 'long', 1, g, 'ActivityCompleted', repeat('x', 200), 0 FROM generate_series(3, 3000) AS g`)
+	var planJSON []byte
+	err := p.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sqlInstanceQuiet, "long", int64(1), int64(3000), int64(0)).Scan(&planJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal(planJSON, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", planJSON, err)
+	}
+	if n := planRows(plans[0].Plan, "history"); n > 1 {
+		t.Fatalf("the quiet check read %v history rows of a 3000-event execution, want at most 1:\n%s", n, planJSON)
+	}
 }

@@ -330,11 +330,16 @@ WHERE s.locked_until <= $1
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
 	// last event of that execution, no visible message and no worker row.
-	// Each term is an index lookup by instance ID. $1 instance, $4 now.
+	// Each term is an index lookup by instance ID. The last event is read
+	// as the first row of a backward scan of history's primary key, not
+	// as max(event_id): without planner statistics (a table never
+	// analyzed) the planner aggregates over every event of the execution
+	// instead, a cost that grows with the history. $1 instance, $4 now.
 	sqlInstanceQuiet = `SELECT
     coalesce((SELECT current_execution_id = $2 FROM instances WHERE instance_id = $1), false)
     AND NOT EXISTS (SELECT 1 FROM instance_locks WHERE instance_id = $1 AND locked_until > $4)
-    AND coalesce((SELECT max(event_id) FROM history WHERE instance_id = $1 AND execution_id = $2), 0) = $3
+    AND coalesce((SELECT event_id FROM history WHERE instance_id = $1 AND execution_id = $2
+                  ORDER BY event_id DESC LIMIT 1), 0) = $3
     AND NOT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $1 AND visible_at <= $4)
     AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
 )
