@@ -483,24 +483,40 @@ var errCallLimit = errors.New("no answer from the server within the statement ti
 // like any commit whose answer was lost: the caller gets an error, and an
 // ack that did commit is then refused as ErrLockLost on retry.
 //
-// done stops the guard and turns err, the call's error, into the cause
-// of the cut: ctx's error when ctx ended, ErrUnavailable wrapping
-// errCallLimit when the limit passed, err otherwise.
+// done must be called once the call is over, before the connection is
+// released. It stops the guard; if the guard cut the connection (also just
+// after the call ended), it marks the connection closed so the pool never
+// reuses it, and turns a failure into its cause: ctx's error when ctx
+// ended, ErrUnavailable wrapping errCallLimit when the limit passed. A call
+// that succeeded stays a success.
+//
+// The guard is independent of how the transaction is run: a transaction
+// runner only needs to call it between acquiring and releasing the
+// connection.
 func (p *Provider) guardConn(ctx context.Context, conn *pgx.Conn) (done func(err error) error) {
 	gctx, cancel := ctx, context.CancelFunc(func() {})
 	if p.callLimit > 0 {
 		gctx, cancel = context.WithTimeoutCause(ctx, p.callLimit, errCallLimit)
 	}
-	var cut atomic.Bool
+	cut := make(chan struct{})
 	stop := context.AfterFunc(gctx, func() {
-		cut.Store(true)
+		defer close(cut)
 		_ = conn.PgConn().Conn().Close()
 	})
 	return func(err error) error {
-		stop()
 		defer cancel()
-		if err == nil || !cut.Load() {
-			return err
+		if stop() {
+			return err // never cut
+		}
+		// Cut (perhaps just after the call ended): wait for the cut to
+		// finish and mark the connection closed, so the pool discards it
+		// even when the call itself succeeded.
+		<-cut
+		closed, stopNow := context.WithCancel(context.Background())
+		stopNow()
+		_ = conn.Close(closed)
+		if err == nil {
+			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
