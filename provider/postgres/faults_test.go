@@ -627,3 +627,31 @@ SELECT 'long', 1, g, 'ActivityCompleted', repeat('x', 200), 0 FROM generate_seri
 		t.Fatalf("the quiet check read %v history rows of a 3000-event execution, want at most 1:\n%s", n, planJSON)
 	}
 }
+
+// TestHistoryTailReadsOnlyTheTail: a fetch that holds an instance's cached
+// history reads only the events from the cached one on, one primary-key
+// range, however long the history, also on a table never analyzed.
+func TestHistoryTailReadsOnlyTheTail(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{NoListen: true})
+	ctx := t.Context()
+	mustExec(t, p, `ALTER TABLE history SET (autovacuum_enabled = off)`)
+	runFirstTurn(t, p, "long")
+	mustExec(t, p, `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+SELECT 'long', 1, g, 'ActivityCompleted', repeat('x', 200), 0 FROM generate_series(3, 3000) AS g`)
+	var planJSON []byte
+	err := p.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sqlHistoriesOf,
+		[]string{"long"}, []int64{1}, []int64{2999}).Scan(&planJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal(planJSON, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", planJSON, err)
+	}
+	if n := planRows(plans[0].Plan, "history"); n > 2 {
+		t.Fatalf("reading the tail from event 2999 read %v history rows of a 3000-event execution, want 2:\n%s", n, planJSON)
+	}
+}
