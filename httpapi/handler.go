@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -134,6 +135,9 @@ type server struct {
 	// verifiers check the calls of the triggers with a signature or a
 	// token, by trigger ID.
 	verifiers map[string]*verifier
+	// notReady: the last readiness check failed (GET /readyz logs the
+	// changes only).
+	notReady atomic.Bool
 }
 
 // NewHandler returns the HTTP API over client. The handler serves the

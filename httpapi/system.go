@@ -114,13 +114,43 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 		_, err = st.ReadHistory(ctx, healthProbeID, 0)
 	}
 	if err != nil && !errors.Is(err, provider.ErrNotFound) {
+		// The answer names the kind of failure; the store's own message
+		// (which may name hosts, schemas and users: /readyz is open
+		// without a token) goes to the log under the request ID.
 		id := requestID(w)
-		s.log.Error("readiness check failed", logKeyError, err, logKeyRequest, id)
-		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: "store not ready", RequestID: id})
+		what := readyFailure(err)
+		// One line when the store stops being ready, one when it is back:
+		// probes come every few seconds and would flood the log.
+		if s.notReady.CompareAndSwap(false, true) {
+			s.log.Error("store not ready: "+what, logKeyError, err, logKeyRequest, id)
+		} else {
+			s.log.Debug("store still not ready: "+what, logKeyError, err, logKeyRequest, id)
+		}
+		writeJSON(w, http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Error: what, RequestID: id})
 		return nil
+	}
+	if s.notReady.CompareAndSwap(true, false) {
+		s.log.Warn("store ready again")
 	}
 	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
 	return nil
+}
+
+// readyFailure says in a few words which kind of failure made a readiness
+// check fail; the store's own message (the response's details) says more:
+// refused, not migrated, read-only...
+func readyFailure(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("store did not answer within %v", readyTimeout)
+	case errors.Is(err, provider.ErrUnavailable):
+		return "store unreachable"
+	case errors.Is(err, provider.ErrBusy):
+		return "store busy"
+	case errors.Is(err, provider.ErrClosed):
+		return "store closed"
+	}
+	return "store not ready (not migrated, read-only or refusing writes: the server's log names the cause under the request ID)"
 }
 
 // instanceStates are always exposed by /metrics, zero or not, so series do

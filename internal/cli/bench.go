@@ -171,7 +171,9 @@ func (inv *invocation) postgresBenchStores(spec storeSpec) bench.StoreFactory {
 		// must never be one that holds anything else.
 		prefix := cmp.Or(spec.schema, "duroxide_bench")
 		schema := fmt.Sprintf("%.30s_%s_%d", prefix, workload, time.Now().UnixNano())
-		p, err := openPostgres(ctx, spec.dsn, schema, false, inv.logger())
+		bs := spec
+		bs.schema = schema
+		p, err := openPostgres(ctx, bs, openCreate, inv.logger())
 		if err != nil {
 			return nil, spec.wrapErr(err, "opening PostgreSQL store %s (schema %s)", spec.display, schema)
 		}

@@ -76,7 +76,9 @@ func commandNames() string {
 
 // Run runs the duroxide command line with args (without the program name)
 // and returns the process exit code. Canceling ctx stops a running command:
-// serve shuts down gracefully, start --wait stops waiting.
+// serve shuts down gracefully, start --wait stops waiting, and a store call
+// in progress returns (on PostgreSQL, its connection is dropped) even while
+// it waits on a stuck server. cmd/duroxide cancels it on SIGINT and SIGTERM.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return run(ctx, args, stdout, stderr, os.Getenv)
 }

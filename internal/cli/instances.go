@@ -114,7 +114,7 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if *id == "" {
 		*id = uuid.NewString()
 	}
-	client, done, err := inv.openBackend(ctx, openCreate)
+	client, done, err := inv.openBackend(ctx, openCreateFile)
 	if err != nil {
 		return err
 	}

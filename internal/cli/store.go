@@ -218,14 +218,25 @@ func resolveSpec(raw, source string) (storeSpec, error) {
 type openMode int
 
 const (
-	// openExisting fails with a helpful message if the SQLite file does not
-	// exist, rather than creating an empty store to read from.
+	// openExisting fails with a helpful message if the SQLite file or the
+	// PostgreSQL schema does not exist, rather than creating an empty
+	// store to read from (a mistyped name would otherwise look like an
+	// empty store).
 	openExisting openMode = iota
-	// openCreate creates the store if needed and migrates it.
+	// openCreate creates the store if needed and migrates it (serve, the
+	// target of copy).
 	openCreate
-	// openNoMigrate opens (creating the file if needed) without migrating.
+	// openNoMigrate opens (creating the file or schema if needed) without
+	// migrating (migrate).
 	openNoMigrate
+	// openCreateFile creates an SQLite file if needed and migrates it, but
+	// refuses a missing PostgreSQL schema as openExisting does (start).
+	openCreateFile
 )
+
+// createsSchema reports whether a command opening a store in mode may
+// create a missing PostgreSQL schema.
+func (m openMode) createsSchema() bool { return m == openCreate || m == openNoMigrate }
 
 // logger is the logger of the store and the runtime: warnings and errors on
 // standard error.
@@ -250,7 +261,7 @@ func (inv *invocation) openStore(ctx context.Context, mode openMode) (store, sto
 // openSpec opens the store spec names.
 func (inv *invocation) openSpec(ctx context.Context, spec storeSpec, mode openMode) (store, error) {
 	if spec.kind == kindPostgres {
-		p, err := openPostgres(ctx, spec.dsn, spec.schema, mode == openNoMigrate, inv.logger())
+		p, err := openPostgres(ctx, spec, mode, inv.logger())
 		if err != nil {
 			return nil, spec.wrapErr(err, "opening PostgreSQL store %s", spec.display)
 		}

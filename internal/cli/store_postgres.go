@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,11 +13,22 @@ import (
 	"github.com/duroxide/duroxide-go/provider/postgres"
 )
 
-// openPostgres opens the PostgreSQL store of a --db postgres://... value:
-// dsn is the URL without the schema parameter, schema "" the store's
-// default schema.
-func openPostgres(ctx context.Context, dsn, schema string, noMigrate bool, logger *slog.Logger) (store, error) {
-	p, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema, NoMigrate: noMigrate, Logger: logger})
+// openPostgres opens the PostgreSQL store of a --db postgres://... value.
+// Only the modes that set a store up create a missing schema; the others
+// refuse it, naming it, so a mistyped ?schema= is never made into an empty
+// store.
+func openPostgres(ctx context.Context, spec storeSpec, mode openMode, logger *slog.Logger) (store, error) {
+	p, err := postgres.Open(ctx, spec.dsn, &postgres.Options{
+		Schema:         spec.schema,
+		NoMigrate:      mode == openNoMigrate,
+		NoCreateSchema: !mode.createsSchema(),
+		Logger:         logger,
+	})
+	if errors.Is(err, postgres.ErrSchemaNotFound) {
+		return nil, &redactedError{msg: fmt.Sprintf(
+			"the schema %q does not exist: check the ?%s= of the URL, or create the store with 'duroxide migrate' or 'duroxide serve'",
+			cmp.Or(spec.schema, postgres.DefaultSchema), schemaParam), err: err}
+	}
 	if err != nil {
 		return nil, connectProblem(err)
 	}
@@ -29,6 +41,9 @@ func connectProblem(err error) error {
 	var ce *pgconn.ConnectError
 	if !errors.As(err, &ce) {
 		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &redactedError{msg: fmt.Sprintf("cannot connect to the server: no answer within the connect timeout (default %v, or connect_timeout=SECONDS in the URL): check the host and port of the URL and that the server is up", postgres.DefaultConnectTimeout), err: err}
 	}
 	return &redactedError{msg: fmt.Sprintf("cannot connect to the server: %s (check the host, port, user, password and database of the URL)", rootCause(ce)), err: err}
 }

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -104,6 +105,10 @@ type Runtime struct {
 	workerKick chan struct{}
 
 	metrics metrics // what Metrics reports
+
+	// storeDown: the last fetch found the store unreachable
+	// (provider.ErrUnavailable); the fetch loops log its changes only.
+	storeDown atomic.Bool
 
 	mu sync.Mutex
 	// running holds the activities whose function runs, by lock token;
@@ -306,6 +311,9 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			if !provider.IsRetryable(err) {
 				d = 100 * time.Millisecond
 			}
+			if unreachable(err) && r.storeDown.CompareAndSwap(false, true) {
+				r.log.Error("store unreachable: orchestrations wait until it is back", logkey.Error, err)
+			}
 			r.log.Warn("fetch failed", logkey.Queue, queueName(q), logkey.Error, err, logkey.RetryIn, d)
 			if !r.sleep(d, nil) {
 				return
@@ -313,6 +321,9 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			continue
 		}
 		errors = 0
+		if r.storeDown.CompareAndSwap(true, false) {
+			r.log.Warn("store reachable again")
+		}
 		if got > 0 {
 			idle = 0
 			if got == n {
@@ -354,6 +365,9 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 		}
 	}
 }
+
+// unreachable reports whether err says the store cannot be reached.
+func unreachable(err error) bool { return errors.Is(err, provider.ErrUnavailable) }
 
 // kickWorker wakes this runtime's activity fetch loop: for work it was not
 // notified of, such as a leased activity whose lock was lost.

@@ -92,8 +92,13 @@ func (p *Provider) BeginExport(ctx context.Context) (provider.Snapshot, error) {
 		}
 		s.tx = tx
 		c, l := &s.counts, &s.leases
-		err = tx.QueryRow(ctx, sqlCopyCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents,
-			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters)
+		// The export streams the whole store while its reader writes it
+		// elsewhere: not bounded like ordinary store calls.
+		_, err = tx.Exec(ctx, sqlUnboundedTx)
+		if err == nil {
+			err = tx.QueryRow(ctx, sqlCopyCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents,
+				&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters)
+		}
 		if err == nil {
 			err = tx.QueryRow(ctx, sqlCopyLiveLeases, s.now).Scan(&l.InstanceLocks, &l.WorkerLeases, &l.Sessions)
 		}

@@ -14,7 +14,8 @@
 // # Schema
 //
 // All tables live in one PostgreSQL schema (Options.Schema, default
-// "duroxide"), which Open creates if it is missing; every pooled connection
+// "duroxide"), which Open creates if it is missing (unless
+// Options.NoCreateSchema: then Open fails with ErrSchemaNotFound); every pooled connection
 // has its search_path set to it. Several deployments, or every test of a
 // suite, can therefore share one database. The tables mirror the SQLite
 // store's: instances, executions, history (primary key instance, execution,
@@ -121,6 +122,22 @@
 // nothing to do. A schema migrated by a newer release is refused with a
 // clear error, and Provider.CheckWritable (the readiness probe of "duroxide
 // serve") reports a schema behind or ahead of this release.
+//
+// # Time limits
+//
+// Every wait on the server is bounded, so that a node whose connection went
+// silent in the middle of a transaction holds its instance's lock for
+// seconds, not forever: Options.ConnectTimeout (default 10s) bounds
+// connecting, Options.LockTimeout (lock_timeout, 5s) each lock wait,
+// Options.StatementTimeout (statement_timeout, 30s) each statement and, on
+// this side, how long a call holds a connection,
+// Options.IdleInTransactionTimeout (idle_in_transaction_session_timeout,
+// 10s) how long the server keeps a silent client's transaction, and TCP
+// keep-alives (Options.KeepAlive, 15s) notice a vanished server. A call
+// also ends when its context does, in the middle of a transaction too: its
+// connection is then closed, never returned to the pool, and the server
+// rolls the transaction back. Migrations and exports run without these
+// limits.
 //
 // # Errors
 //

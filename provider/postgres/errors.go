@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -67,6 +68,12 @@ func interpretError(err error, conflict error) error {
 			return err
 		}
 	}
+	// A failure to connect, also one cut short by the connect timeout, is
+	// unavailability; the context's error stays reachable with errors.Is.
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && !errors.As(err, new(*pgconn.PgError)) {
+		return &storeError{sentinel: provider.ErrUnavailable, cause: err}
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -81,7 +88,6 @@ func interpretError(err error, conflict error) error {
 		return &storeError{sentinel: provider.ErrBusy, cause: err}
 	}
 	var ne net.Error
-	var ce *pgconn.ConnectError
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		pgconn.SafeToRetry(err), pgconn.Timeout(err), isClosedConn(err):
@@ -136,4 +142,51 @@ func sentinelForCode(pe *pgconn.PgError, conflict error) error {
 		return provider.ErrInvalidArgument
 	}
 	return nil
+}
+
+// describeFailure says in a few words what made a store call fail, for
+// readiness checks and operators: the server refused the connection, did
+// not answer, is read-only, the schema is not migrated... "" when it says
+// nothing more than the error itself.
+func describeFailure(err error, schema string) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "42P01" || pe.Code == "3F000":
+			return fmt.Sprintf("the schema %q is not migrated: run duroxide migrate", schema)
+		case pe.Code == "25006":
+			return "the server is read-only (a standby, e.g. after a failover): point the store at the primary"
+		case pe.Code == "42501":
+			return "permission denied: the role lacks a privilege on the store's schema"
+		case pe.Code == "53100":
+			return "the server's disk is full"
+		case pe.Code == "55P03":
+			return "a lock wait timed out (lock_timeout): another session holds a lock the check needs"
+		case pe.Code == "57014":
+			return "a statement was canceled (statement_timeout, or by an operator)"
+		case pe.Code[:2] == "57", pe.Code[:2] == "08":
+			return "the server is shutting down, starting up or dropped the connection"
+		case pe.Code[:2] == "28":
+			return "the server refused the credentials"
+		case pe.Code[:2] == "53":
+			return "the server is out of resources (too many connections, memory)"
+		}
+		return ""
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the server refused the connection: is it running, and are the host and port right?"
+	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err), errors.As(err, &ne) && ne.Timeout():
+		return "the server did not answer in time"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isClosedConn(err):
+		return "the connection to the server broke"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "the server's host cannot be reached over the network"
+	case errors.As(err, new(*net.DNSError)):
+		return "the server's host name does not resolve"
+	case errors.Is(err, provider.ErrUnavailable):
+		return "the server cannot be reached"
+	}
+	return ""
 }

@@ -85,6 +85,12 @@ func (p *Provider) Migrate(ctx context.Context) error {
 	var applied []string
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		applied = applied[:0]
+		// Waiting for another node's migration, and a migration that
+		// rewrites a large table, may take longer than the bounds of
+		// ordinary store calls (Options.LockTimeout, StatementTimeout).
+		if _, err := tx.Exec(ctx, sqlUnboundedTx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, sqlAdvisoryLock, "duroxide-migrate:"+p.schema); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -34,8 +35,15 @@ var (
 type Options struct {
 	// Schema is the PostgreSQL schema that holds the store's tables, so
 	// several deployments (or test runs) can share one database. It is
-	// created if missing. Default: "duroxide".
+	// created if missing, unless NoCreateSchema. Default: "duroxide".
 	Schema string
+
+	// NoCreateSchema, when true, makes Open fail with ErrSchemaNotFound
+	// instead of creating a missing schema, so a mistyped schema name is
+	// refused rather than silently made into an empty store. Tools that
+	// only read or manage an existing store set it; those that set one up
+	// (migrate, serve) leave it false. Default: false (Open creates it).
+	NoCreateSchema bool
 
 	// MaxConns is the size of the connection pool. Default: 10. The
 	// listener for notifications uses one more connection of its own.
@@ -66,6 +74,52 @@ type Options struct {
 	// ListenRetryMax caps the backoff between attempts to re-establish the
 	// listening connection after it broke. Default: 5s.
 	ListenRetryMax time.Duration
+
+	// The following bound every wait on the server, so that a node whose
+	// connection went silent in the middle of a transaction (paused, cut
+	// off by the network) holds its instance's lock for seconds, not
+	// forever, and a caller never waits on the server without limit. A
+	// wait cut short fails with a retryable provider error (ErrBusy or
+	// ErrUnavailable); the runtime retries it.
+	//
+	// Each duration accepts a negative value for "no limit". A zero value
+	// takes the matching setting of the connection string if it has one
+	// (connect_timeout, lock_timeout, statement_timeout,
+	// idle_in_transaction_session_timeout), else the default.
+
+	// ConnectTimeout bounds establishing one connection: dialing, TLS and
+	// authentication, so a port that accepts and never answers fails
+	// instead of hanging. Default: 10s.
+	ConnectTimeout time.Duration
+
+	// LockTimeout bounds each wait of a statement for a lock
+	// (lock_timeout), in particular for an instance's lock held by another
+	// node's transaction: the waiting call fails with provider.ErrBusy.
+	// Default: 5s.
+	LockTimeout time.Duration
+
+	// StatementTimeout bounds each statement on the server
+	// (statement_timeout); one that runs longer fails with
+	// provider.ErrBusy. It also bounds, on this side, how long one store
+	// call may hold a connection for its transaction: past it the
+	// connection is dropped (the server then rolls the transaction back)
+	// and the call fails with provider.ErrUnavailable, so a connection
+	// whose server stopped answering never holds the caller for good.
+	// Migrations and exports are not bounded by it. Default: 30s.
+	StatementTimeout time.Duration
+
+	// IdleInTransactionTimeout makes the server end the session of a
+	// client that stays silent inside a transaction longer than this
+	// (idle_in_transaction_session_timeout), which releases the locks it
+	// held: a node paused or cut off mid-transaction blocks the instance
+	// it was acking for at most this long. Default: 10s.
+	IdleInTransactionTimeout time.Duration
+
+	// KeepAlive is the idle time before TCP keep-alive probes start on a
+	// connection and the interval between them; after 3 unanswered probes
+	// the connection counts as broken, so a server that vanished (host
+	// down, network cut) is noticed. Default: 15s.
+	KeepAlive time.Duration
 }
 
 // Defaults of Options.
@@ -74,7 +128,22 @@ const (
 	DefaultMaxConns int32 = 10
 	// DefaultListenRetryMax is the default of Options.ListenRetryMax.
 	DefaultListenRetryMax = 5 * time.Second
+	// DefaultConnectTimeout is the default of Options.ConnectTimeout.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultLockTimeout is the default of Options.LockTimeout.
+	DefaultLockTimeout = 5 * time.Second
+	// DefaultStatementTimeout is the default of Options.StatementTimeout.
+	DefaultStatementTimeout = 30 * time.Second
+	// DefaultIdleInTransactionTimeout is the default of
+	// Options.IdleInTransactionTimeout.
+	DefaultIdleInTransactionTimeout = 10 * time.Second
+	// DefaultKeepAlive is the default of Options.KeepAlive.
+	DefaultKeepAlive = 15 * time.Second
 )
+
+// keepAliveCount is how many unanswered keep-alive probes mark a connection
+// as broken.
+const keepAliveCount = 3
 
 // maxSchemaLen is PostgreSQL's identifier limit (NAMEDATALEN - 1).
 const maxSchemaLen = 63
@@ -116,6 +185,63 @@ func (o *Options) withDefaults() (Options, error) {
 	return r, nil
 }
 
+// applyLimits sets the connection bounds of o on cfg: the connect
+// timeout, the TCP keep-alives and the server-side timeouts as run-time
+// parameters of every connection. An option left zero keeps what the
+// connection string set, else takes its default; a negative one means no
+// limit.
+func applyLimits(cfg *pgconn.Config, o *Options) {
+	switch {
+	case o.ConnectTimeout > 0:
+		cfg.ConnectTimeout = o.ConnectTimeout
+	case o.ConnectTimeout < 0:
+		cfg.ConnectTimeout = 0
+	case cfg.ConnectTimeout == 0:
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	ka := o.KeepAlive
+	if ka == 0 {
+		ka = DefaultKeepAlive
+	}
+	d := &net.Dialer{KeepAlive: -1}
+	if ka > 0 {
+		d.KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: ka, Interval: ka, Count: keepAliveCount}
+	}
+	cfg.DialFunc = d.DialContext
+	for _, l := range []struct {
+		param string
+		opt   time.Duration
+		def   time.Duration
+	}{
+		{"lock_timeout", o.LockTimeout, DefaultLockTimeout},
+		{"statement_timeout", o.StatementTimeout, DefaultStatementTimeout},
+		{"idle_in_transaction_session_timeout", o.IdleInTransactionTimeout, DefaultIdleInTransactionTimeout},
+	} {
+		switch {
+		case l.opt > 0:
+			cfg.RuntimeParams[l.param] = strconv.FormatInt(max(l.opt.Milliseconds(), 1), 10)
+		case l.opt < 0:
+			cfg.RuntimeParams[l.param] = "0"
+		default:
+			if _, set := cfg.RuntimeParams[l.param]; !set {
+				cfg.RuntimeParams[l.param] = strconv.FormatInt(l.def.Milliseconds(), 10)
+			}
+		}
+	}
+}
+
+// callLimit is how long one store call may hold a connection for its
+// transaction, given Options.StatementTimeout; 0 means no limit.
+func callLimit(statementTimeout time.Duration) time.Duration {
+	switch {
+	case statementTimeout > 0:
+		return statementTimeout
+	case statementTimeout < 0:
+		return 0
+	}
+	return DefaultStatementTimeout
+}
+
 // Provider is the PostgreSQL store. It is safe for concurrent use, and many
 // Providers (in many processes) may share one schema; see the package
 // documentation for its guarantees.
@@ -145,6 +271,10 @@ type Provider struct {
 
 	commits atomic.Int64
 
+	// callLimit bounds how long a store call holds a connection for its
+	// transaction (see guardConn); 0: only the caller's context does.
+	callLimit time.Duration
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -166,6 +296,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 	cfg.MinConns = 0
 	// Every connection works in the store's schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
+	applyLimits(&cfg.ConnConfig.Config, &o)
 	p := &Provider{
 		schema:    o.Schema,
 		clock:     o.Clock,
@@ -174,6 +305,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		node:      newToken(),
 		channel:   channelName(o.Schema),
 		retryMax:  o.ListenRetryMax,
+		callLimit: callLimit(o.StatementTimeout),
 	}
 	p.listenCfg = cfg.ConnConfig.Copy()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -181,7 +313,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		return nil, fmt.Errorf("postgres: connecting: %w", interpretError(err, nil))
 	}
 	p.pool = pool
-	if err := p.ensureSchema(ctx); err != nil {
+	if err := p.ensureSchema(ctx, !o.NoCreateSchema); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -200,8 +332,13 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 	return p, nil
 }
 
-// ensureSchema creates the store's schema if it is missing.
-func (p *Provider) ensureSchema(ctx context.Context) error {
+// ErrSchemaNotFound is returned by Open, with Options.NoCreateSchema, when
+// the schema does not exist. It matches provider.ErrNotFound too.
+var ErrSchemaNotFound = fmt.Errorf("schema does not exist: %w", provider.ErrNotFound)
+
+// ensureSchema creates the store's schema if it is missing, or, unless
+// create, fails with ErrSchemaNotFound.
+func (p *Provider) ensureSchema(ctx context.Context, create bool) error {
 	// Look first: creating needs the CREATE privilege on the database,
 	// which a role working in an existing schema need not have.
 	var exists bool
@@ -210,6 +347,9 @@ func (p *Provider) ensureSchema(ctx context.Context) error {
 	}
 	if exists {
 		return nil
+	}
+	if !create {
+		return fmt.Errorf("postgres: schema %q: %w", p.schema, ErrSchemaNotFound)
 	}
 	_, err := p.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{p.schema}.Sanitize())
 	if err != nil {
@@ -325,12 +465,71 @@ type wtx struct {
 	leaseMsgs map[int64]*provider.WorkerMessage
 }
 
+// errCallLimit is the cause of a store call cut off by Options.StatementTimeout
+// on this side: the server did not answer in time.
+var errCallLimit = errors.New("no answer from the server within the statement timeout: connection dropped")
+
+// guardConn bounds a store call that holds conn: when ctx ends, or the
+// call has held conn for p.callLimit, it closes conn's network connection.
+// The statement waiting on it (if any) fails at once, pgx marks the
+// connection broken, the pool discards it on release instead of reusing it
+// in the middle of a transaction, and the server, seeing the socket close,
+// rolls the transaction back and releases its locks.
+//
+// The statements themselves run under a context that is not canceled with
+// ctx (context.WithoutCancel), so a caller that gives up between two
+// statements cannot leave pgx's state half-way; the guard is the only
+// thing that cuts a call short. A commit cut short has an unknown outcome,
+// like any commit whose answer was lost: the caller gets an error, and an
+// ack that did commit is then refused as ErrLockLost on retry.
+//
+// done must be called once the call is over, before the connection is
+// released. It stops the guard; if the guard cut the connection (also just
+// after the call ended), it marks the connection closed so the pool never
+// reuses it, and turns a failure into its cause: ctx's error when ctx
+// ended, ErrUnavailable wrapping errCallLimit when the limit passed. A call
+// that succeeded stays a success.
+//
+// The guard is independent of how the transaction is run: a transaction
+// runner only needs to call it between acquiring and releasing the
+// connection.
+func (p *Provider) guardConn(ctx context.Context, conn *pgx.Conn) (done func(err error) error) {
+	gctx, cancel := ctx, context.CancelFunc(func() {})
+	if p.callLimit > 0 {
+		gctx, cancel = context.WithTimeoutCause(ctx, p.callLimit, errCallLimit)
+	}
+	cut := make(chan struct{})
+	stop := context.AfterFunc(gctx, func() {
+		defer close(cut)
+		_ = conn.PgConn().Conn().Close()
+	})
+	return func(err error) error {
+		defer cancel()
+		if stop() {
+			return err // never cut
+		}
+		// Cut (perhaps just after the call ended): wait for the cut to
+		// finish and mark the connection closed, so the pool discards it
+		// even when the call itself succeeded.
+		<-cut
+		closed, stopNow := context.WithCancel(context.Background())
+		stopNow()
+		_ = conn.Close(closed)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+		}
+		return &storeError{sentinel: provider.ErrUnavailable, cause: fmt.Errorf("%w (%v)", context.Cause(gctx), err)}
+	}
+}
+
 // write runs fn in one transaction and commits it; the notifications of
 // what fn changed are sent in the transaction (pg_notify, delivered to
 // other nodes on commit) and to this process's subscribers after the
-// commit. Statements ignore cancellation of ctx once the transaction has
-// begun, so a committed fetch or ack is never reported as failed because
-// its caller gave up at the wrong moment.
+// commit. The call ends when ctx does, or after Options.StatementTimeout
+// (guardConn).
 func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) error {
 	if p.closed.Load() {
 		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
@@ -338,29 +537,34 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
-	// Waiting for a connection honours ctx; once one is held, the
-	// transaction runs to its end.
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return p.fail(op, err)
 	}
 	defer conn.Release()
+	guard := p.guardConn(ctx, conn.Conn())
+	err = p.writeOn(ctx, conn, fn)
+	return p.fail(op, guard(err))
+}
+
+// writeOn is write's transaction on conn.
+func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *wtx) error) error {
 	tctx := context.WithoutCancel(ctx)
 	tx, err := conn.Begin(tctx)
 	if err != nil {
-		return p.fail(op, err)
+		return err
 	}
 	w := &wtx{ctx: tctx, tx: tx, p: p, now: p.now()}
 	if err := fn(w); err != nil {
 		_ = tx.Rollback(tctx)
-		return p.fail(op, err)
+		return err
 	}
 	if err := p.sendNotify(w); err != nil {
 		_ = tx.Rollback(tctx)
-		return p.fail(op, err)
+		return err
 	}
 	if err := tx.Commit(tctx); err != nil {
-		return p.fail(op, err)
+		return err
 	}
 	p.commits.Add(1)
 	p.notifyLocal(&w.changes)
@@ -369,8 +573,8 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 
 // single runs fn, one statement that is atomic on its own (it changes
 // nothing that needs a notification), on a pooled connection without an
-// explicit transaction: one round trip. Like write, waiting for the
-// connection honours ctx and the statement then runs to its end.
+// explicit transaction: one round trip. Like write, it ends when ctx does
+// or after Options.StatementTimeout.
 func (p *Provider) single(ctx context.Context, op string, fn func(ctx context.Context, q querier, now int64) error) error {
 	if p.closed.Load() {
 		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
@@ -383,7 +587,8 @@ func (p *Provider) single(ctx context.Context, op string, fn func(ctx context.Co
 		return p.fail(op, err)
 	}
 	defer conn.Release()
-	if err := fn(context.WithoutCancel(ctx), conn, p.now()); err != nil {
+	guard := p.guardConn(ctx, conn.Conn())
+	if err := guard(fn(context.WithoutCancel(ctx), conn, p.now())); err != nil {
 		return p.fail(op, err)
 	}
 	p.commits.Add(1)
@@ -400,15 +605,24 @@ func (p *Provider) read(ctx context.Context, op string, fn func() error) error {
 }
 
 // readTx runs fn in one REPEATABLE READ, read-only transaction, so its
-// queries see one snapshot.
+// queries see one snapshot. Like write, it ends when ctx does or after
+// Options.StatementTimeout.
 func (p *Provider) readTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
 	return p.read(ctx, op, func() error {
-		tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		conn, err := p.pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		return fn(tx)
+		defer conn.Release()
+		guard := p.guardConn(ctx, conn.Conn())
+		return guard(func() error {
+			tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+			return fn(tx)
+		}())
 	})
 }
 

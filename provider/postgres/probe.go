@@ -15,8 +15,9 @@ import (
 // its own value, so it fails on a read-only server (a standby after a
 // failover), a full disk or missing privileges.
 //
-// A schema behind this release is reported with a message that says to run
-// the migrations; other errors wrap the provider sentinels as every store
+// The error says what failed: the server refused the connection or did
+// not answer, the schema is not migrated or is behind this release, the
+// server is read-only... It wraps the provider sentinels as every store
 // call does (provider.IsRetryable tells transient ones apart).
 func (p *Provider) CheckWritable(ctx context.Context) error {
 	const op = "checking the store is writable"
@@ -29,7 +30,7 @@ func (p *Provider) CheckWritable(ctx context.Context) error {
 	}
 	var current int
 	if err := p.pool.QueryRow(ctx, sqlMaxMigration).Scan(&current); err != nil {
-		return fmt.Errorf("postgres: %s: reading the schema version of %q (is the store migrated? run duroxide migrate): %w", op, p.schema, interpretError(err, nil))
+		return p.probeFailure(op+": reading the schema version", err)
 	}
 	if current < latest {
 		return fmt.Errorf("postgres: %s: the schema %q is at version %d, this release needs %d: run duroxide migrate", op, p.schema, current, latest)
@@ -37,8 +38,22 @@ func (p *Provider) CheckWritable(ctx context.Context) error {
 	if current > latest {
 		return fmt.Errorf("postgres: %s: the schema %q is at version %d, newer than this release supports (%d): upgrade duroxide", op, p.schema, current, latest)
 	}
-	return p.fail(op, pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, sqlProbeWrite, current)
 		return err
-	}))
+	})
+	if err != nil {
+		return p.probeFailure(op+": writing", err)
+	}
+	return nil
+}
+
+// probeFailure is the error of a failed readiness check: what failed, in
+// words (describeFailure), then the translated error.
+func (p *Provider) probeFailure(op string, err error) error {
+	err = p.fail(op, err)
+	if what := describeFailure(err, p.schema); what != "" {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
 }

@@ -23,6 +23,12 @@ WHERE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0))
 ORDER BY c.ord`
 )
 
+// sqlUnboundedTx lifts the connection's time bounds (Options.LockTimeout,
+// StatementTimeout, IdleInTransactionTimeout) for the rest of one
+// transaction: migrations and exports.
+const sqlUnboundedTx = `SELECT set_config('lock_timeout', '0', true), set_config('statement_timeout', '0', true),
+set_config('idle_in_transaction_session_timeout', '0', true)`
+
 // Migration bookkeeping.
 const (
 	sqlCreateMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -98,12 +104,20 @@ WHERE instance_id = ANY ($1::text[])`
 	// event ID the caller holds on (that event included, so the caller can
 	// check it exists) when the caller's execution is the current one, else
 	// all of it. $1 instance IDs, $2 cached executions, $3 cached event IDs.
-	sqlHistoriesOf = `SELECT h.instance_id, h.event_id, h.event_data
+	// Each instance's events are one range of history's primary key, lower
+	// bound included: the LATERAL subquery (kept apart by OFFSET 0) makes
+	// the bound an index condition whatever the planner's statistics; as a
+	// join filter, which the planner picks on a table never analyzed, it
+	// would read the whole execution at every turn.
+	sqlHistoriesOf = `SELECT i.instance_id, h.event_id, h.event_data
 FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS c(id, ex, after)
 JOIN instances AS i ON i.instance_id = c.id
-JOIN history AS h ON h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-  AND h.event_id >= CASE WHEN c.ex = i.current_execution_id THEN c.after ELSE 0 END
-ORDER BY h.instance_id, h.event_id`
+CROSS JOIN LATERAL (
+    SELECT h.event_id, h.event_data FROM history AS h
+    WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+      AND h.event_id >= CASE WHEN c.ex = i.current_execution_id THEN c.after ELSE 0 END
+    OFFSET 0) AS h
+ORDER BY i.instance_id, h.event_id`
 
 	// When the starts of instances not yet started become visible: a
 	// delayed start message, or a start queued behind an execution lock
@@ -324,11 +338,16 @@ WHERE s.locked_until <= $1
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
 	// last event of that execution, no visible message and no worker row.
-	// Each term is an index lookup by instance ID. $1 instance, $4 now.
+	// Each term is an index lookup by instance ID. The last event is read
+	// as the first row of a backward scan of history's primary key, not
+	// as max(event_id): without planner statistics (a table never
+	// analyzed) the planner aggregates over every event of the execution
+	// instead, a cost that grows with the history. $1 instance, $4 now.
 	sqlInstanceQuiet = `SELECT
     coalesce((SELECT current_execution_id = $2 FROM instances WHERE instance_id = $1), false)
     AND NOT EXISTS (SELECT 1 FROM instance_locks WHERE instance_id = $1 AND locked_until > $4)
-    AND coalesce((SELECT max(event_id) FROM history WHERE instance_id = $1 AND execution_id = $2), 0) = $3
+    AND coalesce((SELECT event_id FROM history WHERE instance_id = $1 AND execution_id = $2
+                  ORDER BY event_id DESC LIMIT 1), 0) = $3
     AND NOT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $1 AND visible_at <= $4)
     AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
 )

@@ -12,6 +12,10 @@ import (
 // nothing.
 const sqlProbeWrite = `UPDATE schema_migrations SET version = version WHERE version = ?`
 
+// sqlProbeMigrationsTable counts the migrations table: 0 on a store never
+// migrated.
+const sqlProbeMigrationsTable = `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
+
 // CheckWritable reports whether the store can serve: it answers, its
 // schema is migrated to this release's version, and it accepts writes. The
 // write check commits a transaction that rewrites the newest migration
@@ -31,9 +35,18 @@ func (p *Provider) CheckWritable(ctx context.Context) error {
 		return err
 	}
 	latest := ms[len(ms)-1].version
+	// Only a store without the migrations table is called not migrated;
+	// any other failure is reported as what it is.
+	var tables int
+	if err := p.readers.QueryRowContext(ctx, sqlProbeMigrationsTable).Scan(&tables); err != nil {
+		return fmt.Errorf("sqlite: %s: reading the schema: %w", op, interpretError(err, nil))
+	}
+	if tables == 0 {
+		return fmt.Errorf("sqlite: %s: the store is not migrated: run duroxide migrate", op)
+	}
 	var current int
 	if err := p.readers.QueryRowContext(ctx, sqlMaxMigration).Scan(&current); err != nil {
-		return fmt.Errorf("sqlite: %s: reading the schema version (is the store migrated? run duroxide migrate): %w", op, interpretError(err, nil))
+		return fmt.Errorf("sqlite: %s: reading the schema version: %w", op, interpretError(err, nil))
 	}
 	if current < latest {
 		return fmt.Errorf("sqlite: %s: the schema is at version %d, this release needs %d: run duroxide migrate", op, current, latest)

@@ -72,6 +72,17 @@ func TestCheckWritable(t *testing.T) {
 			t.Fatalf("CheckWritable on an unmigrated store: %v, want an error saying to migrate", err)
 		}
 	})
+	t.Run("not migrated only when it is not", func(t *testing.T) {
+		p := openProbeStore(t, nil)
+		// The reads fail for another reason than a missing table.
+		if err := p.readers.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err := p.CheckWritable(ctx)
+		if err == nil || strings.Contains(err.Error(), "migrate") {
+			t.Fatalf("CheckWritable with its reads failing: %v, want an error that does not blame migrations", err)
+		}
+	})
 	t.Run("closed", func(t *testing.T) {
 		p := openProbeStore(t, nil)
 		_ = p.Close()
