@@ -10,6 +10,16 @@ import (
 	"github.com/duroxide/duroxide-go"
 )
 
+// keyFromBody renders the idempotency key of a trigger with
+// idempotencyKeyPath pointer for a call with body.
+func keyFromBody(body []byte, pointer string) (string, error) {
+	k, err := compileKeys(&Trigger{ID: "t", IdempotencyKeyPath: pointer})
+	if err != nil {
+		return "", err
+	}
+	return k.idempotencyKey.render(&callRequest{body: body}, "t", fieldIdempotencyKeyPath)
+}
+
 func TestKeyFromBody(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{"id": "evt_1", "n": 42, "f": 1.50, "a/b": "slash", "m~n": "tilde", "": "empty name",
