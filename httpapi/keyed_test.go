@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/duroxide/duroxide-go"
@@ -230,5 +231,144 @@ func TestWebhookKeyErrors(t *testing.T) {
 	}
 	if got := e.listLocks(t); len(got) != 0 {
 		t.Errorf("refused calls took locks %+v", got)
+	}
+}
+
+// TestWebhookReplace: a replace trigger cancels the instance holding its
+// key's lock, naming the new instance in the reason, and the new one
+// takes the lock when the holder ends; other keys are left alone.
+func TestWebhookReplace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &httpapi.Options{Triggers: []httpapi.Trigger{{
+		ID: "deploy", WorkflowID: "env-{/env}", Orchestration: demo.Approval, Concurrency: httpapi.ConcurrencyReplace,
+	}}})
+	body := func(env string) string { return `{"env": "` + env + `", "timeoutSeconds": 3600}` }
+	first := e.webhook(t, "deploy", body("prod"), "")
+	if first.status != http.StatusOK || first.ReplacedExecutionID != "" || first.Queued {
+		t.Fatalf("first call on a free lock: %s, replaced=%q queued=%v", first, first.ReplacedExecutionID, first.Queued)
+	}
+	dev := e.started(t, "deploy", body("dev"), "")
+	e.heldBy(t, "env-prod", first.ExecutionID)
+
+	second := e.webhook(t, "deploy", body("prod"), "")
+	if second.status != http.StatusOK || second.ReplacedExecutionID != first.ExecutionID || second.ExecutionID == first.ExecutionID {
+		t.Fatalf("second call: %s, replaced=%q, want %s replaced", second, second.ReplacedExecutionID, first.ExecutionID)
+	}
+	st := e.wait(t, first.ExecutionID)
+	if st.State != duroxide.StateCanceled || st.Error == nil || !strings.Contains(st.Error.Message, "replaced by "+second.ExecutionID) ||
+		!strings.Contains(st.Error.Message, "webhook deploy") {
+		t.Fatalf("replaced instance ended %s %+v, want Canceled naming %s", st.State, st.Error, second.ExecutionID)
+	}
+	// The lock passed to the new instance as the old one ended.
+	e.heldBy(t, "env-prod", second.ExecutionID)
+	e.heldBy(t, "env-dev", dev)
+	if st := e.wait0(t, dev); st.State.IsTerminal() {
+		t.Fatalf("the other key's instance is %s", st.State)
+	}
+	e.approve(t, second.ExecutionID)
+	e.unlocked(t, "env-prod")
+}
+
+// TestWebhookReplaceArrivalOrder: replaces that arrive while the holder
+// has not yet ended both cancel it and queue in arrival order; the later
+// one does not cancel the earlier one, which runs first. (No runtime runs
+// until both calls are answered, so the order is certain.)
+func TestWebhookReplaceArrivalOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnvClock(t, &httpapi.Options{Triggers: []httpapi.Trigger{{
+		ID: "deploy", WorkflowID: "env-{/env}", Orchestration: demo.Approval, Concurrency: httpapi.ConcurrencyReplace,
+	}}}, nil, false)
+	const body = `{"env": "prod", "timeoutSeconds": 3600}`
+	holder := e.webhook(t, "deploy", body, "")
+	r1 := e.webhook(t, "deploy", body, "")
+	r2 := e.webhook(t, "deploy", body, "")
+	if r1.ReplacedExecutionID != holder.ExecutionID || !r1.Queued || r1.QueuePosition != 1 {
+		t.Fatalf("first replace: %s replaced=%q queued=%v position=%d", r1, r1.ReplacedExecutionID, r1.Queued, r1.QueuePosition)
+	}
+	if r2.ReplacedExecutionID != holder.ExecutionID || !r2.Queued || r2.QueuePosition != 2 {
+		t.Fatalf("second replace: %s replaced=%q queued=%v position=%d", r2, r2.ReplacedExecutionID, r2.Queued, r2.QueuePosition)
+	}
+	rt, err := duroxide.StartRuntime(context.Background(), e.store, e.reg, &duroxide.RuntimeOptions{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := rt.Shutdown(ctx); err != nil {
+			t.Errorf("runtime shutdown: %v", err)
+		}
+	})
+	if st := e.wait(t, holder.ExecutionID); st.State != duroxide.StateCanceled {
+		t.Fatalf("holder ended %s", st.State)
+	}
+	if l := e.heldBy(t, "env-prod", r1.ExecutionID); l.Queued != 1 {
+		t.Fatalf("queued %d behind the first replace, want 1", l.Queued)
+	}
+	if st := e.wait0(t, r2.ExecutionID); st.State != duroxide.StatePending {
+		t.Fatalf("second replace is %s while the first holds the lock, want Pending", st.State)
+	}
+	e.approve(t, r1.ExecutionID)
+	e.heldBy(t, "env-prod", r2.ExecutionID)
+	e.approve(t, r2.ExecutionID)
+	e.unlocked(t, "env-prod")
+}
+
+// TestWebhookKeyedBurst fires 50 calls at once across 5 customers at an
+// exclusive per-customer trigger: each customer gets exactly one running
+// instance, and every other call is a 409.
+func TestWebhookKeyedBurst(t *testing.T) {
+	t.Parallel()
+	const calls, customers = 50, 5
+	e := newEnv(t, &httpapi.Options{Triggers: []httpapi.Trigger{{
+		ID: "stripe-invoice", WorkflowID: "customer-{/data/object/customer}", Orchestration: demo.Approval,
+	}}})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	answers := make([]webhookAnswer, calls)
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], errs[i] = e.callWebhook(ctx, "stripe-invoice", stripeEvent(fmt.Sprintf("evt_%d", i), fmt.Sprintf("cus_%d", i%customers)), "")
+		}()
+	}
+	wg.Wait()
+	started := map[string]string{} // customer → instance
+	for i, a := range answers {
+		if errs[i] != nil {
+			t.Fatalf("call %d: %v", i, errs[i])
+		}
+		checkWebhookShape(t, a)
+		customer := fmt.Sprintf("cus_%d", i%customers)
+		switch {
+		case a.status == http.StatusOK:
+			if prev, dup := started[customer]; dup {
+				t.Fatalf("%s got two instances: %s and %s", customer, prev, a.ExecutionID)
+			}
+			started[customer] = a.ExecutionID
+		case a.status == http.StatusConflict && (a.Error == "Workflow currently executing" || a.Error == "Concurrent execution attempted"):
+		default:
+			t.Fatalf("call %d: %s", i, a)
+		}
+	}
+	if len(started) != customers {
+		t.Fatalf("started %v, want one instance for each of %d customers", started, customers)
+	}
+	for i, a := range answers {
+		if a.status == http.StatusConflict && a.ExistingExecutionID != "" && a.ExistingExecutionID != started[fmt.Sprintf("cus_%d", i%customers)] {
+			t.Fatalf("call %d refused naming %s, not its customer's instance", i, a.ExistingExecutionID)
+		}
+	}
+	if got := e.instances(t); len(got) != customers {
+		t.Fatalf("instances %v, want %d", got, customers)
+	}
+	for customer, id := range started {
+		e.heldBy(t, "customer-"+customer, id)
+		if st := e.wait0(t, id); st.State.IsTerminal() {
+			t.Fatalf("%s is %s", id, st.State)
+		}
 	}
 }

@@ -64,6 +64,41 @@ func TestKeyFromBody(t *testing.T) {
 	}
 }
 
+// TestKeyTemplateRender renders templates of constants, body values and
+// headers, with literal braces and numbers kept as written.
+func TestKeyTemplateRender(t *testing.T) {
+	t.Parallel()
+	call := &callRequest{
+		header: http.Header{"X-Github-Delivery": {"d-1"}, "X-Twice": {"a", "b"}},
+		body:   []byte(`{"id": 12345678901234567890, "f": 1.10, "e": -2E+3, "s": "ord", "a~b": {"c/d": "deep"}}`),
+	}
+	for _, tc := range []struct{ tmpl, want string }{
+		{"plain", "plain"},
+		{"order-{/id}", "order-12345678901234567890"},
+		{"{/f}|{/e}", "1.10|-2E+3"},
+		{"{/s}-{header:x-github-delivery}", "ord-d-1"},
+		{"{{{/s}}}", "{ord}"},
+		{"{/a~0b/c~1d}", "deep"},
+	} {
+		kt, err := parseTemplate(tc.tmpl)
+		if err != nil {
+			t.Errorf("%s: %v", tc.tmpl, err)
+			continue
+		}
+		got, err := kt.render(call, "t", fieldInstanceID)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %q, %v; want %q", tc.tmpl, got, err, tc.want)
+		}
+	}
+	kt, err := parseTemplate("{header:X-Twice}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kt.render(call, "t", fieldLockKey); err == nil || !strings.Contains(err.Error(), "2 times") {
+		t.Errorf("repeated header: %v", err)
+	}
+}
+
 // TestLockConflictResponses checks the 409 bodies of lock conflicts, with
 // and without the webhook's success field, and their counting. (SQLite
 // serializes writers, so the concurrent kind is hard to provoke over HTTP.)
