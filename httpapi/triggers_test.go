@@ -173,7 +173,7 @@ func TestExampleTriggers(t *testing.T) {
 	for _, tr := range ts {
 		policies[tr.Concurrency]++
 	}
-	for _, c := range []httpapi.Concurrency{httpapi.ConcurrencyExclusive, httpapi.ConcurrencyParallel, httpapi.ConcurrencyQueue} {
+	for _, c := range []httpapi.Concurrency{httpapi.ConcurrencyExclusive, httpapi.ConcurrencyParallel, httpapi.ConcurrencyQueue, httpapi.ConcurrencyReplace} {
 		if policies[c] == 0 {
 			t.Errorf("no %s trigger in %+v", c, ts)
 		}
@@ -181,8 +181,19 @@ func TestExampleTriggers(t *testing.T) {
 	if ts[0].ID != "stripe-payment" || ts[0].WorkflowID != "workflow_123" || ts[0].LockTTL.Duration != time.Hour || ts[0].IdempotencyKeyPath != "/id" {
 		t.Errorf("first trigger %+v", ts[0])
 	}
-	// The example triggers serve.
-	newEnv(t, &httpapi.Options{Triggers: ts}).expect(t, "POST", "/api/webhooks/greet", `"Ada"`, http.StatusOK, nil)
+	// The example triggers serve; stripe-customer locks per customer.
+	e := newEnv(t, &httpapi.Options{Triggers: ts})
+	e.expect(t, "POST", "/api/webhooks/greet", `"Ada"`, http.StatusOK, nil)
+	a := e.started(t, "stripe-customer", stripeEvent("evt_1", "cus_A"), "")
+	e.started(t, "stripe-customer", stripeEvent("evt_2", "cus_B"), "")
+	e.conflicts(t, "stripe-customer", stripeEvent("evt_3", "cus_A"), a)
+	e.heldBy(t, "customer-cus_A", a)
+	// deploy replaces the running deployment of an environment.
+	d1 := e.webhook(t, "deploy", `{"environment": "prod", "build": 17, "timeoutSeconds": 3600}`, "")
+	d2 := e.webhook(t, "deploy", `{"environment": "prod", "build": 18, "timeoutSeconds": 3600}`, "")
+	if d1.ExecutionID != "deploy-prod-17" || d2.ExecutionID != "deploy-prod-18" || d2.ReplacedExecutionID != "deploy-prod-17" {
+		t.Fatalf("deploys: %s, then %s replacing %q", d1, d2, d2.ReplacedExecutionID)
+	}
 }
 
 func TestLoadTriggersMissingFile(t *testing.T) {
