@@ -54,7 +54,7 @@ type Trigger struct {
 	Concurrency Concurrency `json:"concurrency,omitempty"`
 	// LockTTL is how long the lock outlives its holder's last progress
 	// (duroxide.StartOptions.LockTTL; 0 = duroxide.DefaultLockTTL, 1 h).
-	// Only for the exclusive and queue policies.
+	// Only for the exclusive, queue and replace policies.
 	LockTTL Duration `json:"lockTtl,omitzero"`
 	// IdempotencyKeyPath is a JSON pointer (RFC 6901, such as "/id") to the
 	// idempotency key in the request body, a string or a number. It is used
@@ -174,7 +174,7 @@ func LoadTriggers(path string) ([]Trigger, error) {
 // ParseTriggers reads {"triggers": [...]} and validates the triggers as
 // NewHandler does. Unknown fields are errors. The triggers are returned
 // with their defaults filled in: concurrency "exclusive" and, for the
-// exclusive and queue policies, workflowId = id.
+// exclusive, queue and replace policies, workflowId = id.
 func ParseTriggers(r io.Reader) ([]Trigger, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
