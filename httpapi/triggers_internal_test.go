@@ -127,3 +127,26 @@ func TestLockConflictResponses(t *testing.T) {
 		t.Fatalf("counted %d locked, %d concurrent; want 2, 2", l, c)
 	}
 }
+
+// FuzzParseTemplate: any template either parses or is refused with an
+// error, and a parsed one renders, or refuses, any call without panicking,
+// its constants kept as written.
+func FuzzParseTemplate(f *testing.F) {
+	for _, s := range []string{"order-{/data/object/id}", "gh-{header:X-GitHub-Delivery}", "{{x}}", "{", "}", "{}", "{/a~", "{header:}", "a{/b}c{/d}"} {
+		f.Add(s, `{"data": {"object": {"id": 7}}, "b": "x", "d": 1.5}`)
+	}
+	f.Fuzz(func(t *testing.T, src, body string) {
+		kt, err := parseTemplate(src)
+		if err != nil {
+			return
+		}
+		if len(kt.parts) > maxTemplateParts {
+			t.Fatalf("%q: %d parts", src, len(kt.parts))
+		}
+		call := &callRequest{header: http.Header{"X-Github-Delivery": {"d"}}, body: []byte(body)}
+		got, err := kt.render(call, "t", fieldLockKey)
+		if c, ok := kt.constant(); ok && (err != nil || got != c) {
+			t.Fatalf("%q: constant rendered %q, %v; want %q", src, got, err, c)
+		}
+	})
+}
