@@ -40,7 +40,8 @@
 // Webhooks and execution locks:
 //
 //	POST   /api/webhooks/{triggerId}            body: the orchestration input → 200 {"success": true, "executionId", "duplicate"}
-//	                                              (and "queued": true, "queuePosition" when a queue trigger made it wait);
+//	                                              (and "queued": true, "queuePosition" when a queue or replace trigger made it
+//	                                              wait; "replacedExecutionId" when a replace trigger canceled the holder);
 //	                                              401 for a bad or missing signature (Trigger.Auth)
 //	GET    /api/triggers                        → {"triggers": [...]}, the configured triggers with defaults filled in
 //	GET    /api/workflows/{workflowId}/lock     → {"workflowId", "isLocked", "executionId", "lockedSince", "expiresAt",
@@ -149,7 +150,8 @@
 //	  {"id": "nightly-report", "workflowId": "reports", "orchestration": "demo.Approval", "concurrency": "queue"}
 //	]}
 //
-// examples/triggers.json has one trigger of each policy. With it, an
+// examples/triggers.json has one trigger of each policy, and a keyed one
+// (stripe-customer, one lock per customer). With it, an
 // exclusive conflict can be seen by hand (demo.Approval waits for its event
 // up to timeoutSeconds):
 //
@@ -192,13 +194,15 @@
 //
 // Only id and orchestration are required. Unknown fields, duplicate IDs,
 // IDs with characters other than letters, digits, '.', '_' and '-', bad
-// policies, negative TTLs and malformed JSON pointers are errors, from
-// ParseTriggers and NewHandler alike. lockTtl is a duration string ("90s",
+// policies, negative TTLs, malformed JSON pointers and bad key templates
+// are errors naming the trigger and the field, from ParseTriggers and
+// NewHandler alike. lockTtl is a duration string ("90s",
 // "1h") or a number of seconds.
 //
 // POST /api/webhooks/{id} starts the trigger's orchestration (at its
 // version, if set) with the request body as input: any JSON value, an empty
-// body being null. The instance ID is "<trigger id>-<UUID>". The answer is
+// body being null. The instance ID is "<trigger id>-<UUID>", or the
+// trigger's instanceId template (below). The answer is
 // 200 {"success": true, "executionId": "<instance>", "duplicate": false}.
 // A call that a queue trigger made wait adds "queued": true and
 // "queuePosition" (1 = next); a started one has neither. An
@@ -209,9 +213,38 @@
 // "details": 404 for an unknown trigger, 400 for malformed JSON, 413 for a
 // body over Options.MaxBodyBytes, 500 for a system error.
 //
-// Concurrency policies work through the execution lock of the trigger's
-// workflowId (duroxide.StartOptions.LockKey; default: the trigger's id, so
-// each trigger has its own lock unless several name the same workflowId):
+// # Keyed triggers
+//
+// A trigger's instanceId, workflowId (the lock key) and idempotencyKey are
+// key templates: text with placeholders, filled in from each call.
+// {/json/pointer} is the string or number at that RFC 6901 pointer in the
+// body (numbers as written in the body, never reformatted), {header:Name}
+// the value of a request header, and {{ and }} a literal { and }. A
+// template without braces is a constant, so a fixed workflowId works as it
+// always did, and idempotencyKeyPath "/id" is the idempotencyKey "{/id}":
+//
+//	{"id": "stripe-customer", "orchestration": "billing.Invoice",
+//	 "workflowId": "customer-{/data/object/customer}", "idempotencyKeyPath": "/id"}
+//	{"id": "github-push", "orchestration": "ci.Build", "concurrency": "parallel",
+//	 "instanceId": "gh-{header:X-GitHub-Delivery}", "idempotencyKey": "{header:X-GitHub-Delivery}"}
+//
+// Templates are parsed by ParseTriggers and NewHandler: an unclosed or
+// stray brace, an unknown placeholder, a bad pointer or header name, more
+// than 32 parts, or both idempotencyKey and idempotencyKeyPath is an error
+// naming the trigger and the field. A call whose placeholder has no value
+// (absent field or header), an empty one, one that is not a string or a
+// number, or a header sent more than once, is answered 400 "missing ..."
+// or "invalid ..." (instance ID, lock key, idempotency key), the details
+// naming the trigger, the field and the placeholder; so is a result that
+// breaks the rules of its identifier (duroxide.ValidateInstanceID,
+// duroxide.ValidateKey: length, UTF-8, control characters, "/" in instance
+// IDs). Such a call starts nothing. A call whose instance ID exists
+// already is answered 409 "instance already exists".
+//
+// Concurrency policies work through the execution lock of the call's
+// lock key, the trigger's workflowId filled in (duroxide.StartOptions.LockKey;
+// default: the trigger's id, so each trigger has its own lock unless
+// several name the same key):
 //
 //   - exclusive (the default): while an instance holding the lock runs, a
 //     call is answered 409 {"success": false, "error": "Workflow currently
@@ -224,6 +257,14 @@
 //   - queue: every call is accepted (200); its instance is created Pending
 //     and starts when the lock is free, in arrival order
 //     (duroxide.StartOptions.QueueIfLocked).
+//   - replace: every call is accepted (200) and queued as with queue; the
+//     instance holding the lock when the call arrives is canceled, with a
+//     reason naming the new instance, and named in the answer
+//     ("replacedExecutionId"). The new instance starts when the canceled
+//     one ends. Replaces that arrive while an earlier one still waits for
+//     the lock queue behind it, in arrival order: each cancels only the
+//     holder it found. If the cancel cannot be sent, the answer is 5xx and
+//     the new instance stays queued.
 //   - parallel: no lock; every call starts an instance.
 //
 // The lock is released in the same transaction that makes its holder
@@ -233,9 +274,9 @@
 // whose holder ended, or whose TTL passed, is taken over by the next start.
 //
 // Idempotency: the key is the Idempotency-Key header or, without one, the
-// string or number at the trigger's idempotencyKeyPath (a JSON pointer,
-// RFC 6901) in the body; a trigger with a path answers 400 to a body that
-// has no string or number there. A repeat of a key within 24 h starts
+// trigger's idempotencyKey template filled in, or the string or number at
+// its idempotencyKeyPath (a JSON pointer, RFC 6901) in the body; a trigger
+// with a path or template answers 400 to a call without a value there. A repeat of a key within 24 h starts
 // nothing and answers 200 with "duplicate": true and the executionId of
 // the instance the key first started, whatever the lock's state: keys are
 // checked before the lock. Keys outlive their instance: after a purge, a

@@ -298,6 +298,8 @@ func contractTriggers() []httpapi.Trigger {
 		{ID: "excl", Orchestration: demo.Approval},
 		{ID: "jobs", WorkflowID: "excl", Orchestration: demo.Approval, Concurrency: httpapi.ConcurrencyQueue},
 		{ID: "keyed", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel, IdempotencyKeyPath: "/id"},
+		{ID: "swap", WorkflowID: "swap-{/k}", InstanceID: "swap-{/n}", Orchestration: demo.Approval,
+			Concurrency: httpapi.ConcurrencyReplace, IdempotencyKey: "{header:X-Delivery}"},
 		{ID: "signed", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel,
 			Auth: &httpapi.TriggerAuth{Type: httpapi.AuthToken, SecretEnv: "CONTRACT_TOKEN", Header: "X-Token"}},
 	}
@@ -415,6 +417,18 @@ func TestOpenAPIContract(t *testing.T) {
 	post("/api/webhooks/keyed", `{"id": "evt-1"}`, http.StatusOK) // duplicate
 	post("/api/webhooks/keyed", `{"name": "no key"}`, http.StatusBadRequest)
 	post("/api/webhooks/greet", `{`, http.StatusBadRequest)
+	swap := func(n int, status int) response {
+		t.Helper()
+		return c.do(t, main, rawRequest{method: "POST", path: "/api/webhooks/swap",
+			body:   fmt.Sprintf(`{"k": "a", "n": %d, "timeoutSeconds": 3600}`, n),
+			header: withHeaders("Content-Type", "application/json", "X-Delivery", fmt.Sprint("d", n))}, status)
+	}
+	swap(1, http.StatusOK)
+	if res := swap(2, http.StatusOK); !strings.Contains(string(res.body), `"replacedExecutionId":"swap-1"`) {
+		t.Errorf("a replace answered %s", res)
+	}
+	c.do(t, main, rawRequest{method: "POST", path: "/api/webhooks/swap", body: `{"k": "a", "n": 3}`, header: jsonCT},
+		http.StatusBadRequest) // no X-Delivery
 	post("/api/webhooks/nope", `"Ada"`, http.StatusNotFound)
 	post("/api/webhooks/signed", `"Ada"`, http.StatusUnauthorized)
 	c.do(t, main, rawRequest{method: "POST", path: "/api/webhooks/signed", body: `"Ada"`,

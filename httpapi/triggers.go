@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,26 +25,47 @@ type Trigger struct {
 	// '.', '_' and '-', at most MaxTriggerIDLength bytes.
 	ID string `json:"id"`
 	// WorkflowID is the execution lock key ("workflow id") of the
-	// exclusive and queue policies (default: the trigger's ID). Triggers
-	// with the same WorkflowID share one lock. Unused by parallel triggers.
+	// exclusive, queue and replace policies (default: the trigger's ID).
+	// Triggers with the same key share one lock. It is a key template (see
+	// below), so each call may take its own key from the request:
+	// "customer-{/data/object/customer}" gives one lock per customer. A
+	// value without braces is a fixed key. Unused by parallel triggers.
+	//
+	// A key template is text with placeholders: {/json/pointer} is the
+	// string or number at that RFC 6901 pointer in the body (a number as
+	// written), {header:Name} the value of a request header, and {{ and }}
+	// are a literal { and }. A placeholder without a value, with an empty
+	// value or with a value of another type answers the call 400 and
+	// starts nothing, as does a result that breaks the rules of its
+	// identifier (duroxide.ValidateInstanceID, duroxide.ValidateKey).
 	WorkflowID string `json:"workflowId"`
+	// InstanceID is a key template (see WorkflowID) for the ID of the
+	// instance a call starts, such as "order-{/data/object/id}". Empty:
+	// the trigger's ID, "-" and a random UUID. A call whose instance ID
+	// exists already is answered 409 (instance already exists).
+	InstanceID string `json:"instanceId,omitempty"`
 	// Orchestration is the name of the orchestration to start. Required.
 	Orchestration string `json:"orchestration"`
 	// Version is the orchestration version to start (default: the latest
 	// registered with the runtime that runs it).
 	Version string `json:"version,omitempty"`
 	// Concurrency is what a call does while an instance started under the
-	// same WorkflowID still runs (default ConcurrencyExclusive).
+	// same lock key still runs (default ConcurrencyExclusive).
 	Concurrency Concurrency `json:"concurrency,omitempty"`
 	// LockTTL is how long the lock outlives its holder's last progress
 	// (duroxide.StartOptions.LockTTL; 0 = duroxide.DefaultLockTTL, 1 h).
-	// Only for the exclusive and queue policies.
+	// Only for the exclusive, queue and replace policies.
 	LockTTL Duration `json:"lockTtl,omitzero"`
 	// IdempotencyKeyPath is a JSON pointer (RFC 6901, such as "/id") to the
 	// idempotency key in the request body, a string or a number. It is used
 	// when the request has no Idempotency-Key header; a body without a
 	// value there is answered 400. Empty: only the header gives a key.
 	IdempotencyKeyPath string `json:"idempotencyKeyPath,omitempty"`
+	// IdempotencyKey is a key template (see WorkflowID) for the
+	// idempotency key, such as "{header:X-GitHub-Delivery}": the general
+	// form of IdempotencyKeyPath ("/id" is "{/id}"); set one or neither.
+	// An Idempotency-Key header, when the call has one, takes precedence.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Auth is how a call proves that it comes from the trigger's sender: a
 	// signature (hmac, stripe, github) or a shared token, whose secret is
 	// read from an environment variable; a bad or missing one is answered
@@ -70,6 +90,14 @@ const (
 	// until the lock is free and starts in arrival order
 	// (duroxide.StartOptions.QueueIfLocked).
 	ConcurrencyQueue Concurrency = "queue"
+	// ConcurrencyReplace accepts every call and cancels the instance that
+	// holds the lock when the call arrives, naming the new instance in
+	// the cancel's reason; the new instance is queued
+	// (duroxide.StartOptions.QueueIfLocked) and starts as soon as the
+	// canceled holder ends. Replaces that arrive while an earlier replace
+	// still waits for the lock queue behind it in arrival order: each
+	// cancels only the holder it found.
+	ConcurrencyReplace Concurrency = "replace"
 )
 
 // MaxTriggerIDLength bounds Trigger.ID.
@@ -146,7 +174,7 @@ func LoadTriggers(path string) ([]Trigger, error) {
 // ParseTriggers reads {"triggers": [...]} and validates the triggers as
 // NewHandler does. Unknown fields are errors. The triggers are returned
 // with their defaults filled in: concurrency "exclusive" and, for the
-// exclusive and queue policies, workflowId = id.
+// exclusive, queue and replace policies, workflowId = id.
 func ParseTriggers(r io.Reader) ([]Trigger, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -191,10 +219,10 @@ func normalizeTriggers(ts []Trigger) ([]Trigger, error) {
 		switch t.Concurrency {
 		case "":
 			t.Concurrency = ConcurrencyExclusive
-		case ConcurrencyExclusive, ConcurrencyParallel, ConcurrencyQueue:
+		case ConcurrencyExclusive, ConcurrencyParallel, ConcurrencyQueue, ConcurrencyReplace:
 		default:
-			return nil, fail("concurrency", "must be %q, %q or %q, got %q",
-				ConcurrencyExclusive, ConcurrencyParallel, ConcurrencyQueue, t.Concurrency)
+			return nil, fail("concurrency", "must be %q, %q, %q or %q, got %q",
+				ConcurrencyExclusive, ConcurrencyParallel, ConcurrencyQueue, ConcurrencyReplace, t.Concurrency)
 		}
 		if t.LockTTL.Duration < 0 {
 			return nil, fail("lockTtl", "must not be negative, got %s", t.LockTTL.Duration)
@@ -206,10 +234,15 @@ func normalizeTriggers(ts []Trigger) ([]Trigger, error) {
 		} else if t.WorkflowID == "" {
 			t.WorkflowID = t.ID
 		}
-		if t.IdempotencyKeyPath != "" {
-			if _, err := parsePointer(t.IdempotencyKeyPath); err != nil {
-				return nil, fail("idempotencyKeyPath", "%v", err)
+		if t.IdempotencyKeyPath != "" && t.IdempotencyKey != "" {
+			return nil, fail("idempotencyKey", "set idempotencyKey or idempotencyKeyPath, not both")
+		}
+		if _, err := compileKeys(&t); err != nil {
+			var ke *keyFieldError
+			if errors.As(err, &ke) {
+				return nil, fail(ke.option, "%v", ke.err)
 			}
+			return nil, fail("keys", "%v", err)
 		}
 		if t.Auth != nil {
 			a, err := normalizeAuth(*t.Auth)
@@ -284,38 +317,83 @@ func lookupPointer(doc any, tokens []string) (any, error) {
 	return cur, nil
 }
 
-// keyFromBody extracts the idempotency key at pointer from a JSON body: a
-// string, or a number as written. It returns an apiError (400) when the
-// body has no such value or the value has another type.
-func keyFromBody(body []byte, pointer string) (string, error) {
-	tokens, err := parsePointer(pointer)
-	if err != nil {
-		return "", err // validated with the trigger; not reached
+// triggerKeys are a trigger's key templates, parsed.
+type triggerKeys struct {
+	// instanceID is nil for the default, "<trigger id>-<uuid>".
+	instanceID *keyTemplate
+	// lockKey is nil for parallel triggers.
+	lockKey *keyTemplate
+	// idempotencyKey is nil when only the Idempotency-Key header gives a
+	// key.
+	idempotencyKey *keyTemplate
+}
+
+// The fields of the key templates, as answers and errors name them.
+var (
+	fieldInstanceID         = keyField{what: "instance ID", option: "instanceId"}
+	fieldLockKey            = keyField{what: "lock key", option: "workflowId"}
+	fieldIdempotencyKey     = keyField{what: "idempotency key", option: "idempotencyKey"}
+	fieldIdempotencyKeyPath = keyField{what: "idempotency key", option: "idempotencyKeyPath"}
+)
+
+// keyFieldError is an invalid key template of a trigger: option names
+// its field.
+type keyFieldError struct {
+	option string
+	err    error
+}
+
+func (e *keyFieldError) Error() string { return e.option + ": " + e.err.Error() }
+func (e *keyFieldError) Unwrap() error { return e.err }
+
+// compileKeys parses the key templates of t, whose defaults are filled in
+// (normalizeTriggers). A template without placeholders is checked at once
+// by the rules of its identifier.
+func compileKeys(t *Trigger) (*triggerKeys, error) {
+	var k triggerKeys
+	parse := func(option, src string, check func(string) error) (*keyTemplate, error) {
+		kt, err := parseTemplate(src)
+		if err != nil {
+			return nil, &keyFieldError{option, err}
+		}
+		if v, ok := kt.constant(); ok && check != nil {
+			if err := check(v); err != nil {
+				return nil, &keyFieldError{option, err}
+			}
+		}
+		return kt, nil
 	}
-	var doc any
-	if len(body) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.UseNumber()
-		if err := dec.Decode(&doc); err != nil {
-			return "", badRequest("malformed JSON", "%v", err)
+	var err error
+	if t.InstanceID != "" {
+		if k.instanceID, err = parse("instanceId", t.InstanceID, duroxide.ValidateInstanceID); err != nil {
+			return nil, err
 		}
 	}
-	v, err := lookupPointer(doc, tokens)
-	if err != nil {
-		return "", badRequest("missing idempotency key",
-			"the trigger reads its idempotency key at %s in the body, which has no value there; send one, or an Idempotency-Key header", pointer)
-	}
-	switch v := v.(type) {
-	case string:
-		if v == "" {
-			return "", badRequest("missing idempotency key", "the idempotency key at %s in the body is an empty string", pointer)
+	if t.WorkflowID != "" {
+		// Parsed for parallel triggers too, which do not use it, so that a
+		// bad template is refused whatever the policy.
+		lock, err := parse("workflowId", t.WorkflowID, nil)
+		if err != nil {
+			return nil, err
 		}
-		return v, nil
-	case json.Number:
-		return v.String(), nil
+		if t.Concurrency != ConcurrencyParallel {
+			k.lockKey = lock
+		}
 	}
-	return "", badRequest("invalid idempotency key",
-		"the idempotency key at %s in the body must be a string or a number, got %s", pointer, jsonKind(v))
+	switch {
+	case t.IdempotencyKey != "":
+		if k.idempotencyKey, err = parse("idempotencyKey", t.IdempotencyKey, nil); err != nil {
+			return nil, err
+		}
+	case t.IdempotencyKeyPath != "":
+		tokens, err := parsePointer(t.IdempotencyKeyPath)
+		if err != nil {
+			return nil, &keyFieldError{"idempotencyKeyPath", err}
+		}
+		k.idempotencyKey = &keyTemplate{src: t.IdempotencyKeyPath,
+			parts: []templatePart{{pointer: tokens, source: t.IdempotencyKeyPath + " in the body"}}}
+	}
+	return &k, nil
 }
 
 func jsonKind(v any) string {

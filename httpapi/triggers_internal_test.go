@@ -10,6 +10,16 @@ import (
 	"github.com/duroxide/duroxide-go"
 )
 
+// keyFromBody renders the idempotency key of a trigger with
+// idempotencyKeyPath pointer for a call with body.
+func keyFromBody(body []byte, pointer string) (string, error) {
+	k, err := compileKeys(&Trigger{ID: "t", IdempotencyKeyPath: pointer})
+	if err != nil {
+		return "", err
+	}
+	return k.idempotencyKey.render(&callRequest{body: body}, "t", fieldIdempotencyKeyPath)
+}
+
 func TestKeyFromBody(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{"id": "evt_1", "n": 42, "f": 1.50, "a/b": "slash", "m~n": "tilde", "": "empty name",
@@ -54,6 +64,41 @@ func TestKeyFromBody(t *testing.T) {
 	}
 }
 
+// TestKeyTemplateRender renders templates of constants, body values and
+// headers, with literal braces and numbers kept as written.
+func TestKeyTemplateRender(t *testing.T) {
+	t.Parallel()
+	call := &callRequest{
+		header: http.Header{"X-Github-Delivery": {"d-1"}, "X-Twice": {"a", "b"}},
+		body:   []byte(`{"id": 12345678901234567890, "f": 1.10, "e": -2E+3, "s": "ord", "a~b": {"c/d": "deep"}}`),
+	}
+	for _, tc := range []struct{ tmpl, want string }{
+		{"plain", "plain"},
+		{"order-{/id}", "order-12345678901234567890"},
+		{"{/f}|{/e}", "1.10|-2E+3"},
+		{"{/s}-{header:x-github-delivery}", "ord-d-1"},
+		{"{{{/s}}}", "{ord}"},
+		{"{/a~0b/c~1d}", "deep"},
+	} {
+		kt, err := parseTemplate(tc.tmpl)
+		if err != nil {
+			t.Errorf("%s: %v", tc.tmpl, err)
+			continue
+		}
+		got, err := kt.render(call, "t", fieldInstanceID)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %q, %v; want %q", tc.tmpl, got, err, tc.want)
+		}
+	}
+	kt, err := parseTemplate("{header:X-Twice}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kt.render(call, "t", fieldLockKey); err == nil || !strings.Contains(err.Error(), "2 times") {
+		t.Errorf("repeated header: %v", err)
+	}
+}
+
 // TestLockConflictResponses checks the 409 bodies of lock conflicts, with
 // and without the webhook's success field, and their counting. (SQLite
 // serializes writers, so the concurrent kind is hard to provoke over HTTP.)
@@ -81,4 +126,27 @@ func TestLockConflictResponses(t *testing.T) {
 	if l, c := s.lockConflicts.locked.Load(), s.lockConflicts.concurrent.Load(); l != 2 || c != 2 {
 		t.Fatalf("counted %d locked, %d concurrent; want 2, 2", l, c)
 	}
+}
+
+// FuzzParseTemplate: any template either parses or is refused with an
+// error, and a parsed one renders, or refuses, any call without panicking,
+// its constants kept as written.
+func FuzzParseTemplate(f *testing.F) {
+	for _, s := range []string{"order-{/data/object/id}", "gh-{header:X-GitHub-Delivery}", "{{x}}", "{", "}", "{}", "{/a~", "{header:}", "a{/b}c{/d}"} {
+		f.Add(s, `{"data": {"object": {"id": 7}}, "b": "x", "d": 1.5}`)
+	}
+	f.Fuzz(func(t *testing.T, src, body string) {
+		kt, err := parseTemplate(src)
+		if err != nil {
+			return
+		}
+		if len(kt.parts) > maxTemplateParts {
+			t.Fatalf("%q: %d parts", src, len(kt.parts))
+		}
+		call := &callRequest{header: http.Header{"X-Github-Delivery": {"d"}}, body: []byte(body)}
+		got, err := kt.render(call, "t", fieldLockKey)
+		if c, ok := kt.constant(); ok && (err != nil || got != c) {
+			t.Fatalf("%q: constant rendered %q, %v; want %q", src, got, err, c)
+		}
+	})
 }

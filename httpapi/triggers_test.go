@@ -23,7 +23,9 @@ func TestParseTriggers(t *testing.T) {
 			 "version": "1.0.0", "concurrency": "exclusive", "lockTtl": "1h", "idempotencyKeyPath": "/id"},
 			{"id": "plain", "orchestration": "demo.Hello"},
 			{"id": "fan", "orchestration": "demo.Hello", "concurrency": "parallel"},
-			{"id": "q.1", "orchestration": "demo.Hello", "concurrency": "queue", "lockTtl": 90}
+			{"id": "q.1", "orchestration": "demo.Hello", "concurrency": "queue", "lockTtl": 90},
+			{"id": "keyed", "orchestration": "demo.Hello", "concurrency": "replace", "workflowId": "customer-{/data/object/customer}",
+			 "instanceId": "order-{/data/object/id}-{{x}}", "idempotencyKey": "gh-{header:X-GitHub-Delivery}"}
 		]}`))
 		if err != nil {
 			t.Fatal(err)
@@ -35,6 +37,8 @@ func TestParseTriggers(t *testing.T) {
 			{ID: "fan", Orchestration: "demo.Hello", Concurrency: httpapi.ConcurrencyParallel},
 			{ID: "q.1", WorkflowID: "q.1", Orchestration: "demo.Hello", Concurrency: httpapi.ConcurrencyQueue,
 				LockTTL: httpapi.Duration{Duration: 90 * time.Second}},
+			{ID: "keyed", WorkflowID: "customer-{/data/object/customer}", Orchestration: "demo.Hello", Concurrency: httpapi.ConcurrencyReplace,
+				InstanceID: "order-{/data/object/id}-{{x}}", IdempotencyKey: "gh-{header:X-GitHub-Delivery}"},
 		}
 		if len(ts) != len(want) {
 			t.Fatalf("got %d triggers, want %d", len(ts), len(want))
@@ -78,6 +82,28 @@ func TestParseTriggers(t *testing.T) {
 			[]string{"trigger 0", "idempotencyKeyPath", "start with"}},
 		{"pointer with a bad escape", `{"triggers": [{"id": "a", "orchestration": "o", "idempotencyKeyPath": "/a~2b"}]}`,
 			[]string{"trigger 0", "idempotencyKeyPath", "~"}},
+		{"unclosed placeholder", `{"triggers": [{"id": "ok", "orchestration": "o"}, {"id": "stripe", "orchestration": "o", "workflowId": "customer-{/data/object/customer"}]}`,
+			[]string{"trigger 1", `"stripe"`, "workflowId", "not closed", "{{"}},
+		{"stray closing brace", `{"triggers": [{"id": "a", "orchestration": "o", "workflowId": "a}b"}]}`,
+			[]string{"trigger 0", "workflowId", "closes nothing", "}}"}},
+		{"unknown placeholder", `{"triggers": [{"id": "orders", "orchestration": "o", "instanceId": "order-{id}"}]}`,
+			[]string{"trigger 0", `"orders"`, "instanceId", "unknown placeholder {id}", "{/json/pointer}", "{header:Name}"}},
+		{"empty placeholder", `{"triggers": [{"id": "a", "orchestration": "o", "instanceId": "x-{}"}]}`,
+			[]string{"trigger 0", "instanceId", "unknown placeholder {}"}},
+		{"bad header name", `{"triggers": [{"id": "gh", "orchestration": "o", "idempotencyKey": "{header:X GitHub}"}]}`,
+			[]string{"trigger 0", `"gh"`, "idempotencyKey", "not a header name"}},
+		{"empty header name", `{"triggers": [{"id": "gh", "orchestration": "o", "idempotencyKey": "{header:}"}]}`,
+			[]string{"trigger 0", "idempotencyKey", "not a header name"}},
+		{"bad pointer in a template", `{"triggers": [{"id": "a", "orchestration": "o", "instanceId": "{/a~2}"}]}`,
+			[]string{"trigger 0", "instanceId", "~"}},
+		{"template on a parallel trigger", `{"triggers": [{"id": "a", "orchestration": "o", "concurrency": "parallel", "workflowId": "{nope}"}]}`,
+			[]string{"trigger 0", "workflowId", "unknown placeholder"}},
+		{"constant instance ID with a slash", `{"triggers": [{"id": "a", "orchestration": "o", "instanceId": "a/b"}]}`,
+			[]string{"trigger 0", "instanceId", `"/"`}},
+		{"too many parts", `{"triggers": [{"id": "a", "orchestration": "o", "instanceId": "` + strings.Repeat("x{/a}", 20) + `"}]}`,
+			[]string{"trigger 0", "instanceId", "the limit is 32"}},
+		{"both idempotency forms", `{"triggers": [{"id": "a", "orchestration": "o", "idempotencyKeyPath": "/id", "idempotencyKey": "{/id}"}]}`,
+			[]string{"trigger 0", "idempotencyKey", "not both"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -147,7 +173,7 @@ func TestExampleTriggers(t *testing.T) {
 	for _, tr := range ts {
 		policies[tr.Concurrency]++
 	}
-	for _, c := range []httpapi.Concurrency{httpapi.ConcurrencyExclusive, httpapi.ConcurrencyParallel, httpapi.ConcurrencyQueue} {
+	for _, c := range []httpapi.Concurrency{httpapi.ConcurrencyExclusive, httpapi.ConcurrencyParallel, httpapi.ConcurrencyQueue, httpapi.ConcurrencyReplace} {
 		if policies[c] == 0 {
 			t.Errorf("no %s trigger in %+v", c, ts)
 		}
@@ -155,8 +181,19 @@ func TestExampleTriggers(t *testing.T) {
 	if ts[0].ID != "stripe-payment" || ts[0].WorkflowID != "workflow_123" || ts[0].LockTTL.Duration != time.Hour || ts[0].IdempotencyKeyPath != "/id" {
 		t.Errorf("first trigger %+v", ts[0])
 	}
-	// The example triggers serve.
-	newEnv(t, &httpapi.Options{Triggers: ts}).expect(t, "POST", "/api/webhooks/greet", `"Ada"`, http.StatusOK, nil)
+	// The example triggers serve; stripe-customer locks per customer.
+	e := newEnv(t, &httpapi.Options{Triggers: ts})
+	e.expect(t, "POST", "/api/webhooks/greet", `"Ada"`, http.StatusOK, nil)
+	a := e.started(t, "stripe-customer", stripeEvent("evt_1", "cus_A"), "")
+	e.started(t, "stripe-customer", stripeEvent("evt_2", "cus_B"), "")
+	e.conflicts(t, "stripe-customer", stripeEvent("evt_3", "cus_A"), a)
+	e.heldBy(t, "customer-cus_A", a)
+	// deploy replaces the running deployment of an environment.
+	d1 := e.webhook(t, "deploy", `{"environment": "prod", "build": 17, "timeoutSeconds": 3600}`, "")
+	d2 := e.webhook(t, "deploy", `{"environment": "prod", "build": 18, "timeoutSeconds": 3600}`, "")
+	if d1.ExecutionID != "deploy-prod-17" || d2.ExecutionID != "deploy-prod-18" || d2.ReplacedExecutionID != "deploy-prod-17" {
+		t.Fatalf("deploys: %s, then %s replacing %q", d1, d2, d2.ReplacedExecutionID)
+	}
 }
 
 func TestLoadTriggersMissingFile(t *testing.T) {
@@ -181,6 +218,9 @@ func TestNewHandlerValidatesTriggers(t *testing.T) {
 		{{ID: "a", Orchestration: "o", Concurrency: "sometimes"}},
 		{{ID: "a", Orchestration: "o", LockTTL: httpapi.Duration{Duration: -time.Second}}},
 		{{ID: "a", Orchestration: "o", IdempotencyKeyPath: "id"}},
+		{{ID: "a", Orchestration: "o", WorkflowID: "customer-{/customer"}},
+		{{ID: "a", Orchestration: "o", InstanceID: "order-{id}"}},
+		{{ID: "a", Orchestration: "o", IdempotencyKey: "{header:}"}},
 	} {
 		if _, err := httpapi.NewHandler(client, &httpapi.Options{Triggers: ts}); !errors.Is(err, duroxide.ErrInvalidArgument) {
 			t.Errorf("triggers %+v: %v, want ErrInvalidArgument", ts, err)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -50,6 +51,9 @@ type webhookResponse struct {
 	// execution lock, at this place in its queue (1 = next).
 	Queued        bool `json:"queued,omitempty"`
 	QueuePosition int  `json:"queuePosition,omitempty"`
+	// ReplacedExecutionID: a replace trigger canceled this instance, the
+	// holder of the lock when the call arrived.
+	ReplacedExecutionID string `json:"replacedExecutionId,omitempty"`
 }
 
 // queuedAt reports whether instanceID, just started with QueueIfLocked,
@@ -127,25 +131,51 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	keys, err := compileKeys(t)
+	if err != nil {
+		return fmt.Errorf("trigger %s: %w", t.ID, err) // validated when loaded; not reached
+	}
+	call := &callRequest{header: r.Header, body: body}
+	opts := &duroxide.StartOptions{Version: t.Version}
 	key := r.Header.Get(headerIdempotencyKey)
-	if key == "" && t.IdempotencyKeyPath != "" {
-		if key, err = keyFromBody(body, t.IdempotencyKeyPath); err != nil {
+	field := keyField{what: "idempotency key", option: "Idempotency-Key header"}
+	if key == "" && keys.idempotencyKey != nil {
+		field = fieldIdempotencyKey
+		if t.IdempotencyKey == "" {
+			field = fieldIdempotencyKeyPath
+		}
+		if key, err = keys.idempotencyKey.render(call, t.ID, field); err != nil {
 			return err
 		}
 	}
-	opts := &duroxide.StartOptions{Version: t.Version}
 	if key != "" {
 		opts.IdempotencyKey = webhookKeyPrefix + t.ID + ":" + key
 		if err := checkWebhookKey(key, opts.IdempotencyKey, t.ID); err != nil {
 			return err
 		}
+		if err := checkKeyValue(field, t.ID, duroxide.ValidateKey(field.what, key)); err != nil {
+			return err
+		}
 	}
-	if t.Concurrency != ConcurrencyParallel {
-		opts.LockKey = t.WorkflowID
+	if keys.lockKey != nil {
+		if opts.LockKey, err = keys.lockKey.render(call, t.ID, fieldLockKey); err != nil {
+			return err
+		}
+		if err := checkKeyValue(fieldLockKey, t.ID, duroxide.ValidateKey(fieldLockKey.what, opts.LockKey)); err != nil {
+			return err
+		}
 		opts.LockTTL = t.LockTTL.Duration
-		opts.QueueIfLocked = t.Concurrency == ConcurrencyQueue
+		opts.QueueIfLocked = t.Concurrency == ConcurrencyQueue || t.Concurrency == ConcurrencyReplace
 	}
 	instanceID := t.ID + "-" + uuid.NewString()
+	if keys.instanceID != nil {
+		if instanceID, err = keys.instanceID.render(call, t.ID, fieldInstanceID); err != nil {
+			return err
+		}
+		if err := checkKeyValue(fieldInstanceID, t.ID, duroxide.ValidateInstanceID(instanceID)); err != nil {
+			return err
+		}
+	}
 	err = s.client.StartOrchestration(r.Context(), instanceID, t.Orchestration, input, opts)
 	var dup *duroxide.DuplicateStartError
 	switch {
@@ -158,11 +188,52 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	resp := webhookResponse{Success: true, ExecutionID: instanceID}
+	if t.Concurrency == ConcurrencyReplace {
+		if resp.ReplacedExecutionID, err = s.replaceHolder(w, r, t, opts.LockKey, instanceID); err != nil {
+			return err
+		}
+	}
 	if opts.QueueIfLocked {
 		resp.Queued, resp.QueuePosition = s.queuedAt(w, r, instanceID)
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// checkKeyValue turns the refusal err of a key built for a call (by
+// duroxide.ValidateKey or ValidateInstanceID) into a 400 naming the field.
+func checkKeyValue(f keyField, triggerID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return badRequest("invalid "+f.what, "trigger %s, %s: %v", triggerID, f.option, err)
+}
+
+// replaceHolder is the replace policy's step after the start of
+// instanceID, queued on lockKey: it cancels the instance holding the lock
+// now, if it is another one, and returns its ID ("" when the new instance
+// holds the lock or the holder ended meanwhile). The holder's end hands
+// the lock to the queue, in arrival order. Failures are returned: the new
+// instance is stored and waits for the lock, but its predecessor was not
+// told to stop.
+func (s *server) replaceHolder(w http.ResponseWriter, r *http.Request, t *Trigger, lockKey, instanceID string) (string, error) {
+	l, err := s.client.GetLock(r.Context(), lockKey)
+	if err != nil {
+		return "", fmt.Errorf("replacing the holder of lock %q for %s: %w", lockKey, instanceID, err)
+	}
+	if !l.IsLocked || l.InstanceID == nil || *l.InstanceID == instanceID {
+		return "", nil
+	}
+	holder := *l.InstanceID
+	reason := fmt.Sprintf("replaced by %s (webhook %s, request %s)", instanceID, t.ID, requestID(w))
+	err = s.client.CancelInstance(r.Context(), holder, reason)
+	switch {
+	case errors.Is(err, duroxide.ErrInstanceTerminal), errors.Is(err, duroxide.ErrNotFound):
+		return "", nil // it ended on its own; its end frees the lock
+	case err != nil:
+		return "", fmt.Errorf("replacing %s (holder of lock %q) by %s: %w", holder, lockKey, instanceID, err)
+	}
+	return holder, nil
 }
 
 type triggersResponse struct {

@@ -37,6 +37,9 @@ type webhookAnswer struct {
 	ExistingExecutionID string `json:"existingExecutionId"`
 	Queued              bool   `json:"queued"`
 	QueuePosition       int    `json:"queuePosition"`
+	ReplacedExecutionID string `json:"replacedExecutionId"`
+	// size is the body's length in bytes.
+	size int
 }
 
 func (a webhookAnswer) String() string {
@@ -48,14 +51,21 @@ func (a webhookAnswer) String() string {
 // header when key is not empty. It does not fail the test, so goroutines
 // may use it.
 func (e *env) callWebhook(ctx context.Context, trigger, body, key string) (webhookAnswer, error) {
+	h := http.Header{}
+	if key != "" {
+		h.Set("Idempotency-Key", key)
+	}
+	return e.callWebhookHeader(ctx, trigger, body, h)
+}
+
+// callWebhookHeader is callWebhook with the request headers h.
+func (e *env) callWebhookHeader(ctx context.Context, trigger, body string, h http.Header) (webhookAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/api/webhooks/"+trigger, strings.NewReader(body))
 	if err != nil {
 		return webhookAnswer{}, err
 	}
+	req.Header = h.Clone()
 	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
 	res, err := e.srv.Client().Do(req)
 	if err != nil {
 		return webhookAnswer{}, err
@@ -65,7 +75,7 @@ func (e *env) callWebhook(ctx context.Context, trigger, body, key string) (webho
 	if _, err := buf.ReadFrom(res.Body); err != nil {
 		return webhookAnswer{}, err
 	}
-	a := webhookAnswer{status: res.StatusCode}
+	a := webhookAnswer{status: res.StatusCode, size: buf.Len()}
 	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 		return a, fmt.Errorf("Content-Type %q: %s", ct, buf.Bytes())
 	}
@@ -104,6 +114,9 @@ func checkWebhookShape(t *testing.T, a webhookAnswer) {
 			keys = []string{"duplicate", "executionId", "purged", "purgedAt", "success"}
 		case a.Queued:
 			keys = []string{"duplicate", "executionId", "queuePosition", "queued", "success"}
+		}
+		if a.ReplacedExecutionID != "" {
+			keys = slices.Sorted(slices.Values(append(keys, "replacedExecutionId")))
 		}
 		if !slices.Equal(a.keys, keys) || !a.Success || a.ExecutionID == "" || (a.Purged && !a.Duplicate) ||
 			(a.Queued && a.QueuePosition < 1) {
