@@ -194,14 +194,3 @@ func checkStart(instanceID, name string, opts *StartOptions) error {
 	}
 	return nil
 }
-
-// ValidateInstanceID checks id as StartOrchestration checks the ID of a
-// new instance (see MaxInstanceIDLength). The error matches
-// ErrInvalidArgument. For callers that build IDs from outside input and
-// want to refuse a bad one before starting anything.
-func ValidateInstanceID(id string) error { return checkNewInstanceID(id) }
-
-// ValidateKey checks key as StartOrchestration checks lock and idempotency
-// keys (see MaxKeyLength); what names the key in the error, which matches
-// ErrInvalidArgument.
-func ValidateKey(what, key string) error { return checkText(what, key, MaxKeyLength) }

@@ -153,7 +153,7 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 		if err := checkWebhookKey(key, opts.IdempotencyKey, t.ID); err != nil {
 			return err
 		}
-		if err := checkKeyValue(field, t.ID, duroxide.ValidateKey(field.what, key)); err != nil {
+		if err := checkKeyValue(field, t.ID, validateKey(field.what, key)); err != nil {
 			return err
 		}
 	}
@@ -161,7 +161,7 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 		if opts.LockKey, err = keys.lockKey.render(call, t.ID, fieldLockKey); err != nil {
 			return err
 		}
-		if err := checkKeyValue(fieldLockKey, t.ID, duroxide.ValidateKey(fieldLockKey.what, opts.LockKey)); err != nil {
+		if err := checkKeyValue(fieldLockKey, t.ID, validateKey(fieldLockKey.what, opts.LockKey)); err != nil {
 			return err
 		}
 		opts.LockTTL = t.LockTTL.Duration
@@ -247,4 +247,13 @@ func (s *server) listTriggers(w http.ResponseWriter, _ *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// validateKey checks a key taken from a webhook call by the root package's
+// rules for lock and idempotency keys, naming what in the error.
+func validateKey(what, key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: %s is required", duroxide.ErrInvalidArgument, what)
+	}
+	return duroxide.ValidateText(what, key, duroxide.MaxKeyLength)
 }
