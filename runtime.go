@@ -101,6 +101,10 @@ type RuntimeOptions struct {
 	// Logger receives the runtime's logs (default: warnings and errors to
 	// standard error). Orchestrations log through OrchestrationContext.Logger.
 	Logger *slog.Logger
+	// Tracer, when set, receives a span per orchestration turn and per
+	// activity attempt (default: none). See Tracer; the otel module has an
+	// OpenTelemetry implementation.
+	Tracer Tracer
 }
 
 // Runtime runs orchestrations and activities from a store until Shutdown.
@@ -144,6 +148,7 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 		ShutdownGrace:            opts.ShutdownGrace,
 		Clock:                    opts.Clock,
 		Logger:                   opts.Logger,
+		Tracer:                   opts.Tracer,
 	}
 	switch {
 	case o.LockCleanupInterval == 0:

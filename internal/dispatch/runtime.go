@@ -67,6 +67,8 @@ type Options struct {
 	ShutdownGrace time.Duration
 	Clock         clockwork.Clock
 	Logger        *slog.Logger
+	// Tracer, when set, receives a span per turn and activity attempt.
+	Tracer Tracer
 
 	// testHookActivityStart, set by tests, runs in an activity's goroutine
 	// just before the runtime decides to start its function.
