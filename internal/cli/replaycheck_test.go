@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,21 +26,21 @@ func replayCheckRegistry(activity string) *duroxide.Registry {
 	return reg
 }
 
-// A check of many diverging instances reports progress and keeps its
-// output bounded: a summary, the first replayCheckShown divergences in
-// detail, and a count of the rest; --json lists at most
-// DefaultMaxDivergences.
-func TestReplayCheckManyDivergencesBoundedOutput(t *testing.T) {
-	const n = 250
-	defer func(v int) { replayCheckProgressEvery = v }(replayCheckProgressEvery)
-	replayCheckProgressEvery = 50
-
+// recordSteps runs n instances of Step (activity "Old") to completion in
+// the store db names.
+func recordSteps(t *testing.T, db string, n int) {
+	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "big.db")
-	store, err := sqlite.Open(ctx, path, nil)
+	spec, err := parseDB(db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	inv := newInvocation(replayCheckCommand, io.Discard, io.Discard, func(string) string { return "" })
+	store, err := inv.openSpec(ctx, spec, openCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
 	rt, err := duroxide.StartRuntime(ctx, store, replayCheckRegistry("Old"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -58,14 +59,43 @@ func TestReplayCheckManyDivergencesBoundedOutput(t *testing.T) {
 	if err := rt.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Close(); err != nil {
-		t.Fatal(err)
+}
+
+// replay-check reads a PostgreSQL store as it reads SQLite.
+func TestReplayCheckPostgres(t *testing.T) {
+	t.Parallel()
+	db := postgresTestDB(t, "replaycheck")
+	recordSteps(t, db, 3)
+	getenv := func(string) string { return "" }
+	var out, errb bytes.Buffer
+	if code := runReplayCheckWith(context.Background(), replayCheckRegistry("Old"), []string{"--db", db}, &out, &errb, getenv); code != exitOK ||
+		!strings.Contains(out.String(), "3 checked, 3 passed") {
+		t.Fatalf("same code: exit %d: %s %s", code, out.String(), errb.String())
 	}
+	out.Reset()
+	if code := runReplayCheckWith(context.Background(), replayCheckRegistry("New"), []string{"--db", db, "--orchestration", "Step"}, &out, &errb, getenv); code != exitDiverged ||
+		!strings.Contains(out.String(), "3 diverged") || !strings.Contains(out.String(), `expected: activity "Old" with input`) {
+		t.Fatalf("changed code: exit %d: %s %s", code, out.String(), errb.String())
+	}
+}
+
+// A check of many diverging instances reports progress and keeps its
+// output bounded: a summary, the first replayCheckShown divergences in
+// detail, and a count of the rest; --json lists at most
+// DefaultMaxDivergences.
+func TestReplayCheckManyDivergencesBoundedOutput(t *testing.T) {
+	const n = 250
+	defer func(v int) { replayCheckProgressEvery = v }(replayCheckProgressEvery)
+	replayCheckProgressEvery = 50
+
+	ctx := context.Background()
+	db := "sqlite:" + filepath.Join(t.TempDir(), "big.db")
+	recordSteps(t, db, n)
 	getenv := func(string) string { return "" }
 	reg := replayCheckRegistry("New")
 
 	var out, errb bytes.Buffer
-	code := runReplayCheckWith(ctx, reg, []string{"--db", "sqlite:" + path}, &out, &errb, getenv)
+	code := runReplayCheckWith(ctx, reg, []string{"--db", db}, &out, &errb, getenv)
 	if code != exitDiverged {
 		t.Fatalf("exit %d, want %d; stderr: %s", code, exitDiverged, errb.String())
 	}
@@ -86,7 +116,7 @@ func TestReplayCheckManyDivergencesBoundedOutput(t *testing.T) {
 	}
 
 	out.Reset()
-	code = runReplayCheckWith(ctx, reg, []string{"--db", "sqlite:" + path, "--json"}, &out, &errb, getenv)
+	code = runReplayCheckWith(ctx, reg, []string{"--db", db, "--json"}, &out, &errb, getenv)
 	var rep duroxide.ReplayCheckReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || code != exitDiverged {
 		t.Fatalf("exit %d, %v", code, err)
