@@ -124,6 +124,12 @@ type StartOptions struct {
 	// arrival order, when the holder ends (or its lock is released or
 	// expires). Survives restarts: the queue is in the store.
 	QueueIfLocked bool
+	// TraceParent is the W3C trace context (a traceparent header value)
+	// to run the instance under when a Tracer is set: recorded in its
+	// history, it makes the instance's turns and activities, in any
+	// process, children of that span. "" starts none; the otel module's
+	// TraceParent(ctx) gives the value of a context's span.
+	TraceParent string
 }
 
 // Defaults of StartOptions.
@@ -230,6 +236,9 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if opts.QueueIfLocked && opts.LockKey == "" {
 		return fmt.Errorf("%w: QueueIfLocked needs a LockKey", ErrInvalidArgument)
 	}
+	if err := checkTraceParent(opts.TraceParent); err != nil {
+		return err
+	}
 	raw, err := encodePayload(input)
 	if err != nil {
 		return fmt.Errorf("input of %s: %w", name, err)
@@ -249,7 +258,7 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 		InstanceID: instanceID,
 		VisibleAt:  opts.StartAt,
 		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: instanceID, ExecutionID: 1,
-			Name: name, Version: opts.Version, Input: raw},
+			Name: name, Version: opts.Version, Input: raw, TraceParent: opts.TraceParent},
 		Create: create,
 	}
 	if err := c.p.Enqueue(ctx, msg); err != nil {

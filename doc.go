@@ -66,7 +66,9 @@
 // *NondeterminismError; by default the instance is parked (it stays Running,
 // with Status.LastError explaining why, and is retried with backoff) so
 // that deploying the fixed code resumes it. Check a change before deploying
-// it with ReplayHistory against saved histories. To change code that running
+// it with ReplayHistory against saved histories, or with ReplayCheck (the
+// replaycheck package makes it a command of your binary) against the
+// stored histories of live instances. To change code that running
 // instances are part-way through, branch on ctx.Patched(id): instances whose
 // history was recorded before the change replay the old branch, every other
 // execution takes the new one (and records that it did).
@@ -184,6 +186,13 @@
 // no progress for a threshold (DefaultStalledAfter) while it should is
 // stalled, and its waits say why; ListOptions.Stalled lists such
 // instances. docs/waiting.md has the kinds and the stall rules.
+//
+// # Tracing
+//
+// RuntimeOptions.Tracer receives a span per orchestration turn and per
+// activity attempt, linked across processes through the history
+// (StartOptions.TraceParent); the module github.com/duroxide/duroxide-go/otel
+// implements it with OpenTelemetry. docs/operations.md describes the spans.
 //
 // # Testing
 //

@@ -18,6 +18,11 @@ import (
 // (OrchestrationStarted); a version the registry lacks is an error. No
 // activity runs: their results come from the history.
 func ReplayHistory(reg *Registry, instanceID string, events []history.Event) error {
+	return replayHistory(reg, instanceID, 1, events)
+}
+
+// replayHistory is ReplayHistory for execution executionID of instanceID.
+func replayHistory(reg *Registry, instanceID string, executionID int64, events []history.Event) error {
 	if len(events) == 0 || events[0].Kind != history.OrchestrationStarted {
 		return fmt.Errorf("%w: a history begins with OrchestrationStarted", ErrInvalidArgument)
 	}
@@ -31,5 +36,5 @@ func ReplayHistory(reg *Registry, instanceID string, events []history.Event) err
 	if !ok {
 		return fmt.Errorf("%w: orchestration %s version %s is not registered", ErrInvalidArgument, start.Name, start.Version)
 	}
-	return replay.Verify(replay.Config{InstanceID: instanceID, ExecutionID: 1, Func: fn}, events)
+	return replay.Verify(replay.Config{InstanceID: instanceID, ExecutionID: executionID, Func: fn}, events)
 }

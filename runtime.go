@@ -131,6 +131,10 @@ type RuntimeOptions struct {
 	// DefaultMaxPayloadBytes, 2 MiB). Clients refuse larger starts and
 	// events before storing them (ClientOptions.MaxPayloadBytes).
 	MaxPayloadBytes int
+	// Tracer, when set, receives a span per orchestration turn and per
+	// activity attempt (default: none). See Tracer; the otel module has an
+	// OpenTelemetry implementation.
+	Tracer Tracer
 }
 
 // Runtime runs orchestrations and activities from a store until Shutdown.
@@ -175,6 +179,7 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 		Clock:                    opts.Clock,
 		Logger:                   opts.Logger,
 		Limits:                   opts.limits(),
+		Tracer:                   opts.Tracer,
 	}
 	switch {
 	case o.LockCleanupInterval == 0:

@@ -16,7 +16,8 @@ type EventKind string
 // Lifecycle events.
 const (
 	// OrchestrationStarted is always event 1 of an execution. Fields: Name,
-	// Version, Input, Parent (for sub-orchestrations).
+	// Version, Input, Parent (for sub-orchestrations), TraceParent (when
+	// started under a trace).
 	OrchestrationStarted EventKind = "OrchestrationStarted"
 	// OrchestrationCompleted is terminal. Fields: Output.
 	OrchestrationCompleted EventKind = "OrchestrationCompleted"
@@ -149,6 +150,10 @@ type Event struct {
 	CustomStatus    json.RawMessage `json:"customStatus,omitempty"`
 	TimeMs          int64           `json:"timeMs,omitempty"`
 	GUID            string          `json:"guid,omitempty"`
+	// TraceParent is the W3C trace context (a traceparent header value)
+	// an OrchestrationStarted was started under, when tracing is on. It is
+	// informational: replay never depends on it.
+	TraceParent string `json:"traceParent,omitempty"`
 }
 
 // field requirements per kind.

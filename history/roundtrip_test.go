@@ -139,7 +139,7 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 			Divergence: &history.Divergence{EventID: 6, Expected: "x", Got: "y"}},
 		Data: raw(`"data"`), Reason: "r", FireAtMs: ts + 1, SessionID: "s", ChildInstanceID: "c",
 		Parent:       &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
-		CustomStatus: raw(`"cs"`), TimeMs: ts + 2, GUID: "g",
+		CustomStatus: raw(`"cs"`), TimeMs: ts + 2, GUID: "g", TraceParent: "tp",
 	}
 	requireAllFieldsSet(t, &e)
 	requireAllFieldsSet(t, e.Error)
@@ -152,7 +152,7 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 		`"divergence":{"eventId":6,"expected":"x","got":"y"}},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000001,"sessionId":"s","childInstanceId":"c",` +
 		`"parent":{"instanceId":"p","executionId":4,"eventId":5},` +
-		`"customStatus":"cs","timeMs":1732170000002,"guid":"g"}`
+		`"customStatus":"cs","timeMs":1732170000002,"guid":"g","traceParent":"tp"}`
 	b := mustEncodeEvent(t, e)
 	if string(b) != want {
 		t.Fatalf("encoding changed\n got: %s\nwant: %s", b, want)
@@ -174,7 +174,8 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 		Name: "n", Version: "v", Input: raw(`"in"`), Output: raw(`"out"`),
 		Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: "m", Type: "t", Details: "d", Code: history.CodeInstanceExists},
 		Data:  raw(`"data"`), Reason: "r", FireAtMs: ts, SessionID: "s", ChildInstanceID: "c",
-		Parent: &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
+		Parent:      &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
+		TraceParent: "tp",
 	}
 	requireAllFieldsSet(t, &w)
 
@@ -182,7 +183,7 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 		`"name":"n","version":"v","input":"in","output":"out",` +
 		`"error":{"kind":"configuration","message":"m","type":"t","details":"d","code":"instance_exists"},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000000,"sessionId":"s","childInstanceId":"c",` +
-		`"parent":{"instanceId":"p","executionId":4,"eventId":5}}`
+		`"parent":{"instanceId":"p","executionId":4,"eventId":5},"traceParent":"tp"}`
 	b := mustEncodeWorkItem(t, w)
 	if string(b) != want {
 		t.Fatalf("encoding changed\n got: %s\nwant: %s", b, want)

@@ -68,6 +68,10 @@ type WorkItem struct {
 	SessionID       string          `json:"sessionId,omitempty"`
 	ChildInstanceID string          `json:"childInstanceId,omitempty"`
 	Parent          *ParentRef      `json:"parent,omitempty"`
+	// TraceParent is the W3C trace context (a traceparent header value)
+	// of a StartOrchestration, ContinueAsNew or ActivityExecute, when
+	// tracing is on: the span the work belongs under.
+	TraceParent string `json:"traceParent,omitempty"`
 }
 
 type wrule struct{ exec, id, name, errDetails, fireAt, child bool }

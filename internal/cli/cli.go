@@ -1,15 +1,16 @@
 // Package cli implements the duroxide command line: serve, start,
-// status, history, list, raise, cancel, purge, locks, migrate, bench, copy
-// and version, on an SQLite or a PostgreSQL store.
+// status, history, list, raise, cancel, purge, locks, migrate, bench, copy,
+// replay-check and version, on an SQLite or a PostgreSQL store.
 //
 // Run is the whole program minus process set-up, so tests drive every
 // command in-process; cmd/duroxide only wires it to os.Args, the standard
 // streams and SIGINT/SIGTERM. Errors are one line, "duroxide: <message>", on
 // standard error; the exit code is 0 on success, 1 when the command failed
 // (including start --wait on an instance that ended Failed or Canceled, and
-// raise or cancel on an instance that already ended) and
+// raise or cancel on an instance that already ended),
 // 2 when it was invoked wrongly (unknown command or flag, missing argument,
-// malformed --db, --input or --data).
+// malformed --db, --input or --data), and 3 when replay-check found a
+// history the code no longer reproduces.
 package cli
 
 import (
@@ -54,6 +55,7 @@ var commands = []*command{
 	migrateCommand,
 	benchCommand,
 	copyCommand,
+	replayCheckCommand,
 	versionCommand,
 }
 
@@ -85,7 +87,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // run is Run with the environment lookup injected, for tests.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	err := dispatch(ctx, args, stdout, stderr, getenv)
+	return exitCode(dispatch(ctx, args, stdout, stderr, getenv), stderr)
+}
+
+// exitCode prints err, if any, on stderr and returns the exit code it means.
+func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, errHelpShown) {
 		return exitOK
 	}
@@ -93,6 +99,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
+	}
+	if errors.As(err, new(*divergedError)) {
+		return exitDiverged
 	}
 	return exitFailure
 }

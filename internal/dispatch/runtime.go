@@ -71,6 +71,8 @@ type Options struct {
 	// Limits bounds what an execution may record (the root package fills
 	// the defaults; zero fields: no limit).
 	Limits replay.Limits
+	// Tracer, when set, receives a span per turn and activity attempt.
+	Tracer Tracer
 
 	// testHookActivityStart, set by tests, runs in an activity's goroutine
 	// just before the runtime decides to start its function.

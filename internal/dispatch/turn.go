@@ -68,6 +68,8 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provid
 		}
 		return TurnAbandoned, nil
 	}
+	root, tp, endSpan := r.traceTurn(it)
+	defer endSpan(nil)
 	r.mu.Lock()
 	parks := r.parked[it.InstanceID]
 	r.mu.Unlock()
@@ -91,6 +93,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provid
 		}
 		return TurnAbandoned, nil
 	}
+	stampTrace(d.Ack, root, tp)
 	reserved := r.reserveLeases(d.Ack)
 	if err := r.ackTurn(d.Ack); err != nil {
 		r.releaseSlots(reserved)

@@ -223,7 +223,9 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 	r.runningOf[l.InstanceID]++
 	r.mu.Unlock()
 
-	out, err := callActivity(ctx, fn, item.Input)
+	spanCtx, endSpan := r.traceActivity(ctx, l)
+	out, err := callActivity(spanCtx, fn, item.Input)
+	endSpan(err)
 	ran := time.Since(a.start)
 
 	a.rn.stop()
@@ -428,6 +430,7 @@ type fusedTurn struct {
 	orchestration string // for the finished counts
 	d             turn.Decision
 	reserved      int // worker slots reserved for its leases
+	endSpan       func(error)
 }
 
 // fuseTurn runs the turn that ack's completion causes on the cached
@@ -458,12 +461,14 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 		Instance: &provider.InstanceMeta{OrchestrationName: h[0].Name, OrchestrationVersion: h[0].Version,
 			Status: provider.StatusRunning, CurrentExecutionID: exec},
 	}
+	root, tp, endSpan := r.traceTurn(it)
 	d := turn.Decide(turn.Input{
 		Item: it, Cached: x, Registry: r.reg, Now: r.clock.Now(),
 		Policy: turn.Policy{MaxAttempts: r.o.MaxAttempts, FailOnNondeterminism: r.o.FailOnNondeterminism,
 			Backoff: r.backoff, Logger: r.log, Limits: r.o.Limits},
 	})
 	if d.Abandon != nil || d.Ack == nil {
+		endSpan(nil)
 		// Not a plain turn (nondeterminism, say): leave it to the taken or
 		// fetched turn, which replays from the store.
 		x.Close()
@@ -475,7 +480,8 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 	if d.Exec != x {
 		x.Close()
 	}
-	f := &fusedTurn{instance: inst, orchestration: orchestrationOf(it, d.Ack), d: d, reserved: r.reserveLeases(d.Ack)}
+	stampTrace(d.Ack, root, tp)
+	f := &fusedTurn{instance: inst, orchestration: orchestrationOf(it, d.Ack), d: d, reserved: r.reserveLeases(d.Ack), endSpan: endSpan}
 	ack.Then, ack.ThenAfter = d.Ack, last
 	return f
 }
@@ -483,6 +489,7 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 // committed finishes a fused turn the store applied: caches its
 // execution, runs the activities it leased here, cancels what it canceled.
 func (f *fusedTurn) committed(r *Runtime, ack *provider.TurnAck) {
+	f.endSpan(nil)
 	if l := f.d.Log; l != nil {
 		r.log.LogAttrs(r.io, l.Level, l.Msg, append([]slog.Attr{slog.String(logkey.Instance, f.instance)}, l.Attrs...)...)
 	}
@@ -499,6 +506,7 @@ func (f *fusedTurn) committed(r *Runtime, ack *provider.TurnAck) {
 
 // dropped gives up a fused turn the store did not apply.
 func (f *fusedTurn) dropped(r *Runtime) {
+	f.endSpan(nil)
 	if f.d.Exec != nil {
 		f.d.Exec.Close()
 	}

@@ -217,6 +217,9 @@ func decide(in Input) Decision {
 	}
 	if len(hist) == 0 {
 		started = replay.Started(name, resolved, input, parent)
+		if start != nil {
+			started.TraceParent = start.TraceParent // informational: tracing links turns to it
+		}
 	}
 	if it.AttemptCount > pol.MaxAttempts {
 		return fail(it, execID, hist, started, parent, in.Now, &history.ErrorDetails{Kind: history.ErrorPoison,
