@@ -52,11 +52,24 @@ demo.Fail.
 
 --triggers FILE loads webhook triggers, each served at
 POST /api/webhooks/ID and printed at startup with its URL. The file is JSON:
-  {"triggers": [{"id": "stripe-payment", "workflowId": "workflow_123",
+  {"triggers": [{"id": "stripe-payment",
+    "workflowId": "customer-{/data/object/customer}",
+    "instanceId": "order-{/data/object/id}",
     "orchestration": "demo.Hello", "concurrency": "exclusive",
-    "lockTtl": "1h", "idempotencyKeyPath": "/id"}]}
-concurrency is exclusive (409 while one runs; the default), parallel or
-queue. A file that cannot be read or is invalid stops serve before it starts.
+    "lockTtl": "1h", "idempotencyKey": "{/id}"}]}
+concurrency is what a call does while an instance holding the same
+workflowId lock runs: exclusive (409; the default), queue (the new
+instance waits, Pending, and starts when the lock is free, in arrival
+order), replace (the holder is canceled and the new instance starts when it
+ends) or parallel (no lock: every call starts at once).
+workflowId (default: the trigger's id), instanceId (default: id-UUID) and
+idempotencyKey are key templates: text in which {/json/pointer} is the
+string or number at that RFC 6901 pointer in the request body and
+{header:Name} the value of a request header ({{ and }} are literal braces);
+a placeholder without a value answers the call 400. A fixed text is a fixed
+key; "idempotencyKeyPath": "/id" is the same as "idempotencyKey": "{/id}".
+An Idempotency-Key header takes precedence over both.
+A file that cannot be read or is invalid stops serve before it starts.
 
 A trigger may require a signature or a shared token: "auth": {"type":
 "github", "secretEnv": "GITHUB_WEBHOOK_SECRET"} (also "stripe", "hmac" with
