@@ -44,6 +44,13 @@ var traceParentFormat = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{1
 // maxTraceParentLength bounds StartOptions.TraceParent.
 const maxTraceParentLength = 256
 
+// ValidateTraceParent reports whether tp may be a StartOptions.TraceParent:
+// empty, or a W3C traceparent value (00-<32 hex>-<16 hex>-<2 hex>) of at
+// most 256 bytes. The error wraps ErrInvalidArgument. It lets a caller that
+// takes the value from a request (a traceparent header) refuse a bad one
+// before starting anything.
+func ValidateTraceParent(tp string) error { return checkTraceParent(tp) }
+
 func checkTraceParent(tp string) error {
 	if tp == "" {
 		return nil

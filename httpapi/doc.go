@@ -290,6 +290,9 @@
 // workflow ID), "lockTtl", "queueIfLocked" and "idempotencyKey". A lock
 // conflict is answered 409 with the body of the webhook's, without
 // "success"; a duplicate key 200 {"instanceId": "<first>", "duplicate": true}.
+// A W3C traceparent header on POST /api/instances becomes the instance's
+// trace context (duroxide.StartOptions.TraceParent); a malformed or repeated
+// one is answered 400 and starts nothing.
 //
 // Lock conflicts (409s of both routes) are counted in /metrics as
 // duroxide_lock_conflicts_total{kind="locked"|"concurrent"}, next to the

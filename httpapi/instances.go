@@ -83,6 +83,10 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	case req.LockTTL != nil && req.LockTTL.Duration < 0:
 		return badRequest("invalid lockTtl", "lockTtl must not be negative, got %s", req.LockTTL.Duration)
 	}
+	traceParent, err := traceParentHeader(r.Header)
+	if err != nil {
+		return err
+	}
 	input, err := compactJSON(req.Input)
 	if err != nil {
 		return err
@@ -92,7 +96,7 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 		id = uuid.NewString()
 	}
 	opts := &duroxide.StartOptions{Version: req.Version, IdempotencyKey: req.IdempotencyKey,
-		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked}
+		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked, TraceParent: traceParent}
 	if req.LockTTL != nil {
 		opts.LockTTL = req.LockTTL.Duration
 	}
@@ -117,6 +121,28 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))
 	writeJSON(w, http.StatusCreated, resp)
 	return nil
+}
+
+// headerTraceParent is the W3C trace context header: a start carrying it
+// records it as the instance's trace context (StartOptions.TraceParent).
+const headerTraceParent = "traceparent"
+
+// traceParentHeader returns the request's traceparent header, "" without
+// one. A malformed or repeated header is a 400 naming it; its value is not
+// quoted back.
+func traceParentHeader(h http.Header) (string, error) {
+	vs := h.Values(headerTraceParent)
+	if len(vs) == 0 {
+		return "", nil
+	}
+	if len(vs) > 1 {
+		return "", badRequest("invalid traceparent header", "send one traceparent header, got %d", len(vs))
+	}
+	if err := duroxide.ValidateTraceParent(vs[0]); err != nil || vs[0] == "" {
+		return "", badRequest("invalid traceparent header",
+			"the traceparent header must be a W3C trace context, 00-<32 hex digits>-<16 hex digits>-<2 hex digits> in lowercase (256 bytes at most)")
+	}
+	return vs[0], nil
 }
 
 // parseWait reads the ?wait long-poll duration: a Go duration ("30s",

@@ -363,6 +363,10 @@ func TestOpenAPIContract(t *testing.T) {
 	post("/api/instances", `{"orchestration": "demo.Hello", "idempotencyKey": "k1"}`, http.StatusCreated)
 	post("/api/instances", `{"orchestration": "demo.Hello", "idempotencyKey": "k1"}`, http.StatusOK)
 	post("/api/instances", `{}`, http.StatusBadRequest)
+	c.do(t, main, rawRequest{method: "POST", path: "/api/instances", body: `{"orchestration": "demo.Hello"}`,
+		header: map[string]string{"Content-Type": "application/json", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}, http.StatusCreated)
+	c.do(t, main, rawRequest{method: "POST", path: "/api/instances", body: `{"orchestration": "demo.Hello"}`,
+		header: map[string]string{"Content-Type": "application/json", "traceparent": "01-xyz"}}, http.StatusBadRequest)
 	post("/api/instances", `{"orchestration": "demo.Hello", "lockTtl": 30}`, http.StatusBadRequest)
 	get("/api/instances", http.StatusOK)
 	get("/api/instances?include=input,output,customStatus&limit=2", http.StatusOK)
