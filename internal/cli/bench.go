@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go/internal/bench"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 	"github.com/duroxide/duroxide-go/provider/postgres"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
@@ -104,12 +105,12 @@ func runBench(ctx context.Context, inv *invocation, args []string) error {
 	var factory bench.StoreFactory // nil: a temporary file per workload
 	storeDesc := "a temporary file"
 	if inv.db != "" {
-		spec, err := parseDB(inv.db)
+		spec, err := storeurl.Parse(inv.db)
 		if err != nil {
 			return err
 		}
-		storeDesc = spec.display
-		if spec.kind == kindPostgres {
+		storeDesc = spec.Display
+		if spec.Kind == storeurl.KindPostgres {
 			factory = inv.postgresBenchStores(spec)
 		} else {
 			factory = fileStores(spec, len(names) > 1, &sqlite.Options{Synchronous: synchronous, Logger: inv.logger()})
@@ -165,17 +166,17 @@ func runBench(ctx context.Context, inv *invocation, args []string) error {
 
 // postgresBenchStores gives each workload a fresh schema of the database
 // spec names, dropped afterwards.
-func (inv *invocation) postgresBenchStores(spec storeSpec) bench.StoreFactory {
+func (inv *invocation) postgresBenchStores(spec storeurl.Spec) bench.StoreFactory {
 	return func(ctx context.Context, workload string) (*bench.Store, error) {
 		// A new name each time: the schema is dropped afterwards, so it
 		// must never be one that holds anything else.
-		prefix := cmp.Or(spec.schema, "duroxide_bench")
+		prefix := cmp.Or(spec.Schema, "duroxide_bench")
 		schema := fmt.Sprintf("%.30s_%s_%d", prefix, workload, time.Now().UnixNano())
 		bs := spec
-		bs.schema = schema
-		p, err := openPostgres(ctx, bs, openCreate, inv.logger())
+		bs.Schema = schema
+		p, err := storeurl.OpenPostgres(ctx, bs, storeurl.Create, inv.logger())
 		if err != nil {
-			return nil, spec.wrapErr(err, "opening PostgreSQL store %s (schema %s)", spec.display, schema)
+			return nil, spec.WrapErr(err, "opening PostgreSQL store %s (schema %s)", spec.Display, schema)
 		}
 		st := &bench.Store{
 			Provider: p,
@@ -184,8 +185,8 @@ func (inv *invocation) postgresBenchStores(spec storeSpec) bench.StoreFactory {
 			Cleanup: func() error {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				if err := dropPostgresSchema(ctx, spec.dsn, schema); err != nil {
-					return spec.wrapErr(err, "dropping the bench schema %s", schema)
+				if err := storeurl.DropPostgresSchema(ctx, spec.DSN, schema); err != nil {
+					return spec.WrapErr(err, "dropping the bench schema %s", schema)
 				}
 				return nil
 			},
@@ -199,21 +200,21 @@ func (inv *invocation) postgresBenchStores(spec storeSpec) bench.StoreFactory {
 
 // fileStores opens the store named by --db for each workload: the file
 // itself for one workload, a file named after each workload for several.
-func fileStores(spec storeSpec, several bool, opts *sqlite.Options) bench.StoreFactory {
+func fileStores(spec storeurl.Spec, several bool, opts *sqlite.Options) bench.StoreFactory {
 	return func(ctx context.Context, workload string) (*bench.Store, error) {
-		path := spec.path
-		if path == "" && !spec.memory {
+		path := spec.Path
+		if path == "" && !spec.Memory {
 			// Never derive a file name from nothing: "-"+workload would
 			// land in the working directory.
-			return nil, fmt.Errorf("--db %s names no SQLite file", spec.display)
+			return nil, fmt.Errorf("--db %s names no SQLite file", spec.Display)
 		}
-		if several && !spec.memory {
+		if several && !spec.Memory {
 			ext := filepath.Ext(path)
 			path = strings.TrimSuffix(path, ext) + "-" + workload + ext
 		}
 		s, err := bench.SQLiteFile(path, opts)(ctx, workload)
 		if err != nil && errors.Is(err, bench.ErrStoreNotEmpty) {
-			return nil, fmt.Errorf("--db %s: %w", spec.display, err)
+			return nil, fmt.Errorf("--db %s: %w", spec.Display, err)
 		}
 		return s, err
 	}

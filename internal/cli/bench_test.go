@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/internal/bench"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 // tinyBench are flags that make every workload take milliseconds.
@@ -238,20 +239,20 @@ func TestBenchPostgres(t *testing.T) {
 	if _, ok := res["commitsPerOrch"]; !ok {
 		t.Errorf("bench on PostgreSQL does not report commitsPerOrch: %s", r.stdout)
 	}
-	spec, err := parseDB(db)
+	spec, err := storeurl.Parse(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(t.Context(), spec.dsn)
+	conn, err := pgx.Connect(t.Context(), spec.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.WithoutCancel(t.Context()))
 	var left int
-	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, $1)`, spec.schema).Scan(&left); err != nil {
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, $1)`, spec.Schema).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {
-		t.Fatalf("%d schemas named %s... are left after the bench", left, spec.schema)
+		t.Fatalf("%d schemas named %s... are left after the bench", left, spec.Schema)
 	}
 }

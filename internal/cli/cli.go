@@ -21,6 +21,9 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/duroxide/duroxide-go/internal/storeurl"
+	"github.com/duroxide/duroxide-go/internal/termtext"
 )
 
 // Exit codes.
@@ -171,22 +174,16 @@ Client mode: start, status, history, list, raise, cancel, purge and locks take
 $%s) when the server requires one. Output and exit codes are the same.
 Values from the store (IDs, names, errors) are printed with control
 characters escaped, as Go string literals; --json prints them exactly.
-`, envDB, defaultDB, envServer, envAuthToken)
+`, storeurl.EnvDB, storeurl.DefaultDB, envServer, envAuthToken)
 }
 
 // errHelpShown means a command printed its help on request: exit 0.
 var errHelpShown = errors.New("help shown")
 
 // usageError is an error in how a command was invoked (exit code 2).
-type usageError struct{ msg string }
+type usageError = storeurl.UsageError
 
-func (e *usageError) Error() string { return e.msg }
-
-func usageErrorf(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
+func usageErrorf(format string, args ...any) error { return storeurl.Usagef(format, args...) }
 
 // oneLine keeps an error message on one line of standard error.
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(strings.TrimSpace(s))
-}
+func oneLine(s string) string { return termtext.OneLine(s) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
@@ -174,43 +175,20 @@ func TestNoCommand(t *testing.T) {
 	}
 }
 
-func TestParseDB(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in     string
-		path   string
-		memory bool
-	}{
-		{"sqlite:app.db", "app.db", false},
-		{"sqlite:/var/lib/app.db", "/var/lib/app.db", false},
-		{"sqlite:///var/lib/app.db", "/var/lib/app.db", false},
-		{"sqlite:data/store", "data/store", false},
-		{"sqlite::memory:", "", true},
-		{"app.db", "app.db", false},
-		{"/tmp/x.sqlite3", "/tmp/x.sqlite3", false},
-	}
-	for _, tt := range tests {
-		s, err := parseDB(tt.in)
-		if err != nil || s.path != tt.path || s.memory != tt.memory {
-			t.Errorf("parseDB(%q) = path %q memory %v, %v; want %q %v", tt.in, s.path, s.memory, err, tt.path, tt.memory)
-		}
-	}
-}
-
 func TestDBFromEnvironment(t *testing.T) {
 	t.Parallel()
 	db, path := tempDB(t)
-	runCLIEnv(t, map[string]string{envDB: db}, "migrate").wantCode(t, 0)
+	runCLIEnv(t, map[string]string{storeurl.EnvDB: db}, "migrate").wantCode(t, 0)
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("migrate with %s=%s did not create the store: %v", envDB, db, err)
+		t.Fatalf("migrate with %s=%s did not create the store: %v", storeurl.EnvDB, db, err)
 	}
 	// --db wins over the environment.
 	other, otherPath := tempDB(t)
-	runCLIEnv(t, map[string]string{envDB: db}, "migrate", "--db", other).wantCode(t, 0)
+	runCLIEnv(t, map[string]string{storeurl.EnvDB: db}, "migrate", "--db", other).wantCode(t, 0)
 	if _, err := os.Stat(otherPath); err != nil {
 		t.Fatalf("migrate --db did not create %s: %v", otherPath, err)
 	}
-	runCLIEnv(t, map[string]string{envDB: "postgres:///x"}, "list").wantErr(t, 2, "names no server", "$"+envDB)
+	runCLIEnv(t, map[string]string{storeurl.EnvDB: "postgres:///x"}, "list").wantErr(t, 2, "names no server", "$"+storeurl.EnvDB)
 }
 
 func TestMissingStore(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -82,15 +83,15 @@ func runCopy(ctx context.Context, inv *invocation, args []string) error {
 		return err
 	}
 	if sameStore(src, dst) {
-		return usageErrorf("copy: --from and --to name the same store (%s)", src.display)
+		return usageErrorf("copy: --from and --to name the same store (%s)", src.Display)
 	}
 
-	source, err := inv.openSpec(ctx, src, openExisting)
+	source, err := inv.openSpec(ctx, src, storeurl.Existing)
 	if err != nil {
 		return err
 	}
 	defer closeStore(inv, source)
-	target, err := inv.openSpec(ctx, dst, openCreate)
+	target, err := inv.openSpec(ctx, dst, storeurl.Create)
 	if err != nil {
 		return err
 	}
@@ -98,47 +99,47 @@ func runCopy(ctx context.Context, inv *invocation, args []string) error {
 
 	exp, ok := source.(provider.Exporter)
 	if !ok {
-		return fmt.Errorf("copy: the store %s cannot be copied from: it has no export", src.display)
+		return fmt.Errorf("copy: the store %s cannot be copied from: it has no export", src.Display)
 	}
 	imp, ok := target.(provider.Importer)
 	if !ok {
-		return fmt.Errorf("copy: the store %s cannot be copied to: it has no import", dst.display)
+		return fmt.Errorf("copy: the store %s cannot be copied to: it has no import", dst.Display)
 	}
 	have, err := imp.CopyCounts(ctx)
 	if err != nil {
-		return dst.wrapErr(err, "copy: counting the rows of %s", dst.display)
+		return dst.WrapErr(err, "copy: counting the rows of %s", dst.Display)
 	}
 	if have.Total() != 0 {
-		return fmt.Errorf("copy: the target %s is not empty (%s): copy only fills an empty store; name a new file or schema", dst.display, describeCounts(have))
+		return fmt.Errorf("copy: the target %s is not empty (%s): copy only fills an empty store; name a new file or schema", dst.Display, describeCounts(have))
 	}
 
 	snap, err := exp.BeginExport(ctx)
 	if err != nil {
-		return src.wrapErr(err, "copy: reading %s", src.display)
+		return src.WrapErr(err, "copy: reading %s", src.Display)
 	}
 	defer func() { _ = snap.Close() }()
 	want := snap.Counts()
 	if l := snap.Leases(); l.Any() {
 		if !*force {
-			return fmt.Errorf("copy: the source %s looks served: it holds %s; stop every runtime and 'duroxide serve' on it and wait for the leases to expire (up to the lock timeouts), or pass --force to copy anyway", src.display, describeLeases(l))
+			return fmt.Errorf("copy: the source %s looks served: it holds %s; stop every runtime and 'duroxide serve' on it and wait for the leases to expire (up to the lock timeouts), or pass --force to copy anyway", src.Display, describeLeases(l))
 		}
 		fmt.Fprintf(inv.stderr, "duroxide: copy: --force: copying although the source holds %s\n", describeLeases(l))
 	}
 
 	out := inv.stdout
-	fmt.Fprintf(out, "copying %s to %s: %s\n", src.display, dst.display, describeCounts(want))
+	fmt.Fprintf(out, "copying %s to %s: %s\n", src.Display, dst.Display, describeCounts(want))
 	fmt.Fprintln(out, "the source must not be served while it copies: work done on it from now on is not copied")
 	began := time.Now()
 	prog := &copyProgress{w: inv.stderr, want: want, now: time.Now}
 	copied, err := copyRecords(ctx, snap, imp, *batch, prog)
 	if err != nil {
 		return fmt.Errorf("copy: failed after %d of %d rows, the target %s is partly written (empty it before copying again): %s",
-			copied, want.Total(), dst.display, dst.redact(src.redact(err.Error())))
+			copied, want.Total(), dst.Display, dst.Redact(src.Redact(err.Error())))
 	}
 
 	got, err := imp.CopyCounts(ctx)
 	if err != nil {
-		return dst.wrapErr(err, "copy: verifying %s", dst.display)
+		return dst.WrapErr(err, "copy: verifying %s", dst.Display)
 	}
 	if got != want {
 		var diffs []string
@@ -147,17 +148,17 @@ func runCopy(ctx context.Context, inv *invocation, args []string) error {
 				diffs = append(diffs, fmt.Sprintf("%d %s, want %d", got.Of(t), tableLabel(t), want.Of(t)))
 			}
 		}
-		return fmt.Errorf("copy: verification failed: the target %s holds %s", dst.display, strings.Join(diffs, ", "))
+		return fmt.Errorf("copy: verification failed: the target %s holds %s", dst.Display, strings.Join(diffs, ", "))
 	}
-	fmt.Fprintf(out, "verified: every table of %s holds as many rows as the source\n", dst.display)
+	fmt.Fprintf(out, "verified: every table of %s holds as many rows as the source\n", dst.Display)
 	fmt.Fprintf(out, "copied %d rows in %.1fs: %s\n", copied, time.Since(began).Seconds(), describeCounts(want))
 	return nil
 }
 
 // copySpec parses a --from or --to value.
-func copySpec(flagName, raw string) (storeSpec, error) {
-	s, err := parseDB(raw)
-	s.source = flagName
+func copySpec(flagName, raw string) (storeurl.Spec, error) {
+	s, err := storeurl.Parse(raw)
+	s.Source = flagName
 	if err != nil {
 		return s, usageErrorf("copy: %s", strings.Replace(err.Error(), "--db", flagName, 1))
 	}
@@ -165,18 +166,18 @@ func copySpec(flagName, raw string) (storeSpec, error) {
 }
 
 // sameStore reports whether two specs name one store.
-func sameStore(a, b storeSpec) bool {
-	if a.kind != b.kind {
+func sameStore(a, b storeurl.Spec) bool {
+	if a.Kind != b.Kind {
 		return false
 	}
-	if a.kind == kindPostgres {
-		return a.dsn == b.dsn && a.schema == b.schema
+	if a.Kind == storeurl.KindPostgres {
+		return a.DSN == b.DSN && a.Schema == b.Schema
 	}
-	if a.memory || b.memory {
+	if a.Memory || b.Memory {
 		return false // each in-memory store is private
 	}
-	pa, errA := filepath.Abs(a.path)
-	pb, errB := filepath.Abs(b.path)
+	pa, errA := filepath.Abs(a.Path)
+	pb, errB := filepath.Abs(b.Path)
 	return errA == nil && errB == nil && pa == pb
 }
 

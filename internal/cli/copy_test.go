@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -91,14 +92,14 @@ func copyRegistry(withAdd bool) *duroxide.Registry {
 // openTestDB opens (creating and migrating) the store a --db value names.
 func openTestDB(t *testing.T, db string) store {
 	t.Helper()
-	spec, err := parseDB(db)
+	spec, err := storeurl.Parse(db)
 	if err != nil {
-		t.Fatalf("parseDB(%q): %v", db, err)
+		t.Fatalf("storeurl.Parse(%q): %v", db, err)
 	}
 	inv := newInvocation(copyCommand, io.Discard, io.Discard, func(string) string { return "" })
-	s, err := inv.openSpec(t.Context(), spec, openCreate)
+	s, err := inv.openSpec(t.Context(), spec, storeurl.Create)
 	if err != nil {
-		t.Fatalf("opening %s: %v", spec.display, err)
+		t.Fatalf("opening %s: %v", spec.Display, err)
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 // notFound explains an unknown instance: where it was looked for and what
@@ -114,7 +115,7 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if *id == "" {
 		*id = uuid.NewString()
 	}
-	client, done, err := inv.openBackend(ctx, openCreateFile)
+	client, done, err := inv.openBackend(ctx, storeurl.CreateFile)
 	if err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ var statusCommand = &command{
 		if *stalledAfter <= 0 {
 			return usageErrorf("status: --stalled-after must be positive, got %s", *stalledAfter)
 		}
-		client, done, err := inv.openBackend(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, storeurl.Existing)
 		if err != nil {
 			return err
 		}
@@ -277,7 +278,7 @@ starts a new execution). --json prints {"events": [...]} as the HTTP API does.`,
 		if *exec < 0 {
 			return usageErrorf("history: --execution must be 1 or more")
 		}
-		client, done, err := inv.openBackend(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, storeurl.Existing)
 		if err != nil {
 			return err
 		}
@@ -344,7 +345,7 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 			opts.States = append(opts.States, st)
 		}
 	}
-	client, done, err := inv.openBackend(ctx, openExisting)
+	client, done, err := inv.openBackend(ctx, storeurl.Existing)
 	if err != nil {
 		return err
 	}
@@ -423,7 +424,7 @@ Example:
 		if err != nil {
 			return err
 		}
-		client, done, err := inv.openBackend(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, storeurl.Existing)
 		if err != nil {
 			return err
 		}
@@ -457,7 +458,7 @@ answers both with 409).`,
 		if err := inv.parse(args, 1, "instance ID"); err != nil {
 			return err
 		}
-		client, done, err := inv.openBackend(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, storeurl.Existing)
 		if err != nil {
 			return err
 		}
@@ -486,7 +487,7 @@ already started elsewhere still run, and their results are discarded.`,
 		if err := inv.parse(args, 1, "instance ID"); err != nil {
 			return err
 		}
-		client, done, err := inv.openBackend(ctx, openExisting)
+		client, done, err := inv.openBackend(ctx, storeurl.Existing)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 // invocation is one run of a command: its flags, its arguments and where
@@ -35,7 +37,7 @@ func newInvocation(cmd *command, stdout, stderr io.Writer, getenv func(string) s
 	inv := &invocation{cmd: cmd, stdout: stdout, stderr: stderr, getenv: getenv}
 	inv.fs = flag.NewFlagSet("duroxide "+cmd.name, flag.ContinueOnError)
 	inv.fs.SetOutput(io.Discard) // parse errors are reported by run, in one line
-	inv.fs.StringVar(&inv.db, "db", "", "the store: sqlite:PATH, sqlite::memory:, PATH.db or postgres://... (default $"+envDB+", else "+defaultDB+")")
+	inv.fs.StringVar(&inv.db, "db", "", "the store: sqlite:PATH, sqlite::memory:, PATH.db or postgres://... (default $"+storeurl.EnvDB+", else "+storeurl.DefaultDB+")")
 	return inv
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 var locksCommand = &command{
@@ -62,7 +63,7 @@ func runLocks(ctx context.Context, inv *invocation, args []string) error {
 	if inv.jsonOut && (sub == "release" || sub == "cleanup") {
 		return usageErrorf("locks %s: --json applies to 'locks list' and 'locks status' only", sub)
 	}
-	client, done, err := inv.openBackend(ctx, openExisting)
+	client, done, err := inv.openBackend(ctx, storeurl.Existing)
 	if err != nil {
 		return err
 	}

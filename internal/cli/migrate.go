@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/duroxide/duroxide-go/internal/logkey"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 var migrateCommand = &command{
@@ -29,21 +30,21 @@ not migrate as they start.`,
 		}
 		var applied []string
 		inv.onMigration = func(name string) { applied = append(applied, name) }
-		p, spec, err := inv.openStore(ctx, openNoMigrate)
+		p, spec, err := inv.openStore(ctx, storeurl.NoMigrate)
 		if err != nil {
 			return err
 		}
 		defer p.Close()
 		if err := p.Migrate(ctx); err != nil {
-			return spec.wrapErr(err, "migrating %s", spec.display)
+			return spec.WrapErr(err, "migrating %s", spec.Display)
 		}
 		switch len(applied) {
 		case 0:
-			_, err = fmt.Fprintf(inv.stdout, "store %s is up to date: no migration to apply\n", spec.display)
+			_, err = fmt.Fprintf(inv.stdout, "store %s is up to date: no migration to apply\n", spec.Display)
 		case 1:
-			_, err = fmt.Fprintf(inv.stdout, "store %s: applied 1 migration (%s); it is up to date\n", spec.display, applied[0])
+			_, err = fmt.Fprintf(inv.stdout, "store %s: applied 1 migration (%s); it is up to date\n", spec.Display, applied[0])
 		default:
-			_, err = fmt.Fprintf(inv.stdout, "store %s: applied %d migrations (%s); it is up to date\n", spec.display, len(applied), strings.Join(applied, ", "))
+			_, err = fmt.Fprintf(inv.stdout, "store %s: applied %d migrations (%s); it is up to date\n", spec.Display, len(applied), strings.Join(applied, ", "))
 		}
 		return err
 	},

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -186,16 +187,16 @@ func postgresTestDB(t *testing.T, name string) string {
 	}
 	schema := fmt.Sprintf("test_%s_%d", name, time.Now().UnixNano())
 	q := u.Query()
-	q.Set(schemaParam, schema)
+	q.Set(storeurl.SchemaParam, schema)
 	u.RawQuery = q.Encode()
 	base := *u
 	bq := base.Query()
-	bq.Del(schemaParam)
+	bq.Del(storeurl.SchemaParam)
 	base.RawQuery = bq.Encode()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := dropPostgresSchema(ctx, base.String(), schema); err != nil {
+		if err := storeurl.DropPostgresSchema(ctx, base.String(), schema); err != nil {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})

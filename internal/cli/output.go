@@ -7,10 +7,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/termtext"
 )
 
 // timeLayout is RFC 3339 with milliseconds, always in UTC.
@@ -174,37 +174,10 @@ func safe(s string) string {
 	return strconv.Quote(s)
 }
 
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
+// printable reports whether s is valid UTF-8 made of printable characters
+// and spaces.
+func printable(s string) bool { return termtext.Printable(s) }
 
-// escapeText escapes, in place, the characters of a free-text message that
-// are not printable (as strconv.Quote would write them), for error lines.
-func escapeText(s string) string {
-	if printable(s) {
-		return s
-	}
-	var b strings.Builder
-	for i, w := 0, 0; i < len(s); i += w {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		w = size
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-	}
-	return b.String()
-}
+// escapeText escapes the characters of a free-text message that are not
+// printable, for error lines.
+func escapeText(s string) string { return termtext.Escape(s) }

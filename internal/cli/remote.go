@@ -16,6 +16,7 @@ import (
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/httpapi"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 const (
@@ -77,7 +78,7 @@ func (inv *invocation) remoteURL() (string, error) {
 
 // openBackend returns the client mode's HTTP backend when a server is
 // named, else a client on the store, and a function that releases it.
-func (inv *invocation) openBackend(ctx context.Context, mode openMode) (backend, func(), error) {
+func (inv *invocation) openBackend(ctx context.Context, mode storeurl.Mode) (backend, func(), error) {
 	base, err := inv.remoteURL()
 	if err != nil {
 		return nil, nil, err

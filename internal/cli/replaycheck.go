@@ -10,6 +10,7 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 // exitDiverged is the exit code of replay-check when a history diverged.
@@ -104,7 +105,7 @@ func runReplayCheck(ctx context.Context, inv *invocation, reg *duroxide.Registry
 	if *last < 0 {
 		return usageErrorf("replay-check: --last must be 0 (all) or more, got %d", *last)
 	}
-	client, closeStore, err := inv.openClient(ctx, openExisting)
+	client, closeStore, err := inv.openClient(ctx, storeurl.Existing)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
@@ -31,12 +32,12 @@ func replayCheckRegistry(activity string) *duroxide.Registry {
 func recordSteps(t *testing.T, db string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	spec, err := parseDB(db)
+	spec, err := storeurl.Parse(db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	inv := newInvocation(replayCheckCommand, io.Discard, io.Discard, func(string) string { return "" })
-	store, err := inv.openSpec(ctx, spec, openCreate)
+	store, err := inv.openSpec(ctx, spec, storeurl.Create)
 	if err != nil {
 		t.Fatal(err)
 	}

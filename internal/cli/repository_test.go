@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 // sqliteHeader starts every SQLite database file.
@@ -88,7 +90,7 @@ func TestBenchFileStoresNeedAPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = fileStores(storeSpec{kind: kindSQLite, display: "x"}, true, nil)(t.Context(), "fanout")
+	_, err = fileStores(storeurl.Spec{Kind: storeurl.KindSQLite, Display: "x"}, true, nil)(t.Context(), "fanout")
 	if err == nil || !strings.Contains(err.Error(), "names no SQLite file") {
 		t.Fatalf("err = %v, want 'names no SQLite file'", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/duroxide/duroxide-go/dashboard"
 	"github.com/duroxide/duroxide-go/demo"
 	"github.com/duroxide/duroxide-go/httpapi"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 var serveCommand = &command{
@@ -134,7 +135,7 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 	out := inv.stdout
 	logger := inv.logger()
 
-	store, spec, err := inv.openStore(ctx, openCreate)
+	store, spec, err := inv.openStore(ctx, storeurl.Create)
 	if err != nil {
 		return err
 	}
@@ -143,13 +144,13 @@ func runServe(ctx context.Context, inv *invocation, args []string) error {
 			fmt.Fprintf(inv.stderr, "duroxide: closing store: %v\n", err)
 		}
 	}()
-	fmt.Fprintf(out, "store %s\n", spec.display)
+	fmt.Fprintf(out, "store %s\n", spec.Display)
 	checkWritable := store.CheckWritable
 	if hook, ok := ctx.Value(writableHookKey{}).(func(context.Context) error); ok {
 		checkWritable = hook
 	}
 	if err := checkWritable(ctx); err != nil {
-		return spec.wrapErr(err, "the store %s cannot be written, refusing to serve", spec.display)
+		return spec.WrapErr(err, "the store %s cannot be written, refusing to serve", spec.Display)
 	}
 
 	var rt *duroxide.Runtime

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
 // cliResult runs the CLI with ctx in a goroutine and returns a channel
@@ -49,8 +51,8 @@ func schemaOf(t *testing.T, db string) (schema, base string) {
 		t.Fatal(err)
 	}
 	q := u.Query()
-	schema = q.Get(schemaParam)
-	q.Del(schemaParam)
+	schema = q.Get(storeurl.SchemaParam)
+	q.Del(storeurl.SchemaParam)
 	u.RawQuery = q.Encode()
 	return schema, u.String()
 }

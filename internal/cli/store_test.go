@@ -1,82 +1,10 @@
 package cli
 
 import (
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
 )
-
-func TestParsePostgresDB(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in, dsn, schema, display string
-	}{
-		{"postgres://u@db:5432/app", "postgres://u@db:5432/app", "", "postgres://u@db:5432/app"},
-		{"postgresql://u:secret@db/app?sslmode=disable", "postgresql://u:secret@db/app?sslmode=disable", "", "postgresql://u:xxxxx@db/app?sslmode=disable"},
-		{"postgres://u:secret@db/app?schema=tenant_1&sslmode=disable", "postgres://u:secret@db/app?sslmode=disable", "tenant_1", "postgres://u:xxxxx@db/app?schema=tenant_1&sslmode=disable"},
-		{"POSTGRES://u@db/app?schema=_x", "postgres://u@db/app", "_x", "postgres://u@db/app?schema=_x"},
-		{"postgres://u@db/app?password=hunter22", "postgres://u@db/app?password=hunter22", "", "postgres://u@db/app?password=xxxxx"},
-		{"postgres:///app?host=/run/postgresql", "postgres:///app?host=/run/postgresql", "", "postgres:///app?host=/run/postgresql"},
-	}
-	for _, tt := range tests {
-		s, err := parseDB(tt.in)
-		if err != nil {
-			t.Errorf("parseDB(%q): %v", tt.in, err)
-			continue
-		}
-		if s.kind != kindPostgres || s.dsn != tt.dsn || s.schema != tt.schema || s.display != tt.display {
-			t.Errorf("parseDB(%q) = kind %s dsn %q schema %q display %q; want dsn %q schema %q display %q",
-				tt.in, s.kind, s.dsn, s.schema, s.display, tt.dsn, tt.schema, tt.display)
-		}
-	}
-}
-
-func TestParsePostgresDBErrors(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		want string
-	}{
-		{"postgres://u:secret@[::1/db", "not a valid PostgreSQL URL"},
-		{"postgres://u:secret@db/app?schema=1abc", "?schema= must name one schema"},
-		{"postgres://u:secret@db/app?schema=a;drop", "malformed"},
-		{"postgres://u:secret@db/app?schema=a%3Bdrop", "?schema= must name one schema"},
-		{"postgres://u:secret@db/app?schema=" + strings.Repeat("s", 64), "?schema= must name one schema"},
-		{"postgres://u:secret@db/app?schema=a&schema=b", "?schema= must name one schema"},
-		{"postgres://u:secret@db/app?schema=", "?schema= must name one schema"},
-		{"postgres://u:secret@db/app?schema=%1b%5b31m", "?schema= must name one schema"},
-		{"postgres:///app", "names no server"},
-		{"postgres://u:secret@db/app\x00", "not a valid PostgreSQL URL"},
-	}
-	for _, tt := range tests {
-		_, err := parseDB(tt.in)
-		var ue *usageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("parseDB(%q) = %v, want a usage error about %q", tt.in, err, tt.want)
-			continue
-		}
-		if strings.Contains(err.Error(), "secret") {
-			t.Errorf("parseDB(%q) error shows the password: %v", tt.in, err)
-		}
-	}
-}
-
-func TestRedact(t *testing.T) {
-	t.Parallel()
-	s, err := parseDB("postgres://u:p%40ss%2Fw0rd@db/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner := errors.New("connect failed for postgres://u:p%40ss%2Fw0rd@db/app (password p@ss/w0rd)")
-	err = s.wrapErr(inner, "opening %s", s.display)
-	if msg := err.Error(); strings.Contains(msg, "w0rd") || !strings.Contains(msg, "xxxxx") {
-		t.Fatalf("wrapErr kept the password: %s", msg)
-	}
-	if !errors.Is(err, inner) {
-		t.Fatalf("wrapErr lost the wrapped error")
-	}
-}
 
 // TestPostgresCommandsRedact runs every store command on a PostgreSQL URL
 // whose server does not answer: the error is one line, says so, and never

@@ -1,4 +1,4 @@
-package cli
+package storeurl
 
 import (
 	"cmp"
@@ -13,21 +13,21 @@ import (
 	"github.com/duroxide/duroxide-go/provider/postgres"
 )
 
-// openPostgres opens the PostgreSQL store of a --db postgres://... value.
+// OpenPostgres opens the PostgreSQL store of a --db postgres://... value.
 // Only the modes that set a store up create a missing schema; the others
 // refuse it, naming it, so a mistyped ?schema= is never made into an empty
 // store.
-func openPostgres(ctx context.Context, spec storeSpec, mode openMode, logger *slog.Logger) (store, error) {
-	p, err := postgres.Open(ctx, spec.dsn, &postgres.Options{
-		Schema:         spec.schema,
-		NoMigrate:      mode == openNoMigrate,
+func OpenPostgres(ctx context.Context, spec Spec, mode Mode, logger *slog.Logger) (Store, error) {
+	p, err := postgres.Open(ctx, spec.DSN, &postgres.Options{
+		Schema:         spec.Schema,
+		NoMigrate:      mode == NoMigrate,
 		NoCreateSchema: !mode.createsSchema(),
 		Logger:         logger,
 	})
 	if errors.Is(err, postgres.ErrSchemaNotFound) {
-		return nil, &redactedError{msg: fmt.Sprintf(
+		return nil, &RedactedError{Msg: fmt.Sprintf(
 			"the schema %q does not exist: check the ?%s= of the URL, or create the store with 'duroxide migrate' or 'duroxide serve'",
-			cmp.Or(spec.schema, postgres.DefaultSchema), schemaParam), err: err}
+			cmp.Or(spec.Schema, postgres.DefaultSchema), SchemaParam), Err: err}
 	}
 	if err != nil {
 		return nil, connectProblem(err)
@@ -43,9 +43,9 @@ func connectProblem(err error) error {
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &redactedError{msg: fmt.Sprintf("cannot connect to the server: no answer within the connect timeout (default %v, or connect_timeout=SECONDS in the URL): check the host and port of the URL and that the server is up", postgres.DefaultConnectTimeout), err: err}
+		return &RedactedError{Msg: fmt.Sprintf("cannot connect to the server: no answer within the connect timeout (default %v, or connect_timeout=SECONDS in the URL): check the host and port of the URL and that the server is up", postgres.DefaultConnectTimeout), Err: err}
 	}
-	return &redactedError{msg: fmt.Sprintf("cannot connect to the server: %s (check the host, port, user, password and database of the URL)", rootCause(ce)), err: err}
+	return &RedactedError{Msg: fmt.Sprintf("cannot connect to the server: %s (check the host, port, user, password and database of the URL)", rootCause(ce)), Err: err}
 }
 
 // rootCause returns the innermost error of err's chain (the last one where
@@ -71,9 +71,9 @@ func rootCause(err error) error {
 	}
 }
 
-// dropPostgresSchema drops a schema and everything in it (bench stores,
+// DropPostgresSchema drops a schema and everything in it (bench stores,
 // tests).
-func dropPostgresSchema(ctx context.Context, dsn, schema string) error {
+func DropPostgresSchema(ctx context.Context, dsn, schema string) error {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
