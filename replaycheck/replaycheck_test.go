@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -188,5 +189,29 @@ func TestReplayCheckBadFlags(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+}
+
+// The help and the messages name the command as the caller invoked it.
+func TestReplayCheckNamed(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := replaycheck.RunNamed(context.Background(), "shop replay-check", register("Charge"), []string{"-h"}, &out, &errb); code != replaycheck.ExitOK ||
+		!strings.HasPrefix(out.String(), "Usage: shop replay-check ") || strings.Contains(out.String(), "duroxide replay-check") {
+		t.Fatalf("help: exit %d:\n%s", code, out.String())
+	}
+	out.Reset()
+	code := replaycheck.RunNamed(context.Background(), "shop replay-check", register("Charge"), []string{"--bogus"}, &out, &errb)
+	if code != replaycheck.ExitUsage || !strings.HasPrefix(errb.String(), "shop: replay-check: ") ||
+		!strings.Contains(errb.String(), "run 'shop replay-check -h' for usage") || strings.Contains(errb.String(), "duroxide") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+
+	// Run names it after the test binary.
+	errb.Reset()
+	prog := filepath.Base(os.Args[0])
+	if code := replaycheck.Run(context.Background(), register("Charge"), []string{"extra"}, &out, &errb); code != replaycheck.ExitUsage ||
+		!strings.HasPrefix(errb.String(), prog+": ") || !strings.Contains(errb.String(), "usage: "+prog+" replay-check ") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

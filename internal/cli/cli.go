@@ -22,6 +22,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/duroxide/duroxide-go/internal/replaycmd"
 	"github.com/duroxide/duroxide-go/internal/storeurl"
 	"github.com/duroxide/duroxide-go/internal/termtext"
 )
@@ -103,7 +104,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
-	if errors.As(err, new(*divergedError)) {
+	if errors.As(err, new(*replaycmd.DivergedError)) {
 		return exitDiverged
 	}
 	return exitFailure
