@@ -18,11 +18,6 @@ import (
 // maxChildrenShown bounds the children listed on an instance page.
 const maxChildrenShown = 200
 
-// maxIDLength bounds the instance ID of a page: the Client's limit for
-// lookups, above that of new IDs because the IDs the runtime gives
-// sub-orchestrations ("<parent>::sub::<n>") grow with their depth.
-const maxIDLength = 4096
-
 // instanceView is the instance page's data.
 type instanceView struct {
 	Status *duroxide.Status
@@ -88,7 +83,7 @@ type field struct {
 // instancePage serves GET /instances/{id}[?execution=N].
 func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := checkText("instance ID", id, maxIDLength); err != nil {
+	if err := checkLookupID(id); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -328,7 +323,7 @@ func failedIn(events []history.Event) string {
 // payloads a page shows truncated.
 func (d *Dashboard) rawPayload(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := checkText("instance ID", id, maxIDLength); err != nil {
+	if err := checkLookupID(id); err != nil {
 		return err
 	}
 	st, err := d.client.GetStatus(r.Context(), id)

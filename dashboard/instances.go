@@ -70,6 +70,18 @@ func checkText(name, v string, max int) error {
 	return nil
 }
 
+// checkLookupID validates the instance ID of a page by the rules for
+// looking one up (duroxide.ValidateLookupID): looser than those for a new
+// ID, so an instance stored with bidirectional controls in its ID (by an
+// earlier release, or by orchestration code naming a child) still has a
+// page, where the ID is shown escaped.
+func checkLookupID(id string) error {
+	if err := duroxide.ValidateLookupID(id); err != nil {
+		return &pageError{code: http.StatusBadRequest, title: "Bad request", details: err.Error()}
+	}
+	return nil
+}
+
 // instancesPage serves GET /: the instance list.
 func (d *Dashboard) instancesPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
