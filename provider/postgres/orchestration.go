@@ -492,7 +492,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnA
 	if err != nil {
 		return err
 	}
-	ack.Leased = leased
+	ack.Leased = sqlenc.UnexpiredLeases(leased, p.clock())
 	return nil
 }
 

@@ -48,8 +48,13 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 // caller; those the same ack canceled are gone) for lockMs, as a fetch
 // does, and returns their leases in insertion order. byID gives each row's
 // message.
+//
+// The lease is dated from the clock read now, after every lock the ack
+// waited for, not from the transaction's start: an ack delayed longer than
+// lockMs still hands out a live lease (see sqlenc.UnexpiredLeases for the
+// commit itself).
 func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	rows, err := w.lockWork(newTokenPrefix(), ids, w.now+lockMs)
+	rows, err := w.lockWork(newTokenPrefix(), ids, w.p.now()+lockMs)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +260,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 		return err
 	}
 	if res.applied {
-		ack.ThenApplied, ack.Then.Leased = true, res.leased
+		ack.ThenApplied, ack.Then.Leased = true, sqlenc.UnexpiredLeases(res.leased, p.clock())
 		return nil
 	}
 	ack.Turn = res.turn
@@ -357,7 +362,7 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 		return nil, nil, err
 	}
 	prefix := newTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.now+lockMs)
+	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		return nil, dead, err
 	}

@@ -37,8 +37,12 @@ func (w *wtx) insertLeased(e *sqlenc.Work) (int64, error) {
 // leaseInserted locks the rows ids (inserted by insertLeased; those the
 // same ack canceled are gone) for lockMs, as a fetch does, and returns
 // their leases in insertion order. byID gives each row's message.
+//
+// The lease is dated from the clock read now, not from the start of the
+// (group) transaction: an ack delayed longer than lockMs still hands out a
+// live lease (see sqlenc.UnexpiredLeases for the commit itself).
 func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	until := w.now + lockMs
+	until := w.p.now() + lockMs
 	var rows []workRow
 	err := w.query(sLockWork, func(r *sql.Rows) error {
 		var wr workRow
@@ -277,7 +281,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 		return err
 	}
 	if applied {
-		ack.ThenApplied, ack.Then.Leased = true, leased
+		ack.ThenApplied, ack.Then.Leased = true, sqlenc.UnexpiredLeases(leased, p.clock())
 		return nil
 	}
 	p.logDeadLetters(taken.dead)
@@ -350,7 +354,7 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 		return err
 	}
 	prefix := newTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.now+lockMs)
+	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		taken.dead = dead
 		return err

@@ -307,3 +307,22 @@ func DurMs(d time.Duration) int64 {
 
 // TTLMillis is a lock's time to live in milliseconds, at least 1.
 func TTLMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// UnexpiredLeases returns the leases of ls still valid at now, in order. A
+// commit that took longer than a lease (a stalled disk, a server that
+// answered late) must not hand out a lease that has already lapsed: any
+// fetch may take that row now, and the activity would run twice at once.
+// A lapsed row stays queued and the next fetch takes it, as it takes any
+// expired lock.
+func UnexpiredLeases(ls []*provider.WorkItemLease, now time.Time) []*provider.WorkItemLease {
+	live := ls[:0:0]
+	for _, l := range ls {
+		if l.LockedUntil.After(now) {
+			live = append(live, l)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return live
+}
