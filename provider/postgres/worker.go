@@ -287,14 +287,28 @@ func (w *wtx) applyWorkAck(e *encWorkAck) (workAckResult, error) {
 }
 
 // ackWorkRow deletes the acked worker row and enqueues its completion.
+//
+// Lock order. Every transaction that takes an instance's advisory lock
+// and row locks takes the advisory lock first: a turn ack holds it
+// (exclusive) when it deletes the activities it cancels
+// (TurnAck.CanceledActivities), and a work ack whose completion is for
+// that instance takes it (shared) before it deletes its worker row. Were
+// the row deleted first, a turn ack canceling that very activity could
+// wait for the row while the work ack waited for the advisory lock: a
+// deadlock the server breaks by aborting one of them (40P01). A work ack
+// without a completion takes no advisory lock and waits for nothing once
+// it holds its row, and applyThen keeps the same order.
 func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 	// One round trip: the row's deletion and, for a completion that starts
 	// nothing, its enqueueing and the notification (all rolled back if the
 	// lock turns out to be lost).
 	var found bool
 	b := &pgx.Batch{}
-	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	plain := e.completion != nil && e.completion.Create == nil
+	if plain {
+		_ = w.lockInstancesShared(b, []string{e.completion.InstanceID})
+	}
+	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.completion})
 		w.queueNotify(b)
@@ -320,17 +334,17 @@ func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 // It takes the instance's advisory lock before the quiet check, as a turn
 // ack does before its lock check: no fetch can lock the instance and no
 // other transaction can add messages or worker rows for it until this one
-// ends, so the check stays true while the turn is applied. The worker row
-// (and its session's row) are locked before the advisory lock, in the
-// order a plain work ack takes them (row, then the advisory lock shared
-// to enqueue), so two acks of one session never wait for each other in a
-// cycle.
+// ends, so the check stays true while the turn is applied. The advisory
+// lock is taken before the worker row (and its session's row), in the
+// order a plain work ack and a turn ack take them (see ackWorkRow), so
+// neither two acks of one session nor this ack and a turn ack canceling
+// its activity wait for each other in a cycle.
 func (w *wtx) applyThen(id int64, e *encWorkAck) (res workAckResult, done bool, err error) {
 	inst := e.completion.InstanceID
 	var found, quiet bool
 	b := &pgx.Batch{}
-	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	b.Queue(sqlInstanceQuiet, inst, e.then.ExecutionID, e.thenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return res, false, err
