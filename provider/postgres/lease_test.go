@@ -21,7 +21,7 @@ func TestDelayedTurnAckLeasesFromItsCommit(t *testing.T) {
 	p := openFresh(t, &Options{Clock: clock.Now})
 	ctx := t.Context()
 	const id = "slow-commit"
-	if err := p.Enqueue(ctx, testStart(id)); err != nil {
+	if err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
 		t.Fatal(err)
 	}
 	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Hour})
@@ -43,7 +43,7 @@ func TestDelayedTurnAckLeasesFromItsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ack := hammerTurn(it, 0)
+	ack := providertest.HammerTurn(it, 0)
 	ack.WorkerItems[0].Lease = true
 	ack.LeaseFor = 30 * time.Second
 	var (

@@ -30,7 +30,7 @@ func (p *Provider) CheckWritable(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	latest := ms[len(ms)-1].version
+	latest := ms[len(ms)-1].Version
 	var current int
 	if err := p.readers.QueryRowContext(ctx, sqlMaxMigration).Scan(&current); err != nil {
 		return fmt.Errorf("sqlite: %s: reading the schema version (is the store migrated? run duroxide migrate): %w", op, interpretError(err, nil))
