@@ -27,6 +27,10 @@ var (
 	_ provider.Provider = (*Provider)(nil)
 	_ provider.Admin    = (*Provider)(nil)
 	_ provider.Waker    = (*Provider)(nil)
+
+	_ provider.Migrator        = (*Provider)(nil)
+	_ provider.WritableChecker = (*Provider)(nil)
+	_ provider.StatsReporter   = (*Provider)(nil)
 )
 
 // Options configures a Provider. The zero value (or a nil *Options) gives
@@ -241,15 +245,9 @@ func (p *Provider) Close() error {
 	return nil
 }
 
-// Stats are counters of a Provider since it was opened.
-type Stats struct {
-	// Commits counts the write transactions committed (reads, failed
-	// transactions and migrations are not counted).
-	Commits int64
-	// ListenerReconnects counts how often the listening connection was
-	// re-established after it broke.
-	ListenerReconnects int64
-}
+// Stats are counters of a Provider since it was opened (see
+// provider.Stats).
+type Stats = provider.Stats
 
 // Stats returns the store's counters. It is safe to call concurrently with
 // any other method, also after Close.

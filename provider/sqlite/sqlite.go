@@ -28,6 +28,10 @@ var (
 	_ provider.Provider = (*Provider)(nil)
 	_ provider.Admin    = (*Provider)(nil)
 	_ provider.Waker    = (*Provider)(nil)
+
+	_ provider.Migrator        = (*Provider)(nil)
+	_ provider.WritableChecker = (*Provider)(nil)
+	_ provider.StatsReporter   = (*Provider)(nil)
 )
 
 // Options configures a Provider. The zero value (or a nil *Options) gives
