@@ -1,7 +1,9 @@
 // Package sqlstore is the part of the SQL stores (provider/sqlite,
 // provider/postgres) that does not depend on the SQL dialect: the
 // decoding of stored rows into the provider types, the listing cursor,
-// the page sizes. What a store keeps to itself is how it talks to its
+// the page sizes, the reading of the numbered migration files, and the
+// part of error translation that does not look at a driver's errors
+// (Classified, Translated). What a store keeps to itself is how it talks to its
 // database: Open and its Options, its migrations, its SQL text, its
 // transaction runner (SQLite's single-writer group commit; PostgreSQL's
 // pooled transactions and batches), its per-instance lock (none under
