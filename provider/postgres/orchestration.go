@@ -73,7 +73,7 @@ func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.Fe
 }
 
 func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, []deadLetter, error) {
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	until := w.now + sqlenc.DurMs(lockTimeout)
 	var (
 		items []*provider.OrchestrationItem
@@ -524,7 +524,7 @@ func (w *wtx) checkLock(inst, token string) (held, exists bool, err error) {
 
 func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
 	// (a) The lock must be held and unexpired.
-	inst, ok := tokenInstance(e.Token)
+	inst, ok := sqlstore.TokenInstance(e.Token)
 	if !ok {
 		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
@@ -763,7 +763,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
 		}
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -799,7 +799,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}

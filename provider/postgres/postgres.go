@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/notify"
 )
 
@@ -260,49 +260,16 @@ func (p *Provider) now() int64 { return p.clock().UnixMilli() }
 // msTime converts stored epoch milliseconds to a time.Time in UTC.
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-// Lock tokens are a random prefix (32 hex digits and a dot, fresh for each
-// fetch) followed by the identity of what they lock: the instance ID for an
-// instance lock, the row id for a worker row. A token leads straight to its
-// row by primary key. The tokens stay opaque to callers.
-const tokenPrefixLen = 33
-
 func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// newTokenPrefix returns a fresh random lock-token prefix.
-func newTokenPrefix() string { return newToken() + "." }
-
-// tokenInstance returns the instance an orchestration lock token names.
-func tokenInstance(token string) (string, bool) {
-	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
-		return "", false
-	}
-	return token[tokenPrefixLen:], true
-}
-
-// tokenRow returns the worker row id a work lock token names.
-func tokenRow(token string) (int64, bool) {
-	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(token[tokenPrefixLen:], 10, 64)
-	return id, err == nil
-}
-
-// fail turns an error of operation op into what the caller sees: ErrClosed
-// once the store is closed, otherwise the translated error with the
-// operation as context.
+// fail turns an error of operation op into what the caller sees (see
+// sqlstore.Fail).
 func (p *Provider) fail(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if p.closed.Load() && !errors.Is(err, provider.ErrClosed) {
-		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
-	}
-	return fmt.Errorf("postgres: %s: %w", op, interpretError(err, nil))
+	return sqlstore.Fail("postgres", op, p.closed.Load(), err, interpretError)
 }
 
 // wtx is one write transaction.

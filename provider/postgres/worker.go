@@ -14,6 +14,7 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 func isDuplicateEvent(err error) bool { return errors.Is(err, provider.ErrDuplicateEvent) }
@@ -54,7 +55,7 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 // lockMs still hands out a live lease (see sqlenc.UnexpiredLeases for the
 // commit itself).
 func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	rows, err := w.lockWork(newTokenPrefix(), ids, w.p.now()+lockMs)
+	rows, err := w.lockWork(sqlstore.NewTokenPrefix(), ids, w.p.now()+lockMs)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOp
 
 func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.SessionOptions) ([]*provider.WorkItemLease, []deadLetter, error) {
 	until := w.now + sqlenc.DurMs(lockTimeout)
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	var (
 		leases  []*provider.WorkItemLease
 		dead    []deadLetter
@@ -210,7 +211,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 }
 
 func (w *wtx) applyWorkAck(e *sqlenc.WorkAck) (workAckResult, error) {
-	id, ok := tokenRow(e.Token)
+	id, ok := sqlstore.TokenRow(e.Token)
 	if !ok {
 		return workAckResult{}, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
 	}
@@ -317,7 +318,7 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 	if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance).Scan(&busy); err != nil || busy {
 		return nil, nil, err
 	}
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		return nil, dead, err
@@ -354,7 +355,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 		s := string(b)
 		lastErr = &s
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -378,7 +379,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}

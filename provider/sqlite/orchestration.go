@@ -104,7 +104,7 @@ func decodeHistories(items []*provider.OrchestrationItem, histories map[string][
 
 func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
 	until := w.now + lockMs
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	var (
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
@@ -488,7 +488,7 @@ func (w *wtx) applyAck(e *sqlenc.Ack) ([]*provider.WorkItemLease, error) {
 
 func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
 	// (a) The lock must be held and unexpired.
-	inst, ok := tokenInstance(e.Token)
+	inst, ok := sqlstore.TokenInstance(e.Token)
 	if !ok {
 		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
@@ -643,7 +643,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
 		}
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -676,7 +676,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}

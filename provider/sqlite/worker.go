@@ -55,7 +55,7 @@ func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage,
 		l.Item = byID[wr.id].Item
 		rows = append(rows, wr)
 		return nil
-	}, newTokenPrefix(), jsonInts(ids), until)
+	}, sqlstore.NewTokenPrefix(), jsonInts(ids), until)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ type workCandidate struct {
 
 func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) ([]*provider.WorkItemLease, []deadLetter, error) {
 	until := w.now + lockMs
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	var (
 		leases  []*provider.WorkItemLease
 		dead    []deadLetter
@@ -243,7 +243,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 }
 
 func (w *wtx) applyWorkAck(e *sqlenc.WorkAck) (res workAckResult, err error) {
-	id, ok := tokenRow(e.Token)
+	id, ok := sqlstore.TokenRow(e.Token)
 	if !ok {
 		return res, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
 	}
@@ -303,7 +303,7 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance); err != nil || busy {
 		return err
 	}
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		taken.dead = dead
@@ -342,7 +342,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 		}
 		lastErr = string(b)
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -366,7 +366,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}

@@ -67,3 +67,40 @@ func TestClassifiedPassesTranslatedErrors(t *testing.T) {
 		t.Fatalf("Translated(ErrBusy, raw) = %v: does not match both", err)
 	}
 }
+
+func TestTokensNameWhatTheyLock(t *testing.T) {
+	t.Parallel()
+	p := NewTokenPrefix()
+	if len(p) != tokenPrefixLen || p == NewTokenPrefix() {
+		t.Fatalf("NewTokenPrefix = %q: want %d characters, fresh each time", p, tokenPrefixLen)
+	}
+	if id, ok := TokenInstance(p + "order-42"); !ok || id != "order-42" {
+		t.Fatalf("TokenInstance = %q, %v", id, ok)
+	}
+	if row, ok := TokenRow(p + "17"); !ok || row != 17 {
+		t.Fatalf("TokenRow = %d, %v", row, ok)
+	}
+	for _, bad := range []string{"", p, "x" + p[1:len(p)-1] + "x" + "a", p + "x1"} {
+		if _, ok := TokenRow(bad); ok {
+			t.Errorf("TokenRow(%q) ok", bad)
+		}
+	}
+	if _, ok := TokenInstance(p[:len(p)-1] + "x" + "a"); ok {
+		t.Error("TokenInstance accepted a token without the dot")
+	}
+}
+
+func TestFailReportsClosedAndTranslates(t *testing.T) {
+	t.Parallel()
+	raw := errors.New("boom")
+	busy := func(err, _ error) error { return Translated(provider.ErrBusy, err) }
+	if err := Fail("s", "op", false, nil, busy); err != nil {
+		t.Fatalf("Fail(nil) = %v", err)
+	}
+	if err := Fail("s", "op", true, raw, busy); !errors.Is(err, provider.ErrClosed) || err.Error() != "s: op: "+provider.ErrClosed.Error() {
+		t.Fatalf("Fail on a closed store = %v, want ErrClosed", err)
+	}
+	if err := Fail("s", "op", false, raw, busy); !errors.Is(err, provider.ErrBusy) || !errors.Is(err, raw) {
+		t.Fatalf("Fail = %v, want the translated error", err)
+	}
+}
