@@ -66,6 +66,20 @@
 // records, an import writes batches of them, each in one transaction.
 // Leases are not copied; what they held is fetchable at once in the target.
 //
+// # The SQL stores
+//
+// The SQLite and PostgreSQL stores share one core for everything that does
+// not depend on the SQL dialect: provider/internal/sqlenc validates and
+// encodes each call before its transaction begins (so both stores accept
+// and refuse exactly the same calls), and provider/internal/sqlstore
+// decodes stored rows into these types. Each store keeps its Open and
+// Options, its migrations, its SQL text, its transaction runner, its
+// per-instance lock, its error mapping and its notification transport. A
+// lease is dated from when its rows are locked, never from the start of
+// the transaction, and one that lapsed before the commit returned is not
+// handed out. docs/architecture.md lists the steps to add a third SQL
+// store; the conformance suite (providertest) is what it must pass.
+//
 // # Errors
 //
 // Errors wrap the sentinels in errors.go; IsRetryable tells transient

@@ -51,7 +51,9 @@ func TestShutdownGivesBackUnstartedActivityUncounted(t *testing.T) {
 	stopped := make(chan error, 1)
 	var r *Runtime
 	o := Options{Logger: quiet}
+	started := make(chan struct{}) // r is set
 	o.testHookActivityStart = func() {
+		<-started
 		// Shutdown's deadline passes while the activity is about to start.
 		gone, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -60,16 +62,13 @@ func TestShutdownGivesBackUnstartedActivityUncounted(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
+	scheduleActivity(ctx, t, store)
 	r, err = Start(store, reg, o)
+	close(started)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = store.EnqueueWork(ctx, &provider.WorkerMessage{InstanceID: "i", ExecutionID: 1, ActivityID: 2,
-		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: "i", ExecutionID: 1, ID: 2, Name: "A"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// EnqueueWork notified the store's worker subscribers: the runtime fetches it.
+	// The runtime fetches the queued activity.
 	select {
 	case err := <-stopped:
 		if err != context.Canceled {
@@ -92,6 +91,37 @@ func TestShutdownGivesBackUnstartedActivityUncounted(t *testing.T) {
 	}
 	if got := leases[0].AttemptCount; got != 1 {
 		t.Fatalf("redelivery is attempt %d, want 1: the delivery given back unstarted counted", got)
+	}
+}
+
+// scheduleActivity queues activity "A" (ID 2) of instance "i" the way a
+// runtime does: a turn of instance i schedules it. The registry of the
+// tests knows no orchestration, so this turn is taken and acked here,
+// before the runtime starts.
+func scheduleActivity(ctx context.Context, t *testing.T, store provider.Provider) {
+	t.Helper()
+	err := store.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: "i",
+		Item:   history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: "i", ExecutionID: 1, Name: "T"},
+		Create: &provider.NewInstance{OrchestrationName: "T"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := provider.FetchOrchestrationItem(ctx, store, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil {
+		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
+	}
+	err = store.AckOrchestrationItem(ctx, &provider.TurnAck{
+		LockToken: it.LockToken, ExecutionID: 1,
+		History: []history.Event{
+			{EventID: 1, Kind: history.OrchestrationStarted, Name: "T"},
+			{EventID: 2, Kind: history.ActivityScheduled, Name: "A"},
+		},
+		Metadata: provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning},
+		WorkerItems: []*provider.WorkerMessage{{InstanceID: "i", ExecutionID: 1, ActivityID: 2,
+			Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: "i", ExecutionID: 1, ID: 2, Name: "A"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -140,16 +170,12 @@ func TestShutdownGraceWaitsForCanceledActivities(t *testing.T) {
 		return nil, context.Cause(ctx)
 	}}
 	log := &messages{}
+	scheduleActivity(ctx, t, store)
 	r, err := Start(store, reg, Options{Logger: slog.New(log), ShutdownGrace: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = store.EnqueueWork(ctx, &provider.WorkerMessage{InstanceID: "i", ExecutionID: 1, ActivityID: 2,
-		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: "i", ExecutionID: 1, ID: 2, Name: "A"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// EnqueueWork notified the runtime through the store.
+	// The runtime fetches the queued activity.
 	<-started
 	gone, cancelGone := context.WithCancel(ctx)
 	cancelGone()

@@ -13,24 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
-
-// storeError is a driver error translated to a provider sentinel. Both stay
-// reachable with errors.Is/As.
-type storeError struct {
-	sentinel error
-	cause    error
-}
-
-func (e *storeError) Error() string   { return fmt.Sprintf("%v: %v", e.sentinel, e.cause) }
-func (e *storeError) Unwrap() []error { return []error{e.sentinel, e.cause} }
-
-// sentinels are the provider errors that need no translation.
-var sentinels = []error{
-	provider.ErrNotFound, provider.ErrInstanceExists, provider.ErrLockLost, provider.ErrDuplicateEvent,
-	provider.ErrCorruptData, provider.ErrStillRunning, provider.ErrChildInstance, provider.ErrInvalidArgument,
-	provider.ErrClosed, provider.ErrBusy, provider.ErrUnavailable, provider.ErrLocked, provider.ErrLockContended,
-}
 
 // constraintMeaning maps the unique constraints whose violation means
 // something specific to the provider; other unique violations are
@@ -59,39 +43,31 @@ func interpretError(err error, conflict error) error {
 	if err == nil {
 		return nil
 	}
-	var se *storeError
-	if errors.As(err, &se) {
-		return err
-	}
-	for _, s := range sentinels {
-		if errors.Is(err, s) {
-			return err
-		}
-	}
 	// A failure to connect, also one cut short by the connect timeout, is
-	// unavailability; the context's error stays reachable with errors.Is.
+	// unavailability (decided before context errors pass through as they
+	// are); the context's error stays reachable with errors.Is.
 	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) && !errors.As(err, new(*pgconn.PgError)) {
-		return &storeError{sentinel: provider.ErrUnavailable, cause: err}
+	if errors.As(err, &ce) && !errors.As(err, new(*pgconn.PgError)) && !errors.As(err, new(*sqlstore.StoreError)) {
+		return sqlstore.Translated(provider.ErrUnavailable, err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if sqlstore.Classified(err) {
 		return err
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		if s := sentinelForCode(pe, conflict); s != nil {
-			return &storeError{sentinel: s, cause: err}
+			return sqlstore.Translated(s, err)
 		}
 		return err
 	}
 	if errors.Is(err, pgx.ErrTxClosed) || errors.Is(err, pgx.ErrTxCommitRollback) {
-		return &storeError{sentinel: provider.ErrBusy, cause: err}
+		return sqlstore.Translated(provider.ErrBusy, err)
 	}
 	var ne net.Error
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		pgconn.SafeToRetry(err), pgconn.Timeout(err), isClosedConn(err):
-		return &storeError{sentinel: provider.ErrUnavailable, cause: err}
+		return sqlstore.Translated(provider.ErrUnavailable, err)
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -653,5 +654,22 @@ SELECT 'long', 1, g, 'ActivityCompleted', repeat('x', 200), 0 FROM generate_seri
 	}
 	if n := planRows(plans[0].Plan, "history"); n > 2 {
 		t.Fatalf("reading the tail from event 2999 read %v history rows of a 3000-event execution, want 2:\n%s", n, planJSON)
+	}
+}
+
+// raised is an external event for instance id.
+func raised(id string) *provider.OrchestratorMessage {
+	return &provider.OrchestratorMessage{
+		InstanceID: id,
+		Item:       history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: "go", Data: json.RawMessage(`true`)},
+	}
+}
+
+// testStart is a start of the orchestration "T" as instance id.
+func testStart(id string) *provider.OrchestratorMessage {
+	return &provider.OrchestratorMessage{
+		InstanceID: id,
+		Item:       history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "T", Input: json.RawMessage(`1`)},
+		Create:     &provider.NewInstance{OrchestrationName: "T", Input: json.RawMessage(`1`)},
 	}
 }

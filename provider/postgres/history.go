@@ -10,6 +10,7 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // ReadHistory returns one execution's events; see provider.Provider.
@@ -47,19 +48,19 @@ func (p *Provider) ReadHistory(ctx context.Context, instanceID string, execution
 				return fmt.Errorf("instance %q execution %d: %w", instanceID, exec, provider.ErrNotFound)
 			}
 		}
-		var rows []storedEvent
+		var rows []sqlstore.StoredEvent
 		err = queryRows(ctx, tx, sqlHistory, func(r pgx.Rows) error {
 			var data []byte
 			if err := r.Scan(&data); err != nil {
 				return err
 			}
-			rows = append(rows, storedEvent{data: data})
+			rows = append(rows, sqlstore.StoredEvent{Data: data})
 			return nil
 		}, instanceID, exec)
 		if err != nil {
 			return err
 		}
-		evs, err = decodeStoredEvents(rows)
+		evs, err = sqlstore.DecodeEvents(rows)
 		if err != nil {
 			return fmt.Errorf("instance %q execution %d: %w", instanceID, exec, err)
 		}
@@ -67,25 +68,6 @@ func (p *Provider) ReadHistory(ctx context.Context, instanceID string, execution
 	})
 	if err != nil {
 		return nil, err
-	}
-	return evs, nil
-}
-
-// storedEvent is one history row before decoding.
-type storedEvent struct {
-	id   int64
-	data []byte
-}
-
-// decodeStoredEvents decodes history rows; a failure wraps ErrCorruptData.
-func decodeStoredEvents(rows []storedEvent) ([]history.Event, error) {
-	evs := make([]history.Event, 0, len(rows))
-	for _, r := range rows {
-		ev, err := history.DecodeEvent(r.data)
-		if err != nil {
-			return nil, fmt.Errorf("%w: event %d: %w", provider.ErrCorruptData, r.id, err)
-		}
-		evs = append(evs, ev)
 	}
 	return evs, nil
 }

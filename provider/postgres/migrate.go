@@ -1,62 +1,23 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one numbered schema change, embedded from migrations/.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. A file is
-// named NNNN_description.sql; its version is NNNN.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		name := e.Name()
-		num, _, ok := strings.Cut(name, "_")
-		if !ok || !strings.HasSuffix(name, ".sql") {
-			return nil, fmt.Errorf("postgres: migration file %q is not named NNNN_name.sql", name)
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("postgres: migration file %q has no valid version number", name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: strings.TrimSuffix(name, ".sql"), sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("postgres: two migrations have version %d", ms[i].version)
-		}
-	}
-	return ms, nil
+// migrations returns the embedded migrations in version order.
+func migrations() ([]sqlstore.Migration, error) {
+	return sqlstore.Migrations(migrationFS, "migrations", "postgres")
 }
 
 // latestVersion is the schema version this release needs.
@@ -65,7 +26,7 @@ func latestVersion() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return ms[len(ms)-1].version, nil
+	return ms[len(ms)-1].Version, nil
 }
 
 // Migrate applies the pending schema migrations and records them in
@@ -101,20 +62,20 @@ func (p *Provider) Migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, sqlMaxMigration).Scan(&current); err != nil {
 			return err
 		}
-		if latest := ms[len(ms)-1].version; current > latest {
+		if latest := ms[len(ms)-1].Version; current > latest {
 			return fmt.Errorf("the schema %q is at version %d, newer than this release supports (%d): upgrade duroxide", p.schema, current, latest)
 		}
 		for _, m := range ms {
-			if m.version <= current {
+			if m.Version <= current {
 				continue
 			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("applying migration %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("applying migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, sqlInsertMigration, m.version, m.name, p.now()); err != nil {
+			if _, err := tx.Exec(ctx, sqlInsertMigration, m.Version, m.Name, p.now()); err != nil {
 				return err
 			}
-			applied = append(applied, m.name)
+			applied = append(applied, m.Name)
 		}
 		return nil
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Queue names used in dead_letters.queue.
@@ -51,21 +52,15 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 // transaction; see provider.Provider.
 func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
 	const op = "fetching orchestration items"
-	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
-	}
-	limit := opts.Max
-	switch {
-	case limit < 0:
-		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
-	case limit == 0:
-		limit = 1
+	limit, err := sqlenc.FetchLimit(opts.LockTimeout, opts.Max)
+	if err != nil {
+		return nil, p.fail(op, err)
 	}
 	var (
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
 	)
-	err := p.write(ctx, op, func(w *wtx) error {
+	err = p.write(ctx, op, func(w *wtx) error {
 		var err error
 		items, dead, err = w.fetchTurns(limit, opts.LockTimeout, opts.Cached)
 		return err
@@ -78,7 +73,7 @@ func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.Fe
 }
 
 func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, []deadLetter, error) {
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	until := w.now + sqlenc.DurMs(lockTimeout)
 	var (
 		items []*provider.OrchestrationItem
@@ -245,7 +240,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 			}
 		}
 	}
-	rows := make(map[string][]storedEvent, n)
+	rows := make(map[string][]sqlstore.StoredEvent, n)
 	b := &pgx.Batch{}
 	b.Queue(sqlInstanceMetas, ids).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
@@ -265,8 +260,8 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 	b.Queue(sqlHistoriesOf, ids, exs, afters).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var id string
-			var ev storedEvent
-			if err := r.Scan(&id, &ev.id, &ev.data); err != nil {
+			var ev sqlstore.StoredEvent
+			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
 				return err
 			}
 			rows[id] = append(rows[id], ev)
@@ -311,7 +306,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 			// A cached position is usable only if the store has that
 			// event: the query returned it first. Otherwise (the instance
 			// was purged and recreated) load the whole history.
-			if len(evs) == 0 || evs[0].id != afters[i] {
+			if len(evs) == 0 || evs[0].ID != afters[i] {
 				reload = append(reload, i)
 				continue
 			}
@@ -326,11 +321,11 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 		for k, i := range reload {
 			rids[k] = items[i].InstanceID
 		}
-		full := make(map[string][]storedEvent, len(reload))
+		full := make(map[string][]sqlstore.StoredEvent, len(reload))
 		err := w.query(sqlHistoriesOf, func(r pgx.Rows) error {
 			var id string
-			var ev storedEvent
-			if err := r.Scan(&id, &ev.id, &ev.data); err != nil {
+			var ev sqlstore.StoredEvent
+			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
 				return err
 			}
 			full[id] = append(full[id], ev)
@@ -348,8 +343,8 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 
 // decodeInto decodes an item's loaded history; a failure is reported on the
 // item (HistoryError), not as an error of the fetch.
-func decodeInto(it *provider.OrchestrationItem, rows []storedEvent) {
-	evs, err := decodeStoredEvents(rows)
+func decodeInto(it *provider.OrchestrationItem, rows []sqlstore.StoredEvent) {
+	evs, err := sqlstore.DecodeEvents(rows)
 	if err != nil {
 		it.HistoryError = fmt.Errorf("instance %q execution %d: %w", it.InstanceID, it.Instance.CurrentExecutionID, err)
 		it.History = nil
@@ -492,7 +487,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnA
 	if err != nil {
 		return err
 	}
-	ack.Leased = leased
+	ack.Leased = sqlenc.UnexpiredLeases(leased, p.clock())
 	return nil
 }
 
@@ -529,7 +524,7 @@ func (w *wtx) checkLock(inst, token string) (held, exists bool, err error) {
 
 func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
 	// (a) The lock must be held and unexpired.
-	inst, ok := tokenInstance(e.Token)
+	inst, ok := sqlstore.TokenInstance(e.Token)
 	if !ok {
 		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
@@ -768,7 +763,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
 		}
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -804,7 +799,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}

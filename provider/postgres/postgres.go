@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/notify"
 )
 
@@ -28,6 +29,10 @@ var (
 	_ provider.Provider = (*Provider)(nil)
 	_ provider.Admin    = (*Provider)(nil)
 	_ provider.Waker    = (*Provider)(nil)
+
+	_ provider.Migrator        = (*Provider)(nil)
+	_ provider.WritableChecker = (*Provider)(nil)
+	_ provider.StatsReporter   = (*Provider)(nil)
 )
 
 // Options configures a Provider. The zero value (or a nil *Options) gives
@@ -381,15 +386,9 @@ func (p *Provider) Close() error {
 	return nil
 }
 
-// Stats are counters of a Provider since it was opened.
-type Stats struct {
-	// Commits counts the write transactions committed (reads, failed
-	// transactions and migrations are not counted).
-	Commits int64
-	// ListenerReconnects counts how often the listening connection was
-	// re-established after it broke.
-	ListenerReconnects int64
-}
+// Stats are counters of a Provider since it was opened (see
+// provider.Stats).
+type Stats = provider.Stats
 
 // Stats returns the store's counters. It is safe to call concurrently with
 // any other method, also after Close.
@@ -402,49 +401,16 @@ func (p *Provider) now() int64 { return p.clock().UnixMilli() }
 // msTime converts stored epoch milliseconds to a time.Time in UTC.
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-// Lock tokens are a random prefix (32 hex digits and a dot, fresh for each
-// fetch) followed by the identity of what they lock: the instance ID for an
-// instance lock, the row id for a worker row. A token leads straight to its
-// row by primary key. The tokens stay opaque to callers.
-const tokenPrefixLen = 33
-
 func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// newTokenPrefix returns a fresh random lock-token prefix.
-func newTokenPrefix() string { return newToken() + "." }
-
-// tokenInstance returns the instance an orchestration lock token names.
-func tokenInstance(token string) (string, bool) {
-	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
-		return "", false
-	}
-	return token[tokenPrefixLen:], true
-}
-
-// tokenRow returns the worker row id a work lock token names.
-func tokenRow(token string) (int64, bool) {
-	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(token[tokenPrefixLen:], 10, 64)
-	return id, err == nil
-}
-
-// fail turns an error of operation op into what the caller sees: ErrClosed
-// once the store is closed, otherwise the translated error with the
-// operation as context.
+// fail turns an error of operation op into what the caller sees (see
+// sqlstore.Fail).
 func (p *Provider) fail(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if p.closed.Load() && !errors.Is(err, provider.ErrClosed) {
-		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
-	}
-	return fmt.Errorf("postgres: %s: %w", op, interpretError(err, nil))
+	return sqlstore.Fail("postgres", op, p.closed.Load(), err, interpretError)
 }
 
 // wtx is one write transaction.
@@ -521,7 +487,7 @@ func (p *Provider) guardConn(ctx context.Context, conn *pgx.Conn) (done func(err
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
 		}
-		return &storeError{sentinel: provider.ErrUnavailable, cause: fmt.Errorf("%w (%v)", context.Cause(gctx), err)}
+		return sqlstore.Translated(provider.ErrUnavailable, fmt.Errorf("%w (%v)", context.Cause(gctx), err))
 	}
 }
 

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 func TestOpenRejectsInvalidOptions(t *testing.T) {
@@ -88,7 +88,7 @@ func wantVersions(t *testing.T) []int {
 	}
 	var vs []int
 	for _, m := range ms {
-		vs = append(vs, m.version)
+		vs = append(vs, m.Version)
 	}
 	return vs
 }
@@ -135,7 +135,7 @@ func TestMigrationsRaceSafely(t *testing.T) {
 func TestNoMigrateThenMigrate(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, &Options{NoMigrate: true})
-	if err := p.Enqueue(t.Context(), testStart("a")); err == nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err == nil {
 		t.Fatal("Enqueue on an unmigrated store succeeded")
 	}
 	err := p.CheckWritable(t.Context())
@@ -148,7 +148,7 @@ func TestNoMigrateThenMigrate(t *testing.T) {
 	if err := p.CheckWritable(t.Context()); err != nil {
 		t.Fatalf("CheckWritable after Migrate: %v", err)
 	}
-	if err := p.Enqueue(t.Context(), testStart("a")); err != nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
 		t.Fatalf("Enqueue after Migrate: %v", err)
 	}
 }
@@ -185,7 +185,7 @@ func TestCloseIsIdempotentAndFinal(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	for name, err := range map[string]error{
-		"Enqueue":       p.Enqueue(t.Context(), testStart("x")),
+		"Enqueue":       p.Enqueue(t.Context(), providertest.HammerStart("x")),
 		"CheckWritable": p.CheckWritable(t.Context()),
 		"Migrate":       p.Migrate(t.Context()),
 	} {
@@ -203,7 +203,7 @@ func TestCloseIsIdempotentAndFinal(t *testing.T) {
 func TestSchemasAreIsolated(t *testing.T) {
 	t.Parallel()
 	a, b := openFresh(t, nil), openFresh(t, nil)
-	if err := a.Enqueue(t.Context(), testStart("only-a")); err != nil {
+	if err := a.Enqueue(t.Context(), providertest.HammerStart("only-a")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.GetInstance(t.Context(), "only-a"); !errors.Is(err, provider.ErrNotFound) {
@@ -341,7 +341,7 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
 	runFirstTurn(t, p, "d")
-	if err := p.Enqueue(t.Context(), raised("d")); err != nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
 		t.Fatal(err)
 	}
 	it := mustFetch(t, p)
@@ -364,15 +364,15 @@ func TestNULByteIsInvalidArgument(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
 	for name, err := range map[string]error{
-		"Enqueue":     p.Enqueue(t.Context(), testStart("a\x00b")),
-		"EnqueueWork": p.EnqueueWork(t.Context(), testActivity("a\x00b", 1)),
+		"Enqueue":     p.Enqueue(t.Context(), providertest.HammerStart("a\x00b")),
+		"EnqueueWork": p.enqueueWork(t.Context(), providertest.HammerActivity("a\x00b", 1)),
 		"GetInstance": func() error { _, err := p.GetInstance(t.Context(), "a\x00b"); return err }(),
 	} {
 		if !errors.Is(err, provider.ErrInvalidArgument) || provider.IsRetryable(err) {
 			t.Errorf("%s with a NUL byte: %v, want permanent ErrInvalidArgument", name, err)
 		}
 	}
-	if err := p.Enqueue(t.Context(), testStart("fine")); err != nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerStart("fine")); err != nil {
 		t.Fatalf("Enqueue after rejected ones: %v", err)
 	}
 }
@@ -410,7 +410,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 	watch, stopWatch := b.WatchInstance("n1")
 	defer stopWatch()
 
-	if err := a.Enqueue(t.Context(), testStart("n1")); err != nil {
+	if err := a.Enqueue(t.Context(), providertest.HammerStart("n1")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, orch, 10*time.Second, "B's orchestrator subscriber after A's enqueue")
@@ -418,7 +418,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 
 	it := mustFetch(t, a)
 	drain(watch)
-	if err := a.AckOrchestrationItem(t.Context(), hammerTurn(it, 0)); err != nil {
+	if err := a.AckOrchestrationItem(t.Context(), providertest.HammerTurn(it, 0)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, work, 10*time.Second, "B's worker subscriber after A's ack scheduled an activity")
@@ -442,17 +442,17 @@ func TestNotifyOnlyOnCommit(t *testing.T) {
 	defer stop()
 	work, stopW := b.Subscribe(provider.QueueWorker)
 	defer stopW()
-	if err := a.Enqueue(t.Context(), testStart("dup")); err != nil {
+	if err := a.Enqueue(t.Context(), providertest.HammerStart("dup")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, orch, 10*time.Second, "first enqueue")
 	// Fails (the ID is taken) after inserting another message: rolled back.
-	if err := a.Enqueue(t.Context(), raised("dup"), testStart("dup")); !errors.Is(err, provider.ErrInstanceExists) {
+	if err := a.Enqueue(t.Context(), providertest.HammerEvent("dup"), providertest.HammerStart("dup")); !errors.Is(err, provider.ErrInstanceExists) {
 		t.Fatalf("Enqueue of a taken ID: %v, want ErrInstanceExists", err)
 	}
 	// A later commit on the other queue: notifications arrive in commit
 	// order, so once it is here, a notification of the rollback would be too.
-	if err := a.EnqueueWork(t.Context(), testActivity("dup", 1)); err != nil {
+	if err := a.enqueueWork(t.Context(), providertest.HammerActivity("dup", 1)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, work, 10*time.Second, "worker enqueue")
@@ -497,7 +497,7 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatalf("listening backend %d after reconnect, was %d", newPID, pid)
 	}
 	drain(orch)
-	if err := a.Enqueue(t.Context(), testStart("after")); err != nil {
+	if err := a.Enqueue(t.Context(), providertest.HammerStart("after")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, orch, 10*time.Second, "B's subscriber after A's enqueue, once reconnected")
@@ -511,192 +511,9 @@ func TestTwoStoresNeverDoubleLock(t *testing.T) {
 	schema := freshSchema(t)
 	a := openSchema(t, schema, nil)
 	b := openSchema(t, schema, nil)
-	hammer(t, []*Provider{a, b}, 6, 10)
-}
-
-// hammer starts instances through the providers and has goroutines run
-// them to completion. An instance gets three messages (its start, its one
-// activity's completion, an external event), in as many turns as the
-// batches fall, and completes when it has seen all three. It fails on any
-// error, on an instance held by two fetchers at once, on a history that
-// does not match what was acked, and on a lost or repeated message.
-func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
-	t.Helper()
-	ctx := t.Context()
-	total := goroutines * perGoroutine
-	var (
-		mu       sync.Mutex
-		held     = map[string]bool{}
-		seen     = map[string]int{}
-		histLen  = map[string]int{}
-		done     int
-		failures int
-	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		failures++
-		mu.Unlock()
-		t.Errorf(format, args...)
-	}
-	finished := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return done >= total || failures > 0
-	}
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			p := ps[g%len(ps)]
-			for i := range perGoroutine {
-				if err := p.Enqueue(ctx, testStart(fmt.Sprintf("h-%d-%d", g, i))); err != nil {
-					fail("Enqueue: %v", err)
-					return
-				}
-			}
-			wake, stop := p.Subscribe(provider.QueueOrchestrator)
-			defer stop()
-			for !finished() {
-				items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 2})
-				if err != nil {
-					fail("FetchOrchestrationItems: %v", err)
-					return
-				}
-				for _, it := range items {
-					id := it.InstanceID
-					mu.Lock()
-					if held[id] {
-						mu.Unlock()
-						fail("instance %s fetched while held by another fetcher", id)
-						return
-					}
-					held[id] = true
-					prevSeen, prevLen := seen[id], histLen[id]
-					mu.Unlock()
-					if len(it.History) != prevLen {
-						fail("instance %s: fetched history has %d events, %d were acked", id, len(it.History), prevLen)
-						return
-					}
-					ack := hammerTurn(it, prevSeen)
-					mu.Lock()
-					delete(held, id)
-					seen[id] = prevSeen + len(it.Messages)
-					histLen[id] = prevLen + len(ack.History)
-					if seen[id] == 3 {
-						done++
-					}
-					mu.Unlock()
-					if err := p.AckOrchestrationItem(ctx, ack); err != nil {
-						fail("ack %s: %v", id, err)
-						return
-					}
-				}
-				leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 2})
-				if err != nil {
-					fail("FetchWorkItems: %v", err)
-					return
-				}
-				for _, l := range leases {
-					if err := p.AckWorkItem(ctx, completionAck(l)); err != nil {
-						fail("AckWorkItem: %v", err)
-						return
-					}
-					if err := p.Enqueue(ctx, raised(l.InstanceID)); err != nil {
-						fail("Enqueue event: %v", err)
-						return
-					}
-				}
-				if len(items) == 0 && len(leases) == 0 {
-					select {
-					case <-wake:
-					case <-time.After(200 * time.Millisecond): // a fallback only: wake-ups cover both stores
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
-	checkReadyTable(t, ps[0])
-	c, err := ps[0].Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Instances != int64(total) || c.ByStatus[provider.StatusCompleted] != int64(total) || c.HistoryEvents != int64(5*total) {
-		t.Fatalf("counts = %+v, want %d completed instances with 5 events each", c, total)
-	}
-	d, err := ps[0].QueueDepths(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *d != (provider.QueueDepths{}) {
-		t.Fatalf("queues not empty after the run: %+v", d)
-	}
-}
-
-// hammerTurn acks the messages of one turn of a hammer instance that had
-// consumed seen messages before.
-func hammerTurn(it *provider.OrchestrationItem, seen int) *provider.TurnAck {
-	ts := time.Now().UnixMilli()
-	ack := &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}
-	next := int64(len(it.History)) + 1
-	add := func(ev history.Event) {
-		ev.EventID, ev.TimestampMs = next, ts
-		next++
-		ack.History = append(ack.History, ev)
-	}
-	for _, m := range it.Messages {
-		switch m.Kind {
-		case history.WorkStartOrchestration:
-			add(history.Event{Kind: history.OrchestrationStarted, Name: "T", Input: json.RawMessage(`1`)})
-			add(history.Event{Kind: history.ActivityScheduled, Name: "A"})
-			ack.Metadata = provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning}
-			ack.WorkerItems = []*provider.WorkerMessage{testActivity(it.InstanceID, 2)}
-		case history.WorkActivityCompleted:
-			add(history.Event{Kind: history.ActivityCompleted, SourceEventID: 2})
-		case history.WorkExternalRaised:
-			add(history.Event{Kind: history.ExternalEvent, Name: "go"})
-		}
-	}
-	if seen+len(it.Messages) == 3 {
-		add(history.Event{Kind: history.OrchestrationCompleted, Output: json.RawMessage(`"ok"`)})
-		ack.Metadata.Status = provider.StatusCompleted
-		ack.Metadata.Output = json.RawMessage(`"ok"`)
-	}
-	return ack
-}
-
-func testStart(id string) *provider.OrchestratorMessage {
-	return &provider.OrchestratorMessage{
-		InstanceID: id,
-		Item:       history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "T", Input: json.RawMessage(`1`)},
-		Create:     &provider.NewInstance{OrchestrationName: "T", Input: json.RawMessage(`1`)},
-	}
-}
-
-func raised(id string) *provider.OrchestratorMessage {
-	return &provider.OrchestratorMessage{
-		InstanceID: id,
-		Item:       history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: "go", Data: json.RawMessage(`true`)},
-	}
-}
-
-func testActivity(id string, act int64) *provider.WorkerMessage {
-	return &provider.WorkerMessage{
-		InstanceID: id, ExecutionID: 1, ActivityID: act,
-		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: 1, ID: act, Name: "A"},
-	}
-}
-
-func completionAck(l *provider.WorkItemLease) *provider.WorkAck {
-	return &provider.WorkAck{
-		LockToken: l.LockToken,
-		Completion: &provider.OrchestratorMessage{
-			InstanceID: l.InstanceID,
-			Item: history.WorkItem{Kind: history.WorkActivityCompleted, InstanceID: l.InstanceID,
-				ExecutionID: l.ExecutionID, ID: l.ActivityID, Output: json.RawMessage(`2`)},
-		},
+	providertest.Hammer(t, []provider.Provider{a, b}, 6, 10)
+	if !t.Failed() {
+		checkReadyTable(t, a)
 	}
 }
 
@@ -712,11 +529,11 @@ func mustFetch(t *testing.T, p *Provider) *provider.OrchestrationItem {
 // runFirstTurn starts id and acks its first turn (two events, one activity).
 func runFirstTurn(t *testing.T, p *Provider, id string) {
 	t.Helper()
-	if err := p.Enqueue(t.Context(), testStart(id)); err != nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerStart(id)); err != nil {
 		t.Fatal(err)
 	}
 	it := mustFetch(t, p)
-	if err := p.AckOrchestrationItem(t.Context(), hammerTurn(it, 0)); err != nil {
+	if err := p.AckOrchestrationItem(t.Context(), providertest.HammerTurn(it, 0)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -731,7 +548,7 @@ func TestNotifyWithManyInstances(t *testing.T) {
 	b := openSchema(t, schema, nil)
 	var msgs []*provider.OrchestratorMessage
 	for i := range 100 {
-		msgs = append(msgs, testStart(fmt.Sprintf("%s-%03d", strings.Repeat("x", 150), i)))
+		msgs = append(msgs, providertest.HammerStart(fmt.Sprintf("%s-%03d", strings.Repeat("x", 150), i)))
 	}
 	last := msgs[len(msgs)-1].InstanceID
 	watch, stop := b.WatchInstance(last)
@@ -762,7 +579,7 @@ func TestCheckWritableOnReadOnlyServer(t *testing.T) {
 	defer ro.Close()
 	for name, err := range map[string]error{
 		"CheckWritable": ro.CheckWritable(t.Context()),
-		"Enqueue":       ro.Enqueue(t.Context(), testStart("ro")),
+		"Enqueue":       ro.Enqueue(t.Context(), providertest.HammerStart("ro")),
 	} {
 		if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
 			t.Errorf("%s on a read-only server: %v, want retryable ErrUnavailable", name, err)
@@ -813,16 +630,16 @@ func TestReadyTableStaysExact(t *testing.T) {
 		}
 		checkReadyTable(t, p)
 	}
-	step("enqueue", p.Enqueue(ctx, testStart("r1"), testStart("r2"), raised("r1")))
+	step("enqueue", p.Enqueue(ctx, providertest.HammerStart("r1"), providertest.HammerStart("r2"), providertest.HammerEvent("r1")))
 	it := mustFetch(t, p)
 	checkReadyTable(t, p)
 	step("renew", p.RenewOrchestrationItemLock(ctx, it.LockToken, 2*time.Minute))
-	step("late arrival", p.Enqueue(ctx, raised(it.InstanceID)))
+	step("late arrival", p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID)))
 	step("abandon", p.AbandonOrchestrationItem(ctx, it.LockToken, provider.AbandonOptions{Delay: time.Second}))
 	it = mustFetch(t, p)
-	step("late arrival", p.Enqueue(ctx, raised(it.InstanceID)))
-	step("ack", p.AckOrchestrationItem(ctx, hammerTurn(it, 0)))
-	timer := raised("r2")
+	step("late arrival", p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID)))
+	step("ack", p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 0)))
+	timer := providertest.HammerEvent("r2")
 	timer.VisibleAt = time.Now().Add(time.Hour)
 	step("timer", p.Enqueue(ctx, timer))
 	mustExec(t, p, `UPDATE orchestrator_queue SET work_item = 'not json' WHERE id = (SELECT min(id) FROM orchestrator_queue)`)
@@ -846,8 +663,8 @@ func TestMigration0002BackfillsReadyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustExec(t, p, sqlCreateMigrationsTable)
-	mustExec(t, p, ms[0].sql)
-	mustExec(t, p, sqlInsertMigration, ms[0].version, ms[0].name, 0)
+	mustExec(t, p, ms[0].SQL)
+	mustExec(t, p, sqlInsertMigration, ms[0].Version, ms[0].Name, 0)
 	// Data as release 0001 wrote it: messages for a free instance, a locked
 	// one with a late arrival, and a delayed timer.
 	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES

@@ -116,7 +116,7 @@ func harness() providertest.Harness {
 			return p
 		},
 		EnqueueWork: func(ctx context.Context, p provider.Provider, msgs ...*provider.WorkerMessage) error {
-			return p.(*Provider).EnqueueWork(ctx, msgs...)
+			return p.(*Provider).enqueueWork(ctx, msgs...)
 		},
 		FreshDatabase: func(t testing.TB, clock *providertest.Clock) func() (provider.Provider, error) {
 			t.Helper()

@@ -10,6 +10,7 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // InstanceQueue returns one instance's queue state, read in one
@@ -161,9 +162,9 @@ func (p *Provider) StalledInstances(ctx context.Context, opts provider.StalledOp
 	}
 	limit := opts.Limit
 	if limit == 0 {
-		limit = defaultPageSize
+		limit = sqlstore.DefaultPageSize
 	}
-	limit = min(limit, maxPageSize)
+	limit = min(limit, sqlstore.MaxPageSize)
 	page := &provider.StalledPage{InstanceIDs: []string{}}
 	err := p.read(ctx, op, func() error {
 		cutoff := p.now() - sqlenc.DurMs(opts.After)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 func TestPrefixUpperBound(t *testing.T) {
@@ -78,7 +79,7 @@ func TestListInstancesByteLevelPrefix(t *testing.T) {
 	p := openFresh(t, nil)
 	ctx := t.Context()
 	for _, id := range []string{"order-\u00e9", "order-\u00ea", "order-e", "other"} {
-		if err := p.Enqueue(ctx, testStart(id)); err != nil {
+		if err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
 			t.Fatalf("Enqueue(%q): %v", id, err)
 		}
 	}
@@ -165,8 +166,8 @@ func TestMigration0003BackfillsLastErrorSince(t *testing.T) {
 	}
 	mustExec(t, p, sqlCreateMigrationsTable)
 	for _, m := range ms[:2] {
-		mustExec(t, p, m.sql)
-		mustExec(t, p, sqlInsertMigration, m.version, m.name, 0)
+		mustExec(t, p, m.SQL)
+		mustExec(t, p, sqlInsertMigration, m.Version, m.Name, 0)
 	}
 	mustExec(t, p, `INSERT INTO instances (instance_id, status, created_at, updated_at, last_error) VALUES
 		('parked', 'Running', 10, 500, '{"kind":"configuration","message":"not registered"}'),

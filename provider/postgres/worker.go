@@ -14,6 +14,7 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 func isDuplicateEvent(err error) bool { return errors.Is(err, provider.ErrDuplicateEvent) }
@@ -48,8 +49,13 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 // caller; those the same ack canceled are gone) for lockMs, as a fetch
 // does, and returns their leases in insertion order. byID gives each row's
 // message.
+//
+// The lease is dated from the clock read now, after every lock the ack
+// waited for, not from the transaction's start: an ack delayed longer than
+// lockMs still hands out a live lease (see sqlenc.UnexpiredLeases for the
+// commit itself).
 func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	rows, err := w.lockWork(newTokenPrefix(), ids, w.now+lockMs)
+	rows, err := w.lockWork(sqlstore.NewTokenPrefix(), ids, w.p.now()+lockMs)
 	if err != nil {
 		return nil, err
 	}
@@ -66,29 +72,15 @@ func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage,
 // are skipped (FOR UPDATE SKIP LOCKED), never waited for.
 func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptions) ([]*provider.WorkItemLease, error) {
 	const op = "fetching work items"
-	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
-	}
-	limit := opts.Max
-	switch {
-	case limit < 0:
-		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
-	case limit == 0:
-		limit = 1
-	}
-	if s := opts.Session; s != nil {
-		if s.OwnerID == "" {
-			return nil, p.fail(op, sqlenc.Invalid("Session.OwnerID is empty"))
-		}
-		if s.LockTimeout <= 0 {
-			return nil, p.fail(op, sqlenc.Invalid("Session.LockTimeout %v must be positive", s.LockTimeout))
-		}
+	limit, err := sqlenc.WorkFetchLimit(opts)
+	if err != nil {
+		return nil, p.fail(op, err)
 	}
 	var (
 		leases []*provider.WorkItemLease
 		dead   []deadLetter
 	)
-	err := p.write(ctx, op, func(w *wtx) error {
+	err = p.write(ctx, op, func(w *wtx) error {
 		var err error
 		leases, dead, err = w.fetchWork(limit, opts.LockTimeout, opts.Session)
 		return err
@@ -102,7 +94,7 @@ func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOp
 
 func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.SessionOptions) ([]*provider.WorkItemLease, []deadLetter, error) {
 	until := w.now + sqlenc.DurMs(lockTimeout)
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	var (
 		leases  []*provider.WorkItemLease
 		dead    []deadLetter
@@ -184,16 +176,6 @@ func (w *wtx) fetchWork(limit int, lockTimeout time.Duration, sess *provider.Ses
 	return leases, dead, nil
 }
 
-// encWorkAck is a work ack validated and encoded before the transaction.
-type encWorkAck struct {
-	token      string
-	completion *sqlenc.Msg
-	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
-	cached     func(string) (int64, int64, bool)
-	then       *sqlenc.Ack // WorkAck.Then, or nil
-	thenAfter  int64
-}
-
 // workAckResult is what a work ack's transaction produced.
 type workAckResult struct {
 	turn    *provider.OrchestrationItem // the turn TakeTurn took
@@ -205,47 +187,13 @@ type workAckResult struct {
 // AckWorkItem completes one activity; see provider.Provider.
 func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error {
 	const op = "acking work item"
-	switch {
-	case ack == nil:
-		return p.fail(op, sqlenc.Invalid("nil work ack"))
-	case ack.LockToken == "":
-		return p.fail(op, sqlenc.Invalid("work ack has no LockToken"))
-	}
-	e := &encWorkAck{token: ack.LockToken}
-	if ack.Completion != nil {
-		m, err := sqlenc.EncodeMessage(ack.Completion)
-		if err != nil {
-			return p.fail(op, err)
-		}
-		e.completion = m
-	}
-	if t := ack.TakeTurn; t != nil {
-		if t.LockTimeout <= 0 {
-			return p.fail(op, sqlenc.Invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
-		}
-		if ack.Completion == nil {
-			return p.fail(op, sqlenc.Invalid("TakeTurn needs a Completion"))
-		}
-		e.takeMs, e.cached = sqlenc.DurMs(t.LockTimeout), t.Cached
+	e, err := sqlenc.EncodeWorkAck(ack)
+	if err != nil {
+		return p.fail(op, err)
 	}
 	ack.ThenApplied = false
-	if t := ack.Then; t != nil {
-		switch {
-		case ack.Completion == nil:
-			return p.fail(op, sqlenc.Invalid("Then needs a Completion"))
-		case t.LockToken != "":
-			return p.fail(op, sqlenc.Invalid("Then has a LockToken: it is the turn of an unlocked instance"))
-		case ack.ThenAfter < 1:
-			return p.fail(op, sqlenc.Invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
-		}
-		then, err := sqlenc.EncodeTurn(t)
-		if err != nil {
-			return p.fail(op, err)
-		}
-		e.then, e.thenAfter = then, ack.ThenAfter
-	}
 	var res workAckResult
-	err := p.write(ctx, op, func(w *wtx) error {
+	err = p.write(ctx, op, func(w *wtx) error {
 		var err error
 		res, err = w.applyWorkAck(e)
 		return err
@@ -255,43 +203,57 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 		return err
 	}
 	if res.applied {
-		ack.ThenApplied, ack.Then.Leased = true, res.leased
+		ack.ThenApplied, ack.Then.Leased = true, sqlenc.UnexpiredLeases(res.leased, p.clock())
 		return nil
 	}
 	ack.Turn = res.turn
 	return nil
 }
 
-func (w *wtx) applyWorkAck(e *encWorkAck) (workAckResult, error) {
-	id, ok := tokenRow(e.token)
+func (w *wtx) applyWorkAck(e *sqlenc.WorkAck) (workAckResult, error) {
+	id, ok := sqlstore.TokenRow(e.Token)
 	if !ok {
 		return workAckResult{}, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
 	}
-	if e.then != nil {
+	if e.Then != nil {
 		if res, done, err := w.applyThen(id, e); done || err != nil {
 			return res, err
 		}
 	} else if err := w.ackWorkRow(id, e); err != nil {
 		return workAckResult{}, err
 	}
-	if e.takeMs > 0 {
-		turn, dead, err := w.takeTurn(e.completion.InstanceID, e.takeMs, e.cached)
+	if e.TakeMs > 0 {
+		turn, dead, err := w.takeTurn(e.Completion.InstanceID, e.TakeMs, e.Cached)
 		return workAckResult{turn: turn, dead: dead}, err
 	}
 	return workAckResult{}, nil
 }
 
 // ackWorkRow deletes the acked worker row and enqueues its completion.
-func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
+//
+// Lock order. Every transaction that takes an instance's advisory lock
+// and row locks takes the advisory lock first: a turn ack holds it
+// (exclusive) when it deletes the activities it cancels
+// (TurnAck.CanceledActivities), and a work ack whose completion is for
+// that instance takes it (shared) before it deletes its worker row. Were
+// the row deleted first, a turn ack canceling that very activity could
+// wait for the row while the work ack waited for the advisory lock: a
+// deadlock the server breaks by aborting one of them (40P01). A work ack
+// without a completion takes no advisory lock and waits for nothing once
+// it holds its row, and applyThen keeps the same order.
+func (w *wtx) ackWorkRow(id int64, e *sqlenc.WorkAck) error {
 	// One round trip: the row's deletion and, for a completion that starts
 	// nothing, its enqueueing and the notification (all rolled back if the
 	// lock turns out to be lost).
 	var found bool
 	b := &pgx.Batch{}
-	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
-	plain := e.completion != nil && e.completion.Create == nil
+	plain := e.Completion != nil && e.Completion.Create == nil
 	if plain {
-		w.queuePlainMessages(b, []*sqlenc.Msg{e.completion})
+		_ = w.lockInstancesShared(b, []string{e.Completion.InstanceID})
+	}
+	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	if plain {
+		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
 		w.queueNotify(b)
 	}
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
@@ -300,8 +262,8 @@ func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 	if !found {
 		return fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
-	if e.completion != nil && !plain {
-		return w.insertMessage(e.completion)
+	if e.Completion != nil && !plain {
+		return w.insertMessage(e.Completion)
 	}
 	return nil
 }
@@ -315,18 +277,18 @@ func (w *wtx) ackWorkRow(id int64, e *encWorkAck) error {
 // It takes the instance's advisory lock before the quiet check, as a turn
 // ack does before its lock check: no fetch can lock the instance and no
 // other transaction can add messages or worker rows for it until this one
-// ends, so the check stays true while the turn is applied. The worker row
-// (and its session's row) are locked before the advisory lock, in the
-// order a plain work ack takes them (row, then the advisory lock shared
-// to enqueue), so two acks of one session never wait for each other in a
-// cycle.
-func (w *wtx) applyThen(id int64, e *encWorkAck) (res workAckResult, done bool, err error) {
-	inst := e.completion.InstanceID
+// ends, so the check stays true while the turn is applied. The advisory
+// lock is taken before the worker row (and its session's row), in the
+// order a plain work ack and a turn ack take them (see ackWorkRow), so
+// neither two acks of one session nor this ack and a turn ack canceling
+// its activity wait for each other in a cycle.
+func (w *wtx) applyThen(id int64, e *sqlenc.WorkAck) (res workAckResult, done bool, err error) {
+	inst := e.Completion.InstanceID
 	var found, quiet bool
 	b := &pgx.Batch{}
-	b.Queue(sqlAckWork, id, e.token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
-	b.Queue(sqlInstanceQuiet, inst, e.then.ExecutionID, e.thenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
+	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	b.Queue(sqlInstanceQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return res, false, err
 	}
@@ -334,14 +296,14 @@ func (w *wtx) applyThen(id int64, e *encWorkAck) (res workAckResult, done bool, 
 		return res, false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
 	if !quiet {
-		return res, false, w.insertMessages([]*sqlenc.Msg{e.completion})
+		return res, false, w.insertMessages([]*sqlenc.Msg{e.Completion})
 	}
-	if err := w.applyTurn(inst, e.then); err != nil {
+	if err := w.applyTurn(inst, e.Then); err != nil {
 		return res, false, err
 	}
 	res.applied = true
 	if len(w.leaseIDs) > 0 {
-		res.leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.LeaseMs)
+		res.leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.Then.LeaseMs)
 	}
 	return res, true, err
 }
@@ -356,8 +318,8 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 	if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance).Scan(&busy); err != nil || busy {
 		return nil, nil, err
 	}
-	prefix := newTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.now+lockMs)
+	prefix := sqlstore.NewTokenPrefix()
+	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		return nil, dead, err
 	}
@@ -393,7 +355,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 		s := string(b)
 		lastErr = &s
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -417,7 +379,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -433,11 +395,10 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	})
 }
 
-// EnqueueWork inserts worker messages atomically, all or none.
-//
-// It is not part of provider.Provider (the runtime enqueues activities
-// through turn acks); tests and tools use it.
-func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
+// enqueueWork inserts worker messages atomically, all or none. The
+// runtime enqueues activities through turn acks; the tests enqueue work
+// directly with it.
+func (p *Provider) enqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
 	const op = "enqueueing work"
 	enc := make([]*sqlenc.Work, len(msgs))
 	for i, m := range msgs {

@@ -60,6 +60,15 @@ var copyCases = []testCase{
 			e.noErr(err, "ReadHistory on the copy")
 			mustEqual(e.t, "history of "+id+" in the copy", hb, ha)
 		}
+		// The parked instance's run of errors is dated in the copy too, so
+		// stall reports (ListStalled) see it.
+		qa := e.queue("parked")
+		qb, err := dst.(provider.Admin).InstanceQueue(e.ctx, "parked")
+		e.noErr(err, "InstanceQueue on the copy")
+		if qa.LastErrorSince.IsZero() {
+			e.t.Fatal("the source's parked instance has no LastErrorSince: the case does not cover it")
+		}
+		e.sameTime("LastErrorSince of parked in the copy", qb.LastErrorSince, qa.LastErrorSince)
 		la, err := e.p.GetExecutionLock(e.ctx, "w")
 		e.noErr(err, "GetExecutionLock on the source")
 		lb, err := dst.GetExecutionLock(e.ctx, "w")

@@ -122,6 +122,7 @@ func groups() []group {
 		{"Copy", copyCases},
 		{"Waits", waitCases},
 		{"Then", thenCases},
+		{"Hammer", hammerCases},
 	}
 }
 

@@ -3,47 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
-
-// Admin limits.
-const (
-	defaultPageSize = 100
-	maxPageSize     = 1000
-)
-
-// cursorPrefix versions the opaque ListInstances cursor.
-const cursorPrefix = "v1:"
-
-func encodeCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
-}
-
-func decodeCursor(c string) (int64, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, sqlenc.Invalid("malformed cursor %q", c)
-	}
-	s, ok := strings.CutPrefix(string(b), cursorPrefix)
-	if !ok {
-		return 0, sqlenc.Invalid("malformed cursor %q", c)
-	}
-	seq, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || seq < 1 {
-		return 0, sqlenc.Invalid("malformed cursor %q", c)
-	}
-	return seq, nil
-}
 
 // prefixUpperBound returns the smallest string above every string that
 // starts with prefix, in SQLite's byte order (BINARY collation): the prefix
@@ -58,128 +25,6 @@ func prefixUpperBound(prefix string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// nullJSON returns a stored JSON column as a RawMessage, nil for NULL.
-func nullJSON(s sql.NullString) json.RawMessage {
-	if !s.Valid {
-		return nil
-	}
-	return json.RawMessage(s.String)
-}
-
-// nullError decodes a stored ErrorDetails column.
-func nullError(s sql.NullString) (*history.ErrorDetails, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	var d history.ErrorDetails
-	if err := json.Unmarshal([]byte(s.String), &d); err != nil {
-		return nil, fmt.Errorf("%w: error details: %w", provider.ErrCorruptData, err)
-	}
-	return &d, nil
-}
-
-// scanInstanceInfo scans the columns of instanceColumns, after extra.
-func scanInstanceInfo(r interface{ Scan(...any) error }, extra ...any) (*provider.InstanceInfo, error) {
-	in, err := scanInstanceRow(r, extra...)
-	if err != nil {
-		return nil, err
-	}
-	if in.corrupt != nil {
-		return nil, fmt.Errorf("instance %q: %w", in.InstanceID, in.corrupt)
-	}
-	return &in.InstanceInfo, nil
-}
-
-// instanceRow is a scanned instance row. corrupt is set (wrapping
-// provider.ErrCorruptData) when a stored JSON column cannot be decoded;
-// the fields that decoded are filled in, the others left empty.
-type instanceRow struct {
-	provider.InstanceInfo
-	corrupt error
-}
-
-// corruptRowMessage starts the LastError message of a listed instance
-// whose row could not be fully decoded.
-const corruptRowMessage = "corrupt stored row: "
-
-// markCorrupt returns the listed form of a row that could not be fully
-// decoded: the fields that decoded, and LastError describing the damage.
-func (in *instanceRow) markCorrupt() provider.InstanceInfo {
-	info := in.InstanceInfo
-	info.LastError = &history.ErrorDetails{Kind: history.ErrorInfrastructure, Message: corruptRowMessage + in.corrupt.Error()}
-	return info
-}
-
-// scanInstanceRow scans the columns of instanceColumns, after extra. A
-// column that cannot be decoded is left empty and reported in corrupt;
-// only a failure to scan is an error.
-func scanInstanceRow(r interface{ Scan(...any) error }, extra ...any) (*instanceRow, error) {
-	var (
-		in                          provider.InstanceInfo
-		status                      string
-		input, output, errJ, custom sql.NullString
-		lastErr                     sql.NullString
-		created, updated            int64
-	)
-	dest := append(extra, &in.InstanceID, &in.OrchestrationName, &in.OrchestrationVersion, &status,
-		&in.CurrentExecutionID, &input, &output, &errJ, &custom, &in.CustomStatusVersion,
-		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated, &lastErr)
-	if err := r.Scan(dest...); err != nil {
-		return nil, err
-	}
-	row := &instanceRow{}
-	var bad []string
-	in.Status = provider.Status(status)
-	for _, c := range []struct {
-		name string
-		col  sql.NullString
-		dst  *json.RawMessage
-	}{{"input", input, &in.Input}, {"output", output, &in.Output}, {"custom status", custom, &in.CustomStatus}} {
-		if v := nullJSON(c.col); v != nil && !json.Valid(v) {
-			bad = append(bad, c.name+" is not valid JSON")
-		} else {
-			*c.dst = v
-		}
-	}
-	var err error
-	if in.Error, err = nullError(errJ); err != nil {
-		bad = append(bad, "error details are not valid JSON")
-	}
-	if in.LastError, err = nullError(lastErr); err != nil {
-		bad = append(bad, "last error details are not valid JSON")
-	}
-	in.CreatedAt, in.UpdatedAt = msTime(created), msTime(updated)
-	row.InstanceInfo = in
-	if len(bad) > 0 {
-		row.corrupt = fmt.Errorf("%w: %s", provider.ErrCorruptData, strings.Join(bad, "; "))
-	}
-	return row, nil
-}
-
-func scanExecutionInfo(r interface{ Scan(...any) error }) (*provider.ExecutionInfo, error) {
-	var (
-		e                   provider.ExecutionInfo
-		status              string
-		input, output, errJ sql.NullString
-		started             int64
-		completed           sql.NullInt64
-	)
-	if err := r.Scan(&e.ExecutionID, &status, &input, &output, &errJ, &started, &completed, &e.EventCount); err != nil {
-		return nil, err
-	}
-	e.Status = provider.Status(status)
-	e.Input, e.Output = nullJSON(input), nullJSON(output)
-	var err error
-	if e.Error, err = nullError(errJ); err != nil {
-		return nil, fmt.Errorf("execution %d: %w", e.ExecutionID, err)
-	}
-	e.StartedAt = msTime(started)
-	if completed.Valid {
-		e.CompletedAt = msTime(completed.Int64)
-	}
-	return &e, nil
 }
 
 // ListInstances returns one page of instances, newest first; see
@@ -220,19 +65,19 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 		defer rows.Close()
 		for rows.Next() {
 			if len(page.Instances) == limit {
-				page.NextCursor = encodeCursor(lastSeq)
+				page.NextCursor = sqlstore.EncodeCursor(lastSeq)
 				break
 			}
 			// A row whose JSON columns cannot be decoded is listed with
 			// what decoded and LastError naming the damage, so one bad
 			// row does not hide the page (GetInstance reports it as
 			// ErrCorruptData).
-			in, err := scanInstanceRow(rows, &lastSeq)
+			in, err := sqlstore.ScanInstanceRow(rows, &lastSeq)
 			switch {
 			case err != nil:
 				return interpretError(err, nil)
-			case in.corrupt != nil:
-				page.Instances = append(page.Instances, in.markCorrupt())
+			case in.Corrupt != nil:
+				page.Instances = append(page.Instances, in.MarkCorrupt())
 			default:
 				page.Instances = append(page.Instances, in.InstanceInfo)
 			}
@@ -261,16 +106,16 @@ func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (
 	case limit < 0:
 		return "", nil, 0, sqlenc.Invalid("Limit %d is negative", limit)
 	case limit == 0:
-		limit = defaultPageSize
-	case limit > maxPageSize:
-		limit = maxPageSize
+		limit = sqlstore.DefaultPageSize
+	case limit > sqlstore.MaxPageSize:
+		limit = sqlstore.MaxPageSize
 	}
 	// The filters other than the states, which every part of a
 	// several-state query repeats.
 	var filters string
 	var fargs []any
 	if opts.Cursor != "" {
-		seq, err := decodeCursor(opts.Cursor)
+		seq, err := sqlstore.DecodeCursor(opts.Cursor)
 		if err != nil {
 			return "", nil, 0, err
 		}
@@ -337,7 +182,7 @@ func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provide
 	var in *provider.InstanceInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		in, err = scanInstanceInfo(p.rstmts[rGetInstance].QueryRowContext(ctx, instanceID))
+		in, err = sqlstore.ScanInstanceInfo(p.rstmts[rGetInstance].QueryRowContext(ctx, instanceID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
 		}
@@ -362,7 +207,7 @@ func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]pro
 		}
 		out = []provider.ExecutionInfo{}
 		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rListExecutions]), func(r *sql.Rows) error {
-			e, err := scanExecutionInfo(r)
+			e, err := sqlstore.ScanExecutionInfo(r)
 			if err != nil {
 				return err
 			}
@@ -396,7 +241,7 @@ func (p *Provider) GetExecution(ctx context.Context, instanceID string, executio
 	var e *provider.ExecutionInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		e, err = scanExecutionInfo(p.rstmts[rGetExecution].QueryRowContext(ctx, instanceID, executionID))
+		e, err = sqlstore.ScanExecutionInfo(p.rstmts[rGetExecution].QueryRowContext(ctx, instanceID, executionID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("instance %q execution %d: %w", instanceID, executionID, provider.ErrNotFound)
 		}
@@ -597,9 +442,9 @@ func (p *Provider) ListDeadLetters(ctx context.Context, limit int) ([]provider.D
 	case limit < 0:
 		return nil, p.fail(op, sqlenc.Invalid("limit %d is negative", limit))
 	case limit == 0:
-		limit = defaultPageSize
-	case limit > maxPageSize:
-		limit = maxPageSize
+		limit = sqlstore.DefaultPageSize
+	case limit > sqlstore.MaxPageSize:
+		limit = sqlstore.MaxPageSize
 	}
 	out := []provider.DeadLetter{}
 	err := p.read(ctx, op, func() error {

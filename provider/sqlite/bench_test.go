@@ -155,7 +155,7 @@ func fillWork(b *testing.B, p *Provider, n int) {
 		for j := i; j < min(n, i+chunk); j++ {
 			msgs = append(msgs, benchActivity("act-"+strconv.Itoa(j/10), int64(j%10)+1))
 		}
-		if err := p.EnqueueWork(context.Background(), msgs...); err != nil {
+		if err := p.enqueueWork(context.Background(), msgs...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -382,7 +382,7 @@ func BenchmarkNextVisible(b *testing.B) {
 					if err := p.Enqueue(ctx, msgs...); err != nil {
 						b.Fatal(err)
 					}
-					if err := p.EnqueueWork(ctx, work...); err != nil {
+					if err := p.enqueueWork(ctx, work...); err != nil {
 						b.Fatal(err)
 					}
 				}

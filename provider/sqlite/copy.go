@@ -10,6 +10,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Compile-time checks of the copy capabilities.
@@ -119,14 +120,14 @@ func (s *snapshot) queries() []exportQuery {
 			var (
 				e                    provider.ExecutionRecord
 				status               string
-				input, output, errJ  sql.NullString
+				input, output, errJ  *string
 				started, completedAt int64
 			)
 			if err := r.Scan(&e.InstanceID, &e.ExecutionID, &status, &input, &output, &errJ, &started, &completedAt); err != nil {
 				return nil, err
 			}
 			e.Status = provider.Status(status)
-			e.Input, e.Output, e.Error = nullJSON(input), nullJSON(output), nullJSON(errJ)
+			e.Input, e.Output, e.Error = sqlstore.NullJSON(input), sqlstore.NullJSON(output), sqlstore.NullJSON(errJ)
 			e.StartedAt, e.CompletedAt = msTime(started), optTime(completedAt)
 			return &e, nil
 		}},
@@ -234,7 +235,7 @@ func scanInstanceRecord(r *sql.Rows) (provider.Record, error) {
 	var (
 		in                                   provider.InstanceRecord
 		status                               string
-		input, output, errJ, custom, lastErr sql.NullString
+		input, output, errJ, custom, lastErr *string
 		created, updated                     int64
 	)
 	if err := r.Scan(&in.InstanceID, &in.OrchestrationName, &in.OrchestrationVersion, &status,
@@ -243,7 +244,7 @@ func scanInstanceRecord(r *sql.Rows) (provider.Record, error) {
 		return nil, err
 	}
 	in.Status = provider.Status(status)
-	in.Input, in.Output, in.Error, in.CustomStatus, in.LastError = nullJSON(input), nullJSON(output), nullJSON(errJ), nullJSON(custom), nullJSON(lastErr)
+	in.Input, in.Output, in.Error, in.CustomStatus, in.LastError = sqlstore.NullJSON(input), sqlstore.NullJSON(output), sqlstore.NullJSON(errJ), sqlstore.NullJSON(custom), sqlstore.NullJSON(lastErr)
 	in.CreatedAt, in.UpdatedAt = msTime(created), msTime(updated)
 	return &in, nil
 }

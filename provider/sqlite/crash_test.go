@@ -18,6 +18,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 // The crash test runs a small workload in a child process (this test binary
@@ -61,7 +62,7 @@ func TestCrashLosesNothingAndDoesNothingTwice(t *testing.T) {
 	setup := openFile(t, path, nil)
 	for i := range crashInstances {
 		id := "crash-" + strconv.Itoa(i)
-		msg := testStart(id)
+		msg := providertest.HammerStart(id)
 		msg.Create.Lock = &provider.LockRequest{Key: crashKey(i), TTL: crashLockTTL, Queue: true}
 		if err := setup.Enqueue(ctx, msg); err != nil {
 			t.Fatalf("Enqueue(%s): %v", id, err)

@@ -1,34 +1,16 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
-
-// storeError is a driver error translated to a provider sentinel. Both stay
-// reachable with errors.Is/As.
-type storeError struct {
-	sentinel error
-	cause    error
-}
-
-func (e *storeError) Error() string   { return fmt.Sprintf("%v: %v", e.sentinel, e.cause) }
-func (e *storeError) Unwrap() []error { return []error{e.sentinel, e.cause} }
-
-// sentinels are the provider errors that need no translation.
-var sentinels = []error{
-	provider.ErrNotFound, provider.ErrInstanceExists, provider.ErrLockLost, provider.ErrDuplicateEvent,
-	provider.ErrCorruptData, provider.ErrStillRunning, provider.ErrChildInstance, provider.ErrInvalidArgument,
-	provider.ErrClosed, provider.ErrBusy, provider.ErrUnavailable, provider.ErrLocked, provider.ErrLockContended,
-}
 
 // interpretError translates an error from the driver or database/sql into
 // the provider's sentinels; it is the only place that looks at driver
@@ -37,33 +19,21 @@ var sentinels = []error{
 // ErrInvalidArgument. Errors that already carry a sentinel, context errors
 // and nil pass through unchanged.
 func interpretError(err error, conflict error) error {
-	if err == nil {
-		return nil
-	}
-	var se *storeError
-	if errors.As(err, &se) {
-		return err
-	}
-	for _, s := range sentinels {
-		if errors.Is(err, s) {
-			return err
-		}
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if sqlstore.Classified(err) {
 		return err
 	}
 	var le *sqlite.Error
 	if errors.As(err, &le) {
 		if s := sentinelForCode(le.Code(), conflict); s != nil {
-			return &storeError{sentinel: s, cause: err}
+			return sqlstore.Translated(s, err)
 		}
 		return err
 	}
 	switch {
 	case errors.Is(err, sql.ErrConnDone), errors.Is(err, driver.ErrBadConn):
-		return &storeError{sentinel: provider.ErrUnavailable, cause: err}
+		return sqlstore.Translated(provider.ErrUnavailable, err)
 	case errors.Is(err, sql.ErrTxDone):
-		return &storeError{sentinel: provider.ErrBusy, cause: err}
+		return sqlstore.Translated(provider.ErrBusy, err)
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // explain returns the EXPLAIN QUERY PLAN lines of q with args.
@@ -41,7 +42,7 @@ func explain(t *testing.T, p *Provider, q string, args []any) []string {
 func TestListInstancesPlans(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "plan.db"), nil)
-	cursor := encodeCursor(1000)
+	cursor := sqlstore.EncodeCursor(1000)
 	cases := []struct {
 		name string
 		opts provider.ListInstancesOptions
@@ -109,7 +110,7 @@ func TestCommonPrefixQueryLists(t *testing.T) {
 		var ids []string
 		for rows.Next() {
 			var seq int64
-			in, err := scanInstanceRow(rows, &seq)
+			in, err := sqlstore.ScanInstanceRow(rows, &seq)
 			if err != nil {
 				t.Fatal(err)
 			}

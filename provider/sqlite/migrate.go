@@ -1,58 +1,21 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// are NNNN_description.sql; versions are unique and start at 1.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		name := e.Name()
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 || path.Ext(name) != ".sql" {
-			return nil, fmt.Errorf("sqlite: bad migration file name %q (want NNNN_name.sql)", name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: strings.TrimSuffix(name, ".sql"), sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("sqlite: two migrations have version %d", ms[i].version)
-		}
-	}
-	return ms, nil
+// migrations returns the embedded migrations in version order.
+func migrations() ([]sqlstore.Migration, error) {
+	return sqlstore.Migrations(migrationFS, "migrations", "sqlite")
 }
 
 // Migrate applies the pending schema migrations, each in its own
@@ -75,42 +38,42 @@ func (p *Provider) Migrate(ctx context.Context) error {
 	if err := p.writer.QueryRowContext(ctx, sqlMaxMigration).Scan(&current); err != nil {
 		return p.fail("migrating", err)
 	}
-	if latest := ms[len(ms)-1].version; current > latest {
+	if latest := ms[len(ms)-1].Version; current > latest {
 		return fmt.Errorf("sqlite: the database schema is at version %d, newer than this release supports (%d): upgrade duroxide", current, latest)
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		if m.Version <= current {
 			continue
 		}
 		if err := p.applyMigration(ctx, m); err != nil {
-			return p.fail("applying migration "+m.name, err)
+			return p.fail("applying migration "+m.Name, err)
 		}
 	}
 	return nil
 }
 
-func (p *Provider) applyMigration(ctx context.Context, m migration) error {
+func (p *Provider) applyMigration(ctx context.Context, m sqlstore.Migration) error {
 	tx, err := p.writer.BeginTx(ctx, nil) // BEGIN IMMEDIATE: serialized with other processes
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
 	var n int
-	if err := tx.QueryRowContext(ctx, sqlMigrationApplied, m.version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlMigrationApplied, m.Version).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
 		return nil // another process applied it
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, sqlInsertMigration, m.version, m.name, p.now()); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlInsertMigration, m.Version, m.Name, p.now()); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	p.log.Info("sqlite: applied schema migration", logkey.Migration, m.name, logkey.Path, p.path)
+	p.log.Info("sqlite: applied schema migration", logkey.Migration, m.Name, logkey.Path, p.path)
 	return nil
 }

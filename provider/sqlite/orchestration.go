@@ -14,6 +14,7 @@ import (
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Queue names used in dead_letters.queue.
@@ -59,22 +60,16 @@ type fetchedMsg struct {
 // transaction; see provider.Provider.
 func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
 	const op = "fetching orchestration items"
-	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
-	}
-	limit := opts.Max
-	switch {
-	case limit < 0:
-		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
-	case limit == 0:
-		limit = 1
+	limit, err := sqlenc.FetchLimit(opts.LockTimeout, opts.Max)
+	if err != nil {
+		return nil, p.fail(op, err)
 	}
 	var (
 		items     []*provider.OrchestrationItem
-		histories map[string][]storedEvent
+		histories map[string][]sqlstore.StoredEvent
 		dead      []deadLetter
 	)
-	err := p.write(ctx, op, func(w *wtx) error {
+	err = p.write(ctx, op, func(w *wtx) error {
 		var err error
 		items, histories, dead, err = w.fetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached)
 		return err
@@ -90,15 +85,15 @@ func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.Fe
 // decodeHistories decodes the loaded history of each item, after the
 // transaction committed: the instance locks keep it stable and the writer
 // is free sooner.
-func decodeHistories(items []*provider.OrchestrationItem, histories map[string][]storedEvent) {
+func decodeHistories(items []*provider.OrchestrationItem, histories map[string][]sqlstore.StoredEvent) {
 	for _, it := range items {
 		if it.Instance == nil {
 			it.History = []history.Event{}
 			continue
 		}
 		rows := histories[it.InstanceID]
-		slices.SortFunc(rows, func(a, b storedEvent) int { return cmp.Compare(a.id, b.id) })
-		evs, herr := decodeStoredEvents(rows)
+		slices.SortFunc(rows, func(a, b sqlstore.StoredEvent) int { return cmp.Compare(a.ID, b.ID) })
+		evs, herr := sqlstore.DecodeEvents(rows)
 		if herr != nil {
 			it.HistoryError = fmt.Errorf("instance %q execution %d: %w", it.InstanceID, it.Instance.CurrentExecutionID, herr)
 			continue
@@ -107,9 +102,9 @@ func decodeHistories(items []*provider.OrchestrationItem, histories map[string][
 	}
 }
 
-func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, map[string][]storedEvent, []deadLetter, error) {
+func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
 	until := w.now + lockMs
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	var (
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
@@ -253,7 +248,7 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 // loadTurns loads the instance rows of the locked items, the history
 // each needs (only what cached does not hold) and when pending starts come
 // due.
-func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) (map[string][]storedEvent, error) {
+func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) (map[string][]sqlstore.StoredEvent, error) {
 	ids := make([]string, len(items))
 	byID := make(map[string]*provider.OrchestrationItem, len(items))
 	for i, it := range items {
@@ -310,7 +305,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 			continue
 		}
 		rows := histories[it.InstanceID]
-		k := slices.IndexFunc(rows, func(e storedEvent) bool { return e.id == it.HistoryAfter })
+		k := slices.IndexFunc(rows, func(e sqlstore.StoredEvent) bool { return e.ID == it.HistoryAfter })
 		if k < 0 {
 			it.HistoryAfter = 0
 			delete(histories, it.InstanceID)
@@ -347,8 +342,8 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 
 // loadHistories reads the current-execution history of each [instance,
 // after] pair from event ID after on (all of it for 0).
-func (w *wtx) loadHistories(pairs [][2]any) (map[string][]storedEvent, error) {
-	out := make(map[string][]storedEvent, len(pairs))
+func (w *wtx) loadHistories(pairs [][2]any) (map[string][]sqlstore.StoredEvent, error) {
+	out := make(map[string][]sqlstore.StoredEvent, len(pairs))
 	if len(pairs) == 0 {
 		return out, nil
 	}
@@ -358,8 +353,8 @@ func (w *wtx) loadHistories(pairs [][2]any) (map[string][]storedEvent, error) {
 	}
 	err = w.query(sHistoriesOf, func(r *sql.Rows) error {
 		var id string
-		var ev storedEvent
-		if err := r.Scan(&id, &ev.id, &ev.data); err != nil {
+		var ev sqlstore.StoredEvent
+		if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
 			return err
 		}
 		out[id] = append(out[id], ev)
@@ -477,7 +472,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnA
 	if err != nil {
 		return err
 	}
-	ack.Leased = leased
+	ack.Leased = sqlenc.UnexpiredLeases(leased, p.clock())
 	return nil
 }
 
@@ -493,7 +488,7 @@ func (w *wtx) applyAck(e *sqlenc.Ack) ([]*provider.WorkItemLease, error) {
 
 func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
 	// (a) The lock must be held and unexpired.
-	inst, ok := tokenInstance(e.Token)
+	inst, ok := sqlstore.TokenInstance(e.Token)
 	if !ok {
 		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
@@ -648,7 +643,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
 		}
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -681,7 +676,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	inst, ok := tokenInstance(lockToken)
+	inst, ok := sqlstore.TokenInstance(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}

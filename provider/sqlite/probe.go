@@ -34,7 +34,7 @@ func (p *Provider) CheckWritable(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	latest := ms[len(ms)-1].version
+	latest := ms[len(ms)-1].Version
 	// Only a store without the migrations table is called not migrated;
 	// any other failure is reported as what it is.
 	var tables int

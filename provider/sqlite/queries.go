@@ -668,10 +668,15 @@ FROM worker_queue ORDER BY id`
 	sqlExportIdempotency    = `SELECT idem_key, instance_id, created_at, expires_at, coalesce(purged_at, 0) FROM idempotency_keys ORDER BY idem_key`
 	sqlExportDeadLetters    = `SELECT queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id`
 
+	// An instance with a LastError is dated as erring since its last
+	// update (the record does not carry the start of the run of errors,
+	// as migration 0007 dates existing rows), so a parked instance stays
+	// visible to stall reports in the copy.
 	sqlImportInstance = `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
     current_execution_id, input, output, error, custom_status, custom_status_version,
-    parent_instance_id, parent_execution_id, created_at, updated_at, last_error)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, nullif(?11, ''), ?12, ?13, ?14, ?15)`
+    parent_instance_id, parent_execution_id, created_at, updated_at, last_error, last_error_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, nullif(?11, ''), ?12, ?13, ?14, ?15,
+    CASE WHEN ?15 IS NULL THEN NULL ELSE ?14 END)`
 	sqlImportExecution = `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, nullif(?8, 0))`
 	sqlImportEvent = `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)

@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/notify"
 )
 
@@ -28,6 +27,10 @@ var (
 	_ provider.Provider = (*Provider)(nil)
 	_ provider.Admin    = (*Provider)(nil)
 	_ provider.Waker    = (*Provider)(nil)
+
+	_ provider.Migrator        = (*Provider)(nil)
+	_ provider.WritableChecker = (*Provider)(nil)
+	_ provider.StatsReporter   = (*Provider)(nil)
 )
 
 // Options configures a Provider. The zero value (or a nil *Options) gives
@@ -367,48 +370,10 @@ func (p *Provider) now() int64 { return p.clock().UnixMilli() }
 // msTime converts stored epoch milliseconds to a time.Time in UTC.
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-// Lock tokens are a random prefix (32 hex digits and a dot, fresh for each
-// fetch) followed by the identity of what they lock: the instance ID for an
-// instance lock, the row id for a worker row. A fetch builds all its tokens
-// in one statement, and a token leads straight to its row by primary key,
-// so no index on lock_token is needed. The tokens stay opaque to callers.
-const tokenPrefixLen = 33
-
-// newTokenPrefix returns a fresh random lock-token prefix.
-func newTokenPrefix() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:]) + "."
-}
-
-// tokenInstance returns the instance an orchestration lock token names.
-func tokenInstance(token string) (string, bool) {
-	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
-		return "", false
-	}
-	return token[tokenPrefixLen:], true
-}
-
-// tokenRow returns the worker row id a work lock token names.
-func tokenRow(token string) (int64, bool) {
-	if len(token) <= tokenPrefixLen || token[tokenPrefixLen-1] != '.' {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(token[tokenPrefixLen:], 10, 64)
-	return id, err == nil
-}
-
-// fail turns an error of operation op into what the caller sees: ErrClosed
-// once the store is closed, otherwise the error (already interpreted at the
-// statement) with the operation as context.
+// fail turns an error of operation op into what the caller sees (see
+// sqlstore.Fail).
 func (p *Provider) fail(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if p.closed.Load() && !errors.Is(err, provider.ErrClosed) {
-		return fmt.Errorf("sqlite: %s: %w", op, provider.ErrClosed)
-	}
-	return fmt.Errorf("sqlite: %s: %w", op, interpretError(err, nil))
+	return sqlstore.Fail("sqlite", op, p.closed.Load(), err, interpretError)
 }
 
 // wtx is one request's view of a write transaction on the writer

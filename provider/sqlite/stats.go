@@ -1,16 +1,16 @@
 package sqlite
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// Stats are counters of a Provider since it was opened.
-type Stats struct {
-	// Commits counts the write transactions committed. With group commit
-	// one transaction may carry the writes of several concurrent calls, so
-	// it is at most the number of write calls that succeeded. Reads,
-	// failed (rolled back) transactions and the schema migrations of Open
-	// and Migrate are not counted.
-	Commits int64
-}
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// Stats are counters of a Provider since it was opened (see
+// provider.Stats). With group commit one transaction may carry the writes
+// of several concurrent calls, so Commits is at most the number of write
+// calls that succeeded.
+type Stats = provider.Stats
 
 // stats holds the counters behind Stats.
 type stats struct {

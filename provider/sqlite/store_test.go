@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,13 +10,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 func openFile(t *testing.T, path string, opts *Options) *Provider {
@@ -159,7 +157,7 @@ func TestMigrationsRecordedAndIdempotent(t *testing.T) {
 	}
 	var want []int
 	for _, m := range ms {
-		want = append(want, m.version)
+		want = append(want, m.Version)
 	}
 	path := filepath.Join(t.TempDir(), "m.db")
 	p := openFile(t, path, nil)
@@ -179,13 +177,13 @@ func TestMigrationsRecordedAndIdempotent(t *testing.T) {
 func TestNoMigrateThenMigrate(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "n.db"), &Options{NoMigrate: true})
-	if err := p.Enqueue(t.Context(), testStart("a")); err == nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err == nil {
 		t.Fatal("Enqueue on an unmigrated store succeeded")
 	}
 	if err := p.Migrate(t.Context()); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
-	if err := p.Enqueue(t.Context(), testStart("a")); err != nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
 		t.Fatalf("Enqueue after Migrate: %v", err)
 	}
 }
@@ -252,7 +250,7 @@ func TestBusyFromAnotherProcessIsErrBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	err = p.Enqueue(t.Context(), testStart("a"))
+	err = p.Enqueue(t.Context(), providertest.HammerStart("a"))
 	if !errors.Is(err, provider.ErrBusy) || !provider.IsRetryable(err) {
 		t.Fatalf("Enqueue while another process writes: %v, want retryable ErrBusy", err)
 	}
@@ -279,7 +277,7 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "dup.db"), nil)
 	runFirstTurn(t, p, "d")
-	if err := p.Enqueue(t.Context(), raised("d")); err != nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
 		t.Fatal(err)
 	}
 	it := mustFetch(t, p)
@@ -356,202 +354,8 @@ func TestConcurrentHammerNeverBusy(t *testing.T) {
 				path = filepath.Join(t.TempDir(), "hammer.db")
 			}
 			p := openFile(t, path, nil)
-			hammer(t, []*Provider{p}, 16, 20)
+			providertest.Hammer(t, []provider.Provider{p}, 16, 20)
 		})
-	}
-}
-
-// TestTwoProvidersOnOneFileNeverDoubleLock opens the same file twice (two
-// "processes") and checks that no instance is ever held by two fetchers.
-func TestTwoProvidersOnOneFileNeverDoubleLock(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "shared.db")
-	a := openFile(t, path, nil)
-	b := openFile(t, path, nil)
-	hammer(t, []*Provider{a, b}, 8, 20)
-}
-
-// hammer starts instances through the providers and has goroutines run
-// them to completion. An instance gets three messages (its start, its one
-// activity's completion, an external event), in as many turns as the
-// batches fall, and completes when it has seen all three. It fails on any
-// error, on an instance held by two fetchers at once, on a history that
-// does not match what was acked, and on a lost or repeated message.
-func hammer(t *testing.T, ps []*Provider, goroutines, perGoroutine int) {
-	t.Helper()
-	ctx := t.Context()
-	total := goroutines * perGoroutine
-	var (
-		mu       sync.Mutex
-		held     = map[string]bool{}
-		seen     = map[string]int{} // messages consumed per instance
-		histLen  = map[string]int{} // events acked per instance
-		done     atomic.Int64
-		failures atomic.Int64
-	)
-	fail := func(format string, args ...any) {
-		failures.Add(1)
-		t.Errorf(format, args...)
-	}
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := ps[g%len(ps)]
-			for i := range perGoroutine {
-				id := fmt.Sprintf("h-%d-%d", g, i)
-				if err := p.Enqueue(ctx, testStart(id)); err != nil {
-					fail("Enqueue: %v", err)
-					return
-				}
-			}
-			for done.Load() < int64(total) && failures.Load() == 0 {
-				items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 2})
-				if err != nil {
-					fail("FetchOrchestrationItems: %v", err)
-					return
-				}
-				for _, it := range items {
-					id := it.InstanceID
-					mu.Lock()
-					if held[id] {
-						mu.Unlock()
-						fail("instance %s fetched while held by another fetcher", id)
-						return
-					}
-					held[id] = true
-					prevSeen, prevLen := seen[id], histLen[id]
-					mu.Unlock()
-					if len(it.History) != prevLen {
-						fail("instance %s: fetched history has %d events, %d were acked", id, len(it.History), prevLen)
-						return
-					}
-					ack := hammerTurn(it, prevSeen)
-					// Clear the in-memory mark before the ack commits: it is
-					// the store's lock that must be exclusive.
-					mu.Lock()
-					delete(held, id)
-					seen[id] = prevSeen + len(it.Messages)
-					histLen[id] = prevLen + len(ack.History)
-					finished := seen[id] == 3
-					if seen[id] > 3 {
-						mu.Unlock()
-						fail("instance %s consumed %d messages, want 3", id, seen[id])
-						return
-					}
-					mu.Unlock()
-					if err := p.AckOrchestrationItem(ctx, ack); err != nil {
-						fail("ack %s: %v", id, err)
-						return
-					}
-					if finished {
-						done.Add(1)
-					}
-				}
-				leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 2})
-				if err != nil {
-					fail("FetchWorkItems: %v", err)
-					return
-				}
-				for _, l := range leases {
-					if err := p.AckWorkItem(ctx, completionAck(l)); err != nil {
-						fail("AckWorkItem: %v", err)
-						return
-					}
-					if err := p.Enqueue(ctx, raised(l.InstanceID)); err != nil {
-						fail("Enqueue event: %v", err)
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
-	checkReadyTable(t, ps[0])
-	c, err := ps[0].Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Instances != int64(total) || c.ByStatus[provider.StatusCompleted] != int64(total) || c.HistoryEvents != int64(5*total) {
-		t.Fatalf("counts = %+v, want %d completed instances with 5 events each", c, total)
-	}
-	d, err := ps[0].QueueDepths(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *d != (provider.QueueDepths{}) {
-		t.Fatalf("queues not empty after the run: %+v", d)
-	}
-}
-
-// hammerTurn acks the messages of one turn of a hammer instance that had
-// consumed seen messages before: the start schedules the activity, the
-// completion and the event are recorded, and the third message completes
-// the instance.
-func hammerTurn(it *provider.OrchestrationItem, seen int) *provider.TurnAck {
-	ts := time.Now().UnixMilli()
-	ack := &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}
-	next := int64(len(it.History)) + 1
-	add := func(ev history.Event) {
-		ev.EventID, ev.TimestampMs = next, ts
-		next++
-		ack.History = append(ack.History, ev)
-	}
-	for _, m := range it.Messages {
-		switch m.Kind {
-		case history.WorkStartOrchestration:
-			add(history.Event{Kind: history.OrchestrationStarted, Name: "T", Input: json.RawMessage(`1`)})
-			add(history.Event{Kind: history.ActivityScheduled, Name: "A"})
-			ack.Metadata = provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning}
-			ack.WorkerItems = []*provider.WorkerMessage{testActivity(it.InstanceID, 2)}
-		case history.WorkActivityCompleted:
-			add(history.Event{Kind: history.ActivityCompleted, SourceEventID: 2})
-		case history.WorkExternalRaised:
-			add(history.Event{Kind: history.ExternalEvent, Name: "go"})
-		}
-	}
-	if seen+len(it.Messages) == 3 {
-		add(history.Event{Kind: history.OrchestrationCompleted, Output: json.RawMessage(`"ok"`)})
-		ack.Metadata.Status = provider.StatusCompleted
-		ack.Metadata.Output = json.RawMessage(`"ok"`)
-	}
-	return ack
-}
-
-func testStart(id string) *provider.OrchestratorMessage {
-	return &provider.OrchestratorMessage{
-		InstanceID: id,
-		Item:       history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "T", Input: json.RawMessage(`1`)},
-		Create:     &provider.NewInstance{OrchestrationName: "T", Input: json.RawMessage(`1`)},
-	}
-}
-
-func raised(id string) *provider.OrchestratorMessage {
-	return &provider.OrchestratorMessage{
-		InstanceID: id,
-		Item:       history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: "go", Data: json.RawMessage(`true`)},
-	}
-}
-
-func testActivity(id string, act int64) *provider.WorkerMessage {
-	return &provider.WorkerMessage{
-		InstanceID: id, ExecutionID: 1, ActivityID: act,
-		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: 1, ID: act, Name: "A"},
-	}
-}
-
-func completionAck(l *provider.WorkItemLease) *provider.WorkAck {
-	return &provider.WorkAck{
-		LockToken: l.LockToken,
-		Completion: &provider.OrchestratorMessage{
-			InstanceID: l.InstanceID,
-			Item: history.WorkItem{Kind: history.WorkActivityCompleted, InstanceID: l.InstanceID,
-				ExecutionID: l.ExecutionID, ID: l.ActivityID, Output: json.RawMessage(`2`)},
-		},
 	}
 }
 
@@ -567,11 +371,11 @@ func mustFetch(t *testing.T, p *Provider) *provider.OrchestrationItem {
 // runFirstTurn starts id and acks its first turn (two events, one activity).
 func runFirstTurn(t *testing.T, p *Provider, id string) {
 	t.Helper()
-	if err := p.Enqueue(t.Context(), testStart(id)); err != nil {
+	if err := p.Enqueue(t.Context(), providertest.HammerStart(id)); err != nil {
 		t.Fatal(err)
 	}
 	it := mustFetch(t, p)
-	if err := p.AckOrchestrationItem(t.Context(), hammerTurn(it, 0)); err != nil {
+	if err := p.AckOrchestrationItem(t.Context(), providertest.HammerTurn(it, 0)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -601,7 +405,7 @@ func TestJSONColumnsAreText(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "text.db"), nil)
 	ctx := context.Background()
-	if err := p.EnqueueWork(ctx, testActivity("txt", 7)); err != nil {
+	if err := p.enqueueWork(ctx, providertest.HammerActivity("txt", 7)); err != nil {
 		t.Fatal(err)
 	}
 	runFirstTurn(t, p, "txt")
@@ -618,7 +422,7 @@ func TestJSONColumnsAreText(t *testing.T) {
 			t.Errorf("%s = %q, want text", q, typ)
 		}
 	}
-	if err := p.Enqueue(ctx, raised("txt")); err != nil {
+	if err := p.Enqueue(ctx, providertest.HammerEvent("txt")); err != nil {
 		t.Fatal(err)
 	}
 	var name string
@@ -642,7 +446,7 @@ func TestMigration0002BackfillsReadyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := p.applyMigration(ctx, ms[0]); err != nil {
-		t.Fatalf("applying %s: %v", ms[0].name, err)
+		t.Fatalf("applying %s: %v", ms[0].Name, err)
 	}
 	// Data as release 0001 wrote it: messages for a free instance, a locked
 	// one with a late arrival, and a delayed timer.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 // A store created before migrations 0003 and 0004 keeps its instances (with
@@ -27,7 +28,7 @@ func TestMigrations0003And0004UpgradeOldStore(t *testing.T) {
 	}
 	for _, m := range ms[:2] {
 		if err := p.applyMigration(ctx, m); err != nil {
-			t.Fatalf("applying %s: %v", m.name, err)
+			t.Fatalf("applying %s: %v", m.Name, err)
 		}
 	}
 	for _, q := range []string{
@@ -75,7 +76,7 @@ func TestAbandonRejectsInvalidError(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := openFile(t, ":memory:", &Options{Clock: func() time.Time { return now }})
-	if err := p.Enqueue(ctx, testStart("a")); err != nil {
+	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
 	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})

@@ -12,6 +12,7 @@ import (
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 func (w *wtx) insertWork(e *sqlenc.Work) error {
@@ -37,8 +38,12 @@ func (w *wtx) insertLeased(e *sqlenc.Work) (int64, error) {
 // leaseInserted locks the rows ids (inserted by insertLeased; those the
 // same ack canceled are gone) for lockMs, as a fetch does, and returns
 // their leases in insertion order. byID gives each row's message.
+//
+// The lease is dated from the clock read now, not from the start of the
+// (group) transaction: an ack delayed longer than lockMs still hands out a
+// live lease (see sqlenc.UnexpiredLeases for the commit itself).
 func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	until := w.now + lockMs
+	until := w.p.now() + lockMs
 	var rows []workRow
 	err := w.query(sLockWork, func(r *sql.Rows) error {
 		var wr workRow
@@ -50,7 +55,7 @@ func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage,
 		l.Item = byID[wr.id].Item
 		rows = append(rows, wr)
 		return nil
-	}, newTokenPrefix(), jsonInts(ids), until)
+	}, sqlstore.NewTokenPrefix(), jsonInts(ids), until)
 	if err != nil {
 		return nil, err
 	}
@@ -73,29 +78,15 @@ type workRow struct {
 // its own token; see provider.Provider.
 func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptions) ([]*provider.WorkItemLease, error) {
 	const op = "fetching work items"
-	if opts.LockTimeout <= 0 {
-		return nil, p.fail(op, sqlenc.Invalid("LockTimeout %v must be positive", opts.LockTimeout))
-	}
-	limit := opts.Max
-	switch {
-	case limit < 0:
-		return nil, p.fail(op, sqlenc.Invalid("Max %d must not be negative", limit))
-	case limit == 0:
-		limit = 1
-	}
-	if s := opts.Session; s != nil {
-		if s.OwnerID == "" {
-			return nil, p.fail(op, sqlenc.Invalid("Session.OwnerID is empty"))
-		}
-		if s.LockTimeout <= 0 {
-			return nil, p.fail(op, sqlenc.Invalid("Session.LockTimeout %v must be positive", s.LockTimeout))
-		}
+	limit, err := sqlenc.WorkFetchLimit(opts)
+	if err != nil {
+		return nil, p.fail(op, err)
 	}
 	var (
 		leases []*provider.WorkItemLease
 		dead   []deadLetter
 	)
-	err := p.write(ctx, op, func(w *wtx) error {
+	err = p.write(ctx, op, func(w *wtx) error {
 		var err error
 		leases, dead, err = w.fetchWork(limit, sqlenc.DurMs(opts.LockTimeout), opts.Session)
 		return err
@@ -114,7 +105,7 @@ type workCandidate struct {
 
 func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) ([]*provider.WorkItemLease, []deadLetter, error) {
 	until := w.now + lockMs
-	prefix := newTokenPrefix()
+	prefix := sqlstore.NewTokenPrefix()
 	var (
 		leases  []*provider.WorkItemLease
 		dead    []deadLetter
@@ -205,81 +196,44 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 	return leases, dead, nil
 }
 
-// encWorkAck is a work ack validated and encoded before the transaction.
-type encWorkAck struct {
-	token      string
-	completion *sqlenc.Msg
-	takeMs     int64 // TakeTurn's lock timeout; 0: take no turn
-	cached     func(string) (int64, int64, bool)
-	then       *sqlenc.Ack // WorkAck.Then, or nil
-	thenAfter  int64
-}
-
 // takenTurn is the turn a work ack took (WorkAck.TakeTurn), before its
 // history is decoded.
 type takenTurn struct {
 	item      *provider.OrchestrationItem
-	histories map[string][]storedEvent
+	histories map[string][]sqlstore.StoredEvent
 	dead      []deadLetter
+}
+
+// workAckResult is what a work ack's transaction produced.
+type workAckResult struct {
+	taken   takenTurn // the turn TakeTurn took
+	applied bool      // WorkAck.Then was applied
+	leased  []*provider.WorkItemLease
 }
 
 // AckWorkItem completes one activity; see provider.Provider. Concurrent
 // acks share a transaction (group commit), each in its own savepoint.
 func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error {
 	const op = "acking work item"
-	switch {
-	case ack == nil:
-		return p.fail(op, sqlenc.Invalid("nil work ack"))
-	case ack.LockToken == "":
-		return p.fail(op, sqlenc.Invalid("work ack has no LockToken"))
-	}
-	e := &encWorkAck{token: ack.LockToken}
-	if ack.Completion != nil {
-		m, err := sqlenc.EncodeMessage(ack.Completion)
-		if err != nil {
-			return p.fail(op, err)
-		}
-		e.completion = m
-	}
-	if t := ack.TakeTurn; t != nil {
-		if t.LockTimeout <= 0 {
-			return p.fail(op, sqlenc.Invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout))
-		}
-		if ack.Completion == nil {
-			return p.fail(op, sqlenc.Invalid("TakeTurn needs a Completion"))
-		}
-		e.takeMs, e.cached = sqlenc.DurMs(t.LockTimeout), t.Cached
+	e, err := sqlenc.EncodeWorkAck(ack)
+	if err != nil {
+		return p.fail(op, err)
 	}
 	ack.ThenApplied = false
-	if t := ack.Then; t != nil {
-		switch {
-		case ack.Completion == nil:
-			return p.fail(op, sqlenc.Invalid("Then needs a Completion"))
-		case t.LockToken != "":
-			return p.fail(op, sqlenc.Invalid("Then has a LockToken: it is the turn of an unlocked instance"))
-		case ack.ThenAfter < 1:
-			return p.fail(op, sqlenc.Invalid("ThenAfter %d, want >= 1", ack.ThenAfter))
-		}
-		then, err := sqlenc.EncodeTurn(t)
-		if err != nil {
-			return p.fail(op, err)
-		}
-		e.then, e.thenAfter = then, ack.ThenAfter
-	}
-	var taken takenTurn
-	var applied bool
-	var leased []*provider.WorkItemLease
-	err := p.write(ctx, op, func(w *wtx) error {
-		taken, applied, leased = takenTurn{}, false, nil
-		return w.applyWorkAck(e, &taken, &applied, &leased)
+	var res workAckResult
+	err = p.write(ctx, op, func(w *wtx) error {
+		var err error
+		res, err = w.applyWorkAck(e)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	if applied {
-		ack.ThenApplied, ack.Then.Leased = true, leased
+	if res.applied {
+		ack.ThenApplied, ack.Then.Leased = true, sqlenc.UnexpiredLeases(res.leased, p.clock())
 		return nil
 	}
+	taken := res.taken
 	p.logDeadLetters(taken.dead)
 	if taken.item != nil {
 		decodeHistories([]*provider.OrchestrationItem{taken.item}, taken.histories)
@@ -288,56 +242,56 @@ func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error
 	return nil
 }
 
-func (w *wtx) applyWorkAck(e *encWorkAck, taken *takenTurn, applied *bool, leased *[]*provider.WorkItemLease) error {
-	id, ok := tokenRow(e.token)
+func (w *wtx) applyWorkAck(e *sqlenc.WorkAck) (res workAckResult, err error) {
+	id, ok := sqlstore.TokenRow(e.Token)
 	if !ok {
-		return fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
+		return res, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
 	}
 	found := false
 	var sess sql.NullString
-	err := w.query(sAckWork, func(r *sql.Rows) error {
+	err = w.query(sAckWork, func(r *sql.Rows) error {
 		found = true
 		return r.Scan(&sess)
-	}, id, e.token, w.now)
+	}, id, e.Token, w.now)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if !found {
-		return fmt.Errorf("work ack: %w", provider.ErrLockLost)
+		return res, fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
 	if sess.Valid {
 		if _, err := w.exec(sTouchSession, nil, sess.String, w.now); err != nil {
-			return err
+			return res, err
 		}
 	}
-	if e.then != nil {
-		inst := e.completion.InstanceID
+	if e.Then != nil {
+		inst := e.Completion.InstanceID
 		var quiet bool
 		err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet) },
-			inst, e.then.ExecutionID, e.thenAfter, w.now)
+			inst, e.Then.ExecutionID, e.ThenAfter, w.now)
 		if err != nil {
-			return err
+			return res, err
 		}
 		if quiet {
-			if err := w.applyTurn(inst, e.then); err != nil {
-				return err
+			if err := w.applyTurn(inst, e.Then); err != nil {
+				return res, err
 			}
-			*applied = true
+			res.applied = true
 			if len(w.leaseIDs) > 0 {
-				*leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.then.LeaseMs)
+				res.leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.Then.LeaseMs)
 			}
-			return err
+			return res, err
 		}
 	}
-	if e.completion != nil {
-		if err := w.insertMessage(e.completion); err != nil {
-			return err
+	if e.Completion != nil {
+		if err := w.insertMessage(e.Completion); err != nil {
+			return res, err
 		}
 	}
-	if e.takeMs > 0 {
-		return w.takeTurn(e.completion.InstanceID, e.takeMs, e.cached, taken)
+	if e.TakeMs > 0 {
+		err = w.takeTurn(e.Completion.InstanceID, e.TakeMs, e.Cached, &res.taken)
 	}
-	return nil
+	return res, err
 }
 
 // takeTurn locks instance, if its lock is free, and loads its turn into
@@ -349,8 +303,8 @@ func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64
 	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance); err != nil || busy {
 		return err
 	}
-	prefix := newTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.now+lockMs)
+	prefix := sqlstore.NewTokenPrefix()
+	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		taken.dead = dead
 		return err
@@ -388,7 +342,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts p
 		}
 		lastErr = string(b)
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -412,7 +366,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	if extendFor <= 0 {
 		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
 	}
-	id, ok := tokenRow(lockToken)
+	id, ok := sqlstore.TokenRow(lockToken)
 	if !ok {
 		return p.fail(op, provider.ErrLockLost)
 	}
@@ -436,11 +390,10 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	})
 }
 
-// EnqueueWork inserts worker messages atomically, all or none.
-//
-// It is not part of provider.Provider (the runtime enqueues activities
-// through turn acks); tests and tools use it.
-func (p *Provider) EnqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
+// enqueueWork inserts worker messages atomically, all or none. The
+// runtime enqueues activities through turn acks; the tests enqueue work
+// directly with it.
+func (p *Provider) enqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
 	return enqueueAll(ctx, p, "enqueueing work", msgs, sqlenc.EncodeWork, (*wtx).insertWork)
 }
 

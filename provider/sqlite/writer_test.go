@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 // groupRound holds the writer loop busy until n more requests are about to
@@ -62,8 +63,8 @@ func TestGroupCommitIsolatesFailingRequests(t *testing.T) {
 		for i := range 6 {
 			id := fmt.Sprintf("g%d-%d", round, i)
 			ops = append(ops,
-				func() error { return p.Enqueue(ctx, testStart(id)) },
-				func() error { return p.Enqueue(ctx, testStart(id)) }, // the second fails: taken
+				func() error { return p.Enqueue(ctx, providertest.HammerStart(id)) },
+				func() error { return p.Enqueue(ctx, providertest.HammerStart(id)) }, // the second fails: taken
 				func() error {
 					return p.AbandonOrchestrationItem(ctx, "0123456789abcdef0123456789abcdef.nobody", provider.AbandonOptions{})
 				},
@@ -115,14 +116,14 @@ func TestBrokenGroupReRunsEachRequestAlone(t *testing.T) {
 	breakErr := errors.New("broke the transaction")
 	for round := 0; round < 20 && p.brokenGroups.Load() == 0; round++ {
 		ops := []func() error{
-			func() error { return p.Enqueue(ctx, testStart(fmt.Sprintf("b%d-1", round))) },
+			func() error { return p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-1", round))) },
 			func() error {
 				return p.write(ctx, "breaking", func(w *wtx) error {
 					_, _ = w.tx.ExecContext(w.ctx, "ROLLBACK")
 					return breakErr
 				})
 			},
-			func() error { return p.Enqueue(ctx, testStart(fmt.Sprintf("b%d-2", round))) },
+			func() error { return p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-2", round))) },
 		}
 		errs := groupRound(t, p, ops)
 		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], breakErr) {
@@ -152,7 +153,7 @@ func TestCloseDuringWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				err := p.Enqueue(ctx, testStart(fmt.Sprintf("c%d-%d", g, i)))
+				err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("c%d-%d", g, i)))
 				if i == 0 {
 					started <- struct{}{}
 				}

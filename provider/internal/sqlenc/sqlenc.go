@@ -307,3 +307,108 @@ func DurMs(d time.Duration) int64 {
 
 // TTLMillis is a lock's time to live in milliseconds, at least 1.
 func TTLMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// UnexpiredLeases returns the leases of ls still valid at now, in order. A
+// commit that took longer than a lease (a stalled disk, a server that
+// answered late) must not hand out a lease that has already lapsed: any
+// fetch may take that row now, and the activity would run twice at once.
+// A lapsed row stays queued and the next fetch takes it, as it takes any
+// expired lock.
+func UnexpiredLeases(ls []*provider.WorkItemLease, now time.Time) []*provider.WorkItemLease {
+	live := ls[:0:0]
+	for _, l := range ls {
+		if l.LockedUntil.After(now) {
+			live = append(live, l)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return live
+}
+
+// WorkAck is a work ack validated and encoded before the transaction.
+type WorkAck struct {
+	Token      string
+	Completion *Msg                              // nil: delete only
+	TakeMs     int64                             // TakeTurn's lock timeout; 0: take no turn
+	Cached     func(string) (int64, int64, bool) // TakeTurn.Cached
+	Then       *Ack                              // WorkAck.Then, or nil
+	ThenAfter  int64
+}
+
+// EncodeWorkAck validates and encodes a.
+func EncodeWorkAck(a *provider.WorkAck) (*WorkAck, error) {
+	switch {
+	case a == nil:
+		return nil, Invalid("nil work ack")
+	case a.LockToken == "":
+		return nil, Invalid("work ack has no LockToken")
+	}
+	e := &WorkAck{Token: a.LockToken}
+	if a.Completion != nil {
+		m, err := EncodeMessage(a.Completion)
+		if err != nil {
+			return nil, err
+		}
+		e.Completion = m
+	}
+	if t := a.TakeTurn; t != nil {
+		if t.LockTimeout <= 0 {
+			return nil, Invalid("TakeTurn.LockTimeout %v must be positive", t.LockTimeout)
+		}
+		if a.Completion == nil {
+			return nil, Invalid("TakeTurn needs a Completion")
+		}
+		e.TakeMs, e.Cached = DurMs(t.LockTimeout), t.Cached
+	}
+	if t := a.Then; t != nil {
+		switch {
+		case a.Completion == nil:
+			return nil, Invalid("Then needs a Completion")
+		case t.LockToken != "":
+			return nil, Invalid("Then has a LockToken: it is the turn of an unlocked instance")
+		case a.ThenAfter < 1:
+			return nil, Invalid("ThenAfter %d, want >= 1", a.ThenAfter)
+		}
+		then, err := EncodeTurn(t)
+		if err != nil {
+			return nil, err
+		}
+		e.Then, e.ThenAfter = then, a.ThenAfter
+	}
+	return e, nil
+}
+
+// FetchLimit validates a fetch's lock timeout and Max, and returns how
+// many items it may take (Max, or 1 for 0).
+func FetchLimit(lockTimeout time.Duration, max int) (int, error) {
+	if lockTimeout <= 0 {
+		return 0, Invalid("LockTimeout %v must be positive", lockTimeout)
+	}
+	switch {
+	case max < 0:
+		return 0, Invalid("Max %d must not be negative", max)
+	case max == 0:
+		return 1, nil
+	}
+	return max, nil
+}
+
+// WorkFetchLimit validates a FetchWorkItems call as FetchLimit does, and
+// its session options.
+func WorkFetchLimit(opts provider.WorkFetchOptions) (int, error) {
+	limit, err := FetchLimit(opts.LockTimeout, opts.Max)
+	if err != nil {
+		return 0, err
+	}
+	if s := opts.Session; s != nil {
+		if s.OwnerID == "" {
+			return 0, Invalid("Session.OwnerID is empty")
+		}
+		if s.LockTimeout <= 0 {
+			return 0, Invalid("Session.LockTimeout %v must be positive", s.LockTimeout)
+		}
+	}
+	return limit, nil
+}
