@@ -115,6 +115,15 @@ type StartOptions struct {
 	// arrival order, when the holder ends (or its lock is released or
 	// expires). Survives restarts: the queue is in the store.
 	QueueIfLocked bool
+	// Timeout ends the instance if it has not finished that long after its
+	// first turn (its start, or StartAt): the orchestration is canceled as
+	// by CancelInstance, with the same grace period to clean up
+	// (RuntimeOptions.CancelGracePeriod), and ends Failed with kind
+	// "timeout" (errors.Is(err, ErrTimeout) on Status.Decode's error). The
+	// deadline is durable (recorded in OrchestrationStarted and queued with
+	// the first turn) and covers the whole instance: ContinueAsNew does not
+	// restart it. Zero means no timeout; negative is invalid.
+	Timeout time.Duration
 }
 
 // Defaults of StartOptions.
@@ -188,6 +197,9 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if opts.LockTTL < 0 || opts.IdempotencyRetention < 0 {
 		return fmt.Errorf("%w: LockTTL and IdempotencyRetention must not be negative", ErrInvalidArgument)
 	}
+	if opts.Timeout < 0 {
+		return fmt.Errorf("%w: Timeout must not be negative", ErrInvalidArgument)
+	}
 	if opts.QueueIfLocked && opts.LockKey == "" {
 		return fmt.Errorf("%w: QueueIfLocked needs a LockKey", ErrInvalidArgument)
 	}
@@ -207,13 +219,21 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 		InstanceID: instanceID,
 		VisibleAt:  opts.StartAt,
 		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: instanceID, ExecutionID: 1,
-			Name: name, Version: opts.Version, Input: raw},
+			Name: name, Version: opts.Version, Input: raw, TimeoutMs: timeoutMs(opts.Timeout)},
 		Create: create,
 	}
 	if err := c.p.Enqueue(ctx, msg); err != nil {
 		return startError(name, instanceID, opts.LockKey, err)
 	}
 	return nil
+}
+
+// timeoutMs is d in whole milliseconds, at least 1 for a positive d.
+func timeoutMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // startError turns a store error of a start into the public error types.

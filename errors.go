@@ -36,7 +36,8 @@ var (
 	// was a cancellation.
 	ErrCanceled = errors.New("canceled")
 	// ErrTimeout: a deadline passed. *ActivityError matches it when the
-	// activity timed out (ActivityOptions timeouts).
+	// activity timed out (ActivityOptions timeouts), *OrchestrationError
+	// when StartOptions.Timeout ended the instance.
 	ErrTimeout = errors.New("timed out")
 	// ErrNotTerminal: Status.Decode on an instance that has not completed.
 	ErrNotTerminal = errors.New("orchestration has not completed")
@@ -196,7 +197,10 @@ func (e *OrchestrationError) Error() string {
 	return fmt.Sprintf("orchestration %s %s: %s", e.InstanceID, e.State, e.Info.Message)
 }
 
-// Is makes errors.Is(err, ErrCanceled) true for canceled instances.
+// Is makes errors.Is(err, ErrCanceled) true for canceled instances and
+// errors.Is(err, ErrTimeout) true for instances that StartOptions.Timeout
+// ended (Failed, kind "timeout").
 func (e *OrchestrationError) Is(target error) bool {
-	return target == ErrCanceled && e.State == StateCanceled
+	return (target == ErrCanceled && e.State == StateCanceled) ||
+		(target == ErrTimeout && e.Info.Kind == string(history.ErrorTimeout))
 }

@@ -68,6 +68,9 @@ type WorkItem struct {
 	SessionID       string          `json:"sessionId,omitempty"`
 	ChildInstanceID string          `json:"childInstanceId,omitempty"`
 	Parent          *ParentRef      `json:"parent,omitempty"`
+	// TimeoutMs, on StartOrchestration, is the instance timeout in
+	// milliseconds (0: none).
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 }
 
 type wrule struct{ exec, id, name, errDetails, fireAt, child bool }

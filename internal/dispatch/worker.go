@@ -461,7 +461,7 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 	d := turn.Decide(turn.Input{
 		Item: it, Cached: x, Registry: r.reg, Now: r.clock.Now(),
 		Policy: turn.Policy{MaxAttempts: r.o.MaxAttempts, FailOnNondeterminism: r.o.FailOnNondeterminism,
-			Backoff: r.backoff, Logger: r.log},
+			Backoff: r.backoff, Logger: r.log, CancelGrace: r.o.CancelGrace},
 	})
 	if d.Abandon != nil || d.Ack == nil {
 		// Not a plain turn (nondeterminism, say): leave it to the taken or
