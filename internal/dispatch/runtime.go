@@ -45,7 +45,7 @@ type ActivityFunc func(ctx context.Context, input json.RawMessage) (json.RawMess
 type Options struct {
 	// CancelGrace is the grace period of new cancel requests (see
 	// turn.Policy.CancelGrace).
-	CancelGrace time.Duration
+	CancelGrace              time.Duration
 	OrchestrationConcurrency int
 	WorkerConcurrency        int
 	FetchBatch               int
