@@ -324,6 +324,17 @@ func TestCancelGraceSurvivesRestart(t *testing.T) {
 	if deadline != duroxidetest.DefaultStart.Add(time.Hour).UnixMilli() {
 		t.Fatalf("grace deadline %v, want one hour after the cancel", time.UnixMilli(deadline))
 	}
+	waits, err := c.WaitingFor(ctx, "r1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var graceWait bool
+	for _, w := range waits {
+		graceWait = graceWait || (w.Kind == duroxide.WaitTimer && w.Name == duroxide.CancelGraceWaitName && w.FiresAt.UnixMilli() == deadline)
+	}
+	if !graceWait {
+		t.Fatalf("WaitingFor %+v does not show the grace deadline", waits)
+	}
 	clock.Advance(30 * time.Minute)
 	store.WakeAll()
 	clock.Advance(30 * time.Minute)
