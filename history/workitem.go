@@ -31,7 +31,8 @@ const (
 	WorkSubOrchCompleted WorkItemKind = "SubOrchCompleted"
 	// WorkSubOrchFailed is WorkSubOrchCompleted's failure twin. Fields: Error.
 	WorkSubOrchFailed WorkItemKind = "SubOrchFailed"
-	// WorkCancelInstance requests cancellation. Fields: Reason.
+	// WorkCancelInstance requests cancellation. Fields: Reason; Error, for
+	// an instance timeout (kind "timeout").
 	WorkCancelInstance WorkItemKind = "CancelInstance"
 	// WorkContinueAsNew starts execution ExecutionID of InstanceID with Input.
 	// Fields: Name, Version, Input.
