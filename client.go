@@ -279,9 +279,12 @@ func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data a
 	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw})
 }
 
-// CancelInstance asks instanceID to stop. The instance ends Canceled with
-// reason; its running activities are canceled and its children canceled in
-// turn. ErrNotFound if unknown; *InstanceTerminalError
+// CancelInstance asks instanceID to stop. The orchestration sees the
+// request (OrchestrationContext.Canceled): what it waits on fails with
+// ErrCanceled, its running activities are canceled and its children
+// canceled in turn, and it may run cleanup work within
+// RuntimeOptions.CancelGracePeriod. The instance then ends Canceled with
+// reason. ErrNotFound if unknown; *InstanceTerminalError
 // (ErrInstanceTerminal), changing nothing, if it is already Completed,
 // Failed or Canceled.
 func (c *Client) CancelInstance(ctx context.Context, instanceID, reason string) error {
