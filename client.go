@@ -130,6 +130,15 @@ type StartOptions struct {
 	// process, children of that span. "" starts none; the otel module's
 	// TraceParent(ctx) gives the value of a context's span.
 	TraceParent string
+	// Timeout ends the instance if it has not finished that long after its
+	// first turn (its start, or StartAt): the orchestration is canceled as
+	// by CancelInstance, with the same grace period to clean up
+	// (RuntimeOptions.CancelGracePeriod), and ends Failed with kind
+	// "timeout" (errors.Is(err, ErrTimeout) on Status.Decode's error). The
+	// deadline is durable (recorded in OrchestrationStarted and queued with
+	// the first turn) and covers the whole instance: ContinueAsNew does not
+	// restart it. Zero means no timeout; negative is invalid.
+	Timeout time.Duration
 }
 
 // Defaults of StartOptions.
@@ -233,6 +242,9 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if opts.LockTTL < 0 || opts.IdempotencyRetention < 0 {
 		return fmt.Errorf("%w: LockTTL and IdempotencyRetention must not be negative", ErrInvalidArgument)
 	}
+	if opts.Timeout < 0 {
+		return fmt.Errorf("%w: Timeout must not be negative", ErrInvalidArgument)
+	}
 	if opts.QueueIfLocked && opts.LockKey == "" {
 		return fmt.Errorf("%w: QueueIfLocked needs a LockKey", ErrInvalidArgument)
 	}
@@ -258,13 +270,21 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 		InstanceID: instanceID,
 		VisibleAt:  opts.StartAt,
 		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: instanceID, ExecutionID: 1,
-			Name: name, Version: opts.Version, Input: raw, TraceParent: opts.TraceParent},
+			Name: name, Version: opts.Version, Input: raw, TraceParent: opts.TraceParent, TimeoutMs: timeoutMs(opts.Timeout)},
 		Create: create,
 	}
 	if err := c.p.Enqueue(ctx, msg); err != nil {
 		return startError(name, instanceID, opts.LockKey, err)
 	}
 	return nil
+}
+
+// timeoutMs is d in whole milliseconds, at least 1 for a positive d.
+func timeoutMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // startError turns a store error of a start into the public error types.
@@ -314,9 +334,12 @@ func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data a
 	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw})
 }
 
-// CancelInstance asks instanceID to stop. The instance ends Canceled with
-// reason; its running activities are canceled and its children canceled in
-// turn. ErrNotFound if unknown; *InstanceTerminalError
+// CancelInstance asks instanceID to stop. The orchestration sees the
+// request (OrchestrationContext.Canceled): what it waits on fails with
+// ErrCanceled, its running activities are canceled and its children
+// canceled in turn, and it may run cleanup work within
+// RuntimeOptions.CancelGracePeriod. The instance then ends Canceled with
+// reason. ErrNotFound if unknown; *InstanceTerminalError
 // (ErrInstanceTerminal), changing nothing, if it is already Completed,
 // Failed or Canceled.
 func (c *Client) CancelInstance(ctx context.Context, instanceID, reason string) error {

@@ -256,6 +256,8 @@ func (t *Task) describe() string {
 		return "sub-orchestration " + t.t.Name()
 	case t.t.IsActivity():
 		return "activity " + t.t.Name()
+	case t.t.IsCancelNotice():
+		return "cancel request"
 	case t.t.Name() != "":
 		return "event " + t.t.Name()
 	}

@@ -101,7 +101,7 @@
 //
 // An activity error or panic reaches the orchestration as *ActivityError; a
 // child's failure as *SubOrchestrationError; cancellation matches
-// ErrCanceled, and a timed-out activity matches ErrTimeout.
+// ErrCanceled, and a timed-out activity or instance matches ErrTimeout.
 // ActivityOptions.Retry retries with durable backoff. A
 // message delivered more than RuntimeOptions.MaxAttempts times (its worker
 // kept crashing, losing its lock or being shut down) is poisoned: the activity or the
@@ -147,6 +147,32 @@
 // The Client, the HTTP API, the CLI and the dashboard apply the same rules:
 // ValidateInstanceID, ValidateName, ValidateKey, ValidateText. Lookups are
 // looser (ValidateLookupID) so that existing instances stay reachable.
+//
+// # Cancellation and instance timeouts
+//
+// Client.CancelInstance (and the cancellation of a parent, which cascades
+// to its children) does not stop the code abruptly. The orchestration sees
+// it: OrchestrationContext.Canceled turns true, the task of
+// CancelRequested completes (use it in Select), and every task it has not
+// finished waiting on completes with an error matching ErrCanceled (running
+// activities are told to stop, children are canceled in turn, timers and
+// event waits are abandoned). What the code schedules afterwards runs
+// normally, so it can run compensating activities. The instance ends
+// Canceled when the code returns, whatever it returns, or when
+// RuntimeOptions.CancelGracePeriod (default 30s) has passed since the
+// request, whichever comes first; work still running then is canceled.
+// Code that ignores cancellation therefore ends at once if it returns the
+// ErrCanceled of the task it awaited, and at the grace deadline otherwise.
+// The deadline is recorded with the request in the history (and queued as
+// a timer), so it survives restarts, and replay (ReplayHistory included)
+// needs no option. A negative CancelGracePeriod ends canceled instances at
+// once without running their code again, as earlier releases did;
+// histories recorded by those releases replay unchanged.
+//
+// StartOptions.Timeout gives the whole instance a deadline, recorded when
+// it first runs and kept across ContinueAsNew. When it passes the instance
+// is canceled in the same way, with the same grace period, and ends Failed
+// with kind "timeout" (Status.Decode's error matches ErrTimeout).
 //
 // # Execution locks and idempotent starts
 //

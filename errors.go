@@ -36,7 +36,8 @@ var (
 	// was a cancellation.
 	ErrCanceled = errors.New("canceled")
 	// ErrTimeout: a deadline passed. *ActivityError matches it when the
-	// activity timed out (ActivityOptions timeouts).
+	// activity timed out (ActivityOptions timeouts), *OrchestrationError
+	// when StartOptions.Timeout ended the instance.
 	ErrTimeout = errors.New("timed out")
 	// ErrNotTerminal: Status.Decode on an instance that has not completed.
 	ErrNotTerminal = errors.New("orchestration has not completed")
@@ -221,12 +222,16 @@ func (e *OrchestrationError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrCanceled) true for canceled instances and
-// errors.Is(err, ErrLimitExceeded) true for instances that failed because
-// they went over one of the runtime's limits.
+// errors.Is(err, ErrTimeout) true for instances that StartOptions.Timeout
+// ended (Failed, kind "timeout"), and errors.Is(err, ErrLimitExceeded) true
+// for instances that failed because they went over one of the runtime's
+// limits.
 func (e *OrchestrationError) Is(target error) bool {
 	switch target {
 	case ErrCanceled:
 		return e.State == StateCanceled
+	case ErrTimeout:
+		return e.Info.Kind == string(history.ErrorTimeout)
 	case ErrLimitExceeded:
 		return e.Info.Code == string(history.CodeLimitExceeded)
 	}

@@ -94,6 +94,17 @@ type RuntimeOptions struct {
 	// waiting (default 1s; negative: no wait). It is measured in real
 	// time, even under a fake Clock.
 	ShutdownGrace time.Duration
+	// CancelGracePeriod is how long a canceled instance (Client.CancelInstance,
+	// a canceled parent, StartOptions.Timeout) may run cleanup code before it
+	// ends (default DefaultCancelGracePeriod, 30s). The orchestration sees
+	// the request (OrchestrationContext.Canceled, CancelRequested), the tasks
+	// it waits on complete with ErrCanceled, and what it schedules then runs
+	// normally; the instance ends when the code returns or when the period
+	// is over, whichever comes first. The deadline is recorded in the
+	// history with the request, so it survives restarts and replays without
+	// this option. Negative: no grace, the instance ends at once without
+	// running its code again (the behaviour of earlier releases).
+	CancelGracePeriod time.Duration
 	// Clock is the runtime's time source (default: the real clock). Tests
 	// pass a fake clock (duroxidetest does) so timers fire without waiting;
 	// the store must use the same clock.
@@ -180,6 +191,13 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 		Logger:                   opts.Logger,
 		Limits:                   opts.limits(),
 		Tracer:                   opts.Tracer,
+		CancelGrace:              opts.CancelGracePeriod,
+	}
+	switch {
+	case o.CancelGrace == 0:
+		o.CancelGrace = DefaultCancelGracePeriod
+	case o.CancelGrace < 0:
+		o.CancelGrace = 0 // none: end at once
 	}
 	switch {
 	case o.LockCleanupInterval == 0:

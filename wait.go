@@ -78,12 +78,18 @@ const (
 	ActivityDone ActivityState = "completed"
 )
 
+// CancelGraceWaitName is the Name of the WaitTimer that stands for a
+// canceled instance's grace period (RuntimeOptions.CancelGracePeriod): the
+// instance ends when it fires, unless its code returns first.
+const CancelGraceWaitName = "cancel grace period"
+
 // Wait is one thing a live instance waits for, with its times. Which
 // fields are set depends on Kind (see the WaitKind constants); unset fields
 // are omitted from JSON. Times come from the store's clock.
 type Wait struct {
 	Kind WaitKind `json:"kind"`
-	// Name is the activity, event, child or orchestration name.
+	// Name is the activity, event, child or orchestration name
+	// (CancelGraceWaitName for the grace period of a canceled instance).
 	Name string `json:"name,omitempty"`
 	// Version is the orchestration version (WaitUnregisteredOrchestration).
 	Version string `json:"version,omitempty"`
@@ -481,6 +487,12 @@ func historyWaits(hist []history.Event, execID int64, q *provider.InstanceQueueS
 				subs[p.w.Name] = slices.DeleteFunc(subs[p.w.Name], func(id int64) bool { return id == ev.SourceEventID })
 			}
 			delete(open, ev.SourceEventID)
+		case history.OrchestrationCancelRequested:
+			if ev.FireAtMs > 0 {
+				// The grace period: the instance ends when it fires.
+				open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitTimer, Name: CancelGraceWaitName,
+					FiresAt: time.UnixMilli(ev.FireAtMs).UTC(), Since: at}}
+			}
 		case history.SubOrchestrationScheduled:
 			w := Wait{Kind: WaitChild, Name: ev.Name, InstanceID: ev.ChildInstanceID, Since: at}
 			w.ChildState = children[ev.ChildInstanceID]

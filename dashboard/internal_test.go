@@ -305,6 +305,29 @@ func TestTimelineOfFinishedExecution(t *testing.T) {
 	}
 }
 
+// TestTimelineCanceledTimer ends a timer's bar where the orchestration
+// abandoned it (TimerCanceled), not at its fire time or at now.
+func TestTimelineCanceledTimer(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	events := []history.Event{
+		{EventID: 1, Kind: history.OrchestrationStarted, Name: "O", TimestampMs: ms(0)},
+		{EventID: 2, Kind: history.TimerCreated, FireAtMs: ms(time.Hour), TimestampMs: ms(0)},
+		{EventID: 3, Kind: history.TimerCanceled, SourceEventID: 2, TimestampMs: ms(2 * time.Second)},
+	}
+	for _, live := range []bool{true, false} {
+		tl := buildTimeline(events, t0.Add(10*time.Second), live)
+		if tl == nil || len(tl.Bars) != 1 {
+			t.Fatalf("live %v: timeline %+v, want 1 bar", live, tl)
+		}
+		b := tl.Bars[0]
+		if b.Open || b.Class != "canceled" || b.Duration != 2*time.Second || !strings.Contains(b.Tip, "canceled") {
+			t.Fatalf("live %v: canceled timer bar: class %q open %v duration %v tip %q", live, b.Class, b.Open, b.Duration, b.Tip)
+		}
+	}
+}
+
 func TestErrorKindAndType(t *testing.T) {
 	t.Parallel()
 	if errorType("*errors.errorString") != "" || errorType("*fmt.wrapError") != "" || errorType("*app.DeclinedError") != "*app.DeclinedError" {

@@ -127,7 +127,8 @@ func buildTimeline(events []history.Event, end time.Time, live bool) *timeline {
 					failures[k]++
 				}
 			}
-		case history.ActivityCancelRequested, history.SubOrchestrationCancelRequested, history.ExternalSubscribedCanceled:
+		case history.ActivityCancelRequested, history.SubOrchestrationCancelRequested, history.ExternalSubscribedCanceled,
+			history.TimerCanceled:
 			if s := bySource[e.SourceEventID]; s != nil && s.open {
 				s.end, s.open, s.class, s.detail = ts(e), false, "canceled", "canceled"
 			}

@@ -17,7 +17,8 @@ type EventKind string
 const (
 	// OrchestrationStarted is always event 1 of an execution. Fields: Name,
 	// Version, Input, Parent (for sub-orchestrations), TraceParent (when
-	// started under a trace).
+	// started under a trace), FireAtMs (the instance deadline of
+	// StartOptions.Timeout; 0: none).
 	OrchestrationStarted EventKind = "OrchestrationStarted"
 	// OrchestrationCompleted is terminal. Fields: Output.
 	OrchestrationCompleted EventKind = "OrchestrationCompleted"
@@ -27,7 +28,12 @@ const (
 	// OrchestrationContinuedAsNew ends an execution; the next one starts with
 	// Input. Fields: Input, Version (empty = same version).
 	OrchestrationContinuedAsNew EventKind = "OrchestrationContinuedAsNew"
-	// OrchestrationCancelRequested records a consumed cancel request. Fields: Reason.
+	// OrchestrationCancelRequested records a consumed cancel request.
+	// Fields: Reason; FireAtMs, the end of the grace period during which the
+	// code may clean up (0: none, the execution ends at once; a TimerFired
+	// whose SourceEventID is this event ends the grace period); Error, set
+	// when the request is an instance timeout (kind "timeout"), is then the
+	// execution's failure.
 	OrchestrationCancelRequested EventKind = "OrchestrationCancelRequested"
 )
 
@@ -44,7 +50,8 @@ const (
 	ActivityCancelRequested EventKind = "ActivityCancelRequested"
 	// TimerCreated schedules a timer. Fields: FireAtMs.
 	TimerCreated EventKind = "TimerCreated"
-	// TimerFired: SourceEventID, FireAtMs.
+	// TimerFired: SourceEventID (a TimerCreated, or the
+	// OrchestrationCancelRequested whose grace period ended), FireAtMs.
 	TimerFired EventKind = "TimerFired"
 	// TimerCanceled records that the orchestration abandoned a timer that
 	// has not fired (a canceled task, a timeout whose call ended first).

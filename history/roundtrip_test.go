@@ -176,6 +176,7 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 		Data:  raw(`"data"`), Reason: "r", FireAtMs: ts, SessionID: "s", ChildInstanceID: "c",
 		Parent:      &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
 		TraceParent: "tp",
+		TimeoutMs:   60000,
 	}
 	requireAllFieldsSet(t, &w)
 
@@ -183,7 +184,7 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 		`"name":"n","version":"v","input":"in","output":"out",` +
 		`"error":{"kind":"configuration","message":"m","type":"t","details":"d","code":"instance_exists"},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000000,"sessionId":"s","childInstanceId":"c",` +
-		`"parent":{"instanceId":"p","executionId":4,"eventId":5},"traceParent":"tp"}`
+		`"parent":{"instanceId":"p","executionId":4,"eventId":5},"traceParent":"tp","timeoutMs":60000}`
 	b := mustEncodeWorkItem(t, w)
 	if string(b) != want {
 		t.Fatalf("encoding changed\n got: %s\nwant: %s", b, want)

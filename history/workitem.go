@@ -31,7 +31,8 @@ const (
 	WorkSubOrchCompleted WorkItemKind = "SubOrchCompleted"
 	// WorkSubOrchFailed is WorkSubOrchCompleted's failure twin. Fields: Error.
 	WorkSubOrchFailed WorkItemKind = "SubOrchFailed"
-	// WorkCancelInstance requests cancellation. Fields: Reason.
+	// WorkCancelInstance requests cancellation. Fields: Reason; Error, for
+	// an instance timeout (kind "timeout").
 	WorkCancelInstance WorkItemKind = "CancelInstance"
 	// WorkContinueAsNew starts execution ExecutionID of InstanceID with Input.
 	// Fields: Name, Version, Input.
@@ -72,6 +73,9 @@ type WorkItem struct {
 	// of a StartOrchestration, ContinueAsNew or ActivityExecute, when
 	// tracing is on: the span the work belongs under.
 	TraceParent string `json:"traceParent,omitempty"`
+	// TimeoutMs, on StartOrchestration, is the instance timeout in
+	// milliseconds (0: none).
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 }
 
 type wrule struct{ exec, id, name, errDetails, fireAt, child bool }

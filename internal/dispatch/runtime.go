@@ -44,6 +44,9 @@ type ActivityFunc func(ctx context.Context, input json.RawMessage) (json.RawMess
 
 // Options configures a Runtime. Zero values are replaced by defaults in Start.
 type Options struct {
+	// CancelGrace is the grace period of new cancel requests (see
+	// turn.Policy.CancelGrace).
+	CancelGrace              time.Duration
 	OrchestrationConcurrency int
 	WorkerConcurrency        int
 	FetchBatch               int

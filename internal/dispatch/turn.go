@@ -76,7 +76,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provid
 	d := turn.Decide(turn.Input{
 		Item: it, Cached: cached, Registry: r.reg, Now: r.clock.Now(),
 		Policy: turn.Policy{MaxAttempts: r.o.MaxAttempts, FailOnNondeterminism: r.o.FailOnNondeterminism,
-			Backoff: r.backoff, Parks: parks, Logger: r.log, Limits: r.o.Limits},
+			Backoff: r.backoff, Parks: parks, Logger: r.log, Limits: r.o.Limits, CancelGrace: r.o.CancelGrace},
 	})
 	rn.stop()
 	if l := d.Log; l != nil {

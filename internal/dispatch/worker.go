@@ -465,7 +465,7 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 	d := turn.Decide(turn.Input{
 		Item: it, Cached: x, Registry: r.reg, Now: r.clock.Now(),
 		Policy: turn.Policy{MaxAttempts: r.o.MaxAttempts, FailOnNondeterminism: r.o.FailOnNondeterminism,
-			Backoff: r.backoff, Logger: r.log, Limits: r.o.Limits},
+			Backoff: r.backoff, Logger: r.log, Limits: r.o.Limits, CancelGrace: r.o.CancelGrace},
 	})
 	if d.Abandon != nil || d.Ack == nil {
 		endSpan(nil)

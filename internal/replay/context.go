@@ -151,7 +151,8 @@ func (c *Context) Await(t *Task) {
 }
 
 // Select blocks until one of tasks completes and returns the index of the
-// one whose completion comes first in history. It returns -1 for no tasks.
+// one whose completion comes first in history (a cancel notice first among
+// tasks its cancellation completed). It returns -1 for no tasks.
 func (c *Context) Select(tasks ...*Task) int {
 	if len(tasks) == 0 {
 		return -1
@@ -162,7 +163,10 @@ func (c *Context) Select(tasks ...*Task) int {
 	for {
 		best := -1
 		for i, t := range tasks {
-			if t != nil && t.done && (best < 0 || t.seq < tasks[best].seq) {
+			// A cancel notice wins a tie: the cancellation completes it and
+			// the tasks it cancels at the same point of history.
+			if t != nil && t.done && (best < 0 || t.seq < tasks[best].seq ||
+				(t.seq == tasks[best].seq && t.kind == kindCancelNotice && tasks[best].kind != kindCancelNotice)) {
 				best = i
 			}
 		}

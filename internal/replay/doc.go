@@ -60,7 +60,9 @@
 //     values (Now, NewGUID) are returned synchronously, without a round
 //     trip.
 //  4. Finalize, in this order of precedence: a cancel request ends the
-//     execution Canceled without running the code further; a
+//     execution Canceled without running the code further (when it has no
+//     grace period, once its grace period is over, or when the code has
+//     returned; see "Cancellation with a grace period"); a
 //     ContinueAsNewError returned by the code ends it ContinuedAsNew; a
 //     return ends it Completed or Failed (a panic is a failure); otherwise
 //     it is still Running. An ending execution appends breadcrumbs for
@@ -116,6 +118,23 @@
 // history and writes nothing, so the decision is the same without being
 // matched; a completion that arrives after its task was abandoned
 // completes nothing.
+//
+// # Cancellation with a grace period
+//
+// With Config.CancelGrace set, a new cancel request records its deadline
+// (OrchestrationCancelRequested.FireAtMs) and the caller queues a timer
+// message naming that event. The request is applied in history order like
+// a completion: Context.Canceled turns true, CancelRequested tasks
+// complete (and win a Select tie against the tasks the cancellation
+// completed), and every pending task is given up as by Context.Cancel,
+// calls with retries first so their backoff starts nothing. The code then
+// runs on; its new schedules are ordinary history. The execution ends
+// Canceled (Failed with the request's Error, for an instance timeout) when
+// the code returns, whatever it returns, or when TimerFired for the
+// request's event is in history; the latter is applied without running
+// the code. A request without FireAtMs, as all earlier histories hold,
+// keeps the old meaning: the code never runs after it. Everything the
+// decision needs is in history, so replay does not depend on the setting.
 //
 // # Patches
 //

@@ -27,6 +27,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Limits bounds what the execution may record (zero: no limits).
 	Limits Limits
+	// CancelGrace, when positive, is the grace period a new cancel request
+	// gives the code: the request records its deadline (FireAtMs) and the
+	// code sees it (see Context.Canceled). Zero or negative: a new cancel
+	// request ends the execution at once. Recorded requests keep what they
+	// recorded, so replay does not depend on this setting.
+	CancelGrace time.Duration
 }
 
 // Result is the state of an execution after a turn.
@@ -131,6 +137,7 @@ const (
 	kindEvent
 	kindSubOrchestration
 	kindComposite
+	kindCancelNotice
 )
 
 func (k taskKind) String() string {
@@ -237,6 +244,12 @@ type Execution struct {
 
 	cancelReq *history.Event
 	nondet    *NondeterminismError
+	// canceling is set once the loop applies a graceful cancel request (at
+	// history position cancelSeq); graceOver once its deadline fired.
+	canceling, graceOver bool
+	cancelSeq            int
+	cancelNotices        []*Task // CancelRequested tasks still waiting
+	composites           []*Task // calls with retries or timeouts, in creation order
 
 	// crumbs are the schedules with a cancel breadcrumb in history.
 	crumbs map[int64]bool
@@ -353,7 +366,7 @@ func (x *Execution) Turn(in TurnInput) (*TurnOutput, error) {
 	}
 	x.prepare(in.Messages)
 	x.checkHistory()
-	if x.nondet == nil && x.cancelReq == nil && x.limit == nil {
+	if x.nondet == nil && !x.cancelDue() && x.limit == nil {
 		x.run()
 	}
 	return x.finalize(), nil
@@ -372,6 +385,9 @@ func (x *Execution) record(ev history.Event) {
 	case history.ActivityCompleted, history.ActivityFailed, history.TimerFired,
 		history.SubOrchestrationCompleted, history.SubOrchestrationFailed:
 		x.completed[ev.SourceEventID] = true
+		if ev.Kind == history.TimerFired && x.cancelReq != nil && ev.SourceEventID == x.cancelReq.EventID {
+			x.graceOver = true
+		}
 	case history.OrchestrationCancelRequested:
 		c := ev
 		x.cancelReq = &c
@@ -414,7 +430,11 @@ func (x *Execution) prepare(msgs []history.WorkItem) {
 			continue
 		case history.WorkCancelInstance:
 			if x.cancelReq == nil {
-				x.appendNew(history.Event{Kind: history.OrchestrationCancelRequested, Reason: m.Reason})
+				ev := history.Event{Kind: history.OrchestrationCancelRequested, Reason: m.Reason, Error: m.Error}
+				if x.cfg.CancelGrace > 0 {
+					ev.FireAtMs = x.now.Add(x.cfg.CancelGrace).UnixMilli()
+				}
+				x.appendNew(ev)
 			}
 			continue
 		default:
@@ -424,6 +444,9 @@ func (x *Execution) prepare(msgs []history.WorkItem) {
 			continue // stale (an older execution) or already applied
 		}
 		at, ok := x.index[m.ID]
+		if ok && kind == history.TimerFired && graceful(&x.hist[at]) && x.hist[at].Kind == history.OrchestrationCancelRequested {
+			schedKind = history.OrchestrationCancelRequested // the grace deadline
+		}
 		if !ok || x.hist[at].Kind != schedKind {
 			got := "nothing"
 			if ok {
@@ -495,8 +518,15 @@ func (x *Execution) checkUnmatched() {
 func (x *Execution) apply(i int) {
 	ev := &x.hist[i]
 	switch ev.Kind {
+	case history.OrchestrationCancelRequested:
+		if graceful(ev) {
+			x.applyCancel(i)
+		}
 	case history.ActivityCompleted, history.ActivityFailed, history.TimerFired,
 		history.SubOrchestrationCompleted, history.SubOrchestrationFailed:
+		if ev.Kind == history.TimerFired && x.cancelReq != nil && ev.SourceEventID == x.cancelReq.EventID {
+			return // the grace deadline: finalize ends the execution
+		}
 		t := x.tasks[ev.SourceEventID]
 		if t == nil {
 			// The schedule precedes its completion, so reaching here means
@@ -776,14 +806,17 @@ func (x *Execution) finalize() *TurnOutput {
 	}
 	var term history.Event
 	switch {
-	case x.cancelReq != nil:
+	case x.cancelReq != nil && (x.cancelDue() || x.finished):
+		// A cancel request ends the execution once its grace is over or the
+		// code returns, whatever it returned.
 		out.Result = Canceled
-		reason := x.cancelReq.Reason
-		if reason == "" {
-			reason = "canceled"
+		out.Error = x.cancelFailure()
+		if x.cancelReq.Error != nil {
+			out.Result, out.Error = Failed, x.cancelReq.Error
 		}
-		out.Error = &history.ErrorDetails{Kind: history.ErrorCanceled, Message: reason}
 		term = history.Event{Kind: history.OrchestrationFailed, Error: out.Error}
+	case x.cancelReq != nil:
+		// In the grace period: the code is still cleaning up.
 	case x.finished && x.panicked != nil:
 		out.Result = Failed
 		out.Error = x.panicked

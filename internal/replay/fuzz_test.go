@@ -34,6 +34,9 @@ func programFunc(ctx *Context, input json.RawMessage) (json.RawMessage, error) {
 	}
 	var pending []*Task
 	trace := []string{}
+	if len(prog)%3 == 2 {
+		pending = append(pending, ctx.CancelRequested())
+	}
 	for i, op := range prog {
 		if op >= 192 { // the newer operations, kept apart so older seeds keep their meaning
 			switch op % 4 {
@@ -100,6 +103,7 @@ func programFunc(ctx *Context, input json.RawMessage) (json.RawMessage, error) {
 	for _, t := range pending {
 		ctx.Await(t)
 	}
+	trace = append(trace, fmt.Sprintf("canceled:%v", ctx.Canceled()))
 	return json.Marshal(trace)
 }
 
@@ -109,6 +113,8 @@ func programFunc(ctx *Context, input json.RawMessage) (json.RawMessage, error) {
 type world struct {
 	src     *bytesource
 	pending []history.WorkItem
+	// canceled is set once the world has sent a cancel request.
+	canceled bool
 }
 
 func (w *world) observe(delta []history.Event, id string) {
@@ -127,6 +133,11 @@ func (w *world) observe(delta []history.Event, id string) {
 			m = history.WorkItem{Kind: history.WorkSubOrchCompleted, ChildInstanceID: ev.ChildInstanceID, Output: json.RawMessage(`"child"`)}
 		case history.ExternalSubscribed:
 			m = history.WorkItem{Kind: history.WorkExternalRaised, Name: ev.Name, Data: json.RawMessage(fmt.Sprintf(`"ev%d"`, ev.EventID))}
+		case history.OrchestrationCancelRequested:
+			if ev.FireAtMs == 0 {
+				continue
+			}
+			m = history.WorkItem{Kind: history.WorkTimerFired, FireAtMs: ev.FireAtMs} // the grace deadline
 		default:
 			continue
 		}
@@ -158,6 +169,11 @@ func (w *world) batch() []history.WorkItem {
 			}
 		case 2: // an unsolicited event
 			out = append(out, history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: m.InstanceID, Name: "e1", Data: json.RawMessage(`"extra"`)})
+		case 3: // a cancel request (once; later ones would be ignored)
+			if !w.canceled {
+				w.canceled = true
+				out = append(out, history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: m.InstanceID, Reason: "fuzz"})
+			}
 		}
 	}
 	return out
@@ -188,6 +204,9 @@ func runProgram(t *testing.T, prog, choices []byte) {
 	const id = "fuzz"
 	input, _ := json.Marshal(prog)
 	cfg := Config{InstanceID: id, ExecutionID: 1, Func: programFunc}
+	if len(prog)%2 == 0 {
+		cfg.CancelGrace = time.Minute // otherwise a cancel request ends the execution at once
+	}
 	w := &world{src: &bytesource{b: choices}}
 	live := New(cfg)
 	defer live.Close()
@@ -256,6 +275,8 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte{193, 0, 2, 6, 195, 194, 4, 4}, []byte{1, 3, 0, 2, 1, 0, 3})
 	f.Add([]byte{197, 201, 3, 192, 6, 198, 4, 4, 4}, []byte{0, 1, 2, 3, 4, 5, 6, 7, 0, 0})
 	f.Add([]byte{9, 195, 193, 2, 192, 6, 6, 6}, []byte{3, 3, 3, 1, 1, 1})
+	f.Add([]byte{0, 2, 3, 10, 6, 4, 4, 0, 0, 4, 4, 4}, []byte{1, 3, 0, 1, 3, 1, 0, 3, 2, 2})
+	f.Add([]byte{0, 1, 193, 2, 6, 4, 0, 4}, []byte{0, 3, 0, 3, 0, 3, 1, 1, 1})
 	f.Fuzz(func(t *testing.T, prog, choices []byte) {
 		if len(prog) > 64 {
 			prog = prog[:64]

@@ -108,6 +108,7 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 		p.MaxAttempts = 1
 	}
 	comp := &Task{x: x, kind: kindComposite, name: name}
+	x.composites = append(x.composites, comp)
 	// timers are the call's own timers (backoffs, deadlines); those still
 	// pending when the call ends are abandoned.
 	var timers []*Task
@@ -258,25 +259,7 @@ func (c *Context) Cancel(t *Task) {
 	if t == nil || t.done {
 		return
 	}
-	fail := &history.ErrorDetails{Kind: history.ErrorCanceled, Message: "canceled by the orchestration"}
-	seq := x.pos
-	switch t.kind {
-	case kindActivity:
-		x.cancelActivity(t)
-	case kindSubOrchestration:
-		x.cancelChild(t)
-	case kindTimer:
-		x.cancelTimer(t)
-	case kindEvent:
-		x.cancelWait(t)
-	case kindComposite:
-		t.complete(seq, nil, fail)
-		if t.onCancel != nil {
-			t.onCancel(seq, fail)
-		}
-		return
-	}
-	t.complete(seq, nil, fail)
+	x.cancelTask(t, x.pos, &history.ErrorDetails{Kind: history.ErrorCanceled, Message: "canceled by the orchestration"})
 }
 
 // Patched reports whether the execution takes the new branch of the code

@@ -64,6 +64,9 @@ type Policy struct {
 	// over one fails with kind "configuration" and code
 	// history.CodeLimitExceeded, without committing what the turn recorded.
 	Limits replay.Limits
+	// CancelGrace is the grace period a new cancel request gives the code
+	// (see replay.Config.CancelGrace; zero or negative: none).
+	CancelGrace time.Duration
 }
 
 // Input is everything Decide looks at.
@@ -158,6 +161,10 @@ func decide(in Input) Decision {
 	hist := it.History
 	execID := inst.CurrentExecutionID
 	var start *history.WorkItem
+	var deadlineMs int64 // the instance deadline, carried over ContinueAsNew
+	if len(hist) > 0 {
+		deadlineMs = hist[0].FireAtMs
+	}
 	switch {
 	case len(hist) == 0 && inst.Status.IsTerminal():
 		return consume // canceled before its delayed start: drop the start
@@ -215,10 +222,19 @@ func decide(in Input) Decision {
 				Attrs: []slog.Attr{slog.String(logkey.Orchestration, what), slog.Int(logkey.Attempt, it.AttemptCount)}},
 		}
 	}
+	// armTimeout is the instance timeout to arm with this turn's ack.
+	var armTimeout time.Duration
 	if len(hist) == 0 {
 		started = replay.Started(name, resolved, input, parent)
 		if start != nil {
 			started.TraceParent = start.TraceParent // informational: tracing links turns to it
+			switch {
+			case start.Kind == history.WorkStartOrchestration && start.TimeoutMs > 0:
+				armTimeout = time.Duration(start.TimeoutMs) * time.Millisecond
+				started.FireAtMs = in.Now.Add(armTimeout).UnixMilli()
+			case start.Kind == history.WorkContinueAsNew:
+				started.FireAtMs = deadlineMs
+			}
 		}
 	}
 	if it.AttemptCount > pol.MaxAttempts {
@@ -272,6 +288,9 @@ func decide(in Input) Decision {
 		return fail(it, execID, hist, started, parent, in.Now, out.Limit.ErrorDetails())
 	}
 	d := Decision{Ack: buildAck(it.InstanceID, it.LockToken, execID, name, resolved, started, parent, out), Result: out.Result}
+	if armTimeout > 0 && out.Result == replay.Running {
+		d.Ack.OrchestratorItems = append(d.Ack.OrchestratorItems, timeoutMessage(it.InstanceID, started.FireAtMs, armTimeout))
+	}
 	if out.Result == replay.Running {
 		d.Exec = x
 	} else {
@@ -375,11 +394,22 @@ func cancelChild(id string, res replay.Result) *provider.OrchestratorMessage {
 }
 
 func newExecution(instanceID string, execID int64, fn replay.Func, pol Policy) *replay.Execution {
-	cfg := replay.Config{InstanceID: instanceID, ExecutionID: execID, Func: fn, Limits: pol.Limits}
+	cfg := replay.Config{InstanceID: instanceID, ExecutionID: execID, Func: fn, Limits: pol.Limits, CancelGrace: pol.CancelGrace}
 	if pol.Logger != nil {
 		cfg.Logger = pol.Logger.With(logkey.Instance, instanceID, logkey.Execution, execID)
 	}
 	return replay.New(cfg)
+}
+
+// timeoutMessage is the instance timeout: a cancel request, visible at the
+// deadline, that carries a "timeout" failure. It is addressed to the
+// instance, not to an execution, so it outlives ContinueAsNew; an instance
+// that ended before it drops it.
+func timeoutMessage(id string, deadlineMs int64, timeout time.Duration) *provider.OrchestratorMessage {
+	msg := fmt.Sprintf("instance timed out after %s", timeout)
+	return &provider.OrchestratorMessage{InstanceID: id, VisibleAt: time.UnixMilli(deadlineMs),
+		Item: history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: id, Reason: msg,
+			Error: &history.ErrorDetails{Kind: history.ErrorTimeout, Message: msg}}}
 }
 
 // buildAck turns the engine's output into a turn ack: history, instance
@@ -435,6 +465,14 @@ func buildAck(id, token string, execID int64, name, version string, started *his
 			})
 		case history.CustomStatusUpdated:
 			md.CustomStatus = &provider.CustomStatusUpdate{Value: ev.CustomStatus}
+		case history.OrchestrationCancelRequested:
+			if ev.FireAtMs > 0 && out.Result == replay.Running {
+				// The grace deadline: its firing ends the execution.
+				ack.OrchestratorItems = append(ack.OrchestratorItems, &provider.OrchestratorMessage{
+					InstanceID: id, VisibleAt: time.UnixMilli(ev.FireAtMs),
+					Item: history.WorkItem{Kind: history.WorkTimerFired, InstanceID: id, ExecutionID: execID, ID: ev.EventID, FireAtMs: ev.FireAtMs},
+				})
+			}
 		}
 	}
 	for _, a := range out.CanceledActivities {

@@ -45,6 +45,7 @@ func e2eGroups() [][]e2eCase {
 		e2eSubOrchestrationCases,
 		e2eContinueAsNewCases,
 		e2eCancellationCases,
+		e2eCancelGraceCases,
 		e2eStatusCases,
 		e2eVersioningCases,
 		e2eRecoveryCases,

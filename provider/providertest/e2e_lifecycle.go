@@ -226,7 +226,8 @@ func holdRegistry() *duroxide.Registry {
 }
 
 func e2eCancelRunning(e *e2e) {
-	e.runtime(holdRegistry())
+	// No grace period: the code does not run again (see CancelGrace* for the default).
+	e.runtime(holdRegistry(), func(o *duroxide.RuntimeOptions) { o.CancelGracePeriod = -1 })
 	e.start("hold", "Hold", nil)
 	e.waitEvents("hold", history.ExternalSubscribed, 1)
 	if err := e.c.CancelInstance(e.ctx, "hold", "operator said stop"); err != nil {

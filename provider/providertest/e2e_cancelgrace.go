@@ -1,0 +1,128 @@
+package providertest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/history"
+)
+
+// Cancellation the orchestration sees: a grace period to clean up, and the
+// instance timeout, which cancels the same way.
+var e2eCancelGraceCases = []e2eCase{
+	{"CancelGraceRunsCleanup", e2eCancelGraceCleanup},
+	{"CancelGraceDeadline", e2eCancelGraceDeadline},
+	{"InstanceTimeout", e2eInstanceTimeout},
+}
+
+// compensatingRegistry has "Book", which waits for "confirm" and, when
+// canceled (or timed out), runs the activity "Undo" before it returns.
+func compensatingRegistry() *duroxide.Registry {
+	reg := duroxide.NewRegistry()
+	undo := duroxide.RegisterActivity(reg, "Undo", func(_ context.Context, s string) (string, error) { return "undone " + s, nil })
+	duroxide.RegisterOrchestration(reg, "Book", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		err := ctx.WaitForEvent("confirm").Await(nil)
+		if !ctx.Canceled() {
+			return "confirmed", err
+		}
+		if !errors.Is(err, duroxide.ErrCanceled) {
+			return "", errors.New("the canceled wait did not fail with ErrCanceled")
+		}
+		_, err = duroxide.CallActivity(ctx, undo, "booking", nil).Get()
+		return "", err
+	})
+	return reg
+}
+
+func e2eCancelGraceCleanup(e *e2e) {
+	reg := compensatingRegistry()
+	e.runtime(reg)
+	e.start("book", "Book", nil)
+	e.waitEvents("book", history.ExternalSubscribed, 1)
+	if err := e.c.CancelInstance(e.ctx, "book", "customer left"); err != nil {
+		e.t.Fatal(err)
+	}
+	oe := e.terminalError("book", duroxide.StateCanceled)
+	if !errors.Is(oe, duroxide.ErrCanceled) || oe.Info.Message != "customer left" {
+		e.t.Fatalf("canceled error %+v", oe.Info)
+	}
+	h := e.history("book", 0)
+	e.checkHistory(h)
+	e.wantKinds(h, history.OrchestrationStarted, history.ExternalSubscribed, history.OrchestrationCancelRequested,
+		history.ExternalSubscribedCanceled, history.ActivityScheduled, history.ActivityCompleted, history.OrchestrationFailed)
+	if h[2].FireAtMs != h[2].TimestampMs+duroxide.DefaultCancelGracePeriod.Milliseconds() {
+		e.t.Fatalf("cancel request %+v does not record the default grace deadline", h[2])
+	}
+	if err := duroxide.ReplayHistory(reg, "book", h); err != nil {
+		e.t.Fatalf("ReplayHistory: %v", err)
+	}
+	e.drained()
+}
+
+func e2eCancelGraceDeadline(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Stubborn", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		_ = ctx.WaitForEvent("a").Await(nil)
+		return "", ctx.WaitForEvent("b").Await(nil) // ignores the cancellation
+	})
+	e.runtime(reg, func(o *duroxide.RuntimeOptions) { o.CancelGracePeriod = time.Hour })
+	e.start("stub", "Stubborn", nil)
+	e.waitEvents("stub", history.ExternalSubscribed, 1)
+	canceledAt := e.fc.Now()
+	if err := e.c.CancelInstance(e.ctx, "stub", "stop"); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitEvents("stub", history.ExternalSubscribed, 2)
+	if st := e.status("stub"); st.State.IsTerminal() {
+		e.t.Fatalf("ended %s before its grace period was over", st.State)
+	}
+	if st := e.advanceUntilDone("stub"); st.State != duroxide.StateCanceled {
+		e.t.Fatalf("state %s, want Canceled", st.State)
+	}
+	h := e.history("stub", 0)
+	e.checkHistory(h)
+	var req history.Event
+	for _, ev := range h {
+		if ev.Kind == history.OrchestrationCancelRequested {
+			req = ev
+		}
+	}
+	if req.TimestampMs < canceledAt.UnixMilli() || req.FireAtMs != req.TimestampMs+time.Hour.Milliseconds() {
+		e.t.Fatalf("cancel request %+v: want a deadline one hour after it", req)
+	}
+	// It ends when the deadline fires, not before.
+	if end := h[len(h)-1]; end.TimestampMs < req.FireAtMs || count(h, history.TimerFired) != 1 {
+		e.t.Fatalf("ended at %v (grace deadline %v): %v", time.UnixMilli(end.TimestampMs), time.UnixMilli(req.FireAtMs), eventKinds(h))
+	}
+	if err := duroxide.ReplayHistory(reg, "stub", h); err != nil {
+		e.t.Fatalf("ReplayHistory: %v", err)
+	}
+}
+
+func e2eInstanceTimeout(e *e2e) {
+	reg := compensatingRegistry()
+	e.runtime(reg)
+	e.startWith("late", "Book", nil, &duroxide.StartOptions{Timeout: time.Hour})
+	st := e.advanceUntilDone("late")
+	if st.State != duroxide.StateFailed || st.Error == nil || st.Error.Kind != "timeout" {
+		e.t.Fatalf("state %s error %+v, want Failed with kind timeout", st.State, st.Error)
+	}
+	if err := st.Decode(nil); !errors.Is(err, duroxide.ErrTimeout) {
+		e.t.Fatalf("Decode: %v, want ErrTimeout", err)
+	}
+	h := e.history("late", 0)
+	e.checkHistory(h)
+	// The deadline is recorded with the start; the instance ends once it passed.
+	if deadline := h[0].FireAtMs; deadline != h[0].TimestampMs+time.Hour.Milliseconds() || st.UpdatedAt.UnixMilli() < deadline {
+		e.t.Fatalf("deadline %v recorded at %v, ended at %v: want one hour, ended after it",
+			time.UnixMilli(deadline), time.UnixMilli(h[0].TimestampMs), st.UpdatedAt)
+	}
+	if count(h, history.ActivityCompleted) != 1 {
+		e.t.Fatalf("the cleanup did not run: %v", eventKinds(h))
+	}
+	if err := duroxide.ReplayHistory(reg, "late", h); err != nil {
+		e.t.Fatalf("ReplayHistory: %v", err)
+	}
+}
