@@ -541,8 +541,14 @@ func TestAccessibleMarkup(t *testing.T) {
 	mustContain(t, health, `aria-label="Queue depth over the last`, `aria-label="Throughput over the last`)
 	waitFor(t, "the counts", func() bool { return strings.Contains(e.get(t, "/").body, `id="counts-label"`) })
 	mustContain(t, e.get(t, "/"), "Instances in the store, by state")
-	mustContain(t, e.get(t, "/?orchestration=demo.Fail"), "the orchestration, ID prefix and stalled filters do not apply to these counts",
-		`<a href="/?orchestration=demo.Fail" class="active" id="count-all">`)
+	// The counts of a filtered list count what matches the filters: one
+	// failed demo.Fail instance, while the store also holds a running
+	// demo.Approval.
+	filtered := e.get(t, "/?orchestration=demo.Fail")
+	mustContain(t, filtered, "Instances that match the filters, by state",
+		`<a href="/?orchestration=demo.Fail" class="active" id="count-all">All <b>1</b></a>`,
+		`id="count-failed">Failed <b>1</b></a>`, `id="count-running">Running <b>0</b></a>`)
+	mustContain(t, e.get(t, "/?prefix=wait-"), `id="count-running">Running <b>1</b></a>`, `id="count-failed">Failed <b>0</b></a>`)
 }
 
 // TestLongInstancesAreBounded checks that an instance page lists a bounded

@@ -42,9 +42,11 @@ type instancesView struct {
 	Sampled bool
 	// CountedAt is when the counts were read.
 	CountedAt time.Time
-	// Filtered: a filter other than the state is set, which the counts
-	// (store totals) do not apply.
+	// Filtered: a filter other than the state is set; the counts then
+	// count the instances that match it, each up to maxFilteredCount
+	// (Capped: some count reached it and is shown as "N+").
 	Filtered bool
+	Capped   bool
 	// AllURL lists every state with the other filters kept.
 	AllURL string
 	// Orchestrations offered in the start form.
@@ -55,8 +57,10 @@ type instancesView struct {
 
 // stateCount is one state's instance count, with the link that filters it.
 type stateCount struct {
-	State  duroxide.State
-	Count  int64
+	State duroxide.State
+	Count int64
+	// More: the count stopped at maxFilteredCount; there are more.
+	More   bool
 	URL    string
 	Active bool
 }
@@ -152,7 +156,13 @@ func (d *Dashboard) instancesPage(w http.ResponseWriter, r *http.Request) error 
 	if len(all) > 0 {
 		v.AllURL = "/?" + all.Encode()
 	}
-	if s, ok := d.sampler.latest(); ok {
+	if v.Filtered {
+		// The store counts by state only; the counts of a filtered list
+		// are read as one bounded page per state.
+		if err := d.filteredCounts(r, v, filters); err != nil {
+			return err
+		}
+	} else if s, ok := d.sampler.latest(); ok {
 		v.Sampled, v.CountedAt = true, s.CountedAt
 		for _, st := range states {
 			link := cloneValues(filters)
@@ -166,6 +176,46 @@ func (d *Dashboard) instancesPage(w http.ResponseWriter, r *http.Request) error 
 		v.Orchestrations = d.reg.Orchestrations()
 	}
 	d.render(w, r, http.StatusOK, "instances", v)
+	return nil
+}
+
+// maxFilteredCount caps each state's count on a filtered list: counting
+// reads the matching instances, one page of at most this many per state.
+const maxFilteredCount = 1000
+
+// filteredCounts fills v's counts for a list filtered by orchestration, ID
+// prefix or stalled: per state, the matching instances up to
+// maxFilteredCount.
+func (d *Dashboard) filteredCounts(r *http.Request, v *instancesView, filters url.Values) error {
+	v.Sampled, v.CountedAt = true, time.Now()
+	for _, st := range states {
+		opts := &duroxide.ListOptions{States: []duroxide.State{st}, Orchestration: v.Orchestration, IDPrefix: v.Prefix,
+			Limit: maxFilteredCount, Stalled: v.Stalled}
+		if v.Stalled {
+			opts.StalledAfter = d.stalled
+		}
+		page, err := d.client.ListInstances(r.Context(), opts)
+		if err != nil {
+			return err
+		}
+		n := len(page.Instances)
+		if v.Stalled && v.Prefix != "" {
+			// As in the list: the stalled query does not apply the prefix.
+			n = 0
+			for _, in := range page.Instances {
+				if strings.HasPrefix(in.InstanceID, v.Prefix) {
+					n++
+				}
+			}
+		}
+		link := cloneValues(filters)
+		link.Set("state", string(st))
+		c := stateCount{State: st, Count: int64(n), More: page.NextCursor != "" || (v.Stalled && len(page.Instances) == maxFilteredCount),
+			URL: "/?" + link.Encode(), Active: v.State == string(st)}
+		v.Capped = v.Capped || c.More
+		v.Counts = append(v.Counts, c)
+		v.Total += c.Count
+	}
 	return nil
 }
 

@@ -123,7 +123,7 @@ func TestGeneratedClientFlow(t *testing.T) {
 	defer cancel()
 
 	id := "flow-1"
-	start, err := c.StartInstanceWithResponse(ctx, apiclient.StartRequest{
+	start, err := c.StartInstanceWithResponse(ctx, nil, apiclient.StartRequest{
 		Orchestration: demo.Approval, InstanceId: &id, Input: map[string]any{"timeoutSeconds": 3600}})
 	if err != nil || start.StatusCode() != http.StatusCreated || start.JSON201 == nil || start.JSON201.InstanceId != id {
 		t.Fatalf("start: %v %s", err, body(start))
@@ -161,7 +161,7 @@ func TestGeneratedClientFlow(t *testing.T) {
 
 	// Cancel without a body (no reason): no body and no Content-Type.
 	other := "flow-2"
-	if r, err := c.StartInstanceWithResponse(ctx, apiclient.StartRequest{
+	if r, err := c.StartInstanceWithResponse(ctx, nil, apiclient.StartRequest{
 		Orchestration: demo.Approval, InstanceId: &other, Input: map[string]any{"timeoutSeconds": 3600}}); err != nil || r.JSON201 == nil {
 		t.Fatalf("start: %v %s", err, body(r))
 	}

@@ -67,10 +67,12 @@ const (
 	OrchestrationContinuedAsNew     EventType = "OrchestrationContinuedAsNew"
 	OrchestrationFailed             EventType = "OrchestrationFailed"
 	OrchestrationStarted            EventType = "OrchestrationStarted"
+	PatchRecorded                   EventType = "PatchRecorded"
 	SubOrchestrationCancelRequested EventType = "SubOrchestrationCancelRequested"
 	SubOrchestrationCompleted       EventType = "SubOrchestrationCompleted"
 	SubOrchestrationFailed          EventType = "SubOrchestrationFailed"
 	SubOrchestrationScheduled       EventType = "SubOrchestrationScheduled"
+	TimerCanceled                   EventType = "TimerCanceled"
 	TimerCreated                    EventType = "TimerCreated"
 	TimerFired                      EventType = "TimerFired"
 )
@@ -108,6 +110,8 @@ func (e EventType) Valid() bool {
 		return true
 	case OrchestrationStarted:
 		return true
+	case PatchRecorded:
+		return true
 	case SubOrchestrationCancelRequested:
 		return true
 	case SubOrchestrationCompleted:
@@ -115,6 +119,8 @@ func (e EventType) Valid() bool {
 	case SubOrchestrationFailed:
 		return true
 	case SubOrchestrationScheduled:
+		return true
+	case TimerCanceled:
 		return true
 	case TimerCreated:
 		return true
@@ -316,6 +322,7 @@ const (
 	Exclusive TriggerConcurrency = "exclusive"
 	Parallel  TriggerConcurrency = "parallel"
 	Queue     TriggerConcurrency = "queue"
+	Replace   TriggerConcurrency = "replace"
 )
 
 // Valid indicates whether the value is a known member of the TriggerConcurrency enum.
@@ -326,6 +333,8 @@ func (e TriggerConcurrency) Valid() bool {
 	case Parallel:
 		return true
 	case Queue:
+		return true
+	case Replace:
 		return true
 	default:
 		return false
@@ -586,6 +595,9 @@ type Error struct {
 
 // ErrorInfo defines model for ErrorInfo.
 type ErrorInfo struct {
+	// Code Names the failure precisely when the runtime recorded one, e.g. limit_exceeded, instance_exists, non_retryable.
+	Code *string `json:"code,omitempty"`
+
 	// Details Extra text such as a panic's stack trace.
 	Details *string       `json:"details,omitempty"`
 	Kind    ErrorInfoKind `json:"kind"`
@@ -628,8 +640,11 @@ type Event struct {
 
 	// Timestamp When the event was recorded: RFC 3339, UTC, with milliseconds.
 	Timestamp time.Time `json:"timestamp"`
-	Type      EventType `json:"type"`
-	Version   *string   `json:"version,omitempty"`
+
+	// TraceParent The W3C trace context an OrchestrationStarted was started under (StartOptions.TraceParent), when tracing is on.
+	TraceParent *string   `json:"traceParent,omitempty"`
+	Type        EventType `json:"type"`
+	Version     *string   `json:"version,omitempty"`
 }
 
 // EventType defines model for Event.Type.
@@ -689,6 +704,12 @@ type InstancePage struct {
 
 		// ExecutionId The current execution (0 while Pending).
 		ExecutionId int `json:"executionId"`
+
+		// HistoryBytes A live instance's current execution: its history size in bytes, as RuntimeOptions.MaxHistoryBytes counts it.
+		HistoryBytes *int64 `json:"historyBytes,omitempty"`
+
+		// HistoryEvents A live instance's current execution: its history events, as RuntimeOptions.MaxHistoryEvents counts them.
+		HistoryEvents *int64 `json:"historyEvents,omitempty"`
 
 		// Input The current execution's input.
 		Input      interface{} `json:"input,omitempty"`
@@ -880,6 +901,12 @@ type Status struct {
 	// ExecutionId The current execution (0 while Pending).
 	ExecutionId int `json:"executionId"`
 
+	// HistoryBytes A live instance's current execution: its history size in bytes, as RuntimeOptions.MaxHistoryBytes counts it.
+	HistoryBytes *int64 `json:"historyBytes,omitempty"`
+
+	// HistoryEvents A live instance's current execution: its history events, as RuntimeOptions.MaxHistoryEvents counts them.
+	HistoryEvents *int64 `json:"historyEvents,omitempty"`
+
 	// Input The current execution's input.
 	Input      interface{} `json:"input,omitempty"`
 	InstanceId string      `json:"instanceId"`
@@ -914,10 +941,20 @@ type Trigger struct {
 	Concurrency TriggerConcurrency `json:"concurrency"`
 	Id          string             `json:"id"`
 
+	// IdempotencyKey A key template (see workflowId) for the idempotency key; the general form of idempotencyKeyPath (a trigger has one or neither).
+	//
+	// Example: {header:X-GitHub-Delivery}
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
 	// IdempotencyKeyPath JSON pointer (RFC 6901) to the idempotency key in the body.
 	//
 	// Example: /id
 	IdempotencyKeyPath *string `json:"idempotencyKeyPath,omitempty"`
+
+	// InstanceId A key template (see workflowId) for the ID of the instance a call starts; absent: the trigger's id, - and a random UUID.
+	//
+	// Example: order-{/data/object/id}
+	InstanceId *string `json:"instanceId,omitempty"`
 
 	// LockTtl The lock TTL, like "1h"; absent: 1h.
 	//
@@ -926,7 +963,9 @@ type Trigger struct {
 	Orchestration string  `json:"orchestration"`
 	Version       *string `json:"version,omitempty"`
 
-	// WorkflowId The lock key of exclusive and queue triggers (default: the id).
+	// WorkflowId The lock key of exclusive, queue and replace triggers (default: the id): a key template, so each call may take its own key from the request. A key template is text with placeholders: {/json/pointer} is the string or number at that pointer in the body (a number as written), {header:Name} a request header; {{ and }} are literal braces. Without braces it is a fixed key.
+	//
+	// Example: customer-{/data/object/customer}
 	WorkflowId string `json:"workflowId"`
 }
 
@@ -1071,8 +1110,11 @@ type WebhookResponse struct {
 	QueuePosition *int `json:"queuePosition,omitempty"`
 
 	// Queued Present (true) when the instance waits (Pending) for its execution lock: a start with queueIfLocked, or a call of a queue trigger, while another instance holds the lock.
-	Queued  *WebhookResponseQueued `json:"queued,omitempty"`
-	Success WebhookResponseSuccess `json:"success"`
+	Queued *WebhookResponseQueued `json:"queued,omitempty"`
+
+	// ReplacedExecutionId A replace trigger canceled this instance, which held the lock when the call arrived; the started instance takes the lock when it ends.
+	ReplacedExecutionId *string                `json:"replacedExecutionId,omitempty"`
+	Success             WebhookResponseSuccess `json:"success"`
 }
 
 // WebhookResponsePurged Present on a duplicate whose first instance was purged since: the key outlives its instance for its retention.
@@ -1149,6 +1191,12 @@ type ListInstancesParams struct {
 
 // ListInstancesParamsStalled defines parameters for ListInstances.
 type ListInstancesParamsStalled string
+
+// StartInstanceParams defines parameters for StartInstance.
+type StartInstanceParams struct {
+	// Traceparent A W3C trace context (00-<32 hex>-<16 hex>-<2 hex>, lowercase) recorded as the instance's trace context: its orchestration and activity spans join that trace. A malformed or repeated header answers 400 and starts nothing.
+	Traceparent *string `json:"traceparent,omitempty"`
+}
 
 // PurgeInstanceParams defines parameters for PurgeInstance.
 type PurgeInstanceParams struct {
@@ -1344,14 +1392,14 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/instances (the `StartInstance` operationId).
-	StartInstanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	StartInstanceWithBody(ctx context.Context, params *StartInstanceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StartInstance Start an orchestration instance
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/instances (the `StartInstance` operationId).
-	StartInstance(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	StartInstance(ctx context.Context, params *StartInstanceParams, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PurgeInstance Purge an instance with its history, queued messages and sub-orchestrations
 	//
@@ -1440,7 +1488,7 @@ type ClientInterface interface {
 
 	// CallWebhookWithBody Start the trigger's orchestration with the body as its input
 	//
-	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1449,7 +1497,7 @@ type ClientInterface interface {
 
 	// CallWebhook Start the trigger's orchestration with the body as its input
 	//
-	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1510,8 +1558,8 @@ func (c *Client) ListInstances(ctx context.Context, params *ListInstancesParams,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/instances (the `StartInstance` operationId).
-func (c *Client) StartInstanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewStartInstanceRequestWithBody(c.Server, contentType, body)
+func (c *Client) StartInstanceWithBody(ctx context.Context, params *StartInstanceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInstanceRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1527,8 +1575,8 @@ func (c *Client) StartInstanceWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/instances (the `StartInstance` operationId).
-func (c *Client) StartInstance(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewStartInstanceRequest(c.Server, body)
+func (c *Client) StartInstance(ctx context.Context, params *StartInstanceParams, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInstanceRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1756,7 +1804,7 @@ func (c *Client) ListTriggers(ctx context.Context, reqEditors ...RequestEditorFn
 
 // CallWebhookWithBody Start the trigger's orchestration with the body as its input
 //
-// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1775,7 +1823,7 @@ func (c *Client) CallWebhookWithBody(ctx context.Context, triggerId string, para
 
 // CallWebhook Start the trigger's orchestration with the body as its input
 //
-// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2014,18 +2062,18 @@ func NewListInstancesRequest(server string, params *ListInstancesParams) (*http.
 }
 
 // NewStartInstanceRequest calls the generic StartInstance builder with application/json body
-func NewStartInstanceRequest(server string, body StartInstanceJSONRequestBody) (*http.Request, error) {
+func NewStartInstanceRequest(server string, params *StartInstanceParams, body StartInstanceJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewStartInstanceRequestWithBody(server, "application/json", bodyReader)
+	return NewStartInstanceRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewStartInstanceRequestWithBody constructs an http.Request for the StartInstance method, with any body, and a specified content type
-func NewStartInstanceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewStartInstanceRequestWithBody(server string, params *StartInstanceParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2049,6 +2097,21 @@ func NewStartInstanceRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Traceparent != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2800,14 +2863,14 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/instances (the `StartInstance` operationId).
-	StartInstanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error)
+	StartInstanceWithBodyWithResponse(ctx context.Context, params *StartInstanceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error)
 
 	// StartInstanceWithResponse Start an orchestration instance
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/instances (the `StartInstance` operationId).
-	StartInstanceWithResponse(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error)
+	StartInstanceWithResponse(ctx context.Context, params *StartInstanceParams, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error)
 
 	// PurgeInstanceWithResponse Purge an instance with its history, queued messages and sub-orchestrations
 	//
@@ -2914,7 +2977,7 @@ type ClientWithResponsesInterface interface {
 
 	// CallWebhookWithBodyWithResponse Start the trigger's orchestration with the body as its input
 	//
-	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2923,7 +2986,7 @@ type ClientWithResponsesInterface interface {
 
 	// CallWebhookWithResponse Start the trigger's orchestration with the body as its input
 	//
-	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+	// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4814,8 +4877,8 @@ func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, par
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/instances (the `StartInstance` operationId).
-func (c *ClientWithResponses) StartInstanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error) {
-	rsp, err := c.StartInstanceWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) StartInstanceWithBodyWithResponse(ctx context.Context, params *StartInstanceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error) {
+	rsp, err := c.StartInstanceWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4827,8 +4890,8 @@ func (c *ClientWithResponses) StartInstanceWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/instances (the `StartInstance` operationId).
-func (c *ClientWithResponses) StartInstanceWithResponse(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error) {
-	rsp, err := c.StartInstance(ctx, body, reqEditors...)
+func (c *ClientWithResponses) StartInstanceWithResponse(ctx context.Context, params *StartInstanceParams, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error) {
+	rsp, err := c.StartInstance(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5018,7 +5081,7 @@ func (c *ClientWithResponses) ListTriggersWithResponse(ctx context.Context, reqE
 
 // CallWebhookWithBodyWithResponse Start the trigger's orchestration with the body as its input
 //
-// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5033,7 +5096,7 @@ func (c *ClientWithResponses) CallWebhookWithBodyWithResponse(ctx context.Contex
 
 // CallWebhookWithResponse Start the trigger's orchestration with the body as its input
 //
-// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKeyPath in the body; keys are scoped per trigger. Concurrency exclusive answers 409 while an instance holding the trigger's workflowId lock runs; queue accepts the call and starts it when the lock is free, in arrival order; parallel takes no lock. Every answer carries success.
+// The body is the orchestration's input, any JSON value (empty: null). The idempotency key comes from the Idempotency-Key header, else from the trigger's idempotencyKey or idempotencyKeyPath; keys are scoped per trigger. The instance ID, the lock key and the idempotency key may be built from the body and headers (key templates, see the Trigger schema). Concurrency exclusive answers 409 while an instance holding the call's lock key runs; queue accepts the call and starts it when the lock is free, in arrival order; replace cancels the instance holding the lock (replacedExecutionId) and starts when it ends; parallel takes no lock. Every answer carries success.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
