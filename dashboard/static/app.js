@@ -21,8 +21,12 @@
       }
       // Controls that only apply while the instance is live (raise,
       // cancel, force purge) go when the fresh page no longer has them.
+      // An answer such a control shows ("Cancel requested") stays: it
+      // takes the control's place.
       for (const el of document.querySelectorAll("[data-while-live][id]")) {
-        if (!doc.getElementById(el.id)) el.remove();
+        if (doc.getElementById(el.id)) continue;
+        const out = el.querySelector(".result");
+        if (out && out.textContent) el.replaceWith(out); else el.remove();
       }
       // A page that stopped refreshing (a finished instance) stops here too.
       if (Number(doc.body.dataset.refreshMs || 0) === 0) stop();
@@ -84,7 +88,7 @@
       case "start":
         return { ok: true, text: body.duplicate ? "Already started (duplicate key): " + body.instanceId : "Started " + body.instanceId, link: "/instances/" + enc(body.instanceId) };
       case "raise": return { ok: true, text: "Event raised." };
-      case "cancel": return { ok: true, text: "Cancel requested: the instance ends Canceled at its next turn." };
+      case "cancel": return { ok: true, text: "Cancel requested: the instance sees it and ends Canceled when its code returns, or at the grace deadline." };
       case "purge": return { ok: true, text: "Purged.", link: "/" };
       case "release": return { ok: true, text: body.released ? "Lock released." : "There was no lock." };
     }
