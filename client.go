@@ -69,9 +69,11 @@ type Status struct {
 	// history as the runtime's limits do (RuntimeOptions.MaxHistoryEvents
 	// and MaxHistoryBytes): its events, and its size, counted as the bytes
 	// of its payloads and texts plus 64 per event (close to what the store
-	// holds). Like WaitingFor they are set for live instances by
-	// Client.Inspect, ListInstances with ListOptions.Stalled and the HTTP
-	// API's instance route, from the history they read; zero elsewhere.
+	// holds). Client.Inspect (and so the HTTP API's instance route, the
+	// dashboard's instance page and 'duroxide status') sets them for live
+	// and finished instances, ListInstances with ListOptions.Stalled for
+	// the stalled ones, from the history they read; zero elsewhere
+	// (GetStatus and list pages read one row per instance).
 	HistoryEvents int64 `json:"historyEvents,omitempty"`
 	HistoryBytes  int64 `json:"historyBytes,omitempty"`
 }

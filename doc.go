@@ -124,7 +124,7 @@
 //   - MaxHistoryEvents (50,000) and MaxHistoryBytes (32 MiB): one
 //     execution's history; ContinueAsNew starts an empty one.
 //     Status.HistoryEvents and HistoryBytes (from Client.Inspect) measure
-//     a live instance the same way.
+//     an instance's current execution the same way.
 //   - MaxPayloadBytes (2 MiB): one JSON payload (an input, an output, an
 //     activity's result, an event's data, a custom status).
 //

@@ -251,4 +251,10 @@ func TestStatusHistorySize(t *testing.T) {
 	if st := h.Status("o"); st.HistoryEvents != 0 || st.HistoryBytes != 0 {
 		t.Fatalf("GetStatus: %d events, %d bytes", st.HistoryEvents, st.HistoryBytes)
 	}
+	// A finished instance keeps its history until purged: Inspect sizes it
+	// too (the second wait, its event, OrchestrationCompleted: 8 events).
+	h.RaiseEvent("o", "end", nil)
+	if st := inspect(8); st.State != duroxide.StateCompleted || st.HistoryBytes <= after.HistoryBytes {
+		t.Fatalf("finished: %s, %d bytes (live: %d)", st.State, st.HistoryBytes, after.HistoryBytes)
+	}
 }

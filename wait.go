@@ -195,6 +195,15 @@ func (c *Client) Inspect(ctx context.Context, instanceID string, opts *WaitOptio
 	}
 	st := statusOf(info)
 	if st.State.IsTerminal() {
+		// Nothing to wait for; the size of its last execution is still
+		// worth knowing (what it keeps in the store until purged).
+		if info.CurrentExecutionID > 0 {
+			hist, err := c.p.ReadHistory(ctx, info.InstanceID, 0)
+			if err != nil && !errors.Is(err, provider.ErrNotFound) {
+				return nil, fmt.Errorf("history of %q: %w", info.InstanceID, err)
+			}
+			st.HistoryEvents, st.HistoryBytes = historySize(hist)
+		}
 		return st, nil
 	}
 	if err := c.fillWaits(ctx, st, info, after); err != nil {

@@ -191,11 +191,10 @@ func (s *server) getInstance(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if !st.State.IsTerminal() {
-		// A live instance says what it waits for.
-		if st, err = s.client.Inspect(r.Context(), id, &duroxide.WaitOptions{StalledAfter: s.stalledAfter}); err != nil {
-			return err
-		}
+	// A live instance says what it waits for; every instance its history
+	// size (what it keeps in the store).
+	if st, err = s.client.Inspect(r.Context(), id, &duroxide.WaitOptions{StalledAfter: s.stalledAfter}); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, st)
 	return nil

@@ -366,6 +366,10 @@ func TestInstancesWithRuntime(t *testing.T) {
 	if !strings.Contains(r.stdout, "Status:         Canceled") || !strings.Contains(r.stdout, "changed my mind") {
 		t.Fatalf("status of a canceled instance:\n%s", r.stdout)
 	}
+	// The size of what it keeps in the store, as the history limits count it.
+	if !regexp.MustCompile(`(?m)^History: +[1-9][0-9]* events, [1-9][0-9]* bytes$`).MatchString(r.stdout) {
+		t.Fatalf("status prints no history size:\n%s", r.stdout)
+	}
 	// Like raise, cancel of an ended instance fails (the API answers 409).
 	runCLI(t, "cancel", "appr-2", "--db", db).wantErr(t, 1, "instance appr-2 already ended (Canceled): nothing to cancel")
 

@@ -73,6 +73,10 @@ func printStatus(w io.Writer, st *duroxide.Status) error {
 		row("Error", errorText(st.Error))
 	}
 	row("Custom status", string(st.CustomStatus))
+	if st.HistoryEvents > 0 {
+		// What the runtime's history limits measure (and the store keeps).
+		row("History", fmt.Sprintf("%d events, %d bytes", st.HistoryEvents, st.HistoryBytes))
+	}
 	if st.LastError != nil {
 		row("Last error", errorText(st.LastError)+" (the instance is not progressing)")
 	}

@@ -705,10 +705,10 @@ type InstancePage struct {
 		// ExecutionId The current execution (0 while Pending).
 		ExecutionId int `json:"executionId"`
 
-		// HistoryBytes A live instance's current execution: its history size in bytes, as RuntimeOptions.MaxHistoryBytes counts it.
+		// HistoryBytes The current execution: its history size in bytes, as RuntimeOptions.MaxHistoryBytes counts it.
 		HistoryBytes *int64 `json:"historyBytes,omitempty"`
 
-		// HistoryEvents A live instance's current execution: its history events, as RuntimeOptions.MaxHistoryEvents counts them.
+		// HistoryEvents The current execution: its history events, as RuntimeOptions.MaxHistoryEvents counts them.
 		HistoryEvents *int64 `json:"historyEvents,omitempty"`
 
 		// Input The current execution's input.
@@ -901,10 +901,10 @@ type Status struct {
 	// ExecutionId The current execution (0 while Pending).
 	ExecutionId int `json:"executionId"`
 
-	// HistoryBytes A live instance's current execution: its history size in bytes, as RuntimeOptions.MaxHistoryBytes counts it.
+	// HistoryBytes The current execution: its history size in bytes, as RuntimeOptions.MaxHistoryBytes counts it.
 	HistoryBytes *int64 `json:"historyBytes,omitempty"`
 
-	// HistoryEvents A live instance's current execution: its history events, as RuntimeOptions.MaxHistoryEvents counts them.
+	// HistoryEvents The current execution: its history events, as RuntimeOptions.MaxHistoryEvents counts them.
 	HistoryEvents *int64 `json:"historyEvents,omitempty"`
 
 	// Input The current execution's input.
