@@ -417,9 +417,26 @@ func (x *Execution) appendNew(ev history.Event) *history.Event {
 // execution's schedules, external events and cancel requests. Stale
 // completions (another execution) and duplicates are dropped.
 func (x *Execution) prepare(msgs []history.WorkItem) {
+	// A detached start's ack sends the starter a confirmation and, when the
+	// ID is taken, the store adds a failure; both commit together, so they
+	// arrive in one batch, in either order, and the failure wins.
+	var startFailed map[int64]bool
+	for i := range msgs {
+		if m := &msgs[i]; m.Kind == history.WorkSubOrchFailed && m.ExecutionID == x.cfg.ExecutionID {
+			if at, ok := x.index[m.ID]; ok && x.hist[at].Kind == history.DetachedOrchestrationScheduled {
+				if startFailed == nil {
+					startFailed = map[int64]bool{}
+				}
+				startFailed[m.ID] = true
+			}
+		}
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		var kind, schedKind history.EventKind
+		if m.Kind == history.WorkSubOrchCompleted && startFailed[m.ID] && m.ExecutionID == x.cfg.ExecutionID {
+			continue // the start's confirmation, overruled by its failure
+		}
 		switch m.Kind {
 		case history.WorkActivityCompleted:
 			kind, schedKind = history.ActivityCompleted, history.ActivityScheduled

@@ -536,9 +536,9 @@ func parentNotice(id string, parent *history.ParentRef, res replay.Result, outpu
 // detachedStart is the pair of messages of a detached start: the start of
 // the new instance, created with no parent link (on a taken ID the store
 // enqueues its OnExists failure to the starter instead), then the starter's
-// confirmation. Both go in the same ack, in this order, so on a collision
-// the failure is queued before the confirmation and completes the starter's
-// task first; the confirmation then arrives as a duplicate and is dropped.
+// confirmation. Both commit in the same ack, so the starter fetches them
+// together (a turn takes every visible message of its instance), and the
+// engine lets the failure overrule the confirmation, whatever their order.
 func detachedStart(id string, execID int64, ev *history.Event) []*provider.OrchestratorMessage {
 	child := ev.ChildInstanceID
 	return []*provider.OrchestratorMessage{{
