@@ -192,3 +192,46 @@ func TestDetachedStartIDTaken(t *testing.T) {
 		replays(t, reg, h, "s")
 	})
 }
+
+// TestDetachedStartFireAndForget: a starter that ends in the turn of the
+// start, without awaiting it, completes cleanly; its late confirmation is
+// dropped (no dead letter, no leftover message), and the started instance
+// runs.
+func TestDetachedStartFireAndForget(t *testing.T) {
+	t.Parallel()
+	eachCacheMode(t, func(t *testing.T, ro duroxide.RuntimeOptions) {
+		reg := duroxide.NewRegistry()
+		worker := duroxide.RegisterOrchestration(reg, "Worker", func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
+			return in + "!", nil
+		})
+		duroxide.RegisterOrchestration(reg, "Starter", func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+			duroxide.StartDetached(ctx, worker, "w", "job", nil)
+			return "done", nil
+		})
+		h := duroxidetest.New(t, reg, &duroxidetest.Options{Runtime: &ro})
+		h.Start("Starter", "s", struct{}{})
+		if st := h.Wait("s"); st.State != duroxide.StateCompleted {
+			t.Fatalf("starter: %s", st.State)
+		}
+		var out string
+		if err := h.Wait("w").Decode(&out); err != nil || out != "job!" {
+			t.Fatalf("started instance: %q, %v", out, err)
+		}
+		h.WaitIdle()
+		ctx := context.Background()
+		d, err := h.Store.QueueDepths(ctx)
+		if err != nil || d.OrchestratorReady != 0 || d.OrchestratorLocked != 0 {
+			t.Fatalf("queue depths %+v, %v", d, err)
+		}
+		dead, err := h.Store.ListDeadLetters(ctx, 10)
+		if err != nil || len(dead) != 0 {
+			t.Fatalf("dead letters %+v, %v", dead, err)
+		}
+		hist := h.History("s")
+		if countKind(hist, history.DetachedOrchestrationScheduled) != 1 || countKind(hist, history.SubOrchestrationCompleted) != 0 {
+			t.Fatalf("starter history %+v", hist)
+		}
+		replays(t, reg, h, "s")
+		replays(t, reg, h, "w")
+	})
+}
