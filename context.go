@@ -241,6 +241,8 @@ func (t *Task) result(out any) error {
 
 func (t *Task) failure(d *history.ErrorDetails) error {
 	switch {
+	case t.t.IsDetached():
+		return &DetachedStartError{Name: t.t.Name(), InstanceID: t.t.ChildInstanceID(), Kind: string(d.Kind), Message: d.Message, Code: string(d.Code)}
 	case !t.t.IsActivity() && !t.t.IsSubOrchestration():
 		return fmt.Errorf("%s: %w", t.describe(), ErrCanceled) // only a canceled timer or wait fails
 	case t.t.IsSubOrchestration():
@@ -254,6 +256,8 @@ func (t *Task) describe() string {
 	switch {
 	case t.t.IsSubOrchestration():
 		return "sub-orchestration " + t.t.Name()
+	case t.t.IsDetached():
+		return "detached start of " + t.t.Name()
 	case t.t.IsActivity():
 		return "activity " + t.t.Name()
 	case t.t.IsCancelNotice():

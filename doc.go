@@ -56,6 +56,17 @@
 // call with kind "timeout" (errors.Is(err, ErrTimeout)) and cancel the
 // running attempt.
 //
+// StartDetached (by name: OrchestrationContext.StartOrchestration) starts
+// an independent instance, fire-and-forget: the start is recorded in the
+// starter's history and happens once, in the same atomic commit as the
+// turn that recorded it, so replays and restarts never repeat it. The
+// started instance has no parent: it is not canceled with its starter,
+// and the starter never waits for it to finish. An empty instance ID is
+// derived from the starter as for sub-orchestrations. The returned task
+// completes when the start is committed, or fails with a
+// *DetachedStartError matching ErrInstanceExists when the ID is taken (then
+// nothing is started); awaiting it is optional.
+//
 // The runtime runs the function again from the start whenever it must
 // rebuild its state (after a restart, on another node), feeding recorded
 // results back instead of redoing the work. So the function must be

@@ -83,6 +83,17 @@ const (
 	SubOrchestrationCancelRequested EventKind = "SubOrchestrationCancelRequested"
 )
 
+// Detached starts.
+const (
+	// DetachedOrchestrationScheduled records a detached start: the
+	// orchestration Name (Version) started as the independent instance
+	// ChildInstanceID with Input, with no parent link. The start happens
+	// when the turn that recorded it commits; its outcome arrives as a
+	// SubOrchestrationCompleted (started) or SubOrchestrationFailed (the ID
+	// was taken) whose SourceEventID is this event.
+	DetachedOrchestrationScheduled EventKind = "DetachedOrchestrationScheduled"
+)
+
 // Metadata and deterministic-value events.
 const (
 	// CustomStatusUpdated: CustomStatus (absent = cleared).
@@ -111,6 +122,7 @@ var EventKinds = []EventKind{
 	SubOrchestrationCancelRequested,
 	CustomStatusUpdated, NowRecorded, GUIDRecorded,
 	PatchRecorded, TimerCanceled,
+	DetachedOrchestrationScheduled,
 }
 
 // Known reports whether k is a kind this release understands.
@@ -192,6 +204,7 @@ var eventRules = map[EventKind]rule{
 	GUIDRecorded:                    {guid: true},
 	PatchRecorded:                   {name: true},
 	TimerCanceled:                   {source: true},
+	DetachedOrchestrationScheduled:  {name: true, child: true},
 }
 
 // Validate reports whether e is well formed for its kind. The error wraps

@@ -119,6 +119,11 @@ func eventFixtures() map[history.EventKind]eventCase {
 			Name: "ShipOrder", Version: "2.0.1", ChildInstanceID: "order-42::sub::11",
 			Input: raw(`{"warehouse":"ams-3"}`),
 		}, required: []string{"name", "childInstanceId"}},
+		history.DetachedOrchestrationScheduled: {event: history.Event{
+			EventID: 24, Kind: history.DetachedOrchestrationScheduled, TimestampMs: ts + 24,
+			Name: "SendReceipt", Version: "1.0.0", ChildInstanceID: "receipt-42",
+			Input: raw(`{"order":42}`),
+		}, required: []string{"name", "childInstanceId"}},
 		history.SubOrchestrationCompleted: {event: history.Event{
 			EventID: 13, Kind: history.SubOrchestrationCompleted, SourceEventID: 11, TimestampMs: ts + 13,
 			Output: raw(`"tracking-123"`),

@@ -112,6 +112,23 @@ func (c *Context) ScheduleSubOrchestration(name, version, instanceID string, inp
 	return x.bind(ev.EventID, kindSubOrchestration, name, ev.ChildInstanceID)
 }
 
+// StartOrchestration records a detached start of the orchestration name as
+// the independent instance instanceID (an empty one derives a deterministic
+// ID from this instance, as for children; an empty version lets the new
+// instance's runtime choose). The task completes when the start is
+// committed, or fails when the ID is taken.
+func (c *Context) StartOrchestration(name, version, instanceID string, input json.RawMessage) *Task {
+	x := c.x
+	want := history.Event{Kind: history.DetachedOrchestrationScheduled, Name: name, Version: version, Input: input, ChildInstanceID: instanceID}
+	ev := x.emitWith(want, func(ev *history.Event) {
+		if ev.ChildInstanceID == "" {
+			ev.ChildInstanceID = x.childID(ev.EventID)
+		}
+	})
+	x.abortIfBroken()
+	return x.bind(ev.EventID, kindDetached, name, ev.ChildInstanceID)
+}
+
 // childID is the deterministic ID of an auto-named child.
 func (x *Execution) childID(eventID int64) string {
 	if x.cfg.ExecutionID == 1 {

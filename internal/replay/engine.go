@@ -138,6 +138,7 @@ const (
 	kindSubOrchestration
 	kindComposite
 	kindCancelNotice
+	kindDetached
 )
 
 func (k taskKind) String() string {
@@ -150,6 +151,8 @@ func (k taskKind) String() string {
 		return "external event"
 	case kindSubOrchestration:
 		return "sub-orchestration"
+	case kindDetached:
+		return "detached start"
 	}
 	return "task"
 }
@@ -191,6 +194,9 @@ func (t *Task) IsActivity() bool { return t.kind == kindActivity || t.kind == ki
 
 // IsSubOrchestration reports whether t is a sub-orchestration.
 func (t *Task) IsSubOrchestration() bool { return t.kind == kindSubOrchestration }
+
+// IsDetached reports whether t is a detached start.
+func (t *Task) IsDetached() bool { return t.kind == kindDetached }
 
 // Done reports whether the task has completed.
 func (t *Task) Done() bool { return t.done }
@@ -411,9 +417,26 @@ func (x *Execution) appendNew(ev history.Event) *history.Event {
 // execution's schedules, external events and cancel requests. Stale
 // completions (another execution) and duplicates are dropped.
 func (x *Execution) prepare(msgs []history.WorkItem) {
+	// A detached start's ack sends the starter a confirmation and, when the
+	// ID is taken, the store adds a failure; both commit together, so they
+	// arrive in one batch, in either order, and the failure wins.
+	var startFailed map[int64]bool
+	for i := range msgs {
+		if m := &msgs[i]; m.Kind == history.WorkSubOrchFailed && m.ExecutionID == x.cfg.ExecutionID {
+			if at, ok := x.index[m.ID]; ok && x.hist[at].Kind == history.DetachedOrchestrationScheduled {
+				if startFailed == nil {
+					startFailed = map[int64]bool{}
+				}
+				startFailed[m.ID] = true
+			}
+		}
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		var kind, schedKind history.EventKind
+		if m.Kind == history.WorkSubOrchCompleted && startFailed[m.ID] && m.ExecutionID == x.cfg.ExecutionID {
+			continue // the start's confirmation, overruled by its failure
+		}
 		switch m.Kind {
 		case history.WorkActivityCompleted:
 			kind, schedKind = history.ActivityCompleted, history.ActivityScheduled
@@ -446,6 +469,9 @@ func (x *Execution) prepare(msgs []history.WorkItem) {
 		at, ok := x.index[m.ID]
 		if ok && kind == history.TimerFired && graceful(&x.hist[at]) && x.hist[at].Kind == history.OrchestrationCancelRequested {
 			schedKind = history.OrchestrationCancelRequested // the grace deadline
+		}
+		if ok && schedKind == history.SubOrchestrationScheduled && x.hist[at].Kind == history.DetachedOrchestrationScheduled {
+			schedKind = history.DetachedOrchestrationScheduled // the outcome of a detached start
 		}
 		if !ok || x.hist[at].Kind != schedKind {
 			got := "nothing"
@@ -674,7 +700,7 @@ func completionKind(k taskKind) history.EventKind {
 	switch k {
 	case kindTimer:
 		return history.TimerFired
-	case kindSubOrchestration:
+	case kindSubOrchestration, kindDetached:
 		return history.SubOrchestrationCompleted
 	}
 	return history.ActivityCompleted
@@ -684,7 +710,7 @@ func isSchedule(k history.EventKind) bool {
 	switch k {
 	case history.ActivityScheduled, history.TimerCreated, history.ExternalSubscribed,
 		history.SubOrchestrationScheduled, history.CustomStatusUpdated,
-		history.NowRecorded, history.GUIDRecorded:
+		history.NowRecorded, history.GUIDRecorded, history.DetachedOrchestrationScheduled:
 		return true
 	}
 	return false
@@ -702,7 +728,7 @@ func matches(rec, act *history.Event) bool {
 		return rec.Name == act.Name && rec.SessionID == act.SessionID && jsonEqual(rec.Input, act.Input)
 	case history.ExternalSubscribed:
 		return rec.Name == act.Name
-	case history.SubOrchestrationScheduled:
+	case history.SubOrchestrationScheduled, history.DetachedOrchestrationScheduled:
 		if act.ChildInstanceID != "" && rec.ChildInstanceID != act.ChildInstanceID {
 			return false
 		}
@@ -744,6 +770,8 @@ func describe(ev *history.Event) string {
 			return fmt.Sprintf("sub-orchestration %q with input %s", ev.Name, orNone(ev.Input))
 		}
 		return fmt.Sprintf("sub-orchestration %q (%s) with input %s", ev.Name, ev.ChildInstanceID, orNone(ev.Input))
+	case history.DetachedOrchestrationScheduled:
+		return fmt.Sprintf("detached start of %q (%s) with input %s", ev.Name, ev.ChildInstanceID, orNone(ev.Input))
 	case history.CustomStatusUpdated:
 		return "a custom status update"
 	case history.NowRecorded:

@@ -101,6 +101,8 @@ func payloadOf(ev *history.Event) (int, string) {
 		return len(ev.Input), "input of activity " + ev.Name
 	case history.SubOrchestrationScheduled:
 		return len(ev.Input), "input of sub-orchestration " + ev.Name
+	case history.DetachedOrchestrationScheduled:
+		return len(ev.Input), "input of detached start " + ev.Name
 	case history.CustomStatusUpdated:
 		return len(ev.CustomStatus), "custom status"
 	case history.ExternalEvent:

@@ -463,6 +463,8 @@ func buildAck(id, token string, execID int64, name, version string, started *his
 					}},
 				},
 			})
+		case history.DetachedOrchestrationScheduled:
+			ack.OrchestratorItems = append(ack.OrchestratorItems, detachedStart(id, execID, ev)...)
 		case history.CustomStatusUpdated:
 			md.CustomStatus = &provider.CustomStatusUpdate{Value: ev.CustomStatus}
 		case history.OrchestrationCancelRequested:
@@ -529,4 +531,31 @@ func parentNotice(id string, parent *history.ParentRef, res replay.Result, outpu
 		return nil
 	}
 	return &provider.OrchestratorMessage{InstanceID: parent.InstanceID, Item: item}
+}
+
+// detachedStart is the pair of messages of a detached start: the start of
+// the new instance, created with no parent link (on a taken ID the store
+// enqueues its OnExists failure to the starter instead), then the starter's
+// confirmation. Both commit in the same ack, so the starter fetches them
+// together (a turn takes every visible message of its instance), and the
+// engine lets the failure overrule the confirmation, whatever their order.
+func detachedStart(id string, execID int64, ev *history.Event) []*provider.OrchestratorMessage {
+	child := ev.ChildInstanceID
+	return []*provider.OrchestratorMessage{{
+		InstanceID: child,
+		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: child, ExecutionID: 1,
+			Name: ev.Name, Version: ev.Version, Input: ev.Input},
+		Create: &provider.NewInstance{OrchestrationName: ev.Name, OrchestrationVersion: ev.Version, Input: ev.Input,
+			OnExists: &provider.OrchestratorMessage{InstanceID: id, Item: history.WorkItem{
+				Kind: history.WorkSubOrchFailed, InstanceID: id, ExecutionID: execID, ID: ev.EventID,
+				ChildInstanceID: child,
+				Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: ChildExistsMessage,
+					Code: history.CodeInstanceExists},
+			}},
+		},
+	}, {
+		InstanceID: id,
+		Item: history.WorkItem{Kind: history.WorkSubOrchCompleted, InstanceID: id, ExecutionID: execID, ID: ev.EventID,
+			ChildInstanceID: child},
+	}}
 }

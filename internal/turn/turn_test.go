@@ -75,6 +75,11 @@ func testRegistry() registry {
 			out, _ := c.Result()
 			return out, nil
 		},
+		// Detach starts "free" detached and waits for the start.
+		"Detach@1.0.0": func(ctx *replay.Context, in json.RawMessage) (json.RawMessage, error) {
+			ctx.Await(ctx.StartOrchestration("Echo", "", "free", in))
+			return nil, nil
+		},
 	}
 }
 
@@ -607,6 +612,30 @@ func TestDecide(t *testing.T) {
 				}}
 				if !reflect.DeepEqual(ack.OrchestratorItems, want) {
 					t.Fatalf("sent %+v\nwant %+v", ack.OrchestratorItems, want)
+				}
+				d.Exec.Close()
+			},
+		},
+		{
+			name: "a detached start creates its instance without a parent and confirms to the starter",
+			item: item(meta("Detach", "", provider.StatusPending, 0), nil, startMsg("Detach", "", `"x"`)),
+			check: func(t *testing.T, d Decision) {
+				ack := wantAck(t, d)
+				want := []*provider.OrchestratorMessage{{InstanceID: "free",
+					Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: "free", ExecutionID: 1, Name: "Echo", Input: json.RawMessage(`"x"`)},
+					Create: &provider.NewInstance{OrchestrationName: "Echo", Input: json.RawMessage(`"x"`),
+						OnExists: &provider.OrchestratorMessage{InstanceID: "i", Item: history.WorkItem{
+							Kind: history.WorkSubOrchFailed, InstanceID: "i", ExecutionID: 1, ID: 2, ChildInstanceID: "free",
+							Error: &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: ChildExistsMessage, Code: history.CodeInstanceExists},
+						}},
+					},
+				}, {InstanceID: "i",
+					Item: history.WorkItem{Kind: history.WorkSubOrchCompleted, InstanceID: "i", ExecutionID: 1, ID: 2, ChildInstanceID: "free"}}}
+				if !reflect.DeepEqual(ack.OrchestratorItems, want) {
+					t.Fatalf("sent %+v\nwant %+v", ack.OrchestratorItems, want)
+				}
+				if kinds(ack.History) != "OrchestrationStarted,DetachedOrchestrationScheduled" {
+					t.Fatalf("history %s", kinds(ack.History))
 				}
 				d.Exec.Close()
 			},

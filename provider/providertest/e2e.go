@@ -50,6 +50,7 @@ func e2eGroups() [][]e2eCase {
 		e2eVersioningCases,
 		e2eRecoveryCases,
 		e2eManagementCases,
+		e2eDetachedCases,
 	}
 }
 
