@@ -13,6 +13,7 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
 )
 
 // Activities: outputs, failures, panics, payload types.
@@ -595,14 +596,45 @@ func e2eLongActivityKeepsLock(e *e2e) {
 		}
 		return fmt.Sprintf("run %d", n), nil
 	})
-	e.runtime(reg, func(o *duroxide.RuntimeOptions) { o.WorkerLockTimeout = 6 * time.Second })
+	// The runtime works through a store that notes each renewal of a worker
+	// lock, so the fake clock can be held back until a renewal lands: a
+	// slow store call (PostgreSQL under load) must not look like an expired
+	// lock. The clock never runs more than half a lock timeout past the
+	// last renewal; the lock expires a whole timeout after it.
+	rs := &renewSpy{Provider: e.store, clock: e.fc}
+	o := e.options()
+	o.WorkerLockTimeout = 6 * time.Second
+	rt, err := duroxide.StartRuntime(e.ctx, rs, reg, o)
+	if err != nil {
+		e.t.Fatalf("StartRuntime: %v", err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(ctx); err != nil {
+			e.t.Errorf("Shutdown: %v", err)
+		}
+	})
 	e.start("long", "Long", nil)
 	e.eventually("the activity to start", func() bool { return runs.Load() == 1 })
 	// Three lock timeouts pass while it runs: renewals (every 2s) keep the
-	// lock. Small steps give each renewal real time to land.
-	for range 180 {
+	// lock.
+	begin := e.fc.Now()
+	last := begin
+	for e.fc.Now().Sub(begin) < 18*time.Second {
+		if at, n := rs.last(); n > 0 && at.After(last) {
+			last = at
+		}
+		if e.fc.Now().Sub(last) >= 3*time.Second {
+			before := rs.count()
+			e.eventually("a renewal of the activity's lock", func() bool { return rs.count() > before })
+			continue
+		}
 		e.fc.Advance(100 * time.Millisecond)
-		time.Sleep(3 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+	}
+	if n := rs.count(); n < 6 {
+		e.t.Fatalf("%d renewals in 18s of 2s renewal ticks", n)
 	}
 	g.open()
 	var out string
@@ -610,4 +642,42 @@ func e2eLongActivityKeepsLock(e *e2e) {
 	if out != "run 1" || runs.Load() != 1 {
 		e.t.Fatalf("output %q after %d runs: a renewed lock must not be redelivered", out, runs.Load())
 	}
+}
+
+// renewSpy is a store that notes when worker locks are renewed (the fake
+// time of the last success and how many), and passes NextVisible on.
+type renewSpy struct {
+	provider.Provider
+	clock interface{ Now() time.Time }
+
+	mu sync.Mutex
+	at time.Time
+	n  int
+}
+
+func (r *renewSpy) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	err := r.Provider.RenewWorkItemLock(ctx, lockToken, extendFor)
+	if err == nil {
+		r.mu.Lock()
+		r.at, r.n = r.clock.Now(), r.n+1
+		r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *renewSpy) last() (time.Time, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at, r.n
+}
+
+func (r *renewSpy) count() int { _, n := r.last(); return n }
+
+// NextVisible passes the store's Waker on, so the runtime sleeps as it
+// would on the store itself.
+func (r *renewSpy) NextVisible(ctx context.Context, q provider.Queue) (time.Time, error) {
+	if w, ok := r.Provider.(provider.Waker); ok {
+		return w.NextVisible(ctx, q)
+	}
+	return time.Time{}, nil
 }
