@@ -673,3 +673,33 @@ func (w *wtx) lockInstance(instance string) error {
 	_, err := w.tx.Exec(w.ctx, sqlAdvisoryLock, w.p.lockSpace+instance)
 	return err
 }
+
+// sharedSQL is the SQL text of the shared code's statements.
+var sharedSQL = [sqlstore.NumQueries]string{
+	sqlstore.QInstanceCurrent: sqlInstanceCurrent,
+	sqlstore.QExecutionExists: sqlExecutionExists,
+	sqlstore.QHistory:         sqlHistory,
+}
+
+// sharedQuerier runs the shared code's statements on a pool, connection
+// or transaction.
+type sharedQuerier struct{ q querier }
+
+func (s sharedQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any) sqlstore.Row {
+	return noRows{s.q.QueryRow(ctx, sharedSQL[id], args...)}
+}
+
+func (s sharedQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
+	return queryRows(ctx, s.q, sharedSQL[id], func(r pgx.Rows) error { return scan(r) }, args...)
+}
+
+// noRows is a row whose Scan reports pgx.ErrNoRows as sqlstore.ErrNoRows.
+type noRows struct{ r pgx.Row }
+
+func (n noRows) Scan(dest ...any) error {
+	err := n.r.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	return err
+}

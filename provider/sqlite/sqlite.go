@@ -500,3 +500,44 @@ func jsonInts(ids []int64) string {
 	}
 	return string(append(b, ']'))
 }
+
+// sharedReads maps the shared code's statements to the reader statements.
+var sharedReads = [sqlstore.NumQueries]stmtID{
+	sqlstore.QInstanceCurrent: rInstanceCurrent,
+	sqlstore.QExecutionExists: rExecutionExists,
+	sqlstore.QHistory:         rHistory,
+}
+
+// txQuerier runs the shared code's statements in a read transaction, on
+// the prepared reader statements.
+type txQuerier struct {
+	tx *sql.Tx
+	p  *Provider
+}
+
+func (p *Provider) readQuerier(tx *sql.Tx) sqlstore.Querier {
+	return txQuerier{tx: tx, p: p}
+}
+
+func (q txQuerier) stmt(ctx context.Context, id sqlstore.Query) *sql.Stmt {
+	return q.tx.StmtContext(ctx, q.p.rstmts[sharedReads[id]])
+}
+
+func (q txQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any) sqlstore.Row {
+	return noRows{q.stmt(ctx, id).QueryRowContext(ctx, args...)}
+}
+
+func (q txQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
+	return queryRows(ctx, q.stmt(ctx, id), func(r *sql.Rows) error { return scan(r) }, args...)
+}
+
+// noRows is a row whose Scan reports sql.ErrNoRows as sqlstore.ErrNoRows.
+type noRows struct{ r *sql.Row }
+
+func (n noRows) Scan(dest ...any) error {
+	err := n.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	return err
+}
