@@ -624,6 +624,7 @@ func (w *wtx) queryStrings(sql string, args ...any) ([]string, error) {
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 func queryRows(ctx context.Context, q querier, sql string, scan func(pgx.Rows) error, args ...any) error {
@@ -679,6 +680,12 @@ var sharedSQL = [sqlstore.NumQueries]string{
 	sqlstore.QInstanceCurrent: sqlInstanceCurrent,
 	sqlstore.QExecutionExists: sqlExecutionExists,
 	sqlstore.QHistory:         sqlHistory,
+	sqlstore.QQueueInstance:   sqlQueueInstance,
+	sqlstore.QQueueMessages:   sqlQueueMessages,
+	sqlstore.QQueueWork:       sqlQueueWork,
+	sqlstore.QQueueLock:       sqlQueueLock,
+	sqlstore.QQueueHeldLocks:  sqlQueueHeldLocks,
+	sqlstore.QQueueStart:      sqlQueueStart,
 }
 
 // sharedQuerier runs the shared code's statements on a pool, connection
@@ -691,6 +698,17 @@ func (s sharedQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...
 
 func (s sharedQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
 	return queryRows(ctx, s.q, sharedSQL[id], func(r pgx.Rows) error { return scan(r) }, args...)
+}
+
+// Batch sends stmts as one pipelined batch: one round trip.
+func (s sharedQuerier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	b := &pgx.Batch{}
+	for _, st := range stmts {
+		b.Queue(sharedSQL[st.Query], st.Args...).Query(func(r pgx.Rows) error {
+			return forEach(r, func() error { return st.Scan(r) })
+		})
+	}
+	return s.q.SendBatch(ctx, b).Close()
 }
 
 // noRows is a row whose Scan reports pgx.ErrNoRows as sqlstore.ErrNoRows.

@@ -506,6 +506,12 @@ var sharedReads = [sqlstore.NumQueries]stmtID{
 	sqlstore.QInstanceCurrent: rInstanceCurrent,
 	sqlstore.QExecutionExists: rExecutionExists,
 	sqlstore.QHistory:         rHistory,
+	sqlstore.QQueueInstance:   rQueueInstance,
+	sqlstore.QQueueMessages:   rQueueMessages,
+	sqlstore.QQueueWork:       rQueueWork,
+	sqlstore.QQueueLock:       rQueueLock,
+	sqlstore.QQueueHeldLocks:  rQueueHeldLocks,
+	sqlstore.QQueueStart:      rQueueStart,
 }
 
 // txQuerier runs the shared code's statements in a read transaction, on
@@ -529,6 +535,17 @@ func (q txQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any)
 
 func (q txQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
 	return queryRows(ctx, q.stmt(ctx, id), func(r *sql.Rows) error { return scan(r) }, args...)
+}
+
+// Batch runs stmts one after the other: the reader is local, a round
+// trip costs nothing.
+func (q txQuerier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	for _, s := range stmts {
+		if err := q.Each(ctx, s.Query, s.Scan, s.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // noRows is a row whose Scan reports sql.ErrNoRows as sqlstore.ErrNoRows.

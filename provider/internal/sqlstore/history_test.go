@@ -136,3 +136,12 @@ func TestReadHistory(t *testing.T) {
 		}
 	}
 }
+
+func (f *fakeQuerier) Batch(ctx context.Context, stmts []Stmt) error {
+	for _, s := range stmts {
+		if err := f.Each(ctx, s.Query, s.Scan, s.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -23,6 +23,33 @@ const (
 	// execution's events in event_id order.
 	QHistory
 
+	// The InstanceQueue statements, each (instance_id), each an index
+	// lookup by instance.
+	//
+	// QQueueInstance returns current_execution_id, created_at,
+	// last_error_at and the created_at of the newest event of the current
+	// execution (NULL when it has none); no row when the instance does not
+	// exist.
+	QQueueInstance
+	// QQueueMessages returns the instance's orchestrator_queue rows in id
+	// order: work_item, created_at, visible_at, attempt_count, whether it
+	// is locked.
+	QQueueMessages
+	// QQueueWork returns the instance's worker_queue rows in id order:
+	// execution_id, activity_id, session_id ('' for none), work_item,
+	// created_at, visible_at, attempt_count, locked_until (NULL unless
+	// locked), last_error, last_error_at.
+	QQueueWork
+	// QQueueLock returns the instance lock's locked_at, locked_until.
+	QQueueLock
+	// QQueueHeldLocks returns the keys of the execution locks the
+	// instance holds, in key order.
+	QQueueHeldLocks
+	// QQueueStart returns the instance's first queued start: lock_key,
+	// the holder's instance ID ('' for none), created_at, visible_at, and
+	// its position in the key's queue (1 is next).
+	QQueueStart
+
 	// NumQueries is the number of statements: the size of a store's table.
 	NumQueries
 )
@@ -42,4 +69,15 @@ type Querier interface {
 	// Each runs q and calls scan for each row it returns, stopping at the
 	// first error.
 	Each(ctx context.Context, q Query, scan func(Row) error, args ...any) error
+	// Batch runs stmts in order, as Each runs one, in as few round trips
+	// as the store can, stopping at the first error.
+	Batch(ctx context.Context, stmts []Stmt) error
+}
+
+// Stmt is one statement of a Querier's Batch: Scan is called for each
+// row it returns.
+type Stmt struct {
+	Query Query
+	Args  []any
+	Scan  func(Row) error
 }
