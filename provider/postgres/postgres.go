@@ -686,6 +686,8 @@ var sharedSQL = [sqlstore.NumQueries]string{
 	sqlstore.QQueueLock:       sqlQueueLock,
 	sqlstore.QQueueHeldLocks:  sqlQueueHeldLocks,
 	sqlstore.QQueueStart:      sqlQueueStart,
+	sqlstore.QLockGet:         sqlXLockGetInfo,
+	sqlstore.QLockList:        sqlXLockList,
 }
 
 // sharedQuerier runs the shared code's statements on a pool, connection

@@ -512,10 +512,12 @@ var sharedReads = [sqlstore.NumQueries]stmtID{
 	sqlstore.QQueueLock:       rQueueLock,
 	sqlstore.QQueueHeldLocks:  rQueueHeldLocks,
 	sqlstore.QQueueStart:      rQueueStart,
+	sqlstore.QLockGet:         rXLockGet,
+	sqlstore.QLockList:        rXLockList,
 }
 
-// txQuerier runs the shared code's statements in a read transaction, on
-// the prepared reader statements.
+// txQuerier runs the shared code's statements on the prepared reader
+// statements: in a read transaction, or each on its own (tx nil).
 type txQuerier struct {
 	tx *sql.Tx
 	p  *Provider
@@ -526,7 +528,11 @@ func (p *Provider) readQuerier(tx *sql.Tx) sqlstore.Querier {
 }
 
 func (q txQuerier) stmt(ctx context.Context, id sqlstore.Query) *sql.Stmt {
-	return q.tx.StmtContext(ctx, q.p.rstmts[sharedReads[id]])
+	s := q.p.rstmts[sharedReads[id]]
+	if q.tx == nil {
+		return s
+	}
+	return q.tx.StmtContext(ctx, s)
 }
 
 func (q txQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any) sqlstore.Row {

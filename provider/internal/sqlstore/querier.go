@@ -50,6 +50,11 @@ const (
 	// its position in the key's queue (1 is next).
 	QQueueStart
 
+	// QLockGet (lock_key) and QLockList () return execution locks as
+	// ScanExecutionLock reads them; QLockList in key order.
+	QLockGet
+	QLockList
+
 	// NumQueries is the number of statements: the size of a store's table.
 	NumQueries
 )
