@@ -11,7 +11,7 @@ import (
 )
 
 // ScanExecutionLock reads one row of QLockGet or QLockList: lock_key,
-// instance_id, locked_at, expires_at, ttl_ms, the holder's status (” when
+// instance_id, locked_at, expires_at, ttl_ms, the holder's status (empty when
 // the holder is gone) and the number of queued starts; now is the store
 // time that decides Expired.
 func ScanExecutionLock(r Row, now int64) (*provider.ExecutionLock, error) {

@@ -36,7 +36,7 @@ const (
 	// is locked.
 	QQueueMessages
 	// QQueueWork returns the instance's worker_queue rows in id order:
-	// execution_id, activity_id, session_id ('' for none), work_item,
+	// execution_id, activity_id, session_id (empty for none), work_item,
 	// created_at, visible_at, attempt_count, locked_until (NULL unless
 	// locked), last_error, last_error_at.
 	QQueueWork
@@ -46,7 +46,7 @@ const (
 	// instance holds, in key order.
 	QQueueHeldLocks
 	// QQueueStart returns the instance's first queued start: lock_key,
-	// the holder's instance ID ('' for none), created_at, visible_at, and
+	// the holder's instance ID (empty for none), created_at, visible_at, and
 	// its position in the key's queue (1 is next).
 	QQueueStart
 
