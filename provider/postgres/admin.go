@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -151,16 +150,13 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 // GetInstance returns one instance; see provider.Admin.
 func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
 	const op = "getting instance"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var in *provider.InstanceInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		in, err = sqlstore.ScanInstanceInfo(p.pool.QueryRow(ctx, sqlGetInstance, instanceID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
-		}
+		in, err = sqlstore.GetInstance(ctx, sharedQuerier{p.pool}, instanceID)
 		return err
 	})
 	if err != nil {
@@ -172,23 +168,14 @@ func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provide
 // ListExecutions returns an instance's executions in order; see provider.Admin.
 func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
 	const op = "listing executions"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var out []provider.ExecutionInfo
 	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
-		if err := instanceExists(ctx, tx, instanceID); err != nil {
-			return err
-		}
-		out = []provider.ExecutionInfo{}
-		return queryRows(ctx, tx, sqlListExecutions, func(r pgx.Rows) error {
-			e, err := sqlstore.ScanExecutionInfo(r)
-			if err != nil {
-				return err
-			}
-			out = append(out, *e)
-			return nil
-		}, instanceID)
+		var err error
+		out, err = sqlstore.ListExecutions(ctx, sharedQuerier{tx}, instanceID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -196,30 +183,16 @@ func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]pro
 	return out, nil
 }
 
-func instanceExists(ctx context.Context, tx pgx.Tx, instanceID string) error {
-	var ok bool
-	if err := tx.QueryRow(ctx, sqlInstanceExists, instanceID).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
-	}
-	return nil
-}
-
 // GetExecution returns one execution; see provider.Admin.
 func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
 	const op = "getting execution"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var e *provider.ExecutionInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		e, err = sqlstore.ScanExecutionInfo(p.pool.QueryRow(ctx, sqlGetExecution, instanceID, executionID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("instance %q execution %d: %w", instanceID, executionID, provider.ErrNotFound)
-		}
+		e, err = sqlstore.GetExecution(ctx, sharedQuerier{p.pool}, instanceID, executionID)
 		return err
 	})
 	if err != nil {
@@ -232,23 +205,14 @@ func (p *Provider) GetExecution(ctx context.Context, instanceID string, executio
 // see provider.Admin.
 func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
 	const op = "listing children"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var ids []string
 	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
-		if err := instanceExists(ctx, tx, instanceID); err != nil {
-			return err
-		}
-		ids = []string{}
-		return queryRows(ctx, tx, sqlListChildren, func(r pgx.Rows) error {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-			return nil
-		}, instanceID)
+		var err error
+		ids, err = sqlstore.ListChildren(ctx, sharedQuerier{tx}, instanceID)
+		return err
 	})
 	if err != nil {
 		return nil, err

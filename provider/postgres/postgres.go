@@ -688,6 +688,11 @@ var sharedSQL = [sqlstore.NumQueries]string{
 	sqlstore.QQueueStart:      sqlQueueStart,
 	sqlstore.QLockGet:         sqlXLockGetInfo,
 	sqlstore.QLockList:        sqlXLockList,
+	sqlstore.QGetInstance:     sqlGetInstance,
+	sqlstore.QInstanceExists:  sqlInstanceExists,
+	sqlstore.QListExecutions:  sqlListExecutions,
+	sqlstore.QGetExecution:    sqlGetExecution,
+	sqlstore.QListChildren:    sqlListChildren,
 }
 
 // sharedQuerier runs the shared code's statements on a pool, connection

@@ -514,6 +514,11 @@ var sharedReads = [sqlstore.NumQueries]stmtID{
 	sqlstore.QQueueStart:      rQueueStart,
 	sqlstore.QLockGet:         rXLockGet,
 	sqlstore.QLockList:        rXLockList,
+	sqlstore.QGetInstance:     rGetInstance,
+	sqlstore.QInstanceExists:  rInstanceExists,
+	sqlstore.QListExecutions:  rListExecutions,
+	sqlstore.QGetExecution:    rGetExecution,
+	sqlstore.QListChildren:    rListChildren,
 }
 
 // txQuerier runs the shared code's statements on the prepared reader

@@ -55,6 +55,20 @@ const (
 	QLockGet
 	QLockList
 
+	// QGetInstance (instance_id) returns the instance as ScanInstanceInfo
+	// reads it; QInstanceExists (instance_id) one boolean (or 0/1)
+	// column: whether it exists.
+	QGetInstance
+	QInstanceExists
+	// QListExecutions (instance_id) returns the instance's executions as
+	// ScanExecutionInfo reads them, in execution order; QGetExecution
+	// (instance_id, execution_id) the one execution.
+	QListExecutions
+	QGetExecution
+	// QListChildren (instance_id) returns the instance IDs of the
+	// instance's direct sub-orchestrations, oldest first.
+	QListChildren
+
 	// NumQueries is the number of statements: the size of a store's table.
 	NumQueries
 )
