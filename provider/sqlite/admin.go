@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 
 	"github.com/duroxide/duroxide-go/provider"
@@ -249,10 +248,8 @@ func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]strin
 // transaction; see provider.Admin.
 func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opts provider.PurgeOptions) (*provider.PurgeResult, error) {
 	const op = "purging instances"
-	for _, id := range instanceIDs {
-		if id == "" {
-			return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
-		}
+	if err := sqlstore.CheckPurgeArgs(instanceIDs); err != nil {
+		return nil, p.fail(op, err)
 	}
 	res := &provider.PurgeResult{}
 	if len(instanceIDs) == 0 {
@@ -276,20 +273,11 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 		if err != nil {
 			return err
 		}
-		inTree := make(map[string]bool, len(tree))
-		for _, id := range tree {
-			inTree[id] = true
-		}
-		type row struct {
-			status, parent string
-			parentExists   bool
-		}
-		rows := make(map[string]row, len(tree))
+		rows := make(map[string]sqlstore.PurgeRow, len(tree))
 		treeJSON := jsonStrings(tree)
 		err = w.query(sPurgeRows, func(r *sql.Rows) error {
-			var id string
-			var x row
-			if err := r.Scan(&id, &x.status, &x.parent, &x.parentExists); err != nil {
+			id, x, err := sqlstore.ScanPurgeRow(r)
+			if err != nil {
 				return err
 			}
 			rows[id] = x
@@ -298,21 +286,8 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 		if err != nil {
 			return err
 		}
-		for _, id := range instanceIDs {
-			x, ok := rows[id]
-			if !ok {
-				return fmt.Errorf("instance %q: %w", id, provider.ErrNotFound)
-			}
-			if x.parent != "" && x.parentExists && !inTree[x.parent] {
-				return fmt.Errorf("instance %q (parent %q): %w", id, x.parent, provider.ErrChildInstance)
-			}
-		}
-		if !opts.Force {
-			for _, id := range tree {
-				if s := provider.Status(rows[id].status); s == provider.StatusPending || s == provider.StatusRunning {
-					return fmt.Errorf("instance %q is %s: %w", id, s, provider.ErrStillRunning)
-				}
-			}
+		if err := sqlstore.CheckPurge(instanceIDs, tree, rows, opts.Force); err != nil {
+			return err
 		}
 		if err := w.query(sPurgeCountExecutions, func(r *sql.Rows) error { return r.Scan(&res.Executions) }, treeJSON); err != nil {
 			return err

@@ -84,3 +84,60 @@ func instanceExists(ctx context.Context, q Querier, instanceID string) error {
 	}
 	return nil
 }
+
+// PurgeRow is what PurgeInstances checks of each instance of the tree it
+// would delete: its status and its parent ("" for none), and whether that
+// parent still exists.
+type PurgeRow struct {
+	Status, Parent string
+	ParentExists   bool
+}
+
+// ScanPurgeRow reads one row of a store's purge-rows statement: instance
+// ID, status, parent ID (empty for none), whether the parent exists.
+func ScanPurgeRow(r Row) (string, PurgeRow, error) {
+	var id string
+	var x PurgeRow
+	err := r.Scan(&id, &x.Status, &x.Parent, &x.ParentExists)
+	return id, x, err
+}
+
+// CheckPurge decides whether PurgeInstances may delete tree, the named
+// instances and all their descendants, whose rows are rows: a named
+// instance that does not exist is ErrNotFound, one whose parent exists
+// and is not purged with it ErrChildInstance, and, unless force, an
+// instance of the tree that is pending or running ErrStillRunning.
+func CheckPurge(instanceIDs, tree []string, rows map[string]PurgeRow, force bool) error {
+	inTree := make(map[string]bool, len(tree))
+	for _, id := range tree {
+		inTree[id] = true
+	}
+	for _, id := range instanceIDs {
+		x, ok := rows[id]
+		if !ok {
+			return fmt.Errorf("instance %q: %w", id, provider.ErrNotFound)
+		}
+		if x.Parent != "" && x.ParentExists && !inTree[x.Parent] {
+			return fmt.Errorf("instance %q (parent %q): %w", id, x.Parent, provider.ErrChildInstance)
+		}
+	}
+	if !force {
+		for _, id := range tree {
+			if s := provider.Status(rows[id].Status); s == provider.StatusPending || s == provider.StatusRunning {
+				return fmt.Errorf("instance %q is %s: %w", id, s, provider.ErrStillRunning)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckPurgeArgs validates PurgeInstances' arguments before a store opens
+// its transaction.
+func CheckPurgeArgs(instanceIDs []string) error {
+	for _, id := range instanceIDs {
+		if err := CheckInstanceID(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
