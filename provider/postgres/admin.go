@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -151,16 +149,13 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 // GetInstance returns one instance; see provider.Admin.
 func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
 	const op = "getting instance"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var in *provider.InstanceInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		in, err = sqlstore.ScanInstanceInfo(p.pool.QueryRow(ctx, sqlGetInstance, instanceID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
-		}
+		in, err = sqlstore.GetInstance(ctx, sharedQuerier{p.pool}, instanceID)
 		return err
 	})
 	if err != nil {
@@ -172,23 +167,14 @@ func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provide
 // ListExecutions returns an instance's executions in order; see provider.Admin.
 func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
 	const op = "listing executions"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var out []provider.ExecutionInfo
 	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
-		if err := instanceExists(ctx, tx, instanceID); err != nil {
-			return err
-		}
-		out = []provider.ExecutionInfo{}
-		return queryRows(ctx, tx, sqlListExecutions, func(r pgx.Rows) error {
-			e, err := sqlstore.ScanExecutionInfo(r)
-			if err != nil {
-				return err
-			}
-			out = append(out, *e)
-			return nil
-		}, instanceID)
+		var err error
+		out, err = sqlstore.ListExecutions(ctx, sharedQuerier{tx}, instanceID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -196,30 +182,16 @@ func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]pro
 	return out, nil
 }
 
-func instanceExists(ctx context.Context, tx pgx.Tx, instanceID string) error {
-	var ok bool
-	if err := tx.QueryRow(ctx, sqlInstanceExists, instanceID).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
-	}
-	return nil
-}
-
 // GetExecution returns one execution; see provider.Admin.
 func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
 	const op = "getting execution"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var e *provider.ExecutionInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		e, err = sqlstore.ScanExecutionInfo(p.pool.QueryRow(ctx, sqlGetExecution, instanceID, executionID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("instance %q execution %d: %w", instanceID, executionID, provider.ErrNotFound)
-		}
+		e, err = sqlstore.GetExecution(ctx, sharedQuerier{p.pool}, instanceID, executionID)
 		return err
 	})
 	if err != nil {
@@ -232,23 +204,14 @@ func (p *Provider) GetExecution(ctx context.Context, instanceID string, executio
 // see provider.Admin.
 func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
 	const op = "listing children"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var ids []string
 	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
-		if err := instanceExists(ctx, tx, instanceID); err != nil {
-			return err
-		}
-		ids = []string{}
-		return queryRows(ctx, tx, sqlListChildren, func(r pgx.Rows) error {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-			return nil
-		}, instanceID)
+		var err error
+		ids, err = sqlstore.ListChildren(ctx, sharedQuerier{tx}, instanceID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -260,10 +223,8 @@ func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]strin
 // transaction; see provider.Admin.
 func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opts provider.PurgeOptions) (*provider.PurgeResult, error) {
 	const op = "purging instances"
-	for _, id := range instanceIDs {
-		if id == "" {
-			return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
-		}
+	if err := sqlstore.CheckPurgeArgs(instanceIDs); err != nil {
+		return nil, p.fail(op, err)
 	}
 	res := &provider.PurgeResult{}
 	if len(instanceIDs) == 0 {
@@ -300,19 +261,10 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 				return err
 			}
 		}
-		inTree := make(map[string]bool, len(tree))
-		for _, id := range tree {
-			inTree[id] = true
-		}
-		type row struct {
-			status, parent string
-			parentExists   bool
-		}
-		rows := make(map[string]row, len(tree))
+		rows := make(map[string]sqlstore.PurgeRow, len(tree))
 		err := w.query(sqlPurgeRows, func(r pgx.Rows) error {
-			var id string
-			var x row
-			if err := r.Scan(&id, &x.status, &x.parent, &x.parentExists); err != nil {
+			id, x, err := sqlstore.ScanPurgeRow(r)
+			if err != nil {
 				return err
 			}
 			rows[id] = x
@@ -321,21 +273,8 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 		if err != nil {
 			return err
 		}
-		for _, id := range instanceIDs {
-			x, ok := rows[id]
-			if !ok {
-				return fmt.Errorf("instance %q: %w", id, provider.ErrNotFound)
-			}
-			if x.parent != "" && x.parentExists && !inTree[x.parent] {
-				return fmt.Errorf("instance %q (parent %q): %w", id, x.parent, provider.ErrChildInstance)
-			}
-		}
-		if !opts.Force {
-			for _, id := range tree {
-				if s := provider.Status(rows[id].status); s == provider.StatusPending || s == provider.StatusRunning {
-					return fmt.Errorf("instance %q is %s: %w", id, s, provider.ErrStillRunning)
-				}
-			}
+		if err := sqlstore.CheckPurge(instanceIDs, tree, rows, opts.Force); err != nil {
+			return err
 		}
 		var keys []string
 		b := &pgx.Batch{}

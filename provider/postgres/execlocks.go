@@ -3,13 +3,13 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Execution locks, their queues and idempotency keys; see
@@ -117,37 +117,16 @@ func (w *wtx) promoteAll(keys []string) error {
 	return nil
 }
 
-// scanExecutionLock scans a row of xlockSelect.
-func (p *Provider) scanExecutionLock(r pgx.Row) (*provider.ExecutionLock, error) {
-	var l provider.ExecutionLock
-	var lockedAt, expires, ttl, queued int64
-	var status string
-	if err := r.Scan(&l.Key, &l.InstanceID, &lockedAt, &expires, &ttl, &status, &queued); err != nil {
-		return nil, err
-	}
-	l.Queued = int(queued)
-	l.LockedAt = time.UnixMilli(lockedAt).UTC()
-	l.ExpiresAt = time.UnixMilli(expires).UTC()
-	l.TTL = time.Duration(ttl) * time.Millisecond
-	l.HolderStatus = provider.Status(status)
-	l.Stale = status == "" || provider.Status(status).IsTerminal()
-	l.Expired = expires <= p.now()
-	return &l, nil
-}
-
 // GetExecutionLock returns the lock on key; see provider.LockStore.
 func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.ExecutionLock, error) {
 	const op = "getting execution lock"
-	if key == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty lock key"))
+	if err := sqlstore.CheckLockKey(key); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var l *provider.ExecutionLock
 	err := p.read(ctx, op, func() error {
 		var err error
-		l, err = p.scanExecutionLock(p.pool.QueryRow(ctx, sqlXLockGetInfo, key))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("execution lock %q: %w", key, provider.ErrNotFound)
-		}
+		l, err = sqlstore.GetExecutionLock(ctx, sharedQuerier{p.pool}, key, p.now())
 		return err
 	})
 	if err != nil {
@@ -160,14 +139,9 @@ func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.
 func (p *Provider) ListExecutionLocks(ctx context.Context) ([]provider.ExecutionLock, error) {
 	var out []provider.ExecutionLock
 	err := p.read(ctx, "listing execution locks", func() error {
-		return queryRows(ctx, p.pool, sqlXLockList, func(r pgx.Rows) error {
-			l, err := p.scanExecutionLock(r)
-			if err != nil {
-				return err
-			}
-			out = append(out, *l)
-			return nil
-		})
+		var err error
+		out, err = sqlstore.ListExecutionLocks(ctx, sharedQuerier{p.pool}, p.now())
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -207,43 +181,39 @@ func (p *Provider) ReleaseExecutionLock(ctx context.Context, key string) (bool, 
 // CleanupExecutionLocks frees expired and stale locks and drops expired
 // idempotency keys; see provider.LockStore.
 func (p *Provider) CleanupExecutionLocks(ctx context.Context) (*provider.LockCleanup, error) {
-	var res provider.LockCleanup
+	var res *provider.LockCleanup
 	err := p.write(ctx, "cleaning up execution locks", func(w *wtx) error {
-		res = provider.LockCleanup{}
-		keys, err := w.queryStrings(sqlXLockFreeable, w.now)
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := w.lockKey("xlock", k); err != nil {
-				return err
-			}
-			// Look again under the key's lock: another node may have
-			// settled it meanwhile.
-			holder, err := w.liveLockHolderNoWait(k)
-			if err != nil {
-				return err
-			}
-			if holder {
-				continue
-			}
-			promoted, err := w.freeExecutionLock(k)
-			if err != nil {
-				return err
-			}
-			res.Locks++
-			if promoted {
-				res.Promoted++
-			}
-		}
-		n, err := w.exec(sqlIdemCleanup, w.now)
-		res.IdempotencyKeys = int(n)
+		var err error
+		res, err = sqlstore.CleanupExecutionLocks(lockCleaner{w})
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return res, nil
+}
+
+// lockCleaner is the write transaction CleanupExecutionLocks runs in.
+type lockCleaner struct{ w *wtx }
+
+func (c lockCleaner) FreeableLocks() ([]string, error) {
+	return c.w.queryStrings(sqlXLockFreeable, c.w.now)
+}
+
+// ClaimFreeable takes the key's advisory lock and looks again under it:
+// another node may have settled the lock meanwhile.
+func (c lockCleaner) ClaimFreeable(key string) (bool, error) {
+	if err := c.w.lockKey("xlock", key); err != nil {
+		return false, err
+	}
+	holder, err := c.w.liveLockHolderNoWait(key)
+	return !holder, err
+}
+
+func (c lockCleaner) FreeExecutionLock(key string) (bool, error) { return c.w.freeExecutionLock(key) }
+
+func (c lockCleaner) DropExpiredIdempotencyKeys() (int64, error) {
+	return c.w.exec(sqlIdemCleanup, c.w.now)
 }
 
 // liveLockHolderNoWait reports whether key has a lock that is live and

@@ -2,69 +2,24 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/history"
-	"github.com/duroxide/duroxide-go/provider"
-	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // ReadHistory returns one execution's events; see provider.Provider.
 func (p *Provider) ReadHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error) {
 	const op = "reading history"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
-	}
-	if executionID < 0 {
-		return nil, p.fail(op, sqlenc.Invalid("executionID %d is negative", executionID))
+	if err := sqlstore.CheckHistoryArgs(instanceID, executionID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var evs []history.Event
 	err := p.readTx(ctx, op, func(tx pgx.Tx) error {
-		var current int64
-		err := tx.QueryRow(ctx, sqlInstanceCurrent, instanceID).Scan(&current)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		exec := executionID
-		if exec == 0 {
-			if current == 0 {
-				evs = []history.Event{}
-				return nil // not started yet
-			}
-			exec = current
-		} else {
-			var ok bool
-			if err := tx.QueryRow(ctx, sqlExecutionExists, instanceID, exec).Scan(&ok); err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("instance %q execution %d: %w", instanceID, exec, provider.ErrNotFound)
-			}
-		}
-		var rows []sqlstore.StoredEvent
-		err = queryRows(ctx, tx, sqlHistory, func(r pgx.Rows) error {
-			var data []byte
-			if err := r.Scan(&data); err != nil {
-				return err
-			}
-			rows = append(rows, sqlstore.StoredEvent{Data: data})
-			return nil
-		}, instanceID, exec)
-		if err != nil {
-			return err
-		}
-		evs, err = sqlstore.DecodeEvents(rows)
-		if err != nil {
-			return fmt.Errorf("instance %q execution %d: %w", instanceID, exec, err)
-		}
-		return nil
+		var err error
+		evs, err = sqlstore.ReadHistory(ctx, sharedQuerier{tx}, instanceID, executionID)
+		return err
 	})
 	if err != nil {
 		return nil, err

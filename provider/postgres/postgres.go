@@ -624,6 +624,7 @@ func (w *wtx) queryStrings(sql string, args ...any) ([]string, error) {
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 func queryRows(ctx context.Context, q querier, sql string, scan func(pgx.Rows) error, args ...any) error {
@@ -671,5 +672,59 @@ func (w *wtx) lockInstancesShared(b *pgx.Batch, instances []string) error {
 // instance another transaction holds.
 func (w *wtx) lockInstance(instance string) error {
 	_, err := w.tx.Exec(w.ctx, sqlAdvisoryLock, w.p.lockSpace+instance)
+	return err
+}
+
+// sharedSQL is the SQL text of the shared code's statements.
+var sharedSQL = [sqlstore.NumQueries]string{
+	sqlstore.QInstanceCurrent: sqlInstanceCurrent,
+	sqlstore.QExecutionExists: sqlExecutionExists,
+	sqlstore.QHistory:         sqlHistory,
+	sqlstore.QQueueInstance:   sqlQueueInstance,
+	sqlstore.QQueueMessages:   sqlQueueMessages,
+	sqlstore.QQueueWork:       sqlQueueWork,
+	sqlstore.QQueueLock:       sqlQueueLock,
+	sqlstore.QQueueHeldLocks:  sqlQueueHeldLocks,
+	sqlstore.QQueueStart:      sqlQueueStart,
+	sqlstore.QLockGet:         sqlXLockGetInfo,
+	sqlstore.QLockList:        sqlXLockList,
+	sqlstore.QGetInstance:     sqlGetInstance,
+	sqlstore.QInstanceExists:  sqlInstanceExists,
+	sqlstore.QListExecutions:  sqlListExecutions,
+	sqlstore.QGetExecution:    sqlGetExecution,
+	sqlstore.QListChildren:    sqlListChildren,
+}
+
+// sharedQuerier runs the shared code's statements on a pool, connection
+// or transaction.
+type sharedQuerier struct{ q querier }
+
+func (s sharedQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any) sqlstore.Row {
+	return noRows{s.q.QueryRow(ctx, sharedSQL[id], args...)}
+}
+
+func (s sharedQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
+	return queryRows(ctx, s.q, sharedSQL[id], func(r pgx.Rows) error { return scan(r) }, args...)
+}
+
+// Batch sends stmts as one pipelined batch: one round trip.
+func (s sharedQuerier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	b := &pgx.Batch{}
+	for _, st := range stmts {
+		b.Queue(sharedSQL[st.Query], st.Args...).Query(func(r pgx.Rows) error {
+			return forEach(r, func() error { return st.Scan(r) })
+		})
+	}
+	return s.q.SendBatch(ctx, b).Close()
+}
+
+// noRows is a row whose Scan reports pgx.ErrNoRows as sqlstore.ErrNoRows.
+type noRows struct{ r pgx.Row }
+
+func (n noRows) Scan(dest ...any) error {
+	err := n.r.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
 	return err
 }

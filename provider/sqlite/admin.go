@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/duroxide/duroxide-go/provider"
@@ -176,17 +174,14 @@ func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (
 // GetInstance returns one instance; see provider.Admin.
 func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
 	const op = "getting instance"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var in *provider.InstanceInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		in, err = sqlstore.ScanInstanceInfo(p.rstmts[rGetInstance].QueryRowContext(ctx, instanceID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
-		}
-		return interpretError(err, nil)
+		in, err = sqlstore.GetInstance(ctx, p.readQuerier(nil), instanceID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -197,23 +192,14 @@ func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provide
 // ListExecutions returns an instance's executions in order; see provider.Admin.
 func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
 	const op = "listing executions"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var out []provider.ExecutionInfo
 	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
-		if err := instanceExists(ctx, tx, p, instanceID); err != nil {
-			return err
-		}
-		out = []provider.ExecutionInfo{}
-		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rListExecutions]), func(r *sql.Rows) error {
-			e, err := sqlstore.ScanExecutionInfo(r)
-			if err != nil {
-				return err
-			}
-			out = append(out, *e)
-			return nil
-		}, instanceID)
+		var err error
+		out, err = sqlstore.ListExecutions(ctx, p.readQuerier(tx), instanceID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -221,31 +207,17 @@ func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]pro
 	return out, nil
 }
 
-func instanceExists(ctx context.Context, tx *sql.Tx, p *Provider, instanceID string) error {
-	var n int
-	if err := tx.StmtContext(ctx, p.rstmts[rInstanceExists]).QueryRowContext(ctx, instanceID).Scan(&n); err != nil {
-		return interpretError(err, nil)
-	}
-	if n == 0 {
-		return fmt.Errorf("instance %q: %w", instanceID, provider.ErrNotFound)
-	}
-	return nil
-}
-
 // GetExecution returns one execution; see provider.Admin.
 func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
 	const op = "getting execution"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var e *provider.ExecutionInfo
 	err := p.read(ctx, op, func() error {
 		var err error
-		e, err = sqlstore.ScanExecutionInfo(p.rstmts[rGetExecution].QueryRowContext(ctx, instanceID, executionID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("instance %q execution %d: %w", instanceID, executionID, provider.ErrNotFound)
-		}
-		return interpretError(err, nil)
+		e, err = sqlstore.GetExecution(ctx, p.readQuerier(nil), instanceID, executionID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -257,23 +229,14 @@ func (p *Provider) GetExecution(ctx context.Context, instanceID string, executio
 // see provider.Admin.
 func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
 	const op = "listing children"
-	if instanceID == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
+	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var ids []string
 	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
-		if err := instanceExists(ctx, tx, p, instanceID); err != nil {
-			return err
-		}
-		ids = []string{}
-		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rListChildren]), func(r *sql.Rows) error {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-			return nil
-		}, instanceID)
+		var err error
+		ids, err = sqlstore.ListChildren(ctx, p.readQuerier(tx), instanceID)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -285,10 +248,8 @@ func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]strin
 // transaction; see provider.Admin.
 func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opts provider.PurgeOptions) (*provider.PurgeResult, error) {
 	const op = "purging instances"
-	for _, id := range instanceIDs {
-		if id == "" {
-			return nil, p.fail(op, sqlenc.Invalid("empty instance ID"))
-		}
+	if err := sqlstore.CheckPurgeArgs(instanceIDs); err != nil {
+		return nil, p.fail(op, err)
 	}
 	res := &provider.PurgeResult{}
 	if len(instanceIDs) == 0 {
@@ -312,20 +273,11 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 		if err != nil {
 			return err
 		}
-		inTree := make(map[string]bool, len(tree))
-		for _, id := range tree {
-			inTree[id] = true
-		}
-		type row struct {
-			status, parent string
-			parentExists   bool
-		}
-		rows := make(map[string]row, len(tree))
+		rows := make(map[string]sqlstore.PurgeRow, len(tree))
 		treeJSON := jsonStrings(tree)
 		err = w.query(sPurgeRows, func(r *sql.Rows) error {
-			var id string
-			var x row
-			if err := r.Scan(&id, &x.status, &x.parent, &x.parentExists); err != nil {
+			id, x, err := sqlstore.ScanPurgeRow(r)
+			if err != nil {
 				return err
 			}
 			rows[id] = x
@@ -334,21 +286,8 @@ func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opt
 		if err != nil {
 			return err
 		}
-		for _, id := range instanceIDs {
-			x, ok := rows[id]
-			if !ok {
-				return fmt.Errorf("instance %q: %w", id, provider.ErrNotFound)
-			}
-			if x.parent != "" && x.parentExists && !inTree[x.parent] {
-				return fmt.Errorf("instance %q (parent %q): %w", id, x.parent, provider.ErrChildInstance)
-			}
-		}
-		if !opts.Force {
-			for _, id := range tree {
-				if s := provider.Status(rows[id].status); s == provider.StatusPending || s == provider.StatusRunning {
-					return fmt.Errorf("instance %q is %s: %w", id, s, provider.ErrStillRunning)
-				}
-			}
+		if err := sqlstore.CheckPurge(instanceIDs, tree, rows, opts.Force); err != nil {
+			return err
 		}
 		if err := w.query(sPurgeCountExecutions, func(r *sql.Rows) error { return r.Scan(&res.Executions) }, treeJSON); err != nil {
 			return err

@@ -3,12 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Execution locks, their queues and idempotency keys (migrations 0005 and
@@ -127,37 +126,17 @@ func (w *wtx) settleExecutionLocks(instance string, terminal bool) error {
 	return nil
 }
 
-// scanExecutionLock scans a row of xlockSelect.
-func (p *Provider) scanExecutionLock(r interface{ Scan(...any) error }) (*provider.ExecutionLock, error) {
-	var l provider.ExecutionLock
-	var lockedAt, expires, ttl int64
-	var status string
-	if err := r.Scan(&l.Key, &l.InstanceID, &lockedAt, &expires, &ttl, &status, &l.Queued); err != nil {
-		return nil, err
-	}
-	l.LockedAt = time.UnixMilli(lockedAt).UTC()
-	l.ExpiresAt = time.UnixMilli(expires).UTC()
-	l.TTL = time.Duration(ttl) * time.Millisecond
-	l.HolderStatus = provider.Status(status)
-	l.Stale = status == "" || isTerminalStatus(status)
-	l.Expired = expires <= p.now()
-	return &l, nil
-}
-
 // GetExecutionLock returns the lock on key; see provider.LockStore.
 func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.ExecutionLock, error) {
 	const op = "getting execution lock"
-	if key == "" {
-		return nil, p.fail(op, sqlenc.Invalid("empty lock key"))
+	if err := sqlstore.CheckLockKey(key); err != nil {
+		return nil, p.fail(op, err)
 	}
 	var l *provider.ExecutionLock
 	err := p.read(ctx, op, func() error {
 		var err error
-		l, err = p.scanExecutionLock(p.rstmts[rXLockGet].QueryRowContext(ctx, key))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("execution lock %q: %w", key, provider.ErrNotFound)
-		}
-		return interpretError(err, nil)
+		l, err = sqlstore.GetExecutionLock(ctx, p.readQuerier(nil), key, p.now())
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -169,15 +148,9 @@ func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.
 func (p *Provider) ListExecutionLocks(ctx context.Context) ([]provider.ExecutionLock, error) {
 	var out []provider.ExecutionLock
 	err := p.read(ctx, "listing execution locks", func() error {
-		out = out[:0]
-		return queryRows(ctx, p.rstmts[rXLockList], func(r *sql.Rows) error {
-			l, err := p.scanExecutionLock(r)
-			if err != nil {
-				return err
-			}
-			out = append(out, *l)
-			return nil
-		})
+		var err error
+		out, err = sqlstore.ListExecutionLocks(ctx, p.readQuerier(nil), p.now())
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -213,29 +186,31 @@ func (p *Provider) ReleaseExecutionLock(ctx context.Context, key string) (bool, 
 // CleanupExecutionLocks frees expired and stale locks and drops expired
 // idempotency keys; see provider.LockStore.
 func (p *Provider) CleanupExecutionLocks(ctx context.Context) (*provider.LockCleanup, error) {
-	var res provider.LockCleanup
+	var res *provider.LockCleanup
 	err := p.write(ctx, "cleaning up execution locks", func(w *wtx) error {
-		res = provider.LockCleanup{}
-		keys, err := w.queryStrings(sXLockFreeable, w.now)
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			promoted, err := w.freeExecutionLock(k)
-			if err != nil {
-				return err
-			}
-			res.Locks++
-			if promoted {
-				res.Promoted++
-			}
-		}
-		n, err := w.exec(sIdemCleanup, nil, w.now)
-		res.IdempotencyKeys = int(n)
+		var err error
+		res, err = sqlstore.CleanupExecutionLocks(lockCleaner{w})
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return res, nil
+}
+
+// lockCleaner is the write transaction CleanupExecutionLocks runs in.
+type lockCleaner struct{ w *wtx }
+
+func (c lockCleaner) FreeableLocks() ([]string, error) {
+	return c.w.queryStrings(sXLockFreeable, c.w.now)
+}
+
+// ClaimFreeable: the single writer has changed nothing since
+// FreeableLocks read the key.
+func (c lockCleaner) ClaimFreeable(string) (bool, error) { return true, nil }
+
+func (c lockCleaner) FreeExecutionLock(key string) (bool, error) { return c.w.freeExecutionLock(key) }
+
+func (c lockCleaner) DropExpiredIdempotencyKeys() (int64, error) {
+	return c.w.exec(sIdemCleanup, nil, c.w.now)
 }

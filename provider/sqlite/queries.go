@@ -149,7 +149,6 @@ const (
 	rXLockGet
 	rXLockList
 	rQueueInstance
-	rQueueProgress
 	rQueueMessages
 	rQueueWork
 	rQueueLock
@@ -548,10 +547,13 @@ var readerSQL = [numReaderStmts]string{
 	rXLockList: xlockSelect + ` ORDER BY l.lock_key`,
 
 	// InstanceQueue: each an index lookup by instance ID. ?1 instance.
-	rQueueInstance: `SELECT current_execution_id, created_at, last_error_at FROM instances WHERE instance_id = ?1`,
-	// The newest event of an execution. ?1 instance, ?2 execution.
-	rQueueProgress: `SELECT created_at FROM history WHERE instance_id = ?1 AND execution_id = ?2
-ORDER BY event_id DESC LIMIT 1`,
+	// The instance row and the store time of the newest event of its
+	// current execution (NULL when it has none).
+	rQueueInstance: `SELECT i.current_execution_id, i.created_at, i.last_error_at,
+       (SELECT h.created_at FROM history AS h
+        WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+        ORDER BY h.event_id DESC LIMIT 1)
+FROM instances AS i WHERE i.instance_id = ?1`,
 	rQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue INDEXED BY orchestrator_queue_instance WHERE instance_id = ?1 ORDER BY id`,
 	rQueueWork: `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,

@@ -500,3 +500,72 @@ func jsonInts(ids []int64) string {
 	}
 	return string(append(b, ']'))
 }
+
+// sharedReads maps the shared code's statements to the reader statements.
+var sharedReads = [sqlstore.NumQueries]stmtID{
+	sqlstore.QInstanceCurrent: rInstanceCurrent,
+	sqlstore.QExecutionExists: rExecutionExists,
+	sqlstore.QHistory:         rHistory,
+	sqlstore.QQueueInstance:   rQueueInstance,
+	sqlstore.QQueueMessages:   rQueueMessages,
+	sqlstore.QQueueWork:       rQueueWork,
+	sqlstore.QQueueLock:       rQueueLock,
+	sqlstore.QQueueHeldLocks:  rQueueHeldLocks,
+	sqlstore.QQueueStart:      rQueueStart,
+	sqlstore.QLockGet:         rXLockGet,
+	sqlstore.QLockList:        rXLockList,
+	sqlstore.QGetInstance:     rGetInstance,
+	sqlstore.QInstanceExists:  rInstanceExists,
+	sqlstore.QListExecutions:  rListExecutions,
+	sqlstore.QGetExecution:    rGetExecution,
+	sqlstore.QListChildren:    rListChildren,
+}
+
+// txQuerier runs the shared code's statements on the prepared reader
+// statements: in a read transaction, or each on its own (tx nil).
+type txQuerier struct {
+	tx *sql.Tx
+	p  *Provider
+}
+
+func (p *Provider) readQuerier(tx *sql.Tx) sqlstore.Querier {
+	return txQuerier{tx: tx, p: p}
+}
+
+func (q txQuerier) stmt(ctx context.Context, id sqlstore.Query) *sql.Stmt {
+	s := q.p.rstmts[sharedReads[id]]
+	if q.tx == nil {
+		return s
+	}
+	return q.tx.StmtContext(ctx, s)
+}
+
+func (q txQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any) sqlstore.Row {
+	return noRows{q.stmt(ctx, id).QueryRowContext(ctx, args...)}
+}
+
+func (q txQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
+	return queryRows(ctx, q.stmt(ctx, id), func(r *sql.Rows) error { return scan(r) }, args...)
+}
+
+// Batch runs stmts one after the other: the reader is local, a round
+// trip costs nothing.
+func (q txQuerier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
+	for _, s := range stmts {
+		if err := q.Each(ctx, s.Query, s.Scan, s.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noRows is a row whose Scan reports sql.ErrNoRows as sqlstore.ErrNoRows.
+type noRows struct{ r *sql.Row }
+
+func (n noRows) Scan(dest ...any) error {
+	err := n.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	return err
+}

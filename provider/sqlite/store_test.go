@@ -305,7 +305,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 		hot = append(hot, writerSQL[id])
 	}
 	for _, id := range []stmtID{rNextVisibleOrch, rNextVisibleWork, rGetInstance,
-		rQueueInstance, rQueueProgress, rQueueMessages, rQueueWork, rQueueLock, rQueueHeldLocks, rQueueStart, rStalled} {
+		rQueueInstance, rQueueMessages, rQueueWork, rQueueLock, rQueueHeldLocks, rQueueStart, rStalled} {
 		hot = append(hot, readerSQL[id])
 	}
 	param := regexp.MustCompile(`\?(\d+)`)

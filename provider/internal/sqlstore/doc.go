@@ -14,4 +14,12 @@
 // Rows come in through Row, which both drivers' rows satisfy: a nullable
 // column scans into a pointer (nil for NULL), so the same scanning code
 // reads either store.
+//
+// The calls that read the same way in every dialect (ReadHistory,
+// InstanceQueue, GetInstance, GetExecution, ListExecutions, ListChildren,
+// GetExecutionLock, ListExecutionLocks) are written here once over
+// Querier: each store maps the shared statements (Query) to its own SQL
+// text and runs them in its own transactions. Write steps with a dialect
+// difference inside run over a narrower seam of the store's write
+// transaction (LockCleaner for CleanupExecutionLocks).
 package sqlstore
