@@ -178,16 +178,8 @@ func (s *server) getInstance(w http.ResponseWriter, r *http.Request) error {
 	if wait > 0 && !st.State.IsTerminal() {
 		wctx, cancel := context.WithTimeout(r.Context(), wait)
 		defer cancel()
-		done, err := s.client.WaitForOrchestration(wctx, id)
-		switch {
-		case err == nil:
-			st = done
-		case wctx.Err() != nil && r.Context().Err() == nil:
-			// The wait ran out: answer with the current, live status.
-			if st, err = s.client.GetStatus(r.Context(), id); err != nil {
-				return err
-			}
-		default:
+		// Ending or running out of wait, the answer is read below.
+		if _, err := s.client.WaitForOrchestration(wctx, id); err != nil && (wctx.Err() == nil || r.Context().Err() != nil) {
 			return err
 		}
 	}
