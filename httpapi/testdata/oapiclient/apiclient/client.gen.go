@@ -57,6 +57,7 @@ const (
 	ActivityFailed                  EventType = "ActivityFailed"
 	ActivityScheduled               EventType = "ActivityScheduled"
 	CustomStatusUpdated             EventType = "CustomStatusUpdated"
+	DetachedOrchestrationScheduled  EventType = "DetachedOrchestrationScheduled"
 	ExternalEvent                   EventType = "ExternalEvent"
 	ExternalSubscribed              EventType = "ExternalSubscribed"
 	ExternalSubscribedCancelled     EventType = "ExternalSubscribedCancelled"
@@ -89,6 +90,8 @@ func (e EventType) Valid() bool {
 	case ActivityScheduled:
 		return true
 	case CustomStatusUpdated:
+		return true
+	case DetachedOrchestrationScheduled:
 		return true
 	case ExternalEvent:
 		return true
