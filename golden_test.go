@@ -379,36 +379,41 @@ func TestGoldenHistories(t *testing.T) {
 		writeGolden(t, filepath.Join(dir, "must-fail"), failing)
 	}
 	reg := goldenRegistry()
-	check := func(sub string, wantFail bool) {
-		files, err := filepath.Glob(filepath.Join(dir, sub, "*.json"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no golden files in %s (run with -update-golden): %v", sub, err)
-		}
-		for _, f := range files {
-			t.Run(sub+"/"+strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var g goldenFile
-				if err := json.Unmarshal(b, &g); err != nil {
-					t.Fatal(err)
-				}
-				err = duroxide.ReplayHistory(reg, g.InstanceID, g.Events)
-				var nd *duroxide.NondeterminismError
-				switch {
-				case wantFail && !errors.As(err, &nd):
-					t.Fatalf("%s: want *NondeterminismError, got %v", g.Comment, err)
-				case wantFail:
-					t.Logf("%s: %v", g.Comment, err)
-				case err != nil:
-					t.Fatalf("replay failed: %v", err)
-				}
-			})
-		}
+	replayGoldenDir(t, reg, filepath.Join(dir, "must-replay"), false)
+	replayGoldenDir(t, reg, filepath.Join(dir, "must-fail"), true)
+}
+
+// replayGoldenDir replays every golden file of dir against reg, one
+// subtest each: with wantFail each must fail as nondeterministic,
+// otherwise each must replay.
+func replayGoldenDir(t *testing.T, reg *duroxide.Registry, dir string, wantFail bool) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files in %s (run with -update-golden): %v", dir, err)
 	}
-	check("must-replay", false)
-	check("must-fail", true)
+	for _, f := range files {
+		t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g goldenFile
+			if err := json.Unmarshal(b, &g); err != nil {
+				t.Fatal(err)
+			}
+			err = duroxide.ReplayHistory(reg, g.InstanceID, g.Events)
+			var nd *duroxide.NondeterminismError
+			switch {
+			case wantFail && !errors.As(err, &nd):
+				t.Fatalf("%s: want *NondeterminismError, got %v", g.Comment, err)
+			case wantFail:
+				t.Logf("%s: %v", g.Comment, err)
+			case err != nil:
+				t.Fatalf("replay failed: %v", err)
+			}
+		})
+	}
 }
 
 func writeGolden(t *testing.T, dir string, files map[string]goldenFile) {

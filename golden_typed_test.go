@@ -2,12 +2,8 @@ package duroxide_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -130,30 +126,6 @@ func goldenTypedRegistry() *duroxide.Registry {
 func TestGoldenHistoriesTypedForm(t *testing.T) {
 	t.Parallel()
 	reg := goldenTypedRegistry()
-	for _, sub := range []string{"must-replay", "must-fail"} {
-		files, err := filepath.Glob(filepath.Join("testdata", "replay", sub, "*.json"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no golden files in %s: %v", sub, err)
-		}
-		for _, f := range files {
-			t.Run(sub+"/"+strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var g goldenFile
-				if err := json.Unmarshal(b, &g); err != nil {
-					t.Fatal(err)
-				}
-				err = duroxide.ReplayHistory(reg, g.InstanceID, g.Events)
-				var nd *duroxide.NondeterminismError
-				switch {
-				case sub == "must-fail" && !errors.As(err, &nd):
-					t.Fatalf("%s: want *NondeterminismError, got %v", g.Comment, err)
-				case sub == "must-replay" && err != nil:
-					t.Fatalf("replay failed: %v", err)
-				}
-			})
-		}
-	}
+	replayGoldenDir(t, reg, filepath.Join("testdata", "replay", "must-replay"), false)
+	replayGoldenDir(t, reg, filepath.Join("testdata", "replay", "must-fail"), true)
 }
