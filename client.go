@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 )
@@ -76,6 +78,26 @@ type Status struct {
 	// (GetStatus and list pages read one row per instance).
 	HistoryEvents int64 `json:"historyEvents,omitempty"`
 	HistoryBytes  int64 `json:"historyBytes,omitempty"`
+	// Patches are the patches (OrchestrationContext.Patched, Deprecated)
+	// the current execution recorded, in the order it first checked them:
+	// which code branches it takes. Set where HistoryEvents is.
+	Patches []string `json:"patches,omitempty"`
+	// Paused is set while the instance is paused (Client.Pause): who
+	// paused it, why and when. GetStatus, Inspect and ListInstances fill
+	// it.
+	Paused *PauseInfo `json:"paused,omitempty"`
+	// ValuesVersion counts the turns that changed the instance's values
+	// (OrchestrationContext.SetValue; 0 = never).
+	ValuesVersion int64 `json:"valuesVersion,omitempty"`
+	// ETag identifies what a client can see of the instance: its state,
+	// execution, custom status and values. It changes when any of them
+	// does; WaitForStatusChange waits for it to.
+	ETag string `json:"etag"`
+}
+
+// etag is the ETag of a status read from info.
+func etag(info *provider.InstanceInfo) string {
+	return fmt.Sprintf("%d.%s.%d.%d", info.CurrentExecutionID, info.Status, info.CustomStatusVersion, info.ValuesVersion)
 }
 
 // Decode decodes the output of a Completed instance into out. For a Failed
@@ -149,29 +171,55 @@ const (
 	DefaultIdempotencyRetention = 24 * time.Hour
 )
 
-// ListOptions filters ListInstances. Nil lists everything, newest first.
+// ListOptions filters ListInstances; it is also the filter of a bulk
+// action (BulkRequest.Filter), so one filter says what a listing shows and
+// what a bulk action touches. Nil lists everything, newest first. Filters
+// combine with AND.
 type ListOptions struct {
 	// States keeps instances in any of these states (empty = all).
-	States []State
+	States []State `json:"states,omitempty"`
 	// Orchestration keeps instances of this orchestration name.
-	Orchestration string
+	Orchestration string `json:"orchestration,omitempty"`
+	// Version keeps instances of this orchestration version.
+	Version string `json:"version,omitempty"`
 	// ParentInstanceID keeps the children of this instance.
-	ParentInstanceID string
+	ParentInstanceID string `json:"parentInstanceId,omitempty"`
 	// IDPrefix keeps instances whose ID starts with this string
 	// (case-sensitive, no wildcards).
-	IDPrefix string
+	IDPrefix string `json:"idPrefix,omitempty"`
+	// CreatedAfter and CreatedBefore keep instances created at or after,
+	// and before, these times (zero: no bound).
+	CreatedAfter  time.Time `json:"createdAfter,omitzero"`
+	CreatedBefore time.Time `json:"createdBefore,omitzero"`
+	// FinishedAfter and FinishedBefore keep Completed, Failed and
+	// Canceled instances that finished at or after, and before, these
+	// times (zero: no bound; either bound keeps finished instances only).
+	FinishedAfter  time.Time `json:"finishedAfter,omitzero"`
+	FinishedBefore time.Time `json:"finishedBefore,omitzero"`
+	// ErrorKind keeps instances whose Error (a Failed or Canceled
+	// instance) or LastError (a live one that is not progressing) has
+	// this kind ("application", "nondeterminism", "timeout", ...).
+	// Applied to the store's pages, so a page may hold fewer than Limit
+	// instances (even none) while NextCursor is set.
+	ErrorKind string `json:"errorKind,omitempty"`
+	// WaitKind keeps live instances waiting for this kind of thing (see
+	// Wait.Kind), with WaitingFor filled. Each live instance of a page is
+	// inspected (Client.Inspect), and, as with ErrorKind, a page may hold
+	// fewer than Limit instances.
+	WaitKind WaitKind `json:"waitKind,omitempty"`
 	// Limit is the page size (default 100, max 1000).
-	Limit int
+	Limit int `json:"limit,omitempty"`
 	// Cursor continues from a previous page's NextCursor.
-	Cursor string
+	Cursor string `json:"cursor,omitempty"`
 	// Stalled keeps only stalled instances (see Wait.Stalled), each with
-	// WaitingFor filled, newest first: at most Limit of them, in one page
-	// (Cursor must be empty; NextCursor is empty). States, Orchestration
-	// and ParentInstanceID still filter them.
-	Stalled bool
+	// WaitingFor filled, newest first. ListInstances returns at most Limit
+	// of them, in one page (Cursor must be empty; NextCursor is empty);
+	// a bulk action walks every live instance and inspects each. The
+	// other filters still apply.
+	Stalled bool `json:"stalled,omitempty"`
 	// StalledAfter is the stall threshold when Stalled is set
 	// (0 = DefaultStalledAfter).
-	StalledAfter time.Duration
+	StalledAfter time.Duration `json:"stalledAfter,omitempty"`
 }
 
 // InstancePage is one page of ListInstances.
@@ -186,7 +234,8 @@ type InstancePage struct {
 // also wakes that runtime at once.
 type Client struct {
 	p          provider.Provider
-	maxPayload int // 0: no limit
+	maxPayload int              // 0: no limit
+	clock      func() time.Time // nil: time.Now
 }
 
 // ClientOptions configures NewClientWithOptions. A nil pointer or a zero
@@ -199,6 +248,9 @@ type ClientOptions struct {
 	// instance whose input is over the runtime's limit fails at its first
 	// turn.
 	MaxPayloadBytes int
+	// Clock is the time source of the schedule calls, which compute fire
+	// times from now (default: the real clock). Give it the store's clock.
+	Clock clockwork.Clock
 }
 
 // NewClient returns a client of store with the default options.
@@ -211,6 +263,9 @@ func NewClient(store provider.Provider) *Client {
 func NewClientWithOptions(store provider.Provider, opts *ClientOptions) *Client {
 	c := &Client{p: store, maxPayload: DefaultMaxPayloadBytes}
 	if opts != nil {
+		if opts.Clock != nil {
+			c.clock = opts.Clock.Now
+		}
 		switch {
 		case opts.MaxPayloadBytes < 0:
 			c.maxPayload = 0
@@ -235,30 +290,42 @@ func (c *Client) Store() provider.Provider { return c.p }
 // client's MaxPayloadBytes returns a *LimitError (matching both
 // ErrLimitExceeded and ErrInvalidArgument).
 func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string, input any, opts *StartOptions) error {
+	msg, err := c.startMessage(instanceID, name, input, opts)
+	if err != nil {
+		return err
+	}
+	if err := c.p.Enqueue(ctx, msg); err != nil {
+		return startError(name, instanceID, msg.Create.Lock, err)
+	}
+	return nil
+}
+
+// startMessage validates a start and builds its message.
+func (c *Client) startMessage(instanceID, name string, input any, opts *StartOptions) (*provider.OrchestratorMessage, error) {
 	if opts == nil {
 		opts = &StartOptions{}
 	}
 	if err := checkStart(instanceID, name, opts); err != nil {
-		return err
+		return nil, err
 	}
 	if opts.LockTTL < 0 || opts.IdempotencyRetention < 0 {
-		return fmt.Errorf("%w: LockTTL and IdempotencyRetention must not be negative", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: LockTTL and IdempotencyRetention must not be negative", ErrInvalidArgument)
 	}
 	if opts.Timeout < 0 {
-		return fmt.Errorf("%w: Timeout must not be negative", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: Timeout must not be negative", ErrInvalidArgument)
 	}
 	if opts.QueueIfLocked && opts.LockKey == "" {
-		return fmt.Errorf("%w: QueueIfLocked needs a LockKey", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: QueueIfLocked needs a LockKey", ErrInvalidArgument)
 	}
 	if err := checkTraceParent(opts.TraceParent); err != nil {
-		return err
+		return nil, err
 	}
 	raw, err := encodePayload(input)
 	if err != nil {
-		return fmt.Errorf("input of %s: %w", name, err)
+		return nil, fmt.Errorf("input of %s: %w", name, err)
 	}
 	if err := checkPayload("input of orchestration "+name, raw, c.maxPayload); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	create := &provider.NewInstance{OrchestrationName: name, OrchestrationVersion: opts.Version, Input: raw}
 	if opts.IdempotencyKey != "" {
@@ -268,17 +335,13 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if opts.LockKey != "" {
 		create.Lock = &provider.LockRequest{Key: opts.LockKey, TTL: cmp.Or(opts.LockTTL, DefaultLockTTL), Queue: opts.QueueIfLocked}
 	}
-	msg := &provider.OrchestratorMessage{
+	return &provider.OrchestratorMessage{
 		InstanceID: instanceID,
 		VisibleAt:  opts.StartAt,
 		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: instanceID, ExecutionID: 1,
 			Name: name, Version: opts.Version, Input: raw, TraceParent: opts.TraceParent, TimeoutMs: timeoutMs(opts.Timeout)},
 		Create: create,
-	}
-	if err := c.p.Enqueue(ctx, msg); err != nil {
-		return startError(name, instanceID, opts.LockKey, err)
-	}
-	return nil
+	}, nil
 }
 
 // timeoutMs is d in whole milliseconds, at least 1 for a positive d.
@@ -290,8 +353,12 @@ func timeoutMs(d time.Duration) int64 {
 }
 
 // startError turns a store error of a start into the public error types.
-func startError(name, instanceID, lockKey string, err error) error {
+func startError(name, instanceID string, lock *provider.LockRequest, err error) error {
 	var locked *provider.LockedError
+	lockKey := ""
+	if lock != nil {
+		lockKey = lock.Key
+	}
 	switch {
 	case errors.As(err, new(*DuplicateStartError)):
 		return err
@@ -313,18 +380,9 @@ func startError(name, instanceID, lockKey string, err error) error {
 // *LimitError (matching ErrLimitExceeded and ErrInvalidArgument) if data
 // is over the client's MaxPayloadBytes. An event that arrives as the instance ends is dropped.
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
-	if err := checkInstanceID(instanceID); err != nil {
-		return err
-	}
-	if err := checkText("event name", name, MaxNameLength); err != nil {
-		return err
-	}
-	raw, err := encodePayload(data)
+	raw, err := c.eventData(instanceID, name, data)
 	if err != nil {
-		return fmt.Errorf("data of event %s: %w", name, err)
-	}
-	if err := checkPayload("data of event "+name, raw, c.maxPayload); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		return err
 	}
 	info, err := c.instance(ctx, instanceID)
 	if err != nil {
@@ -334,6 +392,71 @@ func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data a
 		return &InstanceTerminalError{InstanceID: instanceID, State: st}
 	}
 	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw})
+}
+
+// eventData validates an event for instanceID and encodes its data.
+func (c *Client) eventData(instanceID, name string, data any) (json.RawMessage, error) {
+	if err := checkInstanceID(instanceID); err != nil {
+		return nil, err
+	}
+	if err := checkText("event name", name, MaxNameLength); err != nil {
+		return nil, err
+	}
+	raw, err := encodePayload(data)
+	if err != nil {
+		return nil, fmt.Errorf("data of event %s: %w", name, err)
+	}
+	if err := checkPayload("data of event "+name, raw, c.maxPayload); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return raw, nil
+}
+
+// SignalWithStart delivers the external event eventName with eventData to
+// instanceID, starting the orchestration orchestrationName with input
+// first when the instance does not exist (signal-with-start). The start
+// and the event are stored in one transaction: the store creates the
+// instance with the event queued behind its start, or, when the ID is
+// taken, queues only the event; so any number of concurrent calls for a
+// new ID, from any process on one store, start it once and deliver every
+// event once. It reports whether this call started the instance.
+//
+// opts applies to the start only, as in StartOrchestration, with two
+// differences: an instance that exists takes the event without looking
+// at opts.LockKey (a lock held by another instance still refuses, or
+// queues, the start of an absent one), and opts.IdempotencyKey names the
+// whole delivery: a repeated key delivers nothing and returns
+// *DuplicateStartError naming the instance the first delivery went to
+// (also once that instance has ended, so a sender's retry is answered as
+// a duplicate). Otherwise an instance that exists and is Completed,
+// Failed or Canceled returns *InstanceTerminalError
+// (ErrInstanceTerminal), delivering nothing.
+// Validation errors are those of StartOrchestration and RaiseEvent.
+func (c *Client) SignalWithStart(ctx context.Context, instanceID, orchestrationName string, input any,
+	eventName string, eventData any, opts *StartOptions) (started bool, err error) {
+	raw, err := c.eventData(instanceID, eventName, eventData)
+	if err != nil {
+		return false, err
+	}
+	start, err := c.startMessage(instanceID, orchestrationName, input, opts)
+	if err != nil {
+		return false, err
+	}
+	start.Create.IfAbsent = true
+	event := &provider.OrchestratorMessage{InstanceID: instanceID,
+		Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: eventName, Data: raw}}
+	err = c.p.Enqueue(ctx, start, event)
+	if errors.Is(err, provider.ErrInstanceEnded) {
+		te := &InstanceTerminalError{InstanceID: instanceID, State: StateCompleted}
+		if info, ierr := c.p.GetInstance(ctx, instanceID); ierr == nil {
+			te.State = stateOf(info.Status)
+		}
+		return false, te
+	}
+	if err != nil {
+		return false, startError(orchestrationName, instanceID, start.Create.Lock, err)
+	}
+	return !start.Create.Existed, nil
 }
 
 // CancelInstance asks instanceID to stop. The orchestration sees the
@@ -382,7 +505,13 @@ func (c *Client) GetStatus(ctx context.Context, instanceID string) (*Status, err
 	if err != nil {
 		return nil, err
 	}
-	return statusOf(info), nil
+	st := statusOf(info)
+	if !st.State.IsTerminal() {
+		if st.Paused, err = c.pauseOf(ctx, instanceID); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
 }
 
 func statusOf(info *provider.InstanceInfo) *Status {
@@ -399,6 +528,8 @@ func statusOf(info *provider.InstanceInfo) *Status {
 		UpdatedAt:        info.UpdatedAt,
 		ParentInstanceID: info.ParentInstanceID,
 		LastError:        errorInfo(info.LastError),
+		ValuesVersion:    info.ValuesVersion,
+		ETag:             etag(info),
 	}
 	s.State = stateOf(info.Status)
 	if s.State != StateCompleted {
@@ -436,11 +567,43 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*
 	wait, stop := c.p.WatchInstance(instanceID)
 	defer stop()
 	for {
+		info, err := c.instance(ctx, instanceID)
+		if err != nil {
+			return nil, err
+		}
+		if st := statusOf(info); st.State.IsTerminal() {
+			return st, nil // a finished instance is never paused: no need to read it
+		}
+		t := time.NewTimer(waitRecheck)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-wait:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// WaitForStatusChange blocks until what a client sees of instanceID
+// differs from the status whose ETag the caller holds (its state, its
+// execution, its custom status or its values), and returns the new
+// status; at once when etag is empty or already stale. It returns
+// ctx's error when ctx ends first (bound it with a deadline), and
+// ErrNotFound for an unknown instance. Like WaitForOrchestration it
+// sleeps on the store's notifications (Notifier.WatchInstance), re-reading
+// the status on each, and once per ChangeCheckInterval at the most for a
+// notification lost between processes.
+func (c *Client) WaitForStatusChange(ctx context.Context, instanceID, etag string) (*Status, error) {
+	wait, stop := c.p.WatchInstance(instanceID)
+	defer stop()
+	for {
 		st, err := c.GetStatus(ctx, instanceID)
 		if err != nil {
 			return nil, err
 		}
-		if st.State.IsTerminal() {
+		if st.ETag != etag {
 			return st, nil
 		}
 		t := time.NewTimer(waitRecheck)
@@ -455,6 +618,64 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*
 	}
 }
 
+// Value is one value of an instance (OrchestrationContext.SetValue).
+type Value struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+	// UpdatedAt is when the turn that set it committed (the store's clock).
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ListValues returns the values instanceID set (OrchestrationContext.SetValue)
+// and has not cleared, in key order, as its last committed turn left them,
+// read from the store without replaying history. ErrNotFound for an
+// unknown instance.
+func (c *Client) ListValues(ctx context.Context, instanceID string) ([]Value, error) {
+	if err := checkInstanceID(instanceID); err != nil {
+		return nil, err
+	}
+	vs, err := c.p.ListValues(ctx, instanceID)
+	if err != nil {
+		if errors.Is(err, provider.ErrNotFound) {
+			return nil, fmt.Errorf("instance %q: %w", instanceID, ErrNotFound)
+		}
+		return nil, err
+	}
+	out := make([]Value, len(vs))
+	for i, v := range vs {
+		out[i] = Value{Key: v.Key, Value: v.Value, UpdatedAt: v.UpdatedAt}
+	}
+	return out, nil
+}
+
+// GetValue decodes the value key of instanceID into out (when out is not
+// nil) and reports whether the instance holds it. ErrNotFound for an
+// unknown instance; false, and out untouched, for a key it does not hold.
+func (c *Client) GetValue(ctx context.Context, instanceID, key string, out any) (bool, error) {
+	if err := checkInstanceID(instanceID); err != nil {
+		return false, err
+	}
+	if err := checkText("value key", key, MaxNameLength); err != nil {
+		return false, err
+	}
+	v, err := c.p.GetValue(ctx, instanceID, key)
+	if errors.Is(err, provider.ErrNotFound) {
+		if _, ierr := c.instance(ctx, instanceID); ierr != nil {
+			return false, ierr
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if out != nil {
+		if err := json.Unmarshal(v.Value, out); err != nil {
+			return true, fmt.Errorf("value %s of %s: %w", key, instanceID, err)
+		}
+	}
+	return true, nil
+}
+
 // ListInstances lists instances, newest first, one page at a time.
 func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*InstancePage, error) {
 	if opts == nil {
@@ -463,17 +684,19 @@ func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*Instanc
 	if opts.Stalled {
 		return c.listStalled(ctx, opts)
 	}
-	po := provider.ListInstancesOptions{Orchestration: opts.Orchestration, ParentInstanceID: opts.ParentInstanceID,
-		IDPrefix: opts.IDPrefix, Limit: opts.Limit, Cursor: opts.Cursor}
-	for _, s := range opts.States {
-		switch s {
-		case StatePending, StateCompleted, StateFailed, StateCanceled:
-			po.Statuses = append(po.Statuses, provider.Status(s))
-		case StateRunning:
-			po.Statuses = append(po.Statuses, provider.StatusRunning, provider.StatusContinuedAsNew)
-		default:
-			return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidArgument, s)
-		}
+	return c.listPage(ctx, opts)
+}
+
+// listPage reads one store page of opts and applies the filters the
+// store does not answer (Stalled included: every live instance of the
+// page is inspected).
+func (c *Client) listPage(ctx context.Context, opts *ListOptions) (*InstancePage, error) {
+	po, err := opts.storeOptions()
+	if err != nil {
+		return nil, err
+	}
+	if opts.noMatch(po) {
+		return &InstancePage{Instances: []Status{}}, nil
 	}
 	page, err := c.p.ListInstances(ctx, po)
 	if err != nil {
@@ -481,7 +704,16 @@ func (c *Client) ListInstances(ctx context.Context, opts *ListOptions) (*Instanc
 	}
 	out := &InstancePage{Instances: make([]Status, 0, len(page.Instances)), NextCursor: page.NextCursor}
 	for i := range page.Instances {
-		out.Instances = append(out.Instances, *statusOf(&page.Instances[i]))
+		st, ok, err := c.matchPage(ctx, opts, statusOf(&page.Instances[i]))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out.Instances = append(out.Instances, *st)
+		}
+	}
+	if err := c.fillPauses(ctx, out.Instances); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -191,6 +191,49 @@ func (c *OrchestrationContext) SetCustomStatus(v any) {
 	c.c.SetCustomStatus(raw)
 }
 
+// SetValue sets the instance value key to v (JSON-encoded): a small piece
+// of state the instance publishes for clients to read without replaying
+// its history (Client.GetValue, Client.ListValues, the HTTP API's
+// /api/instances/{id}/values, 'duroxide values'). It is recorded in
+// history, so a replay sets the same values; the store keeps them with the
+// instance once the turn commits, and ContinueAsNew keeps them for the
+// next execution. A nil v clears the key. An invalid key (empty, over
+// MaxNameLength bytes, control characters) or a v that cannot be encoded
+// returns ErrInvalidArgument and records nothing. Too many keys or too
+// large a value (RuntimeOptions.MaxValues, MaxValueBytes) fail the
+// orchestration with a *LimitError, as the other limits do.
+func (c *OrchestrationContext) SetValue(key string, v any) error {
+	if err := checkText("value key", key, MaxNameLength); err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if v != nil {
+		var err error
+		if raw, err = encodePayload(v); err != nil {
+			return fmt.Errorf("%w: value %s: %w", ErrInvalidArgument, key, err)
+		}
+	}
+	c.c.SetValue(key, raw)
+	return nil
+}
+
+// ClearValue removes the instance value key (SetValue with nil).
+func (c *OrchestrationContext) ClearValue(key string) error { return c.SetValue(key, nil) }
+
+// GetValue decodes the instance value key, as this instance last set it
+// (or its previous execution left it), into out, and reports whether the
+// key is set.
+func (c *OrchestrationContext) GetValue(key string, out any) (bool, error) {
+	raw, ok := c.c.Value(key)
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return true, fmt.Errorf("value %s: %w", key, err)
+	}
+	return true, nil
+}
+
 func (c *OrchestrationContext) encode(what string, v any) (json.RawMessage, error) {
 	raw, err := encodePayload(v)
 	if err != nil {

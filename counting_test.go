@@ -38,16 +38,16 @@ func (s *countingStore) FetchOrchestrationItems(ctx context.Context, opts provid
 	return items, err
 }
 
-func (s *countingStore) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error {
-	err := s.Provider.AckWorkItem(ctx, ack)
-	if err == nil && ack.ThenApplied {
+func (s *countingStore) AckWorkItem(ctx context.Context, ack *provider.WorkAck) (provider.WorkResult, error) {
+	res, err := s.Provider.AckWorkItem(ctx, ack)
+	if err == nil && res.Then != nil {
 		s.fusedTurns.Add(1)
 	}
-	if err == nil && ack.Turn != nil {
+	if err == nil && res.Turn != nil {
 		s.takenTurns.Add(1)
-		s.count(ack.Turn)
+		s.count(res.Turn)
 	}
-	return err
+	return res, err
 }
 
 func (s *countingStore) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptions) ([]*provider.WorkItemLease, error) {

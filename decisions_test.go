@@ -30,9 +30,10 @@ func TestUnregisteredOrchestrationFailsAtMaxAttempts(t *testing.T) {
 	}
 }
 
-// An activity no runtime registers follows the same rule: after
-// MaxAttempts deliveries the orchestration sees a configuration failure.
-func TestUnregisteredActivityFailsAtMaxAttempts(t *testing.T) {
+// An activity no runtime registers is never delivered (routing by name):
+// it waits, and fails with kind configuration once UnservedTimeout has
+// passed.
+func TestUnregisteredActivityFailsAfterUnservedTimeout(t *testing.T) {
 	reg := duroxide.NewRegistry()
 	duroxide.RegisterOrchestration(reg, "CallsGhost", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
 		err := ctx.ScheduleActivity("Ghost", nil).Await(nil)
@@ -43,21 +44,20 @@ func TestUnregisteredActivityFailsAtMaxAttempts(t *testing.T) {
 		return ae.Kind + ": " + ae.Message, nil
 	})
 	h := duroxidetest.New(t, reg, &duroxidetest.Options{
-		Runtime: &duroxide.RuntimeOptions{MaxAttempts: 3, BackoffBase: time.Second},
+		Runtime: &duroxide.RuntimeOptions{MaxAttempts: 3, BackoffBase: time.Second, UnservedTimeout: time.Hour},
 	})
-	start := h.Clock.Now()
 	h.Start("CallsGhost", "c", nil)
-	st := h.AdvanceUntilDone("c")
+	h.Advance(time.Hour)
+	st := h.Wait("c")
 	var out string
 	if err := st.Decode(&out); err != nil {
 		t.Fatalf("Decode: %v (%s %+v)", err, st.State, st.Error)
 	}
-	if want := "configuration: activity Ghost is not registered on this runtime (looked up on 3 deliveries)"; out != want {
+	if want := `configuration: no runtime serves activity Ghost (queue "") for 1h0m0s (UnservedTimeout)`; out != want {
 		t.Fatalf("output %q, want %q", out, want)
 	}
-	// Two retries, after 1s and 2s of backoff.
-	if got := h.Clock.Since(start); got != 3*time.Second {
-		t.Fatalf("failed after %v, want 3s", got)
+	if m := settledMetrics(t, h); m.Activities.Failed.Count+m.Activities.Completed.Count != 0 {
+		t.Fatalf("activities %+v: the unregistered activity ran", m.Activities)
 	}
 }
 

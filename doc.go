@@ -138,6 +138,8 @@
 //     an instance's current execution the same way.
 //   - MaxPayloadBytes (2 MiB): one JSON payload (an input, an output, an
 //     activity's result, an event's data, a custom status).
+//   - MaxValues (100) and MaxValueBytes (64 KiB): the values one instance
+//     holds (OrchestrationContext.SetValue), and the size of one.
 //
 // An execution that goes over a limit fails with kind "configuration" and
 // code "limit_exceeded" (ErrorInfo.Code), with a message naming the limit
@@ -210,7 +212,38 @@
 // and DuplicateStartError.PurgedAt tells when the instance was purged.
 //
 // Package httpapi exposes both through webhook triggers with the
-// concurrency policies exclusive, parallel and queue.
+// concurrency policies exclusive, parallel, queue and replace.
+//
+// # Signal-with-start
+//
+// Client.SignalWithStart delivers an event to an instance, or, when the
+// instance does not exist, starts it with the event queued behind its
+// start, in one store transaction (provider.NewInstance.IfAbsent): any
+// number of concurrent calls for a new instance ID, from any number of
+// processes on one store, start one instance and deliver every event once.
+// The start's options apply only when the instance is absent (an existing
+// instance takes the event whatever holds the lock); the idempotency key
+// names the whole delivery; an instance that has ended refuses the event
+// (*InstanceTerminalError). Webhook triggers with "deliver": "event" do the
+// same per call, keyed from the payload.
+//
+// # Instance values and waiting for a change
+//
+// OrchestrationContext.SetValue(key, v) publishes a small piece of state:
+// it is recorded in history as a ValueSet event (so a replay sets the same
+// values, and replaying a SetValue of another key is nondeterminism), and
+// the turn's ack writes it to the store in the same transaction as the
+// rest of the turn. Clients read the values without replaying anything
+// (Client.GetValue, Client.ListValues); ContinueAsNew keeps them (the next
+// execution's OrchestrationStarted carries them, so GetValue in its code
+// sees them), and a purge deletes them with the instance. ClearValue
+// removes a key.
+//
+// Client.WaitForStatusChange(ctx, id, etag) blocks until what a client sees
+// of an instance (its state and execution, its custom status, its values:
+// Status.ETag) differs from the status the caller last read, sleeping on
+// the store's notifications rather than polling; bound it with ctx. The
+// HTTP API has the same long poll as GET /api/instances/{id}?waitForChange=.
 //
 // # Why an instance waits
 //

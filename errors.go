@@ -45,10 +45,11 @@ var (
 	// (context.Cause) of the context of an activity that Runtime.Shutdown
 	// interrupted because its deadline passed.
 	ErrRuntimeStopped = dispatch.ErrRuntimeStopped
-	// ErrNotSupported: an option this release's stores cannot honour yet
-	// (ActivityOptions.HeartbeatTimeout and Queue): the call that sets it
-	// fails with this error rather than silently ignoring it.
-	ErrNotSupported = errors.New("not supported by this release")
+	// ErrNotSupported: a feature the store in use cannot honour (for
+	// example ActivityContext.Heartbeat on a store that keeps no
+	// heartbeats): the call fails with this error rather than silently
+	// doing nothing.
+	ErrNotSupported = dispatch.ErrNotSupported
 )
 
 // NondeterminismError reports that orchestration code no longer replays its

@@ -26,6 +26,11 @@ const (
 	// orchestration's input or output, an activity's input or result, a
 	// sub-orchestration's input, an event's data, a custom status.
 	DefaultMaxPayloadBytes = 2 << 20
+	// DefaultMaxValues bounds the values one instance holds
+	// (OrchestrationContext.SetValue); DefaultMaxValueBytes (64 KiB) the
+	// size of one.
+	DefaultMaxValues     = 100
+	DefaultMaxValueBytes = 64 << 10
 )
 
 // ErrLimitExceeded: something went over one of the limits above. A
@@ -37,7 +42,8 @@ var ErrLimitExceeded = replay.ErrLimitExceeded
 // LimitError reports what went over a limit: What (for example "input of
 // activity Charge" or "actions recorded in one turn") reached Value, over
 // the limit named Limit ("MaxActionsPerTurn", "MaxHistoryEvents",
-// "MaxHistoryBytes", "MaxPayloadBytes"), whose value is Max. A Client
+// "MaxHistoryBytes", "MaxPayloadBytes", "MaxValues", "MaxValueBytes"),
+// whose value is Max. A Client
 // returns it for a start or an event whose payload is too large, before
 // storing anything. An orchestration that goes over a limit fails with
 // kind "configuration" and code "limit_exceeded", its message being the
@@ -65,6 +71,9 @@ func (o *RuntimeOptions) limits() replay.Limits {
 		MaxEvents:  int(pick(int64(o.MaxHistoryEvents), DefaultMaxHistoryEvents)),
 		MaxBytes:   pick(o.MaxHistoryBytes, DefaultMaxHistoryBytes),
 		MaxPayload: int(pick(int64(o.MaxPayloadBytes), DefaultMaxPayloadBytes)),
+
+		MaxValues:     int(pick(int64(o.MaxValues), DefaultMaxValues)),
+		MaxValueBytes: int(pick(int64(o.MaxValueBytes), DefaultMaxValueBytes)),
 	}
 }
 

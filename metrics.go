@@ -37,6 +37,9 @@ type RuntimeMetrics struct {
 	// names told apart are bounded (the first 200 seen); later ones are
 	// counted under the name "(other)".
 	Finished []FinishedCount
+	// Retention counts the retention passes of this runtime
+	// (RuntimeOptions.Retention).
+	Retention RetentionMetrics
 }
 
 // FinishedCount is how many instances of an orchestration ended in a
@@ -112,7 +115,8 @@ func (r *Runtime) Metrics() RuntimeMetrics {
 			Failed:    histogramOf(&s.ActivityDuration[dispatch.ActivityFailed]),
 			Canceled:  histogramOf(&s.ActivityDuration[dispatch.ActivityCanceled]),
 		},
-		Finished: finishedOf(s.Finished),
+		Finished:  finishedOf(s.Finished),
+		Retention: r.m.metrics(),
 	}
 }
 

@@ -27,40 +27,53 @@ type ActivityOptions struct {
 	// call fails with an *ActivityError of kind "timeout" (errors.Is(err,
 	// ErrTimeout)) and the running attempt is canceled.
 	ScheduleToCloseTimeout time.Duration
-	// HeartbeatTimeout fails an attempt that has not reported progress for
-	// this long. The stores of this release keep no heartbeats, so a
-	// non-zero value is rejected (the call fails with ErrNotSupported)
-	// rather than silently ignored; use StartToCloseTimeout meanwhile.
+	// HeartbeatTimeout fails an attempt that has not called
+	// ActivityContext.Heartbeat for this long (default 0: no heartbeat
+	// timeout); the clock starts when the attempt starts. The runtime
+	// running the attempt enforces it on its Clock: it cancels the
+	// attempt's context and fails the attempt with kind "timeout"
+	// (errors.Is(err, ErrTimeout)), retried per Retry, handing the latest
+	// heartbeat details to the next attempt (ActivityContext.
+	// HeartbeatDetails). Each heartbeat also renews the attempt's lock and
+	// records the time and details on its worker-queue row, where they
+	// survive a crash (Client.Inspect shows them); an attempt whose
+	// runtime dies is redelivered when its lock lapses (WorkerLockTimeout).
 	HeartbeatTimeout time.Duration
 	// Session pins the activity to the worker that owns the session (see
 	// ScheduleActivityOnSession; default "": any worker).
 	Session string
-	// Queue routes the activity to runtimes serving that queue. The stores
-	// of this release route by name only, so a non-empty value is rejected
-	// (the call fails with ErrNotSupported) rather than run on a worker
-	// it was not meant for.
+	// Queue routes the activity to the runtimes that serve it
+	// (RuntimeOptions.Queues; default "": the default queue, which every
+	// runtime serves unless its Queues say otherwise). A runtime fetches
+	// only the activities it registers, in the queues it serves; work that
+	// no runtime serves waits in the store (see RuntimeOptions.
+	// UnservedTimeout) and Client.Inspect says so.
 	Queue string
 }
+
+// maxQueueName bounds ActivityOptions.Queue and RuntimeOptions.Queues.
+const maxQueueName = 256
 
 // engine validates the options and converts them for the replay engine.
 func (o *ActivityOptions) engine() (replay.ActivityOptions, error) {
 	if o == nil {
 		return replay.ActivityOptions{}, nil
 	}
-	if o.HeartbeatTimeout != 0 {
-		return replay.ActivityOptions{}, fmt.Errorf("%w: ActivityOptions.HeartbeatTimeout: the stores of this release keep no heartbeats; use StartToCloseTimeout", ErrNotSupported)
-	}
-	if o.Queue != "" {
-		return replay.ActivityOptions{}, fmt.Errorf("%w: ActivityOptions.Queue %q: the stores of this release route activities by name only", ErrNotSupported, o.Queue)
-	}
 	var errs []error
+	if o.HeartbeatTimeout < 0 {
+		errs = append(errs, fmt.Errorf("HeartbeatTimeout %s is negative", o.HeartbeatTimeout))
+	}
+	if len(o.Queue) > maxQueueName {
+		errs = append(errs, fmt.Errorf("the Queue name is %d bytes long (at most %d)", len(o.Queue), maxQueueName))
+	}
 	if o.StartToCloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("StartToCloseTimeout %s is negative", o.StartToCloseTimeout))
 	}
 	if o.ScheduleToCloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ScheduleToCloseTimeout %s is negative", o.ScheduleToCloseTimeout))
 	}
-	out := replay.ActivityOptions{SessionID: o.Session, StartToClose: o.StartToCloseTimeout, ScheduleToClose: o.ScheduleToCloseTimeout}
+	out := replay.ActivityOptions{SessionID: o.Session, StartToClose: o.StartToCloseTimeout, ScheduleToClose: o.ScheduleToCloseTimeout,
+		Queue: o.Queue, HeartbeatTimeout: o.HeartbeatTimeout}
 	if p := o.Retry; p != nil {
 		// Zero or negative intervals and coefficients mean their defaults,
 		// as they always have: rejecting them now would change what
@@ -84,8 +97,7 @@ func (o *ActivityOptions) engine() (replay.ActivityOptions, error) {
 // ScheduleActivityWithOptions starts the activity name with input
 // (JSON-encoded) as opts says (nil: defaults). It is the by-name form of
 // CallActivity. Invalid options fail the task with ErrInvalidArgument
-// (options this release cannot honour with ErrNotSupported) without
-// scheduling anything.
+// without scheduling anything.
 func (c *OrchestrationContext) ScheduleActivityWithOptions(name string, input any, opts *ActivityOptions) *Task {
 	o, err := opts.engine()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,8 +274,8 @@ func TestActivityOptionsRejected(t *testing.T) {
 			for _, o := range []*duroxide.ActivityOptions{
 				{StartToCloseTimeout: -time.Second},
 				{Retry: &duroxide.RetryPolicy{Jitter: 2}},
-				{Queue: "gpu"},
-				{HeartbeatTimeout: time.Minute},
+				{Queue: strings.Repeat("q", 257)},
+				{HeartbeatTimeout: -time.Minute},
 				nil, // with a zero reference below
 			} {
 				ref := act
@@ -296,7 +297,7 @@ func TestActivityOptionsRejected(t *testing.T) {
 		h := duroxidetest.New(t, reg, &duroxidetest.Options{Runtime: &ro})
 		h.Start("BadOptions", "b1", struct{}{})
 		var out []string
-		if err := h.Wait("b1").Decode(&out); err != nil || fmt.Sprint(out) != "[invalid invalid unsupported unsupported invalid]" {
+		if err := h.Wait("b1").Decode(&out); err != nil || fmt.Sprint(out) != "[invalid invalid invalid invalid invalid]" {
 			t.Fatalf("got %v, %v", out, err)
 		}
 		if n := countKind(h.History("b1"), history.ActivityScheduled); n != 0 {

@@ -2,6 +2,7 @@ package duroxide_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,6 +107,10 @@ func TestPatchedAcrossADeploy(t *testing.T) {
 		hist := h.History(id)
 		if got := strings.Join(patches(hist), " "); "["+got+"]" != wantPatches[id] {
 			t.Fatalf("%s: recorded patches [%s], want %s", id, got, wantPatches[id])
+		}
+		st, err := h.Client.Inspect(ctx, id, nil)
+		if err != nil || fmt.Sprint(st.Patches) != wantPatches[id] {
+			t.Fatalf("%s: Inspect shows patches %v (%v), want %s", id, st.Patches, err, wantPatches[id])
 		}
 		// The finished history replays against the code that finished it.
 		if err := duroxide.ReplayHistory(shipRegistry(2), id, hist); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -54,10 +55,12 @@ type RuntimeOptions struct {
 	// poisoned: the orchestration or activity fails with kind "poison". A
 	// delivery of an activity is a start of its function (see
 	// ActivityContext.Attempt): runs cut short by a crash, a lost lock or a
-	// Shutdown whose deadline passed count. An orchestration or activity
-	// that is not registered is looked up on each delivery, with backoff in
-	// between (a rolling deploy may bring it); if it is still unknown at
-	// delivery MaxAttempts, it fails with kind "configuration".
+	// Shutdown whose deadline passed count. An orchestration that is not
+	// registered is looked up on each delivery, with backoff in between (a
+	// rolling deploy may bring it); if it is still unknown at delivery
+	// MaxAttempts, it fails with kind "configuration". Activities are
+	// never delivered to a runtime that does not register them (see
+	// Queues and UnservedTimeout).
 	MaxAttempts int
 	// BackoffBase and BackoffMax bound the delay before retrying an
 	// unregistered orchestration or activity and a parked instance:
@@ -109,6 +112,11 @@ type RuntimeOptions struct {
 	// pass a fake clock (duroxidetest does) so timers fire without waiting;
 	// the store must use the same clock.
 	Clock clockwork.Clock
+	// DisableSchedules keeps this runtime from firing schedules (default:
+	// it fires the store's schedules when the store keeps them,
+	// provider.ScheduleStore; any number of runtimes may, see
+	// Client.CreateSchedule).
+	DisableSchedules bool
 	// Logger receives the runtime's logs (default: warnings and errors to
 	// standard error). Orchestrations log through OrchestrationContext.Logger.
 	Logger *slog.Logger
@@ -142,16 +150,58 @@ type RuntimeOptions struct {
 	// DefaultMaxPayloadBytes, 2 MiB). Clients refuse larger starts and
 	// events before storing them (ClientOptions.MaxPayloadBytes).
 	MaxPayloadBytes int
+	// MaxValues bounds the values (OrchestrationContext.SetValue keys) one
+	// instance holds (default DefaultMaxValues, 100); MaxValueBytes the
+	// size of one value's JSON (default DefaultMaxValueBytes, 64 KiB).
+	// Setting a new key beyond MaxValues, or a larger value, fails the
+	// orchestration as the other limits do.
+	MaxValues     int
+	MaxValueBytes int
 	// Tracer, when set, receives a span per orchestration turn and per
 	// activity attempt (default: none). See Tracer; the otel module has an
 	// OpenTelemetry implementation.
 	Tracer Tracer
+
+	// Retention, when set, makes the runtime purge old finished instances
+	// and prune long ContinueAsNew chains periodically (see
+	// RetentionOptions). Nil: never.
+	Retention *RetentionOptions
+	// BulkJobInterval is how often the runtime looks for unfinished bulk
+	// jobs (Client.BulkAction) to run or to continue after their runner
+	// stopped (0 = DefaultBulkJobInterval; negative: this runtime runs
+	// none). It looks once when it starts.
+	BulkJobInterval time.Duration
+	// Queues are the activity queues this runtime serves
+	// (ActivityOptions.Queue; default nil: only the default queue ""). A
+	// runtime fetches only the activities it registers, in the queues it
+	// serves: work it cannot run is never delivered to it, so a rolling
+	// deploy or runtimes specialised by capability share a store safely.
+	// List "" to serve the default queue besides named ones.
+	Queues []string
+	// UnservedTimeout is how long an activity may wait, counted from when
+	// it was scheduled, while no live runtime serves its name and queue,
+	// before it fails with kind "configuration" and a message saying no
+	// runtime serves it (default 0: it waits until one does). Runtimes
+	// announce what they serve in the store and renew the announcement
+	// every third of WorkerLockTimeout; one that stops renewing (it shut
+	// down or crashed) no longer counts after WorkerLockTimeout. Any
+	// runtime with the option set fails such work; Client.Inspect reports
+	// it as unserved either way.
+	//
+	// Work that a runtime of an earlier release queued is routed by its
+	// name too (the store reads it from the queued item), so after an
+	// upgrade an activity whose name no runtime registers any more waits,
+	// as above, instead of being fetched, retried with backoff and failed
+	// after MaxAttempts deliveries as earlier releases did.
+	UnservedTimeout time.Duration
 }
 
 // Runtime runs orchestrations and activities from a store until Shutdown.
 // Any number of runtimes, in one or many processes, may share a store.
 type Runtime struct {
-	d *dispatch.Runtime
+	d     *dispatch.Runtime
+	sched *scheduler // nil: none
+	m     *maintainer
 }
 
 // StartRuntime starts dispatching the orchestrations and activities of reg
@@ -192,6 +242,13 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 		Limits:                   opts.limits(),
 		Tracer:                   opts.Tracer,
 		CancelGrace:              opts.CancelGracePeriod,
+		Queues:                   opts.Queues,
+		UnservedTimeout:          opts.UnservedTimeout,
+	}
+	for _, q := range opts.Queues {
+		if len(q) > maxQueueName {
+			return nil, fmt.Errorf("%w: RuntimeOptions.Queues: a queue name is %d bytes long (at most %d)", ErrInvalidArgument, len(q), maxQueueName)
+		}
 	}
 	switch {
 	case o.CancelGrace == 0:
@@ -211,11 +268,26 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 	case o.CacheSize < 0:
 		o.CacheSize = 0
 	}
+	if err := opts.checkMaintenance(); err != nil {
+		return nil, err
+	}
 	d, err := dispatch.Start(store, registryAdapter{r: reg, maxPayload: o.Limits.MaxPayload}, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{d: d}, nil
+	rt := &Runtime{d: d, m: startMaintainer(store, opts)}
+	if !opts.DisableSchedules {
+		clock := opts.Clock
+		if clock == nil {
+			clock = clockwork.NewRealClock()
+		}
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
+		rt.sched = startScheduler(store, clock, log)
+	}
+	return rt, nil
 }
 
 // Shutdown stops taking new work and waits for turns and activities in
@@ -230,6 +302,8 @@ func StartRuntime(ctx context.Context, store provider.Provider, reg *Registry, o
 // when one of them returns its result is discarded without touching the
 // store, which may have been closed meanwhile.
 func (r *Runtime) Shutdown(ctx context.Context) error {
+	r.sched.stop()
+	r.m.stop()
 	return r.d.Shutdown(ctx)
 }
 
@@ -250,6 +324,10 @@ func (a registryAdapter) Orchestration(name, version string) (replay.Func, strin
 		return fn(&OrchestrationContext{c: c}, input)
 	}, v, true
 }
+
+// ActivityNames lists the registered activities: the runtime fetches
+// only those.
+func (a registryAdapter) ActivityNames() []string { return a.r.Activities() }
 
 func (a registryAdapter) Activity(name string) (dispatch.ActivityFunc, bool) {
 	fn, ok := a.r.activity(name)
@@ -282,13 +360,17 @@ type ActivityContext struct {
 	// Attempt counts deliveries of this activity, from 1. Every start of
 	// the function is a delivery, including a run cut short by a crash, a
 	// lost lock or a Shutdown whose deadline passed (it may have had side
-	// effects), so the run after one is attempt 2; deliveries to a runtime
-	// where the activity is not registered count too. A delivery given back
-	// before the function started does not. Retries by a RetryPolicy are
-	// new activities, each from attempt 1.
+	// effects), so the run after one is attempt 2. A delivery given back
+	// before the function started does not count. Retries by a RetryPolicy
+	// are new activities, each from attempt 1.
 	Attempt int
 	// WorkerID is the runtime that runs it.
 	WorkerID string
+	// Queue is the queue the activity was routed to (ActivityOptions.Queue;
+	// "" is the default queue).
+	Queue string `json:",omitempty"`
+
+	info *dispatch.ActivityInfo
 }
 
 // ActivityContextFrom returns the description of the activity whose context
@@ -298,6 +380,52 @@ func ActivityContextFrom(ctx context.Context) *ActivityContext {
 	if info == nil {
 		return nil
 	}
-	ac := ActivityContext(*info)
-	return &ac
+	return &ActivityContext{InstanceID: info.InstanceID, ExecutionID: info.ExecutionID, ActivityID: info.ActivityID,
+		Name: info.Name, SessionID: info.SessionID, Attempt: info.Attempt, WorkerID: info.WorkerID, Queue: info.Queue, info: info}
+}
+
+// Heartbeat reports that the activity is alive and, with details (any
+// JSON-encodable value; nil keeps the details reported before), how far it
+// got. It renews the attempt's lock and records the time and details on
+// the activity's row in the store, durably: Client.Inspect shows them, and
+// the next attempt reads them with HeartbeatDetails, whether it is a
+// retry (RetryPolicy) or a redelivery after a crash. With
+// ActivityOptions.HeartbeatTimeout it also restarts that timeout. Each
+// call writes to the store: heartbeat at a fraction of the timeout (say a
+// third), not for every item processed. It fails with ErrNotSupported on
+// a store that keeps no heartbeats, and when the attempt's lock was lost
+// (the activity was canceled or timed out; its context is canceled).
+func (a *ActivityContext) Heartbeat(ctx context.Context, details any) error {
+	if a == nil || a.info == nil {
+		return fmt.Errorf("%w: Heartbeat outside a running activity", ErrInvalidArgument)
+	}
+	var raw json.RawMessage
+	if details != nil {
+		b, err := json.Marshal(details)
+		if err != nil {
+			return fmt.Errorf("%w: heartbeat details: %v", ErrInvalidArgument, err)
+		}
+		raw = b
+	}
+	return a.info.Heartbeat(ctx, raw)
+}
+
+// HeartbeatDetails decodes into out the latest heartbeat details of this
+// activity call: those this attempt reported, else those an earlier
+// delivery of the same attempt recorded before its runtime crashed, else
+// the latest ones of the previous attempt (a retry after a failure or a
+// missed heartbeat). It reports false, leaving out alone, when there are
+// none: the call starts from scratch.
+func (a *ActivityContext) HeartbeatDetails(out any) (bool, error) {
+	if a == nil || a.info == nil {
+		return false, nil
+	}
+	raw, err := a.info.HeartbeatDetails(context.Background())
+	if err != nil || len(raw) == 0 {
+		return false, err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return false, fmt.Errorf("decoding heartbeat details: %w", err)
+	}
+	return true, nil
 }

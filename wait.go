@@ -3,12 +3,14 @@ package duroxide
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/dispatch"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -46,13 +48,21 @@ const (
 	// WaitUnregisteredActivity: an activity that no runtime which fetched
 	// it has registered; deliveries are retried with backoff. Name,
 	// ActivityID, Attempt, RetryAt, Since (first failed delivery),
-	// Message.
+	// Message. Runtimes of this release fetch only the activities they
+	// register, so only runtimes of earlier releases (or a store that
+	// does not filter by name) produce it; an activity no live runtime
+	// serves is a WaitActivity with Unserved set.
 	WaitUnregisteredActivity WaitKind = "unregisteredActivity"
 	// WaitParked: the orchestration code no longer replays its history
 	// (nondeterminism); the instance is parked until a deploy with
 	// matching code replays it. EventID, Expected (what history records),
 	// Found (what the code did), Message, Since, RetryAt.
 	WaitParked WaitKind = "parked"
+	// WaitPaused: the instance is paused (Client.Pause) and takes no turn
+	// until resumed. Message (the reason), By (who paused it), Since
+	// (when). It is never stalled, and nothing else it waits for counts as
+	// stalled while it is paused.
+	WaitPaused WaitKind = "paused"
 	// WaitTurn: messages for the orchestration (completions, events,
 	// timers that fired) are queued and due, but no runtime has taken
 	// them yet. Messages (how many), Since (when the oldest became due),
@@ -124,8 +134,28 @@ type Wait struct {
 	Found string `json:"found,omitempty"`
 	// Messages counts the due messages (WaitTurn).
 	Messages int `json:"messages,omitempty"`
-	// Message is the recorded error text, when there is one.
+	// Message is the recorded error text, when there is one (the reason,
+	// for WaitPaused); for an activity no live runtime serves (Unserved),
+	// says so.
 	Message string `json:"message,omitempty"`
+	// By is who paused the instance (WaitPaused).
+	By string `json:"by,omitempty"`
+	// Queue is the queue an activity is routed to (ActivityOptions.Queue;
+	// empty for the default queue).
+	Queue string `json:"queue,omitempty"`
+	// HeartbeatTimeoutMs is an activity's heartbeat timeout in
+	// milliseconds (ActivityOptions.HeartbeatTimeout; 0: none).
+	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
+	// HeartbeatAt is the time of the latest heartbeat of a running (or
+	// crashed) activity attempt (ActivityContext.Heartbeat), and
+	// HeartbeatDetails the details it reported.
+	HeartbeatAt      time.Time       `json:"heartbeatAt,omitzero"`
+	HeartbeatDetails json.RawMessage `json:"heartbeatDetails,omitempty"`
+	// Unserved reports a queued activity that no live runtime serves (none
+	// registers its name in its queue): it waits for a runtime that does,
+	// or fails after RuntimeOptions.UnservedTimeout. Message says which
+	// name and queue.
+	Unserved bool `json:"unserved,omitempty"`
 
 	// Since is when the wait began (scheduled, subscribed, queued, first
 	// failed delivery).
@@ -203,8 +233,12 @@ func (c *Client) Inspect(ctx context.Context, instanceID string, opts *WaitOptio
 				return nil, fmt.Errorf("history of %q: %w", info.InstanceID, err)
 			}
 			st.HistoryEvents, st.HistoryBytes = historySize(hist)
+			st.Patches = patchesOf(hist)
 		}
 		return st, nil
+	}
+	if st.Paused, err = c.pauseOf(ctx, instanceID); err != nil {
+		return nil, err
 	}
 	if err := c.fillWaits(ctx, st, info, after); err != nil {
 		return nil, err
@@ -240,7 +274,11 @@ func (c *Client) fillWaits(ctx context.Context, st *Status, info *provider.Insta
 		}
 	}
 	st.HistoryEvents, st.HistoryBytes = historySize(hist)
+	st.Patches = patchesOf(hist)
 	st.WaitingFor = deriveWaits(waitInput{Info: info, History: hist, Queue: q, Children: children, StalledAfter: after})
+	if p := st.Paused; p != nil {
+		st.WaitingFor = pausedWaits(st.WaitingFor, p)
+	}
 	st.Stalled = slices.ContainsFunc(st.WaitingFor, func(w Wait) bool { return w.Stalled })
 	return nil
 }
@@ -467,7 +505,7 @@ func historyWaits(hist []history.Event, execID int64, q *provider.InstanceQueueS
 			}
 			attemptOf[ev.EventID], nameOf[ev.EventID] = attempt, ev.Name
 			open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitActivity, Name: ev.Name, ActivityID: ev.EventID,
-				Attempt: attempt, Since: at}}
+				Attempt: attempt, Since: at, Queue: ev.Queue, HeartbeatTimeoutMs: ev.HeartbeatTimeoutMs}}
 		case history.TimerCreated:
 			fires := time.UnixMilli(ev.FireAtMs).UTC()
 			if act, ok := followedActivity(i); ok {
@@ -559,6 +597,10 @@ func describeRow(w *Wait, a *provider.QueuedActivity, now time.Time) {
 	default:
 		w.ActivityState = ActivityQueued
 	}
+	w.Queue, w.HeartbeatAt, w.HeartbeatDetails = a.Queue, a.HeartbeatAt, a.HeartbeatDetails
+	if a.Unserved && w.ActivityState != ActivityRunning {
+		w.Unserved, w.Message = true, dispatch.Unserved(a.Name, a.Queue)
+	}
 	if a.Error != nil {
 		w.Kind, w.Message, w.Since = WaitUnregisteredActivity, a.Error.Message, a.ErrorSince
 		w.Attempt = a.Attempts
@@ -603,6 +645,9 @@ func markStalls(waits []Wait, in waitInput) []Wait {
 		a := &q.Activities[i]
 		var reason string
 		switch {
+		case a.Unserved && !a.EnqueuedAt.After(cutoff) && !(a.LockedUntil.After(q.Now)):
+			reason = fmt.Sprintf("no progress for %s: %s since %s", idle, dispatch.Unserved(a.Name, a.Queue),
+				a.EnqueuedAt.Format(time.RFC3339))
 		case !a.ErrorSince.IsZero() && !a.ErrorSince.After(cutoff):
 			reason = fmt.Sprintf("no progress for %s: activity %s given back since %s (%s)", idle, a.Name,
 				a.ErrorSince.Format(time.RFC3339), a.Error.Message)
@@ -683,9 +728,7 @@ func (c *Client) listStalled(ctx context.Context, opts *ListOptions) (*InstanceP
 		if err != nil {
 			return nil, err
 		}
-		if !st.Stalled || len(keep) > 0 && !keep[st.State] ||
-			opts.Orchestration != "" && st.Orchestration != opts.Orchestration ||
-			opts.ParentInstanceID != "" && st.ParentInstanceID != opts.ParentInstanceID {
+		if !st.Stalled || !opts.matchStalled(st) {
 			continue
 		}
 		out.Instances = append(out.Instances, *st)
@@ -704,4 +747,15 @@ func (c *Client) CountStalled(ctx context.Context, after time.Duration, limit in
 		return 0, false, fmt.Errorf("counting stalled instances: %w", err)
 	}
 	return len(page.InstanceIDs), page.More, nil
+}
+
+// patchesOf lists the patches a history recorded, in order.
+func patchesOf(hist []history.Event) []string {
+	var out []string
+	for i := range hist {
+		if hist[i].Kind == history.PatchRecorded {
+			out = append(out, hist[i].Name)
+		}
+	}
+	return out
 }

@@ -104,13 +104,13 @@ func TestWaitingForThroughRuntime(t *testing.T) {
 		t.Fatalf("retry wait %+v (after %d failures)", ws[0], fails.Load())
 	}
 
-	// Unregistered activity: given back with backoff, recorded.
+	// Unregistered activity: never delivered, reported unserved.
 	h.Start("CallsMissing", "missing-act", "x")
 	h.WaitIdle()
 	_, ws = waitsOf(t, h, "missing-act")
-	wantKinds(t, ws, duroxide.WaitUnregisteredActivity)
-	if ws[0].Name != "Missing" || ws[0].Since.IsZero() || ws[0].RetryAt.IsZero() || ws[0].Attempt != 1 {
-		t.Fatalf("unregistered activity wait %+v", ws[0])
+	wantKinds(t, ws, duroxide.WaitActivity)
+	if w := ws[0]; w.Name != "Missing" || !w.Unserved || w.Message != `no runtime serves activity Missing (queue "")` || w.Deliveries != 0 {
+		t.Fatalf("unregistered activity wait %+v", w)
 	}
 
 	// Unregistered orchestration.

@@ -106,8 +106,11 @@ func (b *browser) text(sel string) string {
 	}
 }
 
-// click clicks the first element matching sel in one evaluation, waiting
-// for one to exist: for elements in sections the live refresh replaces.
+// click clicks the first visible element matching sel in one evaluation,
+// waiting for one to show. Pages with live sections use it for every
+// action: a refresh replaces those sections, and one that adds rows moves
+// what is below it, so a click by coordinates (chromedp.Click) could land
+// on whatever moved there.
 // The element must not navigate (use chromedp.Navigate for links).
 func (b *browser) click(sel string) {
 	b.t.Helper()
@@ -205,7 +208,8 @@ func jsString(s string) string {
 // TestBrowser walks the dashboard in headless Chromium as an operator
 // would: log in, list and filter, read a failed instance's error and why a
 // waiting one waits, raise an event and watch the instance complete,
-// cancel, start, purge, release a lock, read the health page, log out.
+// cancel, start, purge, release a lock, cancel two instances by filter
+// after a preview, read the health page, log out.
 func TestBrowser(t *testing.T) {
 	t.Parallel()
 	const token = "browser-test-token-0123456789"
@@ -215,6 +219,8 @@ func TestBrowser(t *testing.T) {
 	e.start(t, "fail-1", demo.Fail, "card declined: insufficient funds", true)
 	e.start(t, "wait-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600}, false)
 	e.start(t, "cancel-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600}, false)
+	e.start(t, "bulk-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600}, false)
+	e.start(t, "bulk-2", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600}, false)
 	if err := e.client.StartOrchestration(ctx, "locked-1", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 600},
 		&duroxide.StartOptions{LockKey: "payments-42"}); err != nil {
 		t.Fatal(err)
@@ -249,8 +255,8 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("Failed filter lists:\n%s", got)
 	}
 	b.shot("instances-failed")
-	b.do("filtering by ID prefix", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.CSS("#filter-prefix")),
-		chromedp.SendKeys(chromedp.CSS("#filter-prefix"), "wait-"), chromedp.Click(chromedp.CSS("#apply-filters")))
+	b.do("filtering by ID prefix", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.CSS("#filter-prefix")), chromedp.SendKeys(chromedp.CSS("#filter-prefix"), "wait-"))
+	b.click("#apply-filters")
 	b.waitURL("prefix=wait-")
 	if got := b.text("#instances"); !strings.Contains(got, "wait-1") || strings.Contains(got, "fail-1") {
 		t.Fatalf("prefix filter lists:\n%s", got)
@@ -285,13 +291,13 @@ func TestBrowser(t *testing.T) {
 	if name, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("#raise-name").value`)); err != nil || name != "approval" {
 		t.Fatalf("the raise form's event name: %q, %v", name, err)
 	}
-	b.do("raising approval", chromedp.SendKeys(chromedp.CSS("#raise-data"), "true"),
-		chromedp.Click(chromedp.CSS("#raise-submit")), chromedp.WaitVisible(chromedp.CSS("#raise-confirm")))
+	b.do("raising approval", chromedp.SendKeys(chromedp.CSS("#raise-data"), "true"))
+	b.click("#raise-submit")
 	if focused, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.activeElement ? document.activeElement.id : ""`)); err != nil || focused != "raise-confirm" {
 		t.Fatalf("focus after Raise is on %q (%v), want the Confirm button", focused, err)
 	}
 	b.shot("raise-confirm")
-	b.do("confirming", chromedp.Click(chromedp.CSS("#raise-confirm")))
+	b.click("#raise-confirm")
 	b.waitText("#raise-result", "Event raised")
 	b.waitText("#state", "Completed")
 	b.waitText("#output", "approved")
@@ -303,10 +309,9 @@ func TestBrowser(t *testing.T) {
 	// A raise on an ended instance shows the API's error (the form is
 	// gone after the refresh, so use the API's refusal on cancel-1 after
 	// canceling it instead).
-	b.do("opening cancel-1", chromedp.Navigate(b.url+"/instances/cancel-1"), chromedp.WaitVisible(chromedp.CSS("#cancel-submit")),
-		chromedp.SendKeys(chromedp.CSS("#cancel-reason"), "customer asked"),
-		chromedp.Click(chromedp.CSS("#cancel-submit")), chromedp.WaitVisible(chromedp.CSS("#cancel-confirm")),
-		chromedp.Click(chromedp.CSS("#cancel-confirm")))
+	b.do("opening cancel-1", chromedp.Navigate(b.url+"/instances/cancel-1"), chromedp.WaitVisible(chromedp.CSS("#cancel-submit")), chromedp.SendKeys(chromedp.CSS("#cancel-reason"), "customer asked"))
+	b.click("#cancel-submit")
+	b.click("#cancel-confirm")
 	b.waitText("#state", "Canceled")
 	b.waitText("#failure", "customer asked")
 	b.waitGone("#cancel-form")
@@ -314,6 +319,31 @@ func TestBrowser(t *testing.T) {
 	// at once: its code returned on the canceled wait).
 	b.waitText("#cancel-result", "Cancel requested")
 	b.shot("instance-canceled")
+
+	// Rewind the canceled instance: a new execution resumes it, waiting
+	// again. Then pause it (a badge says so) and resume it.
+	b.do("rewinding cancel-1", chromedp.Navigate(b.url+"/instances/cancel-1"), chromedp.WaitVisible(chromedp.CSS("#rewind-submit")))
+	b.click("#rewind-submit")
+	b.shot("rewind-confirm")
+	b.click("#rewind-confirm")
+	b.waitText("#rewind-result", "Rewound: execution 2")
+	b.waitText("#state", "Running")
+	b.do("pausing cancel-1", chromedp.Navigate(b.url+"/instances/cancel-1"), chromedp.WaitVisible(chromedp.CSS("#pause-submit")), chromedp.SendKeys(chromedp.CSS("#pause-reason"), "partner outage"))
+	b.click("#pause-submit")
+	b.click("#pause-confirm")
+	b.waitText("#pause-result", "Paused")
+	b.waitText("#paused", "paused")
+	b.waitText("#paused-by", "partner outage")
+	b.shot("instance-paused")
+	b.checkAccessibility("paused instance")
+	if st, err := e.client.GetStatus(ctx, "cancel-1"); err != nil || st.Paused == nil || st.Paused.By != "dashboard" {
+		t.Fatalf("cancel-1 after the pause: %+v, %v", st, err)
+	}
+	b.do("resuming cancel-1", chromedp.Navigate(b.url+"/instances/cancel-1"), chromedp.WaitVisible(chromedp.CSS("#resume-submit")))
+	b.click("#resume-submit")
+	b.click("#resume-confirm")
+	b.waitText("#resume-result", "Resumed.")
+	b.waitGone("#paused")
 
 	// Release the execution lock held by locked-1.
 	b.do("opening the locks", chromedp.Navigate(b.url+"/locks"), chromedp.WaitVisible(chromedp.CSS("#lock-table")))
@@ -329,19 +359,38 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("lock after release: %+v, %v", l, err)
 	}
 
+	// Pause a schedule from the schedules page.
+	if _, err := e.client.CreateSchedule(ctx, "nightly", &duroxide.ScheduleDefinition{Cron: "0 2 * * *",
+		TimeZone: "Europe/Paris", Orchestration: demo.Hello, Input: []byte(`"Ada"`)}, false); err != nil {
+		t.Fatal(err)
+	}
+	b.do("opening the schedules", chromedp.Navigate(b.url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("#schedule-table")))
+	b.waitText("#schedule-table", "nightly")
+	b.shot("schedules")
+	b.checkAccessibility("schedules")
+	b.click(".pause-submit")
+	b.click(".pause-confirm")
+	b.waitText("#schedules", "paused")
+	if s, err := e.client.GetSchedule(ctx, "nightly"); err != nil || !s.Paused {
+		t.Fatalf("schedule after pause: %+v, %v", s, err)
+	}
+
 	// Start an instance with JSON input from the list page.
-	b.do("starting", chromedp.Navigate(b.url+"/"), chromedp.Click(chromedp.CSS("#start-box summary")),
-		chromedp.WaitVisible(chromedp.CSS("#start-orchestration")),
+	b.do("starting", chromedp.Navigate(b.url+"/"))
+	b.click("#start-box summary")
+	b.do("filling in the start form", chromedp.WaitVisible(chromedp.CSS("#start-orchestration")),
 		chromedp.SendKeys(chromedp.CSS("#start-orchestration"), demo.Sequence), chromedp.SendKeys(chromedp.CSS("#start-id"), "started-1"),
-		chromedp.SendKeys(chromedp.CSS("#start-input"), "{bad json"), chromedp.Click(chromedp.CSS("#start-submit")))
+		chromedp.SendKeys(chromedp.CSS("#start-input"), "{bad json"))
+	b.click("#start-submit")
 	b.waitText("#start-box .result", "not valid JSON")
-	b.do("fixing the input", chromedp.SetValue(chromedp.CSS("#start-input"), "37"), chromedp.Click(chromedp.CSS("#start-submit")),
-		chromedp.WaitVisible(chromedp.CSS("#start-box .confirm-yes")), chromedp.Click(chromedp.CSS("#start-box .confirm-yes")))
+	b.do("fixing the input", chromedp.SetValue(chromedp.CSS("#start-input"), "37"))
+	b.click("#start-submit")
+	b.click("#start-box .confirm-yes")
 	b.waitText("#start-box .result", "Started started-1")
 	b.shot("started")
 	// A refused action shows the API's error: the same ID again.
-	b.do("starting it again", chromedp.Click(chromedp.CSS("#start-submit")),
-		chromedp.WaitVisible(chromedp.CSS("#start-box .confirm-yes")), chromedp.Click(chromedp.CSS("#start-box .confirm-yes")))
+	b.click("#start-submit")
+	b.click("#start-box .confirm-yes")
 	b.waitText("#start-box .result", "Failed (409)")
 	st, err := e.client.WaitForOrchestration(ctx, "started-1")
 	if err != nil {
@@ -353,9 +402,9 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Purge the failed instance.
-	b.do("purging fail-1", chromedp.Navigate(b.url+"/instances/fail-1"), chromedp.WaitVisible(chromedp.CSS("#purge-submit")),
-		chromedp.Click(chromedp.CSS("#purge-submit")), chromedp.WaitVisible(chromedp.CSS("#purge-confirm")),
-		chromedp.Click(chromedp.CSS("#purge-confirm")))
+	b.do("purging fail-1", chromedp.Navigate(b.url+"/instances/fail-1"), chromedp.WaitVisible(chromedp.CSS("#purge-submit")))
+	b.click("#purge-submit")
+	b.click("#purge-confirm")
 	b.waitText("#purge-result", "Purged.")
 	if _, err := e.client.GetStatus(ctx, "fail-1"); !errors.Is(err, duroxide.ErrNotFound) {
 		t.Fatalf("fail-1 after purge: %v", err)
@@ -365,6 +414,31 @@ func TestBrowser(t *testing.T) {
 	b.do("opening health", chromedp.Navigate(b.url+"/health"), chromedp.WaitVisible(chromedp.CSS("#depths")))
 	b.shot("health")
 	b.checkAccessibility("health")
+
+	// Bulk actions: preview a cancel by ID prefix (the confirmation
+	// shows the count; nothing changes before it), confirm, and watch the
+	// job end.
+	b.do("opening bulk actions", chromedp.Navigate(b.url+"/bulk"), chromedp.WaitVisible(chromedp.CSS("#bulk-form")))
+	b.checkAccessibility("bulk actions")
+	b.do("previewing a bulk cancel", chromedp.SetValue(chromedp.CSS("#bulk-action"), "cancel"), chromedp.SendKeys(chromedp.CSS("#bulk-prefix"), "bulk-"), chromedp.SendKeys(chromedp.CSS("#bulk-reason"), "incident"))
+	b.click("#bulk-preview")
+	b.waitText("#bulk-confirm-text", "cancel 2 instances")
+	for _, id := range []string{"bulk-1", "bulk-2"} {
+		if st, err := e.client.GetStatus(ctx, id); err != nil || st.State.IsTerminal() {
+			t.Fatalf("the preview changed %s: %+v, %v", id, st, err)
+		}
+	}
+	b.shot("bulk-confirm")
+	b.checkAccessibility("bulk confirmation")
+	b.click("#bulk-confirm")
+	b.waitText("#bulk-result", "Done: 2 of 2 instances, 2 succeeded")
+	b.waitText("#bulk-jobs", "cancel")
+	b.shot("bulk-done")
+	for _, id := range []string{"bulk-1", "bulk-2"} {
+		if st, err := e.client.WaitForOrchestration(ctx, id); err != nil || st.State != duroxide.StateCanceled {
+			t.Fatalf("%s after the bulk cancel: %+v, %v", id, st, err)
+		}
+	}
 
 	// Log out: the pages want the token again.
 	b.do("logging out", chromedp.Click(chromedp.CSS("#logout")))

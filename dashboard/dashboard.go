@@ -207,7 +207,9 @@ func (d *Dashboard) routes() {
 	d.mux.Handle("GET /instances/{id}", d.authed(d.instancePage))
 	d.mux.Handle("GET /instances/{id}/raw/{part}", d.authed(d.rawPayload))
 	d.mux.Handle("GET /locks", d.authed(d.locksPage))
+	d.mux.Handle("GET /schedules", d.authed(d.schedulesPage))
 	d.mux.Handle("GET /health", d.authed(d.healthPage))
+	d.mux.Handle("GET /bulk", d.authed(d.bulkPage))
 	d.mux.Handle("GET /", d.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &pageError{code: http.StatusNotFound, title: "Not found", details: "There is no page " + r.URL.Path + " here."}
 	}))

@@ -575,3 +575,18 @@ func TestLongInstancesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// The instance page lists the patches the execution recorded, escaped.
+func TestInstancePageShowsPatches(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	if err := e.client.StartOrchestration(ctx, "patched-1", testPatched, struct{}{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "patched-1 to record its patch", func() bool {
+		st, err := e.client.Inspect(ctx, "patched-1", nil)
+		return err == nil && len(st.Patches) == 1
+	})
+	mustContain(t, e.get(t, "/instances/patched-1"), `<dt>Patches</dt><dd id="patches"><bdi>&lt;b&gt;fix-42&lt;/b&gt;</bdi></dd>`)
+}

@@ -39,6 +39,10 @@ type env struct {
 	token  string
 }
 
+// testPatched is an orchestration that records a patch and waits for an
+// event "go".
+const testPatched = "test.Patched"
+
 type envOptions struct {
 	token    string
 	triggers []httpapi.Trigger
@@ -47,6 +51,8 @@ type envOptions struct {
 	// secureCookies and trustProto set Options.SecureCookies and
 	// Options.TrustForwardedProto.
 	secureCookies, trustProto bool
+	// register adds orchestrations beside the demo ones.
+	register func(*duroxide.Registry)
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -58,6 +64,17 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	reg := duroxide.NewRegistry()
 	demo.Register(reg)
+	if o.register != nil {
+		o.register(reg)
+	}
+	// testPatched records a patch (with markup in its ID) and waits.
+	duroxide.RegisterOrchestration(reg, testPatched, func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+		if !ctx.Patched("<b>fix-42</b>") {
+			return "", nil
+		}
+		var s string
+		return s, ctx.WaitForEvent("go").Await(&s)
+	})
 	rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: discard})
 	if err != nil {
 		t.Fatal(err)

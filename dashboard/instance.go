@@ -38,6 +38,10 @@ type instanceView struct {
 	FailedIn string
 	// Input, Output and CustomStatus are the payloads as shown.
 	Input, Output, CustomStatus payloadView
+	// Values are the instance's values (OrchestrationContext.SetValue), in
+	// key order; ValuesError says why they could not be read.
+	Values      []valueView
+	ValuesError string
 	// MoreEvents counts the events of the execution not listed (the page
 	// lists the first maxEventsShown).
 	MoreEvents int
@@ -49,9 +53,20 @@ type instanceView struct {
 	// maxExecutionsShown, oldest first); MoreExecutions counts the others.
 	ShownExecutions []provider.ExecutionInfo
 	MoreExecutions  int
+	// Rewound maps the executions a rewind started to the one each
+	// resumes (which ended Failed or Canceled rather than continuing as
+	// new).
+	Rewound map[int64]int64
 	// EventNames are the events the instance waits for, offered in the
 	// raise form; the first is its default.
 	EventNames []string
+}
+
+// valueView is one value of an instance as the page shows it.
+type valueView struct {
+	Key       string
+	Value     payloadView
+	UpdatedAt time.Time
 }
 
 // Bounds of what an instance page lists.
@@ -114,10 +129,19 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 	v.Input = viewPayload(st.Input, "input", raw+"input")
 	v.Output = viewPayload(st.Output, "output", raw+"output")
 	v.CustomStatus = viewPayload(st.CustomStatus, "custom status", raw+"customStatus")
+	if vals, err := d.client.ListValues(ctx, id); err != nil {
+		v.ValuesError = err.Error()
+	} else {
+		for _, val := range vals {
+			v.Values = append(v.Values, valueView{Key: val.Key, UpdatedAt: val.UpdatedAt,
+				Value: viewPayload(val.Value, "value "+val.Key, "/api/instances/"+pathEscape(id)+"/values/"+pathEscape(val.Key))})
+		}
+	}
 	if v.Executions, err = d.client.ListExecutions(ctx, id); err != nil {
 		return err
 	}
 	v.ShownExecutions = v.Executions
+	v.Rewound = rewoundExecutions(v.Executions)
 	if n := len(v.Executions); n > maxExecutionsShown {
 		v.ShownExecutions, v.MoreExecutions = v.Executions[n-maxExecutionsShown:], n-maxExecutionsShown
 	}
@@ -172,6 +196,19 @@ func (d *Dashboard) instancePage(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.render(w, r, http.StatusOK, "instance", v)
 	return nil
+}
+
+// rewoundExecutions returns the executions started by a rewind: each
+// one whose predecessor ended Failed or Canceled (a ContinueAsNew ends
+// its execution ContinuedAsNew).
+func rewoundExecutions(ex []provider.ExecutionInfo) map[int64]int64 {
+	out := map[int64]int64{}
+	for i := 1; i < len(ex); i++ {
+		if s := ex[i-1].Status; s == provider.StatusFailed || s == provider.StatusCanceled {
+			out[ex[i].ExecutionID] = ex[i-1].ExecutionID
+		}
+	}
+	return out
 }
 
 // viewWait turns a Wait into its generic view through its JSON form, so

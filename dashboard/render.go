@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"instances", "instance", "locks", "health", "login", "error"}
+var pageNames = []string{"instances", "instance", "locks", "schedules", "health", "bulk", "login", "error"}
 
 // parsePages parses every page with the layout.
 func parsePages() (map[string]*template.Template, error) {
@@ -35,7 +35,7 @@ func parsePages() (map[string]*template.Template, error) {
 // page is what every template gets: the page's own data and the layout's.
 type page struct {
 	Title string
-	// Nav is the current section: instances, locks, health.
+	// Nav is the current section: instances, locks, bulk, health.
 	Nav string
 	// LoggedIn shows the logout button.
 	LoggedIn bool
@@ -63,6 +63,10 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 		}
 	case *locksView:
 		p.Title, p.Nav, p.RefreshMs = "Locks and triggers", "locks", d.refresh.Milliseconds()
+	case *schedulesView:
+		p.Title, p.Nav, p.RefreshMs = "Schedules", "schedules", d.refresh.Milliseconds()
+	case *bulkView:
+		p.Title, p.Nav, p.RefreshMs = "Bulk actions", "bulk", d.refresh.Milliseconds()
 	case *healthView:
 		p.Title, p.Nav, p.RefreshMs = "Health", "health", d.refresh.Milliseconds()
 	case *loginView:

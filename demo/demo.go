@@ -9,6 +9,11 @@
 //     none arrives within n seconds (a durable timer).
 //   - demo.Countdown: int n → 0, continuing as new once per step.
 //   - demo.Fail: string s → fails with the message s, returned by an activity.
+//   - demo.Order: an order fed by events named "order" (signal-with-start,
+//     a webhook trigger with "deliver": "event"), each {"type": t}: it
+//     records every type in its values ("stage", the last one; "events",
+//     how many) and ends "shipped" or "canceled" at the first such event,
+//     or "too many events" after MaxOrderEvents.
 //
 // Inputs out of range fail the instance at its first turn, before it
 // schedules anything, with an error naming the range: FanOut from 0 to
@@ -20,6 +25,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -36,6 +42,7 @@ const (
 	Approval  = "demo.Approval"
 	Countdown = "demo.Countdown"
 	Fail      = "demo.Fail"
+	Order     = "demo.Order"
 
 	ActivitySayHello = "demo.SayHello"
 	ActivityAddOne   = "demo.AddOne"
@@ -44,6 +51,8 @@ const (
 
 	// ApprovalEvent is the external event demo.Approval waits for.
 	ApprovalEvent = "approval"
+	// OrderEvent is the external event demo.Order takes.
+	OrderEvent = "order"
 )
 
 // Bounds of the demo orchestrations' inputs.
@@ -58,7 +67,14 @@ const (
 	MaxCountdown = 1000
 	// MaxApprovalSeconds (30 days) is the longest timeout of demo.Approval.
 	MaxApprovalSeconds = 30 * 24 * 60 * 60
+	// MaxOrderEvents is the most events demo.Order takes.
+	MaxOrderEvents = 100
 )
+
+// OrderUpdate is an event of demo.Order (and its input: a webhook body).
+type OrderUpdate struct {
+	Type string `json:"type"`
+}
 
 // InputError reports a demo orchestration's input out of its range.
 type InputError struct {
@@ -154,6 +170,24 @@ func Register(reg *duroxide.Registry) {
 			return "approved", nil
 		}
 		return "rejected", nil
+	})
+	duroxide.RegisterOrchestration(reg, Order, func(ctx *duroxide.OrchestrationContext, _ json.RawMessage) (string, error) {
+		for n := 1; n <= MaxOrderEvents; n++ {
+			var u OrderUpdate
+			if err := ctx.WaitForEvent(OrderEvent).Await(&u); err != nil {
+				return "", fmt.Errorf("order event must be an object with a type: %w", err)
+			}
+			if err := ctx.SetValue("stage", u.Type); err != nil {
+				return "", err
+			}
+			if err := ctx.SetValue("events", n); err != nil {
+				return "", err
+			}
+			if u.Type == "shipped" || u.Type == "canceled" {
+				return u.Type, nil
+			}
+		}
+		return "too many events", nil
 	})
 	duroxide.RegisterOrchestration(reg, Countdown, func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
 		if err := checkInt(Countdown, n, 0, MaxCountdown); err != nil {

@@ -32,9 +32,10 @@ type timerStore struct {
 	timers chan struct{}
 }
 
-func (s *timerStore) AckOrchestrationItem(ctx context.Context, a *provider.TurnAck) error {
-	if err := s.Provider.AckOrchestrationItem(ctx, a); err != nil {
-		return err
+func (s *timerStore) AckOrchestrationItem(ctx context.Context, a *provider.TurnAck) (provider.TurnResult, error) {
+	res, err := s.Provider.AckOrchestrationItem(ctx, a)
+	if err != nil {
+		return res, err
 	}
 	for _, ev := range a.History {
 		if ev.Kind == history.TimerCreated {
@@ -45,7 +46,7 @@ func (s *timerStore) AckOrchestrationItem(ctx context.Context, a *provider.TurnA
 			break
 		}
 	}
-	return nil
+	return res, nil
 }
 
 // env is a runtime hosting the demo orchestrations on an in-memory store,

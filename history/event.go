@@ -40,11 +40,14 @@ const (
 // Activity and timer events.
 const (
 	// ActivityScheduled schedules an activity; its EventID is the activity
-	// id. Fields: Name, Input, SessionID.
+	// id. Fields: Name, Input, SessionID, Queue, HeartbeatTimeoutMs, and
+	// Data: the latest heartbeat details of the call's previous attempt,
+	// handed to this one (a retry).
 	ActivityScheduled EventKind = "ActivityScheduled"
 	// ActivityCompleted: SourceEventID, Output.
 	ActivityCompleted EventKind = "ActivityCompleted"
-	// ActivityFailed: SourceEventID, Error.
+	// ActivityFailed: SourceEventID, Error; Data, the attempt's latest
+	// heartbeat details.
 	ActivityFailed EventKind = "ActivityFailed"
 	// ActivityCancelRequested: SourceEventID, Reason. A completion may still follow.
 	ActivityCancelRequested EventKind = "ActivityCancelRequested"
@@ -104,6 +107,11 @@ const (
 	// GUIDRecorded records the value returned by OrchestrationContext.NewGUID.
 	// Fields: GUID.
 	GUIDRecorded EventKind = "GUIDRecorded"
+	// ValueSet records OrchestrationContext.SetValue or ClearValue: Name is
+	// the key, Data its new value (absent = cleared). The instance's values
+	// are kept in the store, readable by clients, and carried to the next
+	// execution by ContinueAsNew (OrchestrationStarted.Values).
+	ValueSet EventKind = "ValueSet"
 	// PatchRecorded records that the execution took the new branch of the
 	// code change Name (OrchestrationContext.Patched returned true, or
 	// Deprecated ran on a new execution). Fields: Name. It is a marker, not
@@ -122,7 +130,7 @@ var EventKinds = []EventKind{
 	SubOrchestrationCancelRequested,
 	CustomStatusUpdated, NowRecorded, GUIDRecorded,
 	PatchRecorded, TimerCanceled,
-	DetachedOrchestrationScheduled,
+	DetachedOrchestrationScheduled, ValueSet,
 }
 
 // Known reports whether k is a kind this release understands.
@@ -169,10 +177,22 @@ type Event struct {
 	CustomStatus    json.RawMessage `json:"customStatus,omitempty"`
 	TimeMs          int64           `json:"timeMs,omitempty"`
 	GUID            string          `json:"guid,omitempty"`
+	// Values, on the OrchestrationStarted of an execution that a
+	// ContinueAsNew started, are the instance's values (see ValueSet) as
+	// the previous execution left them.
+	Values map[string]json.RawMessage `json:"values,omitempty"`
 	// TraceParent is the W3C trace context (a traceparent header value)
 	// an OrchestrationStarted was started under, when tracing is on. It is
 	// informational: replay never depends on it.
 	TraceParent string `json:"traceParent,omitempty"`
+	// Queue, on ActivityScheduled, is the queue the activity is routed to
+	// (ActivityOptions.Queue; "" is the default queue). It is routing
+	// only: replay never compares it.
+	Queue string `json:"queue,omitempty"`
+	// HeartbeatTimeoutMs, on ActivityScheduled, fails an attempt that has
+	// not heartbeated for that many milliseconds (0: no heartbeat timeout).
+	// Replay never compares it.
+	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
 }
 
 // field requirements per kind.
@@ -205,6 +225,7 @@ var eventRules = map[EventKind]rule{
 	PatchRecorded:                   {name: true},
 	TimerCanceled:                   {source: true},
 	DetachedOrchestrationScheduled:  {name: true, child: true},
+	ValueSet:                        {name: true},
 }
 
 // Validate reports whether e is well formed for its kind. The error wraps

@@ -55,6 +55,7 @@ func eventFixtures() map[history.EventKind]eventCase {
 			EventID: 1, Kind: history.OrchestrationStarted, TimestampMs: ts,
 			Name: "ProcessOrder", Version: "1.2.0", Input: raw(`{"orderId":"order-42","items":[1,2,3]}`),
 			Parent: &history.ParentRef{InstanceID: "customer-7", ExecutionID: 2, EventID: 5},
+			Values: map[string]json.RawMessage{"stage": raw(`"packing"`)},
 		}, required: []string{"name"}},
 		history.OrchestrationCompleted: {event: history.Event{
 			EventID: 12, Kind: history.OrchestrationCompleted, TimestampMs: ts + 12,
@@ -143,6 +144,10 @@ func eventFixtures() map[history.EventKind]eventCase {
 			EventID: 15, Kind: history.CustomStatusUpdated, TimestampMs: ts + 15,
 			CustomStatus: raw(`{"stage":"packing","progress":0.5}`),
 		}},
+		history.ValueSet: {event: history.Event{
+			EventID: 25, Kind: history.ValueSet, TimestampMs: ts + 25,
+			Name: "stage", Data: raw(`{"step":"packing"}`),
+		}, required: []string{"name"}},
 		history.NowRecorded: {event: history.Event{
 			EventID: 16, Kind: history.NowRecorded, TimestampMs: ts + 16,
 			TimeMs: ts + 16,
@@ -213,6 +218,7 @@ func workItemFixtures() map[history.WorkItemKind]workItemCase {
 		history.WorkContinueAsNew: {item: history.WorkItem{
 			Kind: history.WorkContinueAsNew, InstanceID: "order-42", ExecutionID: 3,
 			Name: "ProcessOrder", Version: "1.3.0", Input: raw(`{"cursor":"page-2"}`),
+			Values: map[string]json.RawMessage{"stage": raw(`"packing"`)},
 		}, required: []string{"executionId", "name"}},
 	}
 }

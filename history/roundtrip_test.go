@@ -139,7 +139,8 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 			Divergence: &history.Divergence{EventID: 6, Expected: "x", Got: "y"}},
 		Data: raw(`"data"`), Reason: "r", FireAtMs: ts + 1, SessionID: "s", ChildInstanceID: "c",
 		Parent:       &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
-		CustomStatus: raw(`"cs"`), TimeMs: ts + 2, GUID: "g", TraceParent: "tp",
+		CustomStatus: raw(`"cs"`), TimeMs: ts + 2, GUID: "g", Values: map[string]json.RawMessage{"k": raw(`1`)}, TraceParent: "tp",
+		Queue: "q", HeartbeatTimeoutMs: 5000,
 	}
 	requireAllFieldsSet(t, &e)
 	requireAllFieldsSet(t, e.Error)
@@ -152,7 +153,8 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 		`"divergence":{"eventId":6,"expected":"x","got":"y"}},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000001,"sessionId":"s","childInstanceId":"c",` +
 		`"parent":{"instanceId":"p","executionId":4,"eventId":5},` +
-		`"customStatus":"cs","timeMs":1732170000002,"guid":"g","traceParent":"tp"}`
+		`"customStatus":"cs","timeMs":1732170000002,"guid":"g","values":{"k":1},"traceParent":"tp",` +
+		`"queue":"q","heartbeatTimeoutMs":5000}`
 	b := mustEncodeEvent(t, e)
 	if string(b) != want {
 		t.Fatalf("encoding changed\n got: %s\nwant: %s", b, want)
@@ -177,6 +179,8 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 		Parent:      &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
 		TraceParent: "tp",
 		TimeoutMs:   60000,
+		Values:      map[string]json.RawMessage{"k": raw(`1`)},
+		Queue:       "q", HeartbeatTimeoutMs: 5000,
 	}
 	requireAllFieldsSet(t, &w)
 
@@ -184,7 +188,8 @@ func TestWorkItemAllFieldsEncoding(t *testing.T) {
 		`"name":"n","version":"v","input":"in","output":"out",` +
 		`"error":{"kind":"configuration","message":"m","type":"t","details":"d","code":"instance_exists"},` +
 		`"data":"data","reason":"r","fireAtMs":1732170000000,"sessionId":"s","childInstanceId":"c",` +
-		`"parent":{"instanceId":"p","executionId":4,"eventId":5},"traceParent":"tp","timeoutMs":60000}`
+		`"parent":{"instanceId":"p","executionId":4,"eventId":5},"traceParent":"tp","timeoutMs":60000,"values":{"k":1},` +
+		`"queue":"q","heartbeatTimeoutMs":5000}`
 	b := mustEncodeWorkItem(t, w)
 	if string(b) != want {
 		t.Fatalf("encoding changed\n got: %s\nwant: %s", b, want)

@@ -14,11 +14,14 @@ const (
 	// Parent (for sub-orchestrations).
 	WorkStartOrchestration WorkItemKind = "StartOrchestration"
 	// WorkActivityExecute runs activity ID of execution ExecutionID. Fields:
-	// Name, Input, SessionID. It is the only worker-queue kind.
+	// Name, Input, SessionID, Queue, HeartbeatTimeoutMs, and Data: the
+	// latest heartbeat details of the call's previous attempt (a retry).
+	// It is the only worker-queue kind.
 	WorkActivityExecute WorkItemKind = "ActivityExecute"
 	// WorkActivityCompleted: ExecutionID, ID, Output.
 	WorkActivityCompleted WorkItemKind = "ActivityCompleted"
-	// WorkActivityFailed: ExecutionID, ID, Error.
+	// WorkActivityFailed: ExecutionID, ID, Error; Data, the attempt's
+	// latest heartbeat details (for the next attempt of a retried call).
 	WorkActivityFailed WorkItemKind = "ActivityFailed"
 	// WorkTimerFired: ExecutionID, ID, FireAtMs. Queued with its visibility
 	// delayed until FireAtMs, so a timer is nothing but a delayed message.
@@ -76,6 +79,15 @@ type WorkItem struct {
 	// TimeoutMs, on StartOrchestration, is the instance timeout in
 	// milliseconds (0: none).
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// Values, on ContinueAsNew, are the instance's values the next
+	// execution starts with (history.Event.Values).
+	Values map[string]json.RawMessage `json:"values,omitempty"`
+	// Queue, on ActivityExecute, routes the activity to the runtimes that
+	// serve that queue ("" is the default queue).
+	Queue string `json:"queue,omitempty"`
+	// HeartbeatTimeoutMs, on ActivityExecute, fails an attempt that has
+	// not heartbeated for that many milliseconds (0: none).
+	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
 }
 
 type wrule struct{ exec, id, name, errDetails, fireAt, child bool }

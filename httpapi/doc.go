@@ -28,13 +28,31 @@
 //	                                              limit 1 to 1000 (default 100; at most 100 with include)
 //	GET    /api/instances/{id}[?wait=30s]       → status; ?wait long-polls until the instance is Completed, Failed or
 //	                                              Canceled, at most MaxWait, then answers 200 with the live status
+//	GET    /api/instances/{id}?waitForChange=ETAG[&wait=30s]
+//	                                            → status, once its "etag" (state, execution, custom status, values)
+//	                                              differs from ETAG (at once if it already does), or when the wait
+//	                                              (default 30s, at most MaxWait) runs out; ETag header too
+//	GET    /api/instances/{id}/values           → {"values": [{"key", "value", "updatedAt"}]} in key order (SetValue)
+//	GET    /api/instances/{id}/values/{key}     → {"key", "value", "updatedAt"}; 404 for a key the instance does not hold
 //	GET    /api/instances/{id}/history[?execution=N]
 //	                                            → {"events": [{"eventId", "type", "timestamp", ...}]}
 //	GET    /api/instances/{id}/executions[?include=input,output]
 //	                                            → {"executions": [...]}, oldest first, without input and output
 //	                                              unless included (capped as in lists)
 //	POST   /api/instances/{id}/events/{name}    body: the event data (any JSON, may be empty) → 202; 409 if ended
+//	POST   /api/instances/{id}/signal-with-start
+//	                                            body: {"orchestration", "input"?, "version"?, "event", "data"?,
+//	                                              "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?}
+//	                                            → delivers the event, starting the instance first (one transaction)
+//	                                              when it does not exist: 201 {"instanceId", "event", "started": true},
+//	                                              202 ("started": false), 200 "duplicate": true for a repeated key;
+//	                                              409 if ended, or if absent and lockKey is held
 //	POST   /api/instances/{id}/cancel           body (optional): {"reason"} → 202; 409 if ended
+//	POST   /api/instances/{id}/pause            body (optional): {"reason", "by"} → 200 status (with "paused");
+//	                                              409 if ended or paused (docs/operations.md)
+//	POST   /api/instances/{id}/resume           no body → 200 status; 409 if not paused
+//	POST   /api/instances/{id}/rewind           body (optional): {"reason"} → 200 status, Running at a new execution;
+//	                                              409 unless Failed or Canceled
 //	DELETE /api/instances/{id}[?force=true]     purge → 200 {"purged": true}; 409 while running unless forced
 //
 // Webhooks and execution locks:
@@ -42,13 +60,27 @@
 //	POST   /api/webhooks/{triggerId}            body: the orchestration input → 200 {"success": true, "executionId", "duplicate"}
 //	                                              (and "queued": true, "queuePosition" when a queue or replace trigger made it
 //	                                              wait; "replacedExecutionId" when a replace trigger canceled the holder);
-//	                                              401 for a bad or missing signature (Trigger.Auth)
+//	                                              401 for a bad or missing signature (Trigger.Auth); a trigger with
+//	                                              "deliver": "event" delivers the body as an event instead, starting
+//	                                              the instance first when absent, and adds "event" and "started"
 //	GET    /api/triggers                        → {"triggers": [...]}, the configured triggers with defaults filled in
 //	GET    /api/workflows/{workflowId}/lock     → {"workflowId", "isLocked", "executionId", "lockedSince", "expiresAt",
 //	                                              "isStale", "holderStatus", "queued"} (duroxide.LockStatus)
 //	DELETE /api/workflows/{workflowId}/lock     force release → 200 {"workflowId", "released": bool}
 //	GET    /api/locks                           → {"locks": [lock status...]}, by workflow ID
 //	POST   /api/locks/cleanup                   no body; delete expired and stale locks now → {"cleaned": n}
+//
+// Schedules (duroxide.Client's schedule calls; see docs/schedules.md):
+//
+//	GET    /api/schedules                       → {"schedules": [schedule...]}, by ID, with "nextFireAt" and "lastFireAt"
+//	POST   /api/schedules                       {"id", "cron" + "timeZone" | "interval", "orchestration", "input", "overlap",
+//	                                              "lockKey", "catchUp", "catchUpWindow", "paused", ...} → 201 schedule;
+//	                                              409 if the ID is taken
+//	GET    /api/schedules/{scheduleId}          → the schedule (policy defaults filled in)
+//	PUT    /api/schedules/{scheduleId}          the definition without "id" and "paused" → 200 schedule
+//	DELETE /api/schedules/{scheduleId}          → {"id", "deleted": bool}
+//	POST   /api/schedules/{scheduleId}/pause    no body → the schedule; /resume likewise
+//	POST   /api/schedules/{scheduleId}/trigger  fire now, out of turn → {"fireAt", "instanceId", "outcome", "replacedInstanceId"}
 //
 // System:
 //

@@ -33,9 +33,37 @@ const (
 	// parentOrch runs demo.Hello as the child "<instance>-child" and
 	// returns its output.
 	parentOrch = "test.Parent"
+	// orderOrch takes its input's count of "update" events and returns
+	// the sum of their amounts.
+	orderOrch = "test.Order"
+	// valuesOrch sets the value "greeting" to its input and completes.
+	valuesOrch = "test.Values"
 )
 
+// orderUpdate is the body of an order webhook: orderOrch's input and each
+// of its events.
+type orderUpdate struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Count  int    `json:"count"`
+	Amount int    `json:"amount"`
+}
+
 func registerTestOrchestrations(reg *duroxide.Registry) {
+	duroxide.RegisterOrchestration(reg, valuesOrch, func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
+		return in, ctx.SetValue("greeting", in)
+	})
+	duroxide.RegisterOrchestration(reg, orderOrch, func(ctx *duroxide.OrchestrationContext, in orderUpdate) (int, error) {
+		sum := 0
+		for range in.Count {
+			var u orderUpdate
+			if err := ctx.WaitForEvent("update").Await(&u); err != nil {
+				return 0, err
+			}
+			sum += u.Amount
+		}
+		return sum, nil
+	})
 	duroxide.RegisterOrchestration(reg, parentOrch, func(ctx *duroxide.OrchestrationContext, name string) (string, error) {
 		var out string
 		if err := ctx.ScheduleSubOrchestration(demo.Hello, ctx.InstanceID()+"-child", name).Await(&out); err != nil {

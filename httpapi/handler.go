@@ -217,8 +217,11 @@ func NewHandler(client *duroxide.Client, opts *Options) (http.Handler, error) {
 	}
 	// Each group of routes lives in its own file.
 	s.routes = append(s.routes, s.instanceRoutes()...)
+	s.routes = append(s.routes, s.pauseRoutes()...)
+	s.routes = append(s.routes, s.bulkRoutes()...)
 	s.routes = append(s.routes, s.webhookRoutes()...)
 	s.routes = append(s.routes, s.lockRoutes()...)
+	s.routes = append(s.routes, s.scheduleRoutes()...)
 	s.routes = append(s.routes, s.systemRoutes()...)
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern, s.adapt(rt.handle))

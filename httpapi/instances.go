@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,7 +27,10 @@ func (s *server) instanceRoutes() []route {
 		{"DELETE /api/instances/{id}", s.purgeInstance},
 		{"GET /api/instances/{id}/history", s.getHistory},
 		{"GET /api/instances/{id}/executions", s.listExecutions},
+		{"GET /api/instances/{id}/values", s.listValues},
+		{"GET /api/instances/{id}/values/{key}", s.getValue},
 		{"POST /api/instances/{id}/events/{name}", s.raiseEvent},
+		{"POST /api/instances/{id}/signal-with-start", s.signalWithStart},
 		{"POST /api/instances/{id}/cancel", s.cancelInstance},
 	}
 }
@@ -50,6 +54,10 @@ type StartRequest struct {
 	// on a held lock wait its turn instead of failing. Both need LockKey.
 	LockTTL       *Duration `json:"lockTtl,omitempty"`
 	QueueIfLocked bool      `json:"queueIfLocked,omitempty"`
+	// Timeout ends the instance Failed (kind "timeout") if it has not
+	// finished that long after it started (duroxide.StartOptions.Timeout;
+	// absent: no timeout).
+	Timeout *Duration `json:"timeout,omitempty"`
 }
 
 // StartResponse is the answer to POST /api/instances (201, or 200 for a
@@ -82,6 +90,8 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("lockKey is required", "lockTtl and queueIfLocked apply to the execution lock named by lockKey")
 	case req.LockTTL != nil && req.LockTTL.Duration < 0:
 		return badRequest("invalid lockTtl", "lockTtl must not be negative, got %s", req.LockTTL.Duration)
+	case req.Timeout != nil && req.Timeout.Duration <= 0:
+		return badRequest("invalid timeout", "timeout must be positive, got %s", req.Timeout.Duration)
 	}
 	traceParent, err := traceParentHeader(r.Header)
 	if err != nil {
@@ -102,6 +112,9 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.StartAt != nil {
 		opts.StartAt = *req.StartAt
+	}
+	if req.Timeout != nil {
+		opts.Timeout = req.Timeout.Duration
 	}
 	err = s.client.StartOrchestration(r.Context(), id, req.Orchestration, input, opts)
 	var dup *duroxide.DuplicateStartError
@@ -171,6 +184,10 @@ func (s *server) getInstance(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	q := r.URL.Query()
+	if q.Has("waitForChange") {
+		return s.waitForChange(w, r, id, q.Get("waitForChange"), q.Has("wait"), wait)
+	}
 	st, err := s.client.GetStatus(r.Context(), id)
 	if err != nil {
 		return err
@@ -183,14 +200,49 @@ func (s *server) getInstance(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	// A live instance says what it waits for; every instance its history
-	// size (what it keeps in the store).
-	if st, err = s.client.Inspect(r.Context(), id, &duroxide.WaitOptions{StalledAfter: s.stalledAfter}); err != nil {
+	return s.writeInspected(w, r, id)
+}
+
+// writeInspected answers with the status of instance id as Inspect reads
+// it: a live instance says what it waits for; every instance its history
+// size (what it keeps in the store). The ETag header is the status's.
+func (s *server) writeInspected(w http.ResponseWriter, r *http.Request, id string) error {
+	st, err := s.client.Inspect(r.Context(), id, &duroxide.WaitOptions{StalledAfter: s.stalledAfter})
+	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", strconv.Quote(st.ETag))
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }
+
+// defaultChangeWait is how long ?waitForChange waits without ?wait.
+const defaultChangeWait = 30 * time.Second
+
+// waitForChange is GET /api/instances/{id}?waitForChange=ETAG: a long
+// poll that answers once the instance's ETag differs from the one given
+// (at once when it already does, or for an empty one), or when the wait
+// (?wait, default 30s, at most MaxWait) runs out, with the status as it
+// is then.
+func (s *server) waitForChange(w http.ResponseWriter, r *http.Request, id, etag string, waitGiven bool, wait time.Duration) error {
+	if len(etag) > maxETagLength {
+		return badRequest("invalid waitForChange", "waitForChange is an ETag of this API, at most %d bytes", maxETagLength)
+	}
+	etag = strings.Trim(etag, `"`)
+	if !waitGiven {
+		wait = min(defaultChangeWait, s.maxWait)
+	}
+	wctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	// A change or the end of the wait: the answer is read below.
+	if _, err := s.client.WaitForStatusChange(wctx, id, etag); err != nil && (wctx.Err() == nil || r.Context().Err() != nil) {
+		return err
+	}
+	return s.writeInspected(w, r, id)
+}
+
+// maxETagLength bounds a ?waitForChange value: an ETag is four short fields.
+const maxETagLength = 256
 
 // states maps the accepted ?status= values, lower-cased, to states.
 var states = map[string]duroxide.State{
@@ -212,6 +264,12 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 		ParentInstanceID: q.Get("parent"),
 		IDPrefix:         q.Get("prefix"),
 		Cursor:           q.Get("cursor"),
+		Version:          q.Get("version"),
+		ErrorKind:        q.Get("errorKind"),
+		WaitKind:         duroxide.WaitKind(q.Get("waitKind")),
+	}
+	if err := parseTimeFilters(q, opts); err != nil {
+		return err
 	}
 	if q.Has("stalled") {
 		switch v := q.Get("stalled"); v {
@@ -393,6 +451,121 @@ func (s *server) raiseEvent(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, acceptedResponse{InstanceID: id, Event: name})
 	return nil
+}
+
+// SignalWithStartRequest is the body of POST
+// /api/instances/{id}/signal-with-start: the event to deliver, and the
+// orchestration to start first when the instance does not exist.
+type SignalWithStartRequest struct {
+	Orchestration string          `json:"orchestration"`
+	Input         json.RawMessage `json:"input,omitempty"`
+	Version       string          `json:"version,omitempty"`
+	Event         string          `json:"event"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	// IdempotencyKey names the delivery: a repeat within 24 h delivers
+	// nothing and answers 200 with duplicate true.
+	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	LockKey        string    `json:"lockKey,omitempty"`
+	LockTTL        *Duration `json:"lockTtl,omitempty"`
+	QueueIfLocked  bool      `json:"queueIfLocked,omitempty"`
+}
+
+// SignalWithStartResponse is the answer to POST
+// /api/instances/{id}/signal-with-start: 201 when the call started the
+// instance, 202 when it delivered to the existing one, 200 for a
+// repeated idempotency key (nothing delivered).
+type SignalWithStartResponse struct {
+	InstanceID string `json:"instanceId"`
+	Event      string `json:"event"`
+	Started    bool   `json:"started"`
+	Duplicate  bool   `json:"duplicate,omitempty"`
+}
+
+func (s *server) signalWithStart(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var req SignalWithStartRequest
+	if _, err := s.decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	switch {
+	case req.Orchestration == "":
+		return badRequest("orchestration is required", "the body must name the orchestration to start when the instance does not exist")
+	case req.Event == "":
+		return badRequest("event is required", "the body must name the event to deliver")
+	case req.LockKey == "" && (req.LockTTL != nil || req.QueueIfLocked):
+		return badRequest("lockKey is required", "lockTtl and queueIfLocked apply to the execution lock named by lockKey")
+	case req.LockTTL != nil && req.LockTTL.Duration < 0:
+		return badRequest("invalid lockTtl", "lockTtl must not be negative, got %s", req.LockTTL.Duration)
+	}
+	traceParent, err := traceParentHeader(r.Header)
+	if err != nil {
+		return err
+	}
+	input, err := compactJSON(req.Input)
+	if err != nil {
+		return err
+	}
+	data, err := compactJSON(req.Data)
+	if err != nil {
+		return err
+	}
+	opts := &duroxide.StartOptions{Version: req.Version, IdempotencyKey: req.IdempotencyKey,
+		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked, TraceParent: traceParent}
+	if req.LockTTL != nil {
+		opts.LockTTL = req.LockTTL.Duration
+	}
+	started, err := s.client.SignalWithStart(r.Context(), id, req.Orchestration, input, req.Event, data, opts)
+	var dup *duroxide.DuplicateStartError
+	switch {
+	case errors.As(err, &dup):
+		writeJSON(w, http.StatusOK, SignalWithStartResponse{InstanceID: dup.InstanceID, Event: req.Event, Duplicate: true})
+		return nil
+	case err != nil:
+		return err
+	}
+	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))
+	code := http.StatusAccepted
+	if started {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, SignalWithStartResponse{InstanceID: id, Event: req.Event, Started: started})
+	return nil
+}
+
+// valuesResponse is the answer of GET /api/instances/{id}/values.
+type valuesResponse struct {
+	Values []duroxide.Value `json:"values"`
+}
+
+func (s *server) listValues(w http.ResponseWriter, r *http.Request) error {
+	vs, err := s.client.ListValues(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if vs == nil {
+		vs = []duroxide.Value{}
+	}
+	writeJSON(w, http.StatusOK, valuesResponse{Values: vs})
+	return nil
+}
+
+func (s *server) getValue(w http.ResponseWriter, r *http.Request) error {
+	id, key := r.PathValue("id"), r.PathValue("key")
+	if err := duroxide.ValidateName(key); err != nil {
+		return badRequest("invalid value key", "%v", err)
+	}
+	vs, err := s.client.ListValues(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	for _, v := range vs {
+		if v.Key == key {
+			writeJSON(w, http.StatusOK, v)
+			return nil
+		}
+	}
+	return &apiError{status: http.StatusNotFound, message: "value not found",
+		details: fmt.Sprintf("instance %s holds no value %q; GET /api/instances/%s/values lists them", id, key, url.PathEscape(id))}
 }
 
 type cancelRequest struct {

@@ -73,6 +73,29 @@ func TestStartInstance(t *testing.T) {
 		}
 	})
 
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		for id, timeout := range map[string]string{"start-timeout-s": `"90m"`, "start-timeout-n": `5400`} {
+			e.expect(t, "POST", "/api/instances", `{"orchestration": "demo.Approval", "instanceId": "`+id+`", "timeout": `+timeout+`}`, http.StatusCreated, nil)
+			var h struct {
+				Events []struct {
+					Type      string    `json:"type"`
+					Timestamp time.Time `json:"timestamp"`
+					FireAtMs  int64     `json:"fireAtMs"`
+				} `json:"events"`
+			}
+			for deadline := time.Now().Add(testTimeout); len(h.Events) == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s did not start", id)
+				}
+				e.expect(t, "GET", "/api/instances/"+id+"/history", nil, http.StatusOK, &h)
+			}
+			if ev := h.Events[0]; ev.Type != "OrchestrationStarted" || ev.FireAtMs-ev.Timestamp.UnixMilli() != (90*time.Minute).Milliseconds() {
+				t.Fatalf("%s: first event %+v, want a start with a deadline 90m after it", id, ev)
+			}
+		}
+	})
+
 	bad := []struct {
 		name, body string
 		status     int
@@ -90,6 +113,12 @@ func TestStartInstance(t *testing.T) {
 		{"negative lockTtl", `{"orchestration": "demo.Hello", "lockKey": "w1", "lockTtl": "-1s"}`, http.StatusBadRequest, "invalid lockTtl"},
 		{"bad lockTtl", `{"orchestration": "demo.Hello", "lockKey": "w1", "lockTtl": "soon"}`, http.StatusBadRequest, "malformed"},
 		{"bad startAt", `{"orchestration": "demo.Hello", "startAt": "tomorrow"}`, http.StatusBadRequest, "malformed"},
+		{"negative timeout", `{"orchestration": "demo.Hello", "timeout": "-1s"}`, http.StatusBadRequest, "invalid timeout"},
+		{"zero timeout", `{"orchestration": "demo.Hello", "timeout": 0}`, http.StatusBadRequest, "invalid timeout"},
+		{"bad timeout", `{"orchestration": "demo.Hello", "timeout": "soon"}`, http.StatusBadRequest, "malformed"},
+		{"huge timeout", `{"orchestration": "demo.Hello", "timeout": 1e300}`, http.StatusBadRequest, "malformed"},
+		{"overflowing timeout", `{"orchestration": "demo.Hello", "timeout": "99999999999999h"}`, http.StatusBadRequest, "malformed"},
+		{"timeout of the wrong type", `{"orchestration": "demo.Hello", "timeout": {"$ne": null}}`, http.StatusBadRequest, "malformed"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

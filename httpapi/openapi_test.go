@@ -184,7 +184,7 @@ func (o operation) declares(status int) bool { return slices.Contains(o.statuses
 // concrete is o's path with its parameters filled in: any instance, event
 // or lock, and the trigger "greet", which every test server has.
 func (o operation) concrete() string {
-	return strings.NewReplacer("{id}", "x", "{name}", "e", "{triggerId}", "greet", "{workflowId}", "w").Replace(o.path)
+	return strings.NewReplacer("{id}", "x", "{name}", "e", "{triggerId}", "greet", "{workflowId}", "w", "{key}", "k", "{scheduleId}", "x", "{job}", "j").Replace(o.path)
 }
 
 // storeRequest is a request of o that reaches the store.
@@ -193,8 +193,16 @@ func (o operation) storeRequest() rawRequest {
 	switch o.id {
 	case "startInstance":
 		rr.body, rr.header = `{"orchestration": "demo.Hello"}`, jsonCT
+	case "signalWithStart":
+		rr.body, rr.header = `{"orchestration": "demo.Hello", "event": "e"}`, jsonCT
 	case "callWebhook":
 		rr.body = `"Ada"`
+	case "createSchedule":
+		rr.body, rr.header = `{"id": "x", "interval": "5m", "orchestration": "demo.Hello"}`, jsonCT
+	case "updateSchedule":
+		rr.body, rr.header = `{"interval": "5m", "orchestration": "demo.Hello"}`, jsonCT
+	case "startBulk":
+		rr.body, rr.header = `{"action": "cancel", "dryRun": true}`, jsonCT
 	}
 	return rr
 }
@@ -211,6 +219,9 @@ func (s *faultyStore) Enqueue(context.Context, ...*provider.OrchestratorMessage)
 	return s.err
 }
 func (s *faultyStore) GetInstance(context.Context, string) (*provider.InstanceInfo, error) {
+	return nil, s.err
+}
+func (s *faultyStore) ListValues(context.Context, string) ([]provider.Value, error) {
 	return nil, s.err
 }
 func (s *faultyStore) ListInstances(context.Context, provider.ListInstancesOptions) (*provider.InstancePage, error) {
@@ -237,7 +248,23 @@ func (s *faultyStore) CleanupExecutionLocks(context.Context) (*provider.LockClea
 func (s *faultyStore) PurgeInstances(context.Context, []string, provider.PurgeOptions) (*provider.PurgeResult, error) {
 	return nil, s.err
 }
-func (s *faultyStore) Counts(context.Context) (*provider.Counts, error) { return nil, s.err }
+func (s *faultyStore) Counts(context.Context) (*provider.Counts, error)         { return nil, s.err }
+func (s *faultyStore) CreateSchedule(context.Context, *provider.Schedule) error { return s.err }
+func (s *faultyStore) GetSchedule(context.Context, string) (*provider.Schedule, error) {
+	return nil, s.err
+}
+func (s *faultyStore) ListSchedules(context.Context) ([]provider.Schedule, error) { return nil, s.err }
+func (s *faultyStore) DeleteSchedule(context.Context, string) (bool, error)       { return false, s.err }
+func (s *faultyStore) PauseInstance(context.Context, string, provider.PauseInfo) error {
+	return s.err
+}
+func (s *faultyStore) ResumeInstance(context.Context, string) error { return s.err }
+func (s *faultyStore) GetBulkJob(context.Context, string) (*provider.BulkJob, error) {
+	return nil, s.err
+}
+func (s *faultyStore) ListBulkJobs(context.Context, provider.BulkJobListOptions) ([]provider.BulkJob, error) {
+	return nil, s.err
+}
 
 // storeSecret is in the text of faultyStore's errors: it must reach the
 // server's log, never a client.
@@ -300,6 +327,8 @@ func contractTriggers() []httpapi.Trigger {
 		{ID: "keyed", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel, IdempotencyKeyPath: "/id"},
 		{ID: "swap", WorkflowID: "swap-{/k}", InstanceID: "swap-{/n}", Orchestration: demo.Approval,
 			Concurrency: httpapi.ConcurrencyReplace, IdempotencyKey: "{header:X-Delivery}"},
+		{ID: "orders", InstanceID: "order-{/id}", WorkflowID: "cust-{/customer}", Orchestration: demo.Approval,
+			Deliver: httpapi.DeliverEvent, Event: "{/type}"},
 		{ID: "signed", Orchestration: demo.Hello, Concurrency: httpapi.ConcurrencyParallel,
 			Auth: &httpapi.TriggerAuth{Type: httpapi.AuthToken, SecretEnv: "CONTRACT_TOKEN", Header: "X-Token"}},
 	}
@@ -340,6 +369,9 @@ func TestOpenAPIContract(t *testing.T) {
 	e.start(t, "c-live", demo.Approval, approvalInput(3600))
 	e.start(t, "c-cancel", demo.Approval, approvalInput(3600))
 	e.start(t, "c-cancel2", demo.Approval, approvalInput(3600))
+	e.start(t, "c-pause", demo.Approval, approvalInput(3600))
+	e.start(t, "c-fail", demo.Fail, "contract")
+	e.wait(t, "c-fail")
 	get := func(path string, status int) response {
 		t.Helper()
 		return c.do(t, main, rawRequest{method: "GET", path: path}, status)
@@ -382,16 +414,77 @@ func TestOpenAPIContract(t *testing.T) {
 	get("/api/instances/c-done/executions?include=input,output", http.StatusOK)
 	get("/api/instances/c-done/executions?include=bogus", http.StatusBadRequest)
 	get("/api/instances/nobody/executions", http.StatusNotFound)
+	e.start(t, "c-values", valuesOrch, "hi")
+	e.wait(t, "c-values")
+	get("/api/instances/c-values/values", http.StatusOK)
+	get("/api/instances/c-values/values/greeting", http.StatusOK)
+	get("/api/instances/a%00b/values", http.StatusBadRequest)
+	get("/api/instances/c-done/values", http.StatusOK)
+	get("/api/instances/nobody/values", http.StatusNotFound)
+	get("/api/instances/c-done/values/none", http.StatusNotFound)
+	get("/api/instances/c-done/values/a%00b", http.StatusBadRequest)
+	get("/api/instances/nobody/values/k", http.StatusNotFound)
+	if res := get("/api/instances/c-done?waitForChange=stale&wait=1s", http.StatusOK); res.header.Get("ETag") == "" {
+		t.Errorf("waitForChange answered without an ETag: %s", res)
+	}
+	get("/api/instances/c-done?waitForChange="+strings.Repeat("e", 300), http.StatusBadRequest)
 	post("/api/instances/c-live/events/other", `{"any": ["json"]}`, http.StatusAccepted)
 	post("/api/instances/c-live/events/other", "", http.StatusAccepted) // no body, no Content-Type
 	post("/api/instances/c-live/events/other", `{`, http.StatusBadRequest)
 	post("/api/instances/nobody/events/other", "", http.StatusNotFound)
 	post("/api/instances/c-done/events/other", "", http.StatusConflict)
+	sws := `{"orchestration": "demo.Approval", "input": {"timeoutSeconds": 3600}, "event": "note", "data": 1}`
+	post("/api/instances/c-sws/signal-with-start", sws, http.StatusCreated)
+	post("/api/instances/c-sws/signal-with-start", sws, http.StatusAccepted)
+	post("/api/instances/c-sws2/signal-with-start",
+		`{"orchestration": "demo.Approval", "input": {"timeoutSeconds": 3600}, "event": "note", "idempotencyKey": "d1"}`, http.StatusCreated)
+	post("/api/instances/c-sws2/signal-with-start",
+		`{"orchestration": "demo.Approval", "input": {"timeoutSeconds": 3600}, "event": "note", "idempotencyKey": "d1"}`, http.StatusOK)
+	post("/api/instances/c-sws/signal-with-start", `{"orchestration": "demo.Approval"}`, http.StatusBadRequest)
+	post("/api/instances/c-done/signal-with-start", `{"orchestration": "demo.Hello", "event": "note"}`, http.StatusConflict)
 	post("/api/instances/c-cancel/cancel", "", http.StatusAccepted) // no body, no Content-Type
 	post("/api/instances/c-cancel2/cancel", `{"reason": "contract"}`, http.StatusAccepted)
 	post("/api/instances/c-live/cancel", `{"nope": 1}`, http.StatusBadRequest)
 	post("/api/instances/nobody/cancel", "", http.StatusNotFound)
 	post("/api/instances/c-done/cancel", "", http.StatusConflict)
+	post("/api/instances/c-pause/pause", `{"reason": "contract", "by": "tester"}`, http.StatusOK)
+	post("/api/instances/c-pause/pause", "", http.StatusConflict)
+	post("/api/instances/c-pause/resume", "", http.StatusOK)
+	post("/api/instances/c-pause/resume", `{}`, http.StatusConflict)
+	post("/api/instances/c-pause/pause", "", http.StatusOK) // no body: by "http api"
+	post("/api/instances/c-pause/pause", `{"nope": 1}`, http.StatusBadRequest)
+	post("/api/instances/c-pause/resume", `{"reason": "x"}`, http.StatusBadRequest)
+	post("/api/instances/nobody/pause", "", http.StatusNotFound)
+	post("/api/instances/nobody/resume", "", http.StatusNotFound)
+	post("/api/instances/c-done/pause", "", http.StatusConflict)
+	post("/api/instances/c-fail/rewind", `{"reason": "contract"}`, http.StatusOK)
+	post("/api/instances/c-live/rewind", "", http.StatusConflict)
+	post("/api/instances/c-done/rewind", "", http.StatusConflict)
+	post("/api/instances/nobody/rewind", "", http.StatusNotFound)
+	post("/api/instances/c-fail/rewind", `{"by": 7}`, http.StatusBadRequest)
+	// Bulk actions: a preview, a job and its progress.
+	e.start(t, "c-bulk-1", demo.Approval, approvalInput(3600))
+	e.start(t, "c-bulk-2", demo.Approval, approvalInput(3600))
+	if res := post("/api/bulk", `{"action": "cancel", "filter": {"prefix": "c-bulk-", "states": ["running", "Pending"]}, "dryRun": true}`,
+		http.StatusOK); !strings.Contains(string(res.body), `"count":2`) {
+		t.Errorf("bulk preview answered %s", res)
+	}
+	job := post("/api/bulk", `{"action": "cancel", "filter": {"prefix": "c-bulk-"}, "reason": "contract", "chunkSize": 1}`, http.StatusAccepted)
+	var started struct {
+		Job struct {
+			ID string `json:"id"`
+		} `json:"job"`
+	}
+	if err := json.Unmarshal(job.body, &started); err != nil || started.Job.ID == "" || job.header.Get("Location") != "/api/bulk/"+started.Job.ID {
+		t.Fatalf("bulk job answer %s (%v)", job, err)
+	}
+	get("/api/bulk/"+started.Job.ID, http.StatusOK)
+	get("/api/bulk", http.StatusOK)
+	get("/api/bulk/nope", http.StatusNotFound)
+	get("/api/bulk/a%01b", http.StatusBadRequest)
+	post("/api/bulk", `{"action": "explode"}`, http.StatusBadRequest)
+	post("/api/bulk", `{"filter": {}}`, http.StatusBadRequest)
+	post("/api/bulk", `{"action": "cancel", "filter": {"states": ["sleeping"]}}`, http.StatusBadRequest)
 	del("/api/instances/c-purge", http.StatusOK)
 	del("/api/instances/c-live?force=maybe", http.StatusBadRequest)
 	del("/api/instances/c-live", http.StatusConflict)
@@ -433,6 +526,14 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	c.do(t, main, rawRequest{method: "POST", path: "/api/webhooks/swap", body: `{"k": "a", "n": 3}`, header: jsonCT},
 		http.StatusBadRequest) // no X-Delivery
+	order := `{"id": "7", "customer": "c1", "type": "paid", "timeoutSeconds": 3600}`
+	if res := post("/api/webhooks/orders", order, http.StatusOK); !strings.Contains(string(res.body), `"started":true`) {
+		t.Errorf("a deliver-event webhook for a new order answered %s", res)
+	}
+	if res := post("/api/webhooks/orders", order, http.StatusOK); !strings.Contains(string(res.body), `"started":false`) {
+		t.Errorf("a deliver-event webhook for a live order answered %s", res)
+	}
+	post("/api/webhooks/orders", `{"customer": "c1", "type": "paid"}`, http.StatusBadRequest) // no id
 	post("/api/webhooks/nope", `"Ada"`, http.StatusNotFound)
 	post("/api/webhooks/signed", `"Ada"`, http.StatusUnauthorized)
 	c.do(t, main, rawRequest{method: "POST", path: "/api/webhooks/signed", body: `"Ada"`,
@@ -447,6 +548,30 @@ func TestOpenAPIContract(t *testing.T) {
 	del("/api/workflows/"+strings.Repeat("w", duroxide.MaxKeyLength+1)+"/lock", http.StatusBadRequest)
 	del("/api/workflows/excl/lock", http.StatusOK)
 	_ = holder
+
+	// Schedules.
+	put := func(path, body string, status int) response {
+		t.Helper()
+		return c.do(t, main, rawRequest{method: "PUT", path: path, body: body, header: jsonCT}, status)
+	}
+	longSchedule := "/api/schedules/" + strings.Repeat("s", duroxide.MaxScheduleIDLength+1)
+	post("/api/schedules", `{"id": "nightly", "cron": "0 2 * * *", "timeZone": "Europe/Paris", "orchestration": "demo.Hello", "input": "Ada"}`, http.StatusCreated)
+	post("/api/schedules", `{"id": "nightly", "interval": "5m", "orchestration": "demo.Hello"}`, http.StatusConflict)
+	post("/api/schedules", `{"id": "bad", "cron": "61 * * * *", "orchestration": "demo.Hello"}`, http.StatusBadRequest)
+	get("/api/schedules", http.StatusOK)
+	get("/api/schedules/nightly", http.StatusOK)
+	get("/api/schedules/nobody", http.StatusNotFound)
+	get(longSchedule, http.StatusBadRequest)
+	put("/api/schedules/nightly", `{"interval": "1h", "orchestration": "demo.Hello"}`, http.StatusOK)
+	put("/api/schedules/nobody", `{"interval": "1h", "orchestration": "demo.Hello"}`, http.StatusNotFound)
+	put("/api/schedules/nightly", `{"id": "other", "interval": "1h", "orchestration": "demo.Hello"}`, http.StatusBadRequest)
+	for _, action := range []string{"pause", "resume", "trigger"} {
+		post("/api/schedules/nightly/"+action, "", http.StatusOK)
+		post("/api/schedules/nobody/"+action, "", http.StatusNotFound)
+		post(longSchedule+"/"+action, "", http.StatusBadRequest)
+	}
+	del("/api/schedules/nightly", http.StatusOK)
+	del(longSchedule, http.StatusBadRequest)
 
 	// System.
 	get("/api/orchestrations", http.StatusOK)

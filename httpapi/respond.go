@@ -115,6 +115,16 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, "instance is still running; purge with ?force=true to delete it anyway"
 	case errors.Is(err, duroxide.ErrInstanceTerminal):
 		return http.StatusConflict, "instance has already ended"
+	case errors.Is(err, duroxide.ErrAlreadyPaused):
+		return http.StatusConflict, "instance is already paused"
+	case errors.Is(err, duroxide.ErrNotPaused):
+		return http.StatusConflict, "instance is not paused"
+	case errors.Is(err, duroxide.ErrStateConflict):
+		return http.StatusConflict, "instance state does not allow this"
+	case errors.Is(err, duroxide.ErrScheduleExists):
+		return http.StatusConflict, "schedule already exists"
+	case errors.Is(err, duroxide.ErrNotSupported):
+		return http.StatusNotImplemented, "not supported by this store"
 	case errors.Is(err, duroxide.ErrChildInstance):
 		return http.StatusConflict, "instance is a sub-orchestration; purge its root instance"
 	case provider.IsRetryable(err):

@@ -347,6 +347,17 @@ func writeRuntimeMetrics(m *metricsWriter, rm duroxide.RuntimeMetrics) {
 	for _, a := range acts {
 		m.sample("duroxide_activities_total", int64(a.h.Count), "outcome", a.outcome)
 	}
+	ret := rm.Retention
+	m.family("duroxide_retention_passes_total", "counter",
+		"Retention passes of this process's runtime (RuntimeOptions.Retention), by result (ran; skipped: another runtime held the lease; failed).")
+	m.sample("duroxide_retention_passes_total", int64(ret.Passes), "result", "ran")
+	m.sample("duroxide_retention_passes_total", int64(ret.Skipped), "result", "skipped")
+	m.sample("duroxide_retention_passes_total", int64(ret.Failures), "result", "failed")
+	m.family("duroxide_retention_deleted_total", "counter",
+		"What this process's retention passes deleted: finished instances (with their sub-orchestrations), old executions of ContinueAsNew chains, and history events.")
+	m.sample("duroxide_retention_deleted_total", int64(ret.InstancesPurged), "what", "instances")
+	m.sample("duroxide_retention_deleted_total", int64(ret.ExecutionsPruned), "what", "executions")
+	m.sample("duroxide_retention_deleted_total", int64(ret.EventsDeleted), "what", "events")
 }
 
 // metricsWriter gathers the metrics of one scrape as client_golang constant

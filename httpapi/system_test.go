@@ -248,6 +248,8 @@ func TestMetrics(t *testing.T) {
 		"duroxide_turns_total":               dto.MetricType_COUNTER,
 		"duroxide_activity_duration_seconds": dto.MetricType_HISTOGRAM,
 		"duroxide_activities_total":          dto.MetricType_COUNTER,
+		"duroxide_retention_passes_total":    dto.MetricType_COUNTER,
+		"duroxide_retention_deleted_total":   dto.MetricType_COUNTER,
 	} {
 		f := families[name]
 		if f == nil || f.GetType() != typ || f.GetHelp() == "" {
@@ -267,6 +269,8 @@ func TestMetrics(t *testing.T) {
 		`duroxide_activities_total{outcome="completed"}`:                1,
 		`duroxide_activities_total{outcome="failed"}`:                   1,
 		`duroxide_activities_total{outcome="canceled"}`:                 0,
+		`duroxide_retention_passes_total{result="ran"}`:                 0,
+		`duroxide_retention_deleted_total{what="instances"}`:            0,
 	}
 	for k, v := range want {
 		if n, ok := got[k]; !ok || n != v {

@@ -66,6 +66,25 @@ type Trigger struct {
 	// form of IdempotencyKeyPath ("/id" is "{/id}"); set one or neither.
 	// An Idempotency-Key header, when the call has one, takes precedence.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Deliver is what a call does: DeliverStart (the default, also when
+	// empty) starts an
+	// instance; DeliverEvent delivers the body as the external event named
+	// Event to the instance InstanceID names, starting Orchestration there
+	// first (with the body as its input) when that instance does not
+	// exist, atomically: duroxide.Client.SignalWithStart. Concurrent calls
+	// for a new instance start it once and deliver every event once.
+	//
+	// With DeliverEvent the policies apply to the start only: an instance
+	// that exists takes the event whatever holds the lock (exclusive,
+	// queue), and replace cancels the holder only when the call started a
+	// new instance. An idempotency key names the whole delivery: a
+	// repeated key delivers nothing and answers 200 with duplicate true.
+	// An instance that ended answers 409 and takes nothing.
+	Deliver Deliver `json:"deliver,omitempty"`
+	// Event is a key template (see WorkflowID) for the event name of a
+	// DeliverEvent trigger, such as "payment" or "{/type}". Required with
+	// DeliverEvent, refused without.
+	Event string `json:"event,omitempty"`
 	// Auth is how a call proves that it comes from the trigger's sender: a
 	// signature (hmac, stripe, github) or a shared token, whose secret is
 	// read from an environment variable; a bad or missing one is answered
@@ -98,6 +117,18 @@ const (
 	// still waits for the lock queue behind it in arrival order: each
 	// cancels only the holder it found.
 	ConcurrencyReplace Concurrency = "replace"
+)
+
+// Deliver is what a trigger's call does.
+type Deliver string
+
+// Delivery modes.
+const (
+	// DeliverStart starts an instance per call. The default.
+	DeliverStart Deliver = "start"
+	// DeliverEvent delivers the call as an event to its instance, starting
+	// the instance first when it does not exist (signal-with-start).
+	DeliverEvent Deliver = "event"
 )
 
 // MaxTriggerIDLength bounds Trigger.ID.
@@ -224,6 +255,19 @@ func normalizeTriggers(ts []Trigger) ([]Trigger, error) {
 			return nil, fail("concurrency", "must be %q, %q, %q or %q, got %q",
 				ConcurrencyExclusive, ConcurrencyParallel, ConcurrencyQueue, ConcurrencyReplace, t.Concurrency)
 		}
+		switch t.Deliver {
+		case "", DeliverStart, DeliverEvent:
+		default:
+			return nil, fail("deliver", "must be %q or %q, got %q", DeliverStart, DeliverEvent, t.Deliver)
+		}
+		switch {
+		case t.Deliver == DeliverEvent && t.Event == "":
+			return nil, fail("event", "required with deliver %q: the name (or a key template) of the event to deliver", DeliverEvent)
+		case t.Deliver == DeliverEvent && t.InstanceID == "":
+			return nil, fail("instanceId", "required with deliver %q: the instance each call's event goes to, such as \"order-{/data/object/id}\"", DeliverEvent)
+		case t.Deliver != DeliverEvent && t.Event != "":
+			return nil, fail("event", "only a trigger with deliver %q delivers an event", DeliverEvent)
+		}
 		if t.LockTTL.Duration < 0 {
 			return nil, fail("lockTtl", "must not be negative, got %s", t.LockTTL.Duration)
 		}
@@ -326,6 +370,8 @@ type triggerKeys struct {
 	// idempotencyKey is nil when only the Idempotency-Key header gives a
 	// key.
 	idempotencyKey *keyTemplate
+	// event is nil unless the trigger delivers events.
+	event *keyTemplate
 }
 
 // The fields of the key templates, as answers and errors name them.
@@ -334,6 +380,7 @@ var (
 	fieldLockKey            = keyField{what: "lock key", option: "workflowId"}
 	fieldIdempotencyKey     = keyField{what: "idempotency key", option: "idempotencyKey"}
 	fieldIdempotencyKeyPath = keyField{what: "idempotency key", option: "idempotencyKeyPath"}
+	fieldEvent              = keyField{what: "event name", option: "event"}
 )
 
 // keyFieldError is an invalid key template of a trigger: option names
@@ -378,6 +425,11 @@ func compileKeys(t *Trigger) (*triggerKeys, error) {
 		}
 		if t.Concurrency != ConcurrencyParallel {
 			k.lockKey = lock
+		}
+	}
+	if t.Event != "" {
+		if k.event, err = parse("event", t.Event, duroxide.ValidateName); err != nil {
+			return nil, err
 		}
 	}
 	switch {

@@ -194,6 +194,32 @@ func TestExampleTriggers(t *testing.T) {
 	if d1.ExecutionID != "deploy-prod-17" || d2.ExecutionID != "deploy-prod-18" || d2.ReplacedExecutionID != "deploy-prod-17" {
 		t.Fatalf("deploys: %s, then %s replacing %q", d1, d2, d2.ReplacedExecutionID)
 	}
+	// shop-orders, the order walkthrough of docs/webhooks.md: events of
+	// one order go to one instance, started by the first; a redelivery
+	// is a duplicate; the order ends shipped.
+	shop := func(delivery, body string) webhookAnswer {
+		t.Helper()
+		return e.webhookHeader(t, "shop-orders", body, http.Header{"X-Shop-Webhook-Id": {delivery}})
+	}
+	if a := shop("w1", `{"order_id": 42, "type": "created"}`); a.ExecutionID != "order-42" || a.Started == nil || !*a.Started {
+		t.Fatalf("first order event: %s", a)
+	}
+	if a := shop("w2", `{"order_id": 42, "type": "paid"}`); a.Started == nil || *a.Started {
+		t.Fatalf("second order event: %s", a)
+	}
+	if a := shop("w2", `{"order_id": 42, "type": "paid"}`); !a.Duplicate {
+		t.Fatalf("redelivered order event: %s", a)
+	}
+	shop("w3", `{"order_id": 42, "type": "shipped"}`)
+	st := e.wait(t, "order-42")
+	var out string
+	if err := st.Decode(&out); err != nil || out != "shipped" {
+		t.Fatalf("order-42: %q, %v", out, err)
+	}
+	var events int
+	if ok, err := e.client.GetValue(context.Background(), "order-42", "events", &events); !ok || err != nil || events != 3 {
+		t.Fatalf("order-42 values: events %d (%v, %v)", events, ok, err)
+	}
 }
 
 func TestLoadTriggersMissingFile(t *testing.T) {

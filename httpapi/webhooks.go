@@ -54,6 +54,11 @@ type webhookResponse struct {
 	// ReplacedExecutionID: a replace trigger canceled this instance, the
 	// holder of the lock when the call arrived.
 	ReplacedExecutionID string `json:"replacedExecutionId,omitempty"`
+	// Event and Started: a deliver-event trigger delivered the event of
+	// that name to ExecutionID, which this call started (true) or found
+	// (false).
+	Event   string `json:"event,omitempty"`
+	Started *bool  `json:"started,omitempty"`
 }
 
 // queuedAt reports whether instanceID, just started with QueueIfLocked,
@@ -176,7 +181,19 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	err = s.client.StartOrchestration(r.Context(), instanceID, t.Orchestration, input, opts)
+	var event string
+	started := true
+	if keys.event != nil {
+		if event, err = keys.event.render(call, t.ID, fieldEvent); err != nil {
+			return err
+		}
+		if err := checkKeyValue(fieldEvent, t.ID, duroxide.ValidateName(event)); err != nil {
+			return err
+		}
+		started, err = s.client.SignalWithStart(r.Context(), instanceID, t.Orchestration, input, event, input, opts)
+	} else {
+		err = s.client.StartOrchestration(r.Context(), instanceID, t.Orchestration, input, opts)
+	}
 	var dup *duroxide.DuplicateStartError
 	switch {
 	case errors.As(err, &dup):
@@ -188,6 +205,13 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	resp := webhookResponse{Success: true, ExecutionID: instanceID}
+	if event != "" {
+		resp.Event, resp.Started = event, &started
+	}
+	if !started {
+		writeJSON(w, http.StatusOK, resp) // delivered to a live instance: no start, no lock step
+		return nil
+	}
 	if t.Concurrency == ConcurrencyReplace {
 		if resp.ReplacedExecutionID, err = s.replaceHolder(w, r, t, opts.LockKey, instanceID); err != nil {
 			return err

@@ -38,6 +38,8 @@ type webhookAnswer struct {
 	Queued              bool   `json:"queued"`
 	QueuePosition       int    `json:"queuePosition"`
 	ReplacedExecutionID string `json:"replacedExecutionId"`
+	Event               string `json:"event"`
+	Started             *bool  `json:"started"`
 	// size is the body's length in bytes.
 	size int
 }
@@ -117,6 +119,9 @@ func checkWebhookShape(t *testing.T, a webhookAnswer) {
 		}
 		if a.ReplacedExecutionID != "" {
 			keys = slices.Sorted(slices.Values(append(keys, "replacedExecutionId")))
+		}
+		if a.Event != "" {
+			keys = slices.Sorted(slices.Values(append(keys, "event", "started")))
 		}
 		if !slices.Equal(a.keys, keys) || !a.Success || a.ExecutionID == "" || (a.Purged && !a.Duplicate) ||
 			(a.Queued && a.QueuePosition < 1) {

@@ -47,6 +47,14 @@ type Admin interface {
 	// reused; the lock tokens of purged instances become invalid.
 	PurgeInstances(ctx context.Context, instanceIDs []string, opts PurgeOptions) (*PurgeResult, error)
 
+	// ListValues returns the values of an instance (TurnAck.Values), in
+	// key order, or ErrNotFound for an unknown instance.
+	ListValues(ctx context.Context, instanceID string) ([]Value, error)
+
+	// GetValue returns one value of an instance, or ErrNotFound for an
+	// unknown instance or a key it does not hold.
+	GetValue(ctx context.Context, instanceID, key string) (*Value, error)
+
 	// QueueDepths counts the messages waiting in both queues.
 	QueueDepths(ctx context.Context) (*QueueDepths, error)
 
@@ -166,6 +174,18 @@ type QueuedActivity struct {
 	// error keeps the time of the previous one while Error is set, and one
 	// without an error clears both. Zero when Error is nil.
 	ErrorSince time.Time
+	// Queue is the queue the row is routed to ("" is the default queue).
+	Queue string
+	// HeartbeatAt is the time of the latest heartbeat of a running (or
+	// crashed) attempt, and HeartbeatDetails what it reported; zero and
+	// nil without one.
+	HeartbeatAt      time.Time
+	HeartbeatDetails json.RawMessage
+	// Unserved reports, for a store that keeps routes (Router), that no
+	// live runtime has announced that it serves this activity in this
+	// queue, while some runtime is live: the row waits for a deploy that
+	// brings one.
+	Unserved bool
 }
 
 // InstanceLockState is the instance lock held by a turn in progress.
@@ -219,6 +239,18 @@ type ListInstancesOptions struct {
 	// byte by byte (case-sensitive; no wildcards: '%' and '_' are plain
 	// characters). Stores answer it from the index of instance IDs.
 	IDPrefix string
+	// Version keeps instances of this orchestration version.
+	Version string
+	// CreatedAfter and CreatedBefore keep instances created at or after,
+	// and before, these times (zero: no bound).
+	CreatedAfter, CreatedBefore time.Time
+	// FinishedAfter and FinishedBefore keep instances that are Completed,
+	// Failed or Canceled and were last updated (when they finished) at or
+	// after, and before, these times (zero: no bound; either bound set
+	// keeps finished instances only).
+	FinishedAfter, FinishedBefore time.Time
+	// RootsOnly keeps instances that are not sub-orchestrations.
+	RootsOnly bool
 	// Limit is the page size: 0 means 100; at most 1000.
 	Limit int
 	// Cursor continues from a previous page's NextCursor.
@@ -253,6 +285,16 @@ type InstanceInfo struct {
 	// the last AbandonOrchestrationItem with AbandonOptions.Error; nil once
 	// a turn commits.
 	LastError *history.ErrorDetails
+	// ValuesVersion counts the acks that changed the instance's values
+	// (TurnAck.Values; 0 = never).
+	ValuesVersion int64
+}
+
+// Value is one value of an instance (TurnAck.Values).
+type Value struct {
+	Key       string
+	Value     json.RawMessage
+	UpdatedAt time.Time
 }
 
 // ExecutionInfo describes one execution of an instance.
@@ -297,6 +339,10 @@ type QueueDepths struct {
 	WorkerDelayed int64
 	// WorkerLocked: activities being executed.
 	WorkerLocked int64
+	// WorkerUnserved: the WorkerReady activities that no live runtime
+	// serves (see Router), for a store that keeps routes; they wait for
+	// a runtime that does.
+	WorkerUnserved int64
 }
 
 // Counts holds store-wide totals.

@@ -66,19 +66,35 @@
 // records, an import writes batches of them, each in one transaction.
 // Leases are not copied; what they held is fetchable at once in the target.
 //
+// # Schedules
+//
+// ScheduleStore is the optional capability of a store that keeps
+// schedules: rows holding a runtime-encoded definition and the next fire
+// time. Runtimes sharing a store agree on each fire through
+// ClaimScheduleFire, a conditional update of the next fire time, and learn
+// of changes by watching ScheduleWatchKey. Exporter and Importer do not
+// copy schedules.
+//
 // # The SQL stores
 //
-// The SQLite and PostgreSQL stores share one core for everything that does
-// not depend on the SQL dialect: provider/internal/sqlenc validates and
-// encodes each call before its transaction begins (so both stores accept
-// and refuse exactly the same calls), and provider/internal/sqlstore
-// decodes stored rows into these types. Each store keeps its Open and
-// Options, its migrations, its SQL text, its transaction runner, its
-// per-instance lock, its error mapping and its notification transport. A
-// lease is dated from when its rows are locked, never from the start of
-// the transaction, and one that lapsed before the commit returned is not
-// handed out. docs/architecture.md lists the steps to add a third SQL
-// store; the conformance suite (providertest) is what it must pass.
+// The SQLite and PostgreSQL stores are one implementation of Provider over
+// two dialects. provider/internal/sqlenc validates and encodes each call
+// before its transaction begins (so both stores accept and refuse exactly
+// the same calls), and provider/internal/sqlstore holds the calls
+// themselves: the order of the protocol steps, the results, the decoding
+// of rows, the listing and copy mappings, the notifier. Each store embeds
+// that core and gives it a dialect: its SQL text (one statement per
+// shared query and per step), its transaction runner (SQLite's
+// single-writer group commit; PostgreSQL's pooled transactions with
+// pipelined batches), the steps of one write transaction written over its
+// driver, its per-instance lock (none under SQLite's single writer; an
+// advisory lock in PostgreSQL), its error mapping, its notification
+// transport, and Open, Options and migrations. A lease is dated from when
+// its rows are locked, never from the start of the transaction, and one
+// that lapsed before the commit returned is not handed out.
+// docs/architecture.md lists the steps to add a third SQL store (a dialect
+// and migrations); the conformance suite (providertest) is what it must
+// pass.
 //
 // # Errors
 //

@@ -19,6 +19,9 @@ var (
 	ErrDuplicateEvent = permanent("duplicate history event id")
 	// ErrCorruptData: stored data cannot be decoded.
 	ErrCorruptData = permanent("corrupt stored data")
+	// ErrInstanceEnded: a start-if-absent (NewInstance.IfAbsent) found its
+	// instance Completed, Failed or Canceled. Nothing was written.
+	ErrInstanceEnded = permanent("instance has ended")
 	// ErrStillRunning: a purge without force met a Pending or Running instance.
 	ErrStillRunning = permanent("instance is still running")
 	// ErrChildInstance: a purge named a sub-orchestration whose parent still
@@ -41,6 +44,20 @@ var (
 	ErrBusy = retryable("store busy")
 	// ErrUnavailable: the store cannot be reached (network, I/O). Retry with backoff.
 	ErrUnavailable = retryable("store unavailable")
+	// ErrAlreadyPaused: PauseInstance named an instance that is paused.
+	ErrAlreadyPaused = permanent("instance is already paused")
+	// ErrNotPaused: ResumeInstance named an instance that is not paused.
+	ErrNotPaused = permanent("instance is not paused")
+	// ErrStateConflict: the instance is not in a state that allows the
+	// call (pausing a finished instance, rewinding one that is not
+	// Failed or Canceled, or that changed since the caller read it).
+	// Nothing was written.
+	ErrStateConflict = permanent("instance state does not allow this")
+	// ErrScheduleExists: a schedule with that ID already exists.
+	ErrScheduleExists = permanent("schedule already exists")
+	// ErrConflict: the record changed since the caller read it (its
+	// revision moved). Read it again and retry.
+	ErrConflict = permanent("changed concurrently")
 )
 
 type sentinel struct {

@@ -5,7 +5,7 @@ import "context"
 // The optional capabilities below are not part of Provider: the runtime
 // needs none of them, and a store that has one says so by implementing
 // its interface (callers test with a type assertion). Both SQL stores
-// implement all three.
+// implement all three, and ScheduleStore (schedules.go).
 
 // Migrator is a store with a schema that can be brought up to date.
 type Migrator interface {

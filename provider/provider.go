@@ -50,8 +50,8 @@ type Provider interface {
 	// transaction and never blocks the messages behind it.
 	FetchOrchestrationItems(ctx context.Context, opts FetchOptions) ([]*OrchestrationItem, error)
 
-	// AckOrchestrationItem commits one turn atomically: nil when it
-	// committed, or an error (for example ErrLockLost, ErrDuplicateEvent,
+	// AckOrchestrationItem commits one turn atomically and returns what the
+	// commit handed to the caller (TurnResult), or an error (for example ErrLockLost, ErrDuplicateEvent,
 	// ErrInstanceExists, ErrInvalidArgument, or a store failure); a failed
 	// ack writes nothing and leaves its lock as it was. Stores may commit
 	// concurrent acks together (group commit), but each succeeds or fails on
@@ -76,8 +76,8 @@ type Provider interface {
 	// Lock or an IdempotencyKey: ErrInvalidArgument); (j) delete exactly the messages tagged
 	// with LockToken; (k) release the instance lock. If the instance was
 	// purged while locked, the lock is gone: the ack fails with ErrLockLost
-	// and recreates nothing.
-	AckOrchestrationItem(ctx context.Context, ack *TurnAck) error
+	// and recreates nothing. The store does not modify ack.
+	AckOrchestrationItem(ctx context.Context, ack *TurnAck) (TurnResult, error)
 
 	// AbandonOrchestrationItem releases the instance lock without committing
 	// anything. The tagged messages become fetchable again at now+opts.Delay
@@ -107,7 +107,9 @@ type Provider interface {
 	// held back until the lock is handed to it); a stale or expired lock is
 	// deleted first, handing it to its oldest queued start, and the key
 	// checked again; (3) a taken instance ID is handled as above; (4) the
-	// instance row, the lock row and the key row are written.
+	// instance row, the lock row and the key row are written. A Create with
+	// IfAbsent checks the instance ID right after the key, and skips (2)
+	// and (4) when it is taken (see NewInstance.IfAbsent).
 	Enqueue(ctx context.Context, msgs ...*OrchestratorMessage) error
 
 	// FetchWorkItems locks up to opts.Max worker-queue rows that are visible
@@ -129,8 +131,10 @@ type Provider interface {
 	// queue, in one transaction. It also refreshes the session's last
 	// activity time where the session lease is valid. ErrLockLost for a
 	// missing, expired or stolen row (that is how a worker learns its
-	// activity was canceled); a failed ack writes nothing.
-	AckWorkItem(ctx context.Context, ack *WorkAck) error
+	// activity was canceled); a failed ack writes nothing. A committed ack
+	// returns what it handed to the caller (WorkResult: the turn it took
+	// or the Then it applied); the store does not modify ack.
+	AckWorkItem(ctx context.Context, ack *WorkAck) (WorkResult, error)
 
 	// AbandonWorkItem unlocks a worker row, making it visible at
 	// now+opts.Delay; with opts.IgnoreAttempt the attempt count is
@@ -231,6 +235,15 @@ type WorkFetchOptions struct {
 	Max int
 	// Session enables session-bound rows; nil serves only rows without a session.
 	Session *SessionOptions
+	// Activities, when not nil, limits the fetch to rows of these activity
+	// names: a runtime fetches only what it registers, so work it cannot
+	// run is never delivered to it (no attempt is counted). Rows whose
+	// name the store could not read (undecodable) are eligible to every
+	// fetch, to be dead-lettered. nil: every name.
+	Activities []string
+	// Queues lists the queues served (WorkItem.Queue); nil serves only
+	// the default queue "".
+	Queues []string
 }
 
 // SessionOptions identifies the session owner fetching work.
@@ -365,19 +378,37 @@ type TurnAck struct {
 	// LeaseFor, when > 0, leases the WorkerItems marked Lease to the
 	// caller in the same transaction, as a FetchWorkItems would, with locks
 	// of this duration: a runtime that will run the activities it schedules
-	// saves the fetch. The leases are in Leased once the ack committed;
-	// leased items wake no worker subscriber.
+	// saves the fetch. The leases are in TurnResult.Leased once the ack
+	// committed; leased items wake no worker subscriber.
 	LeaseFor time.Duration
-	// Leased is set by a committed ack: one lease (attempt 1) for each
-	// WorkerItem marked Lease that the ack did not also cancel, in
-	// WorkerItems order. A crashed caller's leases expire like a fetch's.
-	Leased []*WorkItemLease
 	// CanceledActivities are deleted from the worker queue after WorkerItems
 	// are inserted.
 	CanceledActivities []ActivityRef
 	// OrchestratorItems are enqueued on the orchestrator queue (timers,
 	// sub-orchestration starts, completions to parents, continue-as-new).
 	OrchestratorItems []*OrchestratorMessage
+	// Values are the changes of the instance's values (history.ValueSet),
+	// applied in order with the Metadata (step f): each sets or clears one
+	// key of the instance, kept across executions until the instance is
+	// purged. An ack with Values increments the instance's ValuesVersion.
+	Values []ValueUpdate
+}
+
+// ValueUpdate sets (Value non-nil, JSON) or clears (Value nil) one value of
+// an instance.
+type ValueUpdate struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// TurnResult is what a committed turn ack hands back to its caller.
+type TurnResult struct {
+	// Leased holds one lease (attempt 1) for each WorkerItem marked Lease
+	// that the ack did not also cancel, in WorkerItems order, when
+	// TurnAck.LeaseFor > 0; nil otherwise. A lease that expired before the
+	// call returned is left out (its row is fetchable again). A crashed
+	// caller's leases expire like a fetch's.
+	Leased []*WorkItemLease
 }
 
 // ExecutionMetadata describes the instance and execution after a turn.
@@ -447,6 +478,20 @@ type NewInstance struct {
 	// instance ID is already taken (a parent uses it to fail its own task on a
 	// child-ID collision). If nil, a taken ID fails the call with ErrInstanceExists.
 	OnExists *OrchestratorMessage
+	// IfAbsent makes this a start-if-absent (signal-with-start: a start and
+	// an event in one Enqueue call): the instance's existence is checked
+	// first, and when the ID is taken (by an instance in any state, or by
+	// a concurrent call that committed first) the message is not inserted,
+	// the Lock is not checked, and the call goes on with its other messages;
+	// but an instance that has ended (Completed, Failed, Canceled) fails the
+	// call with ErrInstanceEnded, writing nothing.
+	// An IdempotencyKey is checked first as usual and, once the call
+	// commits, names the instance whether it was created or found. With
+	// IfAbsent, OnExists must be nil (ErrInvalidArgument).
+	IfAbsent bool
+	// Existed is set by a committed Enqueue when IfAbsent found the ID
+	// taken and inserted nothing for this message.
+	Existed bool
 }
 
 // WorkerMessage is a message for the worker queue with its identity and
@@ -461,7 +506,7 @@ type WorkerMessage struct {
 	VisibleAt time.Time
 	Item      history.WorkItem
 	// Lease, in a TurnAck with LeaseFor > 0, inserts the item already
-	// leased to the caller (see TurnAck.Leased). A leased item has no
+	// leased to the caller (see TurnResult.Leased). A leased item has no
 	// SessionID and no VisibleAt (ErrInvalidArgument otherwise).
 	Lease bool
 }
@@ -491,12 +536,8 @@ type WorkAck struct {
 	// FetchOrchestrationItems with these options would for that instance
 	// alone (Max is ignored). A runtime that will run the turn saves the
 	// fetch. A taken turn wakes no orchestrator subscriber: it is the
-	// caller's.
+	// caller's (WorkResult.Turn).
 	TakeTurn *FetchOptions
-	// Turn is set by a committed ack with TakeTurn when it locked the
-	// instance: its turn, with the completion and every other visible
-	// message of the instance. The caller must ack or abandon it.
-	Turn *OrchestrationItem
 	// Then, when set with a Completion, is the next turn of the
 	// completion's instance, computed by the caller from the execution it
 	// holds, with the Completion as the turn's only message: one commit
@@ -513,7 +554,17 @@ type WorkAck struct {
 	// ThenAfter is the ID of the last event of the execution the caller
 	// computed Then from (required > 0 with Then).
 	ThenAfter int64
-	// ThenApplied is set by a committed ack that applied Then; Then.Leased
-	// then holds its leases, as AckOrchestrationItem sets them.
-	ThenApplied bool
+}
+
+// WorkResult is what a committed AckWorkItem hands back to its caller. At
+// most one of its fields is set: an applied Then takes no turn.
+type WorkResult struct {
+	// Turn is the turn the ack took (WorkAck.TakeTurn) when it locked the
+	// completion's instance: the completion and every other visible message
+	// of the instance. The caller must ack or abandon it.
+	Turn *OrchestrationItem
+	// Then is set when the ack applied WorkAck.Then: the result of that
+	// turn, as AckOrchestrationItem returns it. Nil when Then was not set
+	// or not applied (the Completion was enqueued instead).
+	Then *TurnResult
 }

@@ -69,12 +69,106 @@
       case "cancel":
         return { method: "POST", url: "/api/instances/" + instancePath() + "/cancel",
           body: JSON.stringify({ reason: f.reason.value.trim() || "canceled from the dashboard" }) };
+      case "pause":
+        return { method: "POST", url: "/api/instances/" + instancePath() + "/pause",
+          body: JSON.stringify({ reason: f.reason.value.trim(), by: "dashboard" }) };
+      case "resume":
+        return { method: "POST", url: "/api/instances/" + instancePath() + "/resume" };
+      case "rewind":
+        return { method: "POST", url: "/api/instances/" + instancePath() + "/rewind",
+          body: JSON.stringify({ reason: f.reason.value.trim() }) };
       case "purge":
         return { method: "DELETE", url: "/api/instances/" + instancePath() + (f.force && f.force.checked ? "?force=true" : "") };
       case "release":
         return { method: "DELETE", url: "/api/workflows/" + enc(form.dataset.lock) + "/lock" };
+      case "schedule-pause":
+      case "schedule-resume":
+      case "schedule-trigger":
+        return { method: "POST", url: "/api/schedules/" + enc(form.dataset.schedule) + "/" + form.dataset.action.slice("schedule-".length) };
+      case "bulk":
+        return { method: "POST", url: "/api/bulk", body: JSON.stringify(bulkBody(form)) };
     }
     throw new Error("unknown action");
+  }
+
+  // bulkBody is the POST /api/bulk body of the bulk form (without dryRun).
+  function bulkBody(form) {
+    const f = form.elements;
+    const filter = {};
+    const text = (name, key) => { const v = f[name].value.trim(); if (v !== "") filter[key || name] = v; };
+    if (f.state.value !== "") filter.states = [f.state.value];
+    text("orchestration"); text("version"); text("prefix"); text("errorKind"); text("waitKind");
+    if (f.stalled.checked) filter.stalled = true;
+    const body = { action: f.action.value, filter: filter, by: "dashboard" };
+    if (f.reason.value.trim() !== "") body.reason = f.reason.value.trim();
+    if (body.action === "raiseEvent") {
+      body.eventName = f.eventName.value.trim();
+      const data = parseJSON(f.eventData.value, "The event data");
+      if (data !== null) body.eventData = data;
+    }
+    if (body.action === "purge" && f.force.checked) body.force = true;
+    return body;
+  }
+
+  // previewBulk asks the API how many instances the bulk form's action
+  // would touch (a dry run: nothing changes), then asks to confirm that
+  // count.
+  async function previewBulk(form, req) {
+    busy = true;
+    const out = form.querySelector(".result");
+    out.className = "result";
+    out.textContent = "Counting the matching instances…";
+    let res, body = null;
+    try {
+      const dry = JSON.parse(req.body);
+      dry.dryRun = true;
+      res = await fetch(req.url, { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" }, body: JSON.stringify(dry) });
+      try { body = await res.json(); } catch (e) { /* not JSON */ }
+    } catch (e) {
+      busy = false;
+      show(form, false, "The server could not be reached: " + e.message);
+      return;
+    }
+    if (res.status >= 400) {
+      busy = false;
+      const d = describe("bulk", res.status, body);
+      show(form, d.ok, d.text);
+      return;
+    }
+    const action = JSON.parse(req.body).action;
+    if (body.count === 0) {
+      busy = false;
+      show(form, true, "No instance matches: nothing to " + action + ".");
+      return;
+    }
+    const ids = body.instances.slice(0, 5).map((s) => s.instanceId);
+    const more = body.count > ids.length ? ", …" : "";
+    out.textContent = "";
+    pending.set(form, req);
+    const box = form.querySelector(".confirm");
+    box.querySelector(".confirm-text").textContent = action + " " + body.count + (body.count === 1 ? " instance" : " instances") +
+      " (" + ids.join(", ") + more + ")?" + (action === "purge" ? " Purged instances cannot be brought back." : "");
+    box.hidden = false;
+    box.querySelector(".confirm-yes").focus();
+  }
+
+  // followJob shows a bulk job's progress until it ends.
+  async function followJob(form, id) {
+    for (;;) {
+      let job;
+      try {
+        const res = await fetch("/api/bulk/" + enc(id), { credentials: "same-origin" });
+        if (!res.ok) return;
+        job = await res.json();
+      } catch (e) {
+        return;
+      }
+      const line = "Job " + job.id + " " + job.state + ": " + job.processed + " of " + job.total + " instances, " +
+        job.succeeded + " succeeded, " + job.skipped + " skipped, " + job.failed + " failed.";
+      show(form, job.state !== "Failed" && job.failed === 0, line);
+      if (job.state === "Done" || job.state === "Failed") { refresh(); return; }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
   }
 
   // describe turns the API's answer into a sentence.
@@ -89,8 +183,17 @@
         return { ok: true, text: body.duplicate ? "Already started (duplicate key): " + body.instanceId : "Started " + body.instanceId, link: "/instances/" + enc(body.instanceId) };
       case "raise": return { ok: true, text: "Event raised." };
       case "cancel": return { ok: true, text: "Cancel requested: the instance sees it and ends Canceled when its code returns, or at the grace deadline." };
+      case "pause": return { ok: true, text: "Paused: it takes no turn until resumed.", link: location.pathname };
+      case "resume": return { ok: true, text: "Resumed.", link: location.pathname };
+      case "rewind": return { ok: true, text: "Rewound: execution " + body.executionId + " resumes it.", link: location.pathname };
       case "purge": return { ok: true, text: "Purged.", link: "/" };
       case "release": return { ok: true, text: body.released ? "Lock released." : "There was no lock." };
+      case "schedule-pause": return { ok: true, text: "Paused." };
+      case "schedule-resume": return { ok: true, text: "Resumed." };
+      case "schedule-trigger":
+        if (!body.instanceId) return { ok: true, text: "Fired: " + body.outcome };
+        return { ok: true, text: "Fired: started " + body.instanceId, link: "/instances/" + enc(body.instanceId) };
+      case "bulk": return { ok: true, text: "Job " + body.job.id + " started on " + body.count + " instances." };
     }
     return { ok: true, text: "Done." };
   }
@@ -102,7 +205,7 @@
     if (link) {
       const a = document.createElement("a");
       a.href = link;
-      a.textContent = link === "/" ? " Back to the instances." : " Open it.";
+      a.textContent = link === "/" ? " Back to the instances." : link === location.pathname ? " Reload the page." : " Open it.";
       out.appendChild(a);
     }
   }
@@ -120,6 +223,10 @@
       req = request(form);
     } catch (e) {
       show(form, false, e.message);
+      return;
+    }
+    if (form.dataset.action === "bulk") {
+      previewBulk(form, req);
       return;
     }
     pending.set(form, req);
@@ -154,6 +261,7 @@
       try { body = await res.json(); } catch (e) { /* not JSON */ }
       const d = describe(form.dataset.action, res.status, body);
       show(form, d.ok, d.text, d.link);
+      if (form.dataset.action === "bulk" && body && body.job) followJob(form, body.job.id);
     } catch (e) {
       show(form, false, "The server could not be reached: " + e.message);
     } finally {

@@ -1,6 +1,7 @@
 // Package cli implements the duroxide command line: serve, start,
-// status, history, list, raise, cancel, purge, locks, migrate, bench, copy,
-// replay-check and version, on an SQLite or a PostgreSQL store.
+// status, history, list, raise, cancel, pause, resume, rewind, purge, bulk,
+// prune, locks, migrate, bench, copy, replay-check and version, on an
+// SQLite or a PostgreSQL store.
 //
 // Run is the whole program minus process set-up, so tests drive every
 // command in-process; cmd/duroxide only wires it to os.Args, the standard
@@ -52,10 +53,17 @@ var commands = []*command{
 	statusCommand,
 	historyCommand,
 	listCommand,
+	valuesCommand,
 	raiseCommand,
 	cancelCommand,
+	pauseCommand,
+	resumeCommand,
+	rewindCommand,
 	purgeCommand,
+	bulkCommand,
+	pruneCommand,
 	locksCommand,
+	scheduleCommand,
 	migrateCommand,
 	benchCommand,
 	copyCommand,
@@ -169,7 +177,8 @@ the %s environment variable, else %q:
 Read commands (status, history, list, locks list, locks status, start) take --json.
 Flags may come before or after the arguments.
 
-Client mode: start, status, history, list, raise, cancel, purge and locks take
+Client mode: start, status, history, list, raise, cancel, pause, resume, rewind,
+purge and locks take
 --server URL (else $%s) to go through the HTTP API of a running
 'duroxide serve' instead of opening the store, with --auth-token TOKEN (else
 $%s) when the server requires one. Output and exit codes are the same.

@@ -52,7 +52,7 @@ func endedError(ctx context.Context, client backend, id string, err error, conse
 
 var startCommand = &command{
 	name:     "start",
-	synopsis: "NAME [--id ID] [--input JSON] [--version V] [--idempotency-key K] [--lock-key W [--lock-ttl D] [--queue-if-locked]] [--wait [--timeout D]] [--json]",
+	synopsis: "NAME [--id ID] [--input JSON] [--version V] [--idempotency-key K] [--lock-key W [--lock-ttl D] [--queue-if-locked]] [--instance-timeout D] [--wait [--timeout D]] [--json]",
 	summary:  "start an orchestration instance and print its ID",
 	details: `Stores the start of orchestration NAME; a runtime on the same store (for
 example 'duroxide serve --demo') runs it. --input is the orchestration's input
@@ -75,6 +75,10 @@ holder ends. The lock is freed when the instance ends; each turn extends it
 by --lock-ttl, so an instance that stops progressing loses it. See
 'duroxide locks'.
 
+--instance-timeout D ends the instance Failed (kind "timeout") if it has not
+finished D after it started; its code may clean up within the runtime's
+cancel grace period first. (--timeout only bounds how long --wait waits.)
+
 Example:
   duroxide start demo.Hello --input '"Ada"' --wait
   duroxide start demo.Approval --lock-key order-42 --idempotency-key req-7`,
@@ -91,6 +95,7 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	lockKey := inv.fs.String("lock-key", "", "take the execution lock of this workflow ID: fail if a live instance holds it")
 	lockTTL := inv.fs.Duration("lock-ttl", 0, "with --lock-key, how long the lock outlives the instance's last turn (default 1h)")
 	queue := inv.fs.Bool("queue-if-locked", false, "with --lock-key, when the lock is held, queue the instance to start after the holder ends")
+	instTimeout := inv.fs.Duration("instance-timeout", 0, "fail the instance (kind timeout) if it has not finished this long after it started (default: never)")
 	inv.jsonFlag("the instance ID, or with --wait the final status,")
 	inv.serverFlags()
 	if err := inv.parse(args, 1, "orchestration NAME"); err != nil {
@@ -109,6 +114,9 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if *lockTTL < 0 {
 		return usageErrorf("start: --lock-ttl must not be negative")
 	}
+	if *instTimeout < 0 {
+		return usageErrorf("start: --instance-timeout must not be negative")
+	}
 	if *lockKey == "" && (*lockTTL > 0 || *queue) {
 		return usageErrorf("start: --lock-ttl and --queue-if-locked only apply with --lock-key")
 	}
@@ -126,7 +134,7 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 		in = raw
 	}
 	opts := &duroxide.StartOptions{Version: *version, IdempotencyKey: *idemKey,
-		LockKey: *lockKey, LockTTL: *lockTTL, QueueIfLocked: *queue}
+		LockKey: *lockKey, LockTTL: *lockTTL, QueueIfLocked: *queue, Timeout: *instTimeout}
 	duplicate := false
 	var dup *duroxide.DuplicateStartError
 	switch err := client.StartOrchestration(ctx, *id, name, in, opts); {
@@ -302,11 +310,17 @@ starts a new execution). --json prints {"events": [...]} as the HTTP API does.`,
 
 var listCommand = &command{
 	name:     "list",
-	synopsis: "[--status S] [--orchestration NAME] [--limit N] [--cursor C] [--stalled [--stalled-after D]] [--json]",
+	synopsis: "[--status S] [--orchestration NAME] [filter flags] [--limit N] [--cursor C] [--stalled [--stalled-after D]] [--json]",
 	summary:  "list instances, newest first",
 	details: `--status takes one state or several separated by commas: Pending, Running,
 Completed, Failed, Canceled. Results come in pages of --limit; when there are
 more, the command prints the --cursor that continues the listing.
+
+The other filters are those of bulk: --version, --prefix, --parent,
+--created-after, --created-before, --finished-after, --finished-before (RFC
+3339 times, or a duration meaning that long ago), --error-kind and
+--wait-kind; a page filtered by error or wait kind may hold fewer than
+--limit instances.
 
 --stalled lists only stalled instances (no progress for --stalled-after, 5m by
 default, while parked, unregistered, redelivered, or with due work nobody
@@ -315,11 +329,9 @@ takes), up to --limit, each with what it waits for and why it is stalled.`,
 }
 
 func runList(ctx context.Context, inv *invocation, args []string) error {
-	status := inv.fs.String("status", "", "keep instances in these states, e.g. Running or Failed,Canceled")
-	orch := inv.fs.String("orchestration", "", "keep instances of this orchestration")
+	filter := filterFlags(inv)
 	limit := inv.fs.Int("limit", 100, "page size, 1 to 1000")
 	cursor := inv.fs.String("cursor", "", "continue a previous listing (printed after its last page)")
-	stalled := inv.fs.Bool("stalled", false, "list only stalled instances, with what they wait for")
 	stalledAfter := inv.fs.Duration("stalled-after", duroxide.DefaultStalledAfter, "with --stalled, the stall threshold (with --server, the server's setting applies)")
 	inv.jsonFlag(`the page ({"instances": [...], "nextCursor": "..."}), summaries without input, output or custom status`)
 	inv.serverFlags()
@@ -329,22 +341,18 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 	if *limit < 1 || *limit > 1000 {
 		return usageErrorf("list: --limit must be between 1 and 1000, got %d", *limit)
 	}
-	if *stalled && *cursor != "" {
+	f, err := filter(time.Now())
+	if err != nil {
+		return err
+	}
+	if f.Stalled && *cursor != "" {
 		return usageErrorf("list: --stalled lists one page; it takes no --cursor")
 	}
 	if *stalledAfter <= 0 {
 		return usageErrorf("list: --stalled-after must be positive, got %s", *stalledAfter)
 	}
-	opts := &duroxide.ListOptions{Orchestration: *orch, Limit: *limit, Cursor: *cursor, Stalled: *stalled, StalledAfter: *stalledAfter}
-	if *status != "" {
-		for _, s := range strings.Split(*status, ",") {
-			st, ok := parseState(s)
-			if !ok {
-				return usageErrorf("list: unknown --status %q: use Pending, Running, Completed, Failed or Canceled (several separated by commas)", strings.TrimSpace(s))
-			}
-			opts.States = append(opts.States, st)
-		}
-	}
+	opts := &f
+	opts.Limit, opts.Cursor, opts.StalledAfter = *limit, *cursor, *stalledAfter
 	client, done, err := inv.openBackend(ctx, storeurl.Existing)
 	if err != nil {
 		return err
@@ -373,7 +381,7 @@ func runList(ctx context.Context, inv *invocation, args []string) error {
 	if err := printInstances(inv.stdout, page); err != nil {
 		return err
 	}
-	if *stalled {
+	if opts.Stalled {
 		for i := range page.Instances {
 			st := &page.Instances[i]
 			if _, err := fmt.Fprintf(inv.stdout, "\n%s ", safe(st.InstanceID)); err != nil {
@@ -405,35 +413,129 @@ func parseState(s string) (duroxide.State, bool) {
 	return "", false
 }
 
+var valuesCommand = &command{
+	name:     "values",
+	synopsis: "ID [KEY] [--json]",
+	summary:  "print the values an instance set (OrchestrationContext.SetValue)",
+	details: `Prints each value of instance ID, one per line as KEY = JSON, in key order;
+with KEY, only that value's JSON (exit 1 if the instance does not hold it).
+The values are read from the store as the instance's last committed turn left
+them, without replaying its history.
+
+Example:
+  duroxide values order-42
+  duroxide values order-42 stage --json`,
+	run: runValues,
+}
+
+func runValues(ctx context.Context, inv *invocation, args []string) error {
+	inv.jsonFlag(`the values ({"values": [{"key": ..., "value": ..., "updatedAt": ...}]}), or with KEY the one value`)
+	inv.serverFlags()
+	if err := inv.parse(args, 1, "instance ID", "KEY"); err != nil {
+		return err
+	}
+	client, done, err := inv.openBackend(ctx, storeurl.Existing)
+	if err != nil {
+		return err
+	}
+	defer done()
+	id := inv.arg(0)
+	vs, err := client.ListValues(ctx, id)
+	if err != nil {
+		return inv.instanceError(id, err)
+	}
+	if key := inv.arg(1); key != "" {
+		for _, v := range vs {
+			if v.Key != key {
+				continue
+			}
+			if inv.jsonOut {
+				return inv.printJSON(v)
+			}
+			_, err := fmt.Fprintf(inv.stdout, "%s\n", safe(string(v.Value)))
+			return err
+		}
+		return fmt.Errorf("instance %s holds no value %s: 'duroxide values %s' lists them", safe(id), safe(key), safe(id))
+	}
+	if inv.jsonOut {
+		if vs == nil {
+			vs = []duroxide.Value{}
+		}
+		return inv.printJSON(map[string]any{"values": vs})
+	}
+	for _, v := range vs {
+		if _, err := fmt.Fprintf(inv.stdout, "%s = %s\n", safe(v.Key), safe(string(v.Value))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 var raiseCommand = &command{
 	name:     "raise",
-	synopsis: "ID EVENT [--data JSON]",
-	summary:  "deliver an external event to an instance",
+	synopsis: "ID EVENT [--data JSON] [--start NAME [--input JSON] [--version V] [--idempotency-key K] [--lock-key W [--lock-ttl D] [--queue-if-locked]]]",
+	summary:  "deliver an external event to an instance (or start it with the event)",
 	details: `The instance receives the event where it waits for EVENT (WaitForEvent).
 --data is the event's payload as JSON, e.g. --data true.
 
-Example:
-  duroxide raise order-42 approval --data true`,
-	run: func(ctx context.Context, inv *invocation, args []string) error {
-		data := inv.fs.String("data", "", "the event payload as JSON (default: none)")
-		inv.serverFlags()
-		if err := inv.parse(args, 2, "instance ID", "EVENT name"); err != nil {
-			return err
-		}
-		raw, err := jsonArg("raise", "data", *data)
-		if err != nil {
-			return err
-		}
-		client, done, err := inv.openBackend(ctx, storeurl.Existing)
-		if err != nil {
-			return err
-		}
-		defer done()
-		id, event := inv.arg(0), inv.arg(1)
-		var payload any
-		if raw != nil {
-			payload = raw
-		}
+With --start NAME, raise is a signal-with-start: when instance ID does not
+exist, the orchestration NAME is started as ID with --input, and the event
+is queued behind its start, in one transaction; when it exists, it gets the
+event. raise prints which happened. --version, --lock-key, --lock-ttl and
+--queue-if-locked apply to the start only, as in 'duroxide start'.
+--idempotency-key K names the delivery: repeating K within 24 hours
+delivers nothing, notes on standard error that it was a duplicate, and
+exits 0.
+
+Examples:
+  duroxide raise order-42 approval --data true
+  duroxide raise order-42 paid --data '{"amount": 30}' --start orders.Order --input '{"id": 42}'`,
+	run: runRaise,
+}
+
+func runRaise(ctx context.Context, inv *invocation, args []string) error {
+	data := inv.fs.String("data", "", "the event payload as JSON (default: none)")
+	start := inv.fs.String("start", "", "start this orchestration as ID, with the event queued, when ID does not exist")
+	input := inv.fs.String("input", "", "with --start, the orchestration's input as JSON (default: none)")
+	version := inv.fs.String("version", "", "with --start, pin the orchestration version")
+	idemKey := inv.fs.String("idempotency-key", "", "with --start, deliver nothing if this key was delivered in the last 24h")
+	lockKey := inv.fs.String("lock-key", "", "with --start, the execution lock the start takes")
+	lockTTL := inv.fs.Duration("lock-ttl", 0, "with --lock-key, how long the lock outlives the instance's last turn (default 1h)")
+	queue := inv.fs.Bool("queue-if-locked", false, "with --lock-key, queue the start when the lock is held")
+	inv.serverFlags()
+	if err := inv.parse(args, 2, "instance ID", "EVENT name"); err != nil {
+		return err
+	}
+	raw, err := jsonArg("raise", "data", *data)
+	if err != nil {
+		return err
+	}
+	in, err := jsonArg("raise", "input", *input)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *start == "" && (in != nil || *version != "" || *idemKey != "" || *lockKey != ""):
+		return usageErrorf("raise: --input, --version, --idempotency-key and --lock-key only apply with --start")
+	case *lockKey == "" && (*lockTTL != 0 || *queue):
+		return usageErrorf("raise: --lock-ttl and --queue-if-locked only apply with --lock-key")
+	case *lockTTL < 0:
+		return usageErrorf("raise: --lock-ttl must not be negative")
+	}
+	client, done, err := inv.openBackend(ctx, storeurl.Existing)
+	if err != nil {
+		return err
+	}
+	defer done()
+	id, event := inv.arg(0), inv.arg(1)
+	var payload, startInput any
+	if raw != nil {
+		payload = raw
+	}
+	if in != nil {
+		startInput = in
+	}
+	if *start == "" {
 		if err := client.RaiseEvent(ctx, id, event, payload); err != nil {
 			if errors.Is(err, duroxide.ErrInstanceTerminal) {
 				return endedError(ctx, client, id, err, "an event would be ignored")
@@ -442,7 +544,26 @@ Example:
 		}
 		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", safe(event), safe(id))
 		return err
-	},
+	}
+	opts := &duroxide.StartOptions{Version: *version, IdempotencyKey: *idemKey, LockKey: *lockKey,
+		LockTTL: *lockTTL, QueueIfLocked: *queue}
+	started, err := client.SignalWithStart(ctx, id, *start, startInput, event, payload, opts)
+	var dup *duroxide.DuplicateStartError
+	switch {
+	case errors.As(err, &dup):
+		_, err = fmt.Fprintf(inv.stderr, "duplicate: idempotency key %s was delivered to %s before; nothing delivered\n",
+			safe(*idemKey), safe(dup.InstanceID))
+		return err
+	case errors.Is(err, duroxide.ErrInstanceTerminal):
+		return endedError(ctx, client, id, err, "an event would be ignored")
+	case err != nil:
+		return err
+	case started:
+		_, err = fmt.Fprintf(inv.stdout, "started %s as %s with %s\n", safe(*start), safe(id), safe(event))
+	default:
+		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", safe(event), safe(id))
+	}
+	return err
 }
 
 var cancelCommand = &command{
@@ -454,16 +575,11 @@ ended is left as it is and cancel exits 1, as raise does (the HTTP API
 answers both with 409).`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		reason := inv.fs.String("reason", "", "why, recorded with the cancellation")
-		inv.serverFlags()
-		if err := inv.parse(args, 1, "instance ID"); err != nil {
-			return err
-		}
-		client, done, err := inv.openBackend(ctx, storeurl.Existing)
+		client, id, done, err := inv.openInstance(ctx, args)
 		if err != nil {
 			return err
 		}
 		defer done()
-		id := inv.arg(0)
 		if err := client.CancelInstance(ctx, id, *reason); err != nil {
 			if errors.Is(err, duroxide.ErrInstanceTerminal) {
 				return endedError(ctx, client, id, err, "nothing to cancel")
@@ -483,16 +599,11 @@ var purgeCommand = &command{
 already started elsewhere still run, and their results are discarded.`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		force := inv.fs.Bool("force", false, "purge even if the instance is still Pending or Running")
-		inv.serverFlags()
-		if err := inv.parse(args, 1, "instance ID"); err != nil {
-			return err
-		}
-		client, done, err := inv.openBackend(ctx, storeurl.Existing)
+		client, id, done, err := inv.openInstance(ctx, args)
 		if err != nil {
 			return err
 		}
 		defer done()
-		id := inv.arg(0)
 		err = client.PurgeInstance(ctx, id, *force)
 		switch {
 		case errors.Is(err, duroxide.ErrStillRunning):

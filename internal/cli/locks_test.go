@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
@@ -438,5 +439,25 @@ func TestServeSignedTrigger(t *testing.T) {
 	}
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("serve exited %d; stderr:\n%s", code, s.stderr)
+	}
+}
+
+// start --instance-timeout records the instance deadline
+// (StartOptions.Timeout) with the start.
+func TestStartInstanceTimeout(t *testing.T) {
+	t.Parallel()
+	db, path := tempDB(t)
+	runCLI(t, "start", "demo.Hello", "--instance-timeout", "-1s", "--db", db).wantErr(t, 2, "--instance-timeout must not be negative")
+	runCLI(t, "start", "demo.Approval", "--id", "t1", "--instance-timeout", "90m", "--input", `{"timeoutSeconds": 600}`, "--db", db).wantCode(t, 0)
+	client := startRuntime(t, path)
+	var h []history.Event
+	for deadline := time.Now().Add(10 * time.Second); len(h) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("t1 did not start")
+		}
+		h, _ = client.GetHistory(context.Background(), "t1", 0)
+	}
+	if ev := h[0]; ev.Kind != history.OrchestrationStarted || ev.FireAtMs-ev.TimestampMs != (90*time.Minute).Milliseconds() {
+		t.Fatalf("first event %+v, want a start with a deadline 90m after it", ev)
 	}
 }

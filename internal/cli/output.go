@@ -77,6 +77,18 @@ func printStatus(w io.Writer, st *duroxide.Status) error {
 		// What the runtime's history limits measure (and the store keeps).
 		row("History", fmt.Sprintf("%d events, %d bytes", st.HistoryEvents, st.HistoryBytes))
 	}
+	if p := st.Paused; p != nil {
+		by := ""
+		if p.By != "" {
+			by = " by " + p.By
+		}
+		reason := ""
+		if p.Reason != "" {
+			reason = ": " + oneLine(p.Reason)
+		}
+		row("Paused", "since "+formatTime(p.At)+by+reason+" (resume with 'duroxide resume')")
+	}
+	row("Patches", strings.Join(st.Patches, ", "))
 	if st.LastError != nil {
 		row("Last error", errorText(st.LastError)+" (the instance is not progressing)")
 	}

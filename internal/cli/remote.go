@@ -36,7 +36,12 @@ type backend interface {
 	GetHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error)
 	ListInstances(ctx context.Context, opts *duroxide.ListOptions) (*duroxide.InstancePage, error)
 	RaiseEvent(ctx context.Context, instanceID, name string, data any) error
+	ListValues(ctx context.Context, instanceID string) ([]duroxide.Value, error)
+	SignalWithStart(ctx context.Context, instanceID, orchestrationName string, input any, eventName string, eventData any, opts *duroxide.StartOptions) (bool, error)
 	CancelInstance(ctx context.Context, instanceID, reason string) error
+	Pause(ctx context.Context, instanceID, reason string) error
+	Resume(ctx context.Context, instanceID string) error
+	Rewind(ctx context.Context, instanceID, reason string) error
 	PurgeInstance(ctx context.Context, instanceID string, force bool) error
 	GetLock(ctx context.Context, workflowID string) (*duroxide.LockStatus, error)
 	ListLocks(ctx context.Context) ([]duroxide.LockStatus, error)
@@ -74,6 +79,21 @@ func (inv *invocation) remoteURL() (string, error) {
 		return "", usageErrorf("%s: %s %q is not a server URL like http://127.0.0.1:8080", inv.cmd.name, source, raw)
 	}
 	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// openInstance is the start of a command that acts on one instance: it
+// adds the server flags to the command's own, parses the instance ID
+// argument, and opens the existing store (or the server) for it.
+func (inv *invocation) openInstance(ctx context.Context, args []string) (client backend, id string, done func(), err error) {
+	inv.serverFlags()
+	if err := inv.parse(args, 1, "instance ID"); err != nil {
+		return nil, "", nil, err
+	}
+	client, done, err = inv.openBackend(ctx, storeurl.Existing)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return client, inv.arg(0), done, nil
 }
 
 // openBackend returns the client mode's HTTP backend when a server is
@@ -116,6 +136,9 @@ const (
 	apiMsgLockContended  = "Concurrent execution attempted"
 	apiMsgInstanceExists = "instance already exists"
 	apiMsgInstanceEnded  = "instance has already ended"
+	apiMsgAlreadyPaused  = "instance is already paused"
+	apiMsgNotPaused      = "instance is not paused"
+	apiMsgStateConflict  = "instance state does not allow this"
 )
 
 // do sends a request with a JSON body (nil: none) and decodes a 2xx answer
@@ -198,8 +221,15 @@ func (r *remote) answerError(res *http.Response, b []byte) error {
 	case http.StatusBadRequest:
 		return fmt.Errorf("%s: %w", msg, duroxide.ErrInvalidArgument)
 	case http.StatusConflict:
-		if e.Error == apiMsgInstanceEnded {
+		switch e.Error {
+		case apiMsgInstanceEnded:
 			return fmt.Errorf("%s: %w", msg, duroxide.ErrInstanceTerminal)
+		case apiMsgAlreadyPaused:
+			return fmt.Errorf("%s: %w", msg, duroxide.ErrAlreadyPaused)
+		case apiMsgNotPaused:
+			return fmt.Errorf("%s: %w", msg, duroxide.ErrNotPaused)
+		case apiMsgStateConflict:
+			return fmt.Errorf("%s: %w", e.Details, duroxide.ErrStateConflict)
 		}
 	}
 	return fmt.Errorf("the server at %s answered %d: %s", r.base, res.StatusCode, msg)
@@ -242,6 +272,9 @@ func (r *remote) StartOrchestration(ctx context.Context, instanceID, name string
 		}
 		if !opts.StartAt.IsZero() {
 			req.StartAt = &opts.StartAt
+		}
+		if opts.Timeout > 0 {
+			req.Timeout = &httpapi.Duration{Duration: opts.Timeout}
 		}
 	}
 	var out httpapi.StartResponse
@@ -343,11 +376,17 @@ func (r *remote) ListInstances(ctx context.Context, opts *duroxide.ListOptions) 
 			}
 			q.Set("status", strings.Join(states, ","))
 		}
-		if opts.Orchestration != "" {
-			q.Set("orchestration", opts.Orchestration)
+		for k, v := range map[string]string{"orchestration": opts.Orchestration, "parent": opts.ParentInstanceID,
+			"prefix": opts.IDPrefix, "version": opts.Version, "errorKind": opts.ErrorKind, "waitKind": string(opts.WaitKind)} {
+			if v != "" {
+				q.Set(k, v)
+			}
 		}
-		if opts.ParentInstanceID != "" {
-			q.Set("parent", opts.ParentInstanceID)
+		for k, t := range map[string]time.Time{"createdAfter": opts.CreatedAfter, "createdBefore": opts.CreatedBefore,
+			"finishedAfter": opts.FinishedAfter, "finishedBefore": opts.FinishedBefore} {
+			if !t.IsZero() {
+				q.Set(k, t.Format(time.RFC3339Nano))
+			}
 		}
 		if opts.Limit > 0 {
 			q.Set("limit", strconv.Itoa(opts.Limit))
@@ -376,6 +415,49 @@ func (r *remote) RaiseEvent(ctx context.Context, instanceID, name string, data a
 	}
 	_, _, err := r.do(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/events/"+pathID(name), data, nil)
 	return err
+}
+
+func (r *remote) SignalWithStart(ctx context.Context, instanceID, name string, input any,
+	event string, data any, opts *duroxide.StartOptions) (bool, error) {
+	req := httpapi.SignalWithStartRequest{Orchestration: name, Event: event}
+	for _, f := range []struct {
+		v   any
+		dst *json.RawMessage
+	}{{input, &req.Input}, {data, &req.Data}} {
+		if f.v == nil {
+			continue
+		}
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return false, fmt.Errorf("encoding the request: %w", err)
+		}
+		*f.dst = b
+	}
+	if opts != nil {
+		req.Version, req.IdempotencyKey, req.LockKey, req.QueueIfLocked = opts.Version, opts.IdempotencyKey, opts.LockKey, opts.QueueIfLocked
+		if opts.LockTTL > 0 {
+			req.LockTTL = &httpapi.Duration{Duration: opts.LockTTL}
+		}
+	}
+	var out httpapi.SignalWithStartResponse
+	status, body, err := r.do(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/signal-with-start", req, &out)
+	if err != nil {
+		return false, conflictError(err, status, req.LockKey, instanceID, body)
+	}
+	if out.Duplicate {
+		return false, &duroxide.DuplicateStartError{IdempotencyKey: req.IdempotencyKey, InstanceID: out.InstanceID}
+	}
+	return out.Started, nil
+}
+
+func (r *remote) ListValues(ctx context.Context, instanceID string) ([]duroxide.Value, error) {
+	var out struct {
+		Values []duroxide.Value `json:"values"`
+	}
+	if _, _, err := r.do(ctx, "GET", "/api/instances/"+pathID(instanceID)+"/values", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Values, nil
 }
 
 func (r *remote) CancelInstance(ctx context.Context, instanceID, reason string) error {

@@ -96,6 +96,15 @@ func TestClientModeSameAsDirect(t *testing.T) {
 	same("history", "h1", "--execution", "7").wantErr(t, 1, "no execution 7")
 	same("list").wantCode(t, 0)
 	same("list", "--json", "--status", "Completed", "--orchestration", "demo.Hello", "--limit", "5").wantCode(t, 0)
+	// The filters shared with bulk go through the API's query.
+	if r := same("list", "--prefix", "h", "--finished-after", "1h", "--created-before", "2100-01-01T00:00:00Z").wantCode(t, 0); !strings.Contains(r.stdout, "h1") {
+		t.Fatalf("list by prefix and times:\n%s", r.stdout)
+	}
+	if r := same("list", "--error-kind", "application", "--version", "9").wantCode(t, 0); strings.Contains(r.stdout, "h1") {
+		t.Fatalf("list by error kind lists h1:\n%s", r.stdout)
+	}
+	same("list", "--wait-kind", "event").wantCode(t, 0)
+	same("list", "--wait-kind", "godot").wantErr(t, 2, "godot")
 	// Not found: each mode says where it looked and what to check.
 	remote("status", "nope").wantErr(t, 1, `instance "nope" not found on the server at `+srv.URL, "--server", "duroxide list --server "+srv.URL)
 	if r := direct("status", "nope"); !strings.Contains(r.stderr, "--server") {
@@ -144,6 +153,40 @@ func TestClientModeSameAsDirect(t *testing.T) {
 	same("locks", "list", "--json").wantCode(t, 0)
 	same("purge", "a1").wantErr(t, 1, "instance a1 is still running")
 	remote("raise", "a1", demo.ApprovalEvent, "--data", "true").wantCode(t, 0)
+	// Signal-with-start: the first raise of each mode starts its instance
+	// with the event queued, the second delivers to it, a repeated
+	// delivery key is a duplicate.
+	for _, m := range []struct {
+		id  string
+		run func(...string) result
+	}{{"s-remote", remote}, {"s-direct", direct}} {
+		sws := func(extra ...string) result {
+			t.Helper()
+			return m.run(append([]string{"raise", m.id, "note", "--data", "1", "--start", demo.Approval,
+				"--input", `{"timeoutSeconds": 600}`}, extra...)...)
+		}
+		if r := sws("--idempotency-key", "k-"+m.id).wantCode(t, 0); r.stdout != "started demo.Approval as "+m.id+" with note\n" {
+			t.Fatalf("%s: first raise --start printed %q", m.id, r.stdout)
+		}
+		if r := sws().wantCode(t, 0); r.stdout != "raised note on "+m.id+"\n" {
+			t.Fatalf("%s: second raise --start printed %q", m.id, r.stdout)
+		}
+		if r := sws("--idempotency-key", "k-"+m.id).wantCode(t, 0); r.stdout != "" || !strings.Contains(r.stderr, "duplicate") {
+			t.Fatalf("%s: repeated key: %+v", m.id, r)
+		}
+	}
+	same("raise", "h1", "note", "--start", demo.Approval).wantErr(t, 1, "instance h1 already ended (Completed)")
+	// Values: demo.Hello sets none; the output is the same in both modes.
+	if r := same("values", "h1").wantCode(t, 0); r.stdout != "" {
+		t.Fatalf("values of h1: %q", r.stdout)
+	}
+	if r := same("values", "h1", "--json").wantCode(t, 0); r.stdout != "{\n  \"values\": []\n}\n" {
+		t.Fatalf("values --json of h1: %q", r.stdout)
+	}
+	same("values", "h1", "stage").wantErr(t, 1, "instance h1 holds no value stage")
+	remote("values", "nope").wantErr(t, 1, `instance "nope" not found on the server`)
+	direct("values", "nope").wantErr(t, 1, `instance "nope" not found in this store`)
+	same("raise", "h1", "note", "--input", "1").wantErr(t, 2, "only apply with --start")
 	if r := remote("status", "a1").wantCode(t, 0); !strings.Contains(r.stdout, "a1") {
 		t.Fatalf("status a1: %s", r.stdout)
 	}

@@ -3,18 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
-	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/duroxide/duroxide-go/internal/nettest"
 	"github.com/duroxide/duroxide-go/internal/storeurl"
 )
 
@@ -154,41 +152,8 @@ func TestCommandHonoursCancelWhileWaitingOnServer(t *testing.T) {
 // default connect timeout), not hang.
 func TestListOnSilentServerTimesOut(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _ = io.Copy(io.Discard, c)
-			}()
-		}
-	}()
-	defer func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}()
-	done := runCLIAsync(context.Background(), "list", "--db", "postgres://nobody@"+ln.Addr().String()+"/none?sslmode=disable")
+	addr, _ := nettest.SilentListener(t)
+	done := runCLIAsync(context.Background(), "list", "--db", "postgres://nobody@"+addr+"/none?sslmode=disable")
 	r := awaitResult(t, done, "list on a silent server")
 	r.wantErr(t, 1, "cannot connect to the server", "no answer within the connect timeout")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/duroxide/duroxide-go"
 )
@@ -60,6 +61,7 @@ func describeWait(w *duroxide.Wait) string {
 		if w.Deliveries > 1 {
 			fmt.Fprintf(&b, ", delivered %d times", w.Deliveries)
 		}
+		describeActivityOptions(&b, w)
 	case duroxide.WaitChild:
 		state := string(w.ChildState)
 		if state == "" {
@@ -96,6 +98,14 @@ func describeWait(w *duroxide.Wait) string {
 		if !w.RetryAt.IsZero() {
 			fmt.Fprintf(&b, "; next replay at %s", at(w.RetryAt))
 		}
+	case duroxide.WaitPaused:
+		fmt.Fprintf(&b, "a resume: paused since %s", at(w.Since))
+		if w.By != "" {
+			fmt.Fprintf(&b, " by %s", safe(w.By))
+		}
+		if w.Message != "" {
+			fmt.Fprintf(&b, " (%s)", safe(oneLine(w.Message)))
+		}
 	case duroxide.WaitTurn:
 		fmt.Fprintf(&b, "a runtime to take %d due message(s), due since %s", w.Messages, at(w.Since))
 		if w.Message != "" {
@@ -108,4 +118,25 @@ func describeWait(w *duroxide.Wait) string {
 		fmt.Fprintf(&b, " -- STALLED: %s", safe(w.StalledReason))
 	}
 	return b.String()
+}
+
+// describeActivityOptions adds an activity's routing and heartbeat to b:
+// its queue, heartbeat timeout, latest heartbeat, and whether no runtime
+// serves it.
+func describeActivityOptions(b *strings.Builder, w *duroxide.Wait) {
+	if w.Queue != "" {
+		fmt.Fprintf(b, ", queue %s", quoted(w.Queue))
+	}
+	if w.HeartbeatTimeoutMs > 0 {
+		fmt.Fprintf(b, ", heartbeat timeout %s", time.Duration(w.HeartbeatTimeoutMs)*time.Millisecond)
+	}
+	if !w.HeartbeatAt.IsZero() {
+		fmt.Fprintf(b, ", last heartbeat %s", formatTime(w.HeartbeatAt))
+		if len(w.HeartbeatDetails) > 0 {
+			fmt.Fprintf(b, " (%s)", safe(clip(string(w.HeartbeatDetails))))
+		}
+	}
+	if w.Unserved {
+		fmt.Fprintf(b, "; %s", safe(w.Message))
+	}
 }

@@ -28,6 +28,12 @@ func TestDescribeWait(t *testing.T) {
 			"activity `Charge` attempt 1, running (worker lock until 2026-03-01T10:02:00.000Z), delivered 2 times"},
 		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 1, ActivityState: duroxide.ActivityQueued, Since: at},
 			"activity `Charge` attempt 1, queued since 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Render", Attempt: 1, ActivityState: duroxide.ActivityRunning, LockedUntil: at,
+			Queue: "gpu", HeartbeatTimeoutMs: 60000, HeartbeatAt: at, HeartbeatDetails: []byte(`{"frame":12}`)},
+			"activity `Render` attempt 1, running (worker lock until 2026-03-01T10:02:00.000Z), queue `gpu`, heartbeat timeout 1m0s, last heartbeat 2026-03-01T10:02:00.000Z ({\"frame\":12})"},
+		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Render", Attempt: 1, ActivityState: duroxide.ActivityQueued, Since: at,
+			Queue: "gpu\x1b", Unserved: true, Message: "no runtime serves activity Render (queue \"gpu\\x1b\")"},
+			"activity `Render` attempt 1, queued since 2026-03-01T10:02:00.000Z, queue `\"gpu\\x1b\"`; no runtime serves activity Render (queue \"gpu\\x1b\")"},
 		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 1, ActivityState: duroxide.ActivityDone},
 			"activity `Charge` attempt 1, finished: its result waits for the next turn"},
 		{duroxide.Wait{Kind: duroxide.WaitChild, InstanceID: "x", ChildState: duroxide.StateRunning, Since: at},
@@ -125,4 +131,17 @@ func TestStatusWaitingAndStalled(t *testing.T) {
 	}
 	runCLI(t, "list", "--stalled-after", "soon", "--db", db).wantCode(t, 2)
 	runCLI(t, "serve", "--stalled-after", "0s", "--db", db).wantErr(t, 2, "--stalled-after must be positive")
+}
+
+// status prints the patches the execution recorded, made safe.
+func TestPrintStatusPatches(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	st := &duroxide.Status{InstanceID: "p1", State: duroxide.StateRunning, Patches: []string{"fix-42", "audit\x1b[2J"}}
+	if err := printStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"fix-42, audit\x1b[2J"`; !strings.Contains(b.String(), "Patches:") || !strings.Contains(b.String(), want) {
+		t.Fatalf("status:\n%s\nlacks %s", b.String(), want)
+	}
 }

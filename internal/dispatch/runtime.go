@@ -76,6 +76,11 @@ type Options struct {
 	Limits replay.Limits
 	// Tracer, when set, receives a span per turn and activity attempt.
 	Tracer Tracer
+	// Queues are the activity queues served (nil: the default queue "").
+	Queues []string
+	// UnservedTimeout, when > 0, fails activities no live runtime has
+	// served for that long (see maintainRoutes).
+	UnservedTimeout time.Duration
 
 	// testHookActivityStart, set by tests, runs in an activity's goroutine
 	// just before the runtime decides to start its function.
@@ -169,10 +174,12 @@ func Start(p provider.Provider, reg Registry, o Options) (*Runtime, error) {
 	}
 	r.io, r.ioStop = context.WithCancelCause(context.Background())
 	r.acts, r.actsStop = context.WithCancelCause(context.Background())
-	r.loops.Add(3)
+	r.announce()
+	r.loops.Add(4)
 	go r.fetchLoop(provider.QueueOrchestrator, r.orchSlots, r.fetchTurns)
 	go r.fetchLoop(provider.QueueWorker, r.workSlots, r.fetchActivities)
 	go r.maintainSessions()
+	go r.maintainRoutes()
 	if o.LockCleanupInterval > 0 {
 		r.loops.Add(1)
 		go r.maintainLocks()
@@ -230,6 +237,9 @@ func (o *Options) fill() error {
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 10
 	}
+	if o.UnservedTimeout < 0 {
+		return fmt.Errorf("%w: UnservedTimeout must not be negative", provider.ErrInvalidArgument)
+	}
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
 	}
@@ -255,6 +265,7 @@ func (o *Options) fill() error {
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	r.stopOnce.Do(func() { close(r.stopping) })
 	r.loops.Wait()
+	r.withdraw()
 	done := make(chan struct{})
 	go func() {
 		r.work.Wait()

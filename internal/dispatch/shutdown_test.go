@@ -110,7 +110,7 @@ func scheduleActivity(ctx context.Context, t *testing.T, store provider.Provider
 	if err != nil || it == nil {
 		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
 	}
-	err = store.AckOrchestrationItem(ctx, &provider.TurnAck{
+	_, err = store.AckOrchestrationItem(ctx, &provider.TurnAck{
 		LockToken: it.LockToken, ExecutionID: 1,
 		History: []history.Event{
 			{EventID: 1, Kind: history.OrchestrationStarted, Name: "T"},

@@ -95,7 +95,8 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provid
 	}
 	stampTrace(d.Ack, root, tp)
 	reserved := r.reserveLeases(d.Ack)
-	if err := r.ackTurn(d.Ack); err != nil {
+	res, err := r.ackTurn(d.Ack)
+	if err != nil {
 		r.releaseSlots(reserved)
 		if d.Exec != nil {
 			d.Exec.Close()
@@ -118,11 +119,11 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provid
 		r.cache.put(d.Exec) // closes it when there is no cache
 	}
 	// What the ack leased to this runtime runs at once, sparing a fetch.
-	r.releaseSlots(reserved - len(d.Ack.Leased))
+	r.releaseSlots(reserved - len(res.Leased))
 	for _, a := range d.CancelLocal {
 		r.cancelLocal(activityKey{a.InstanceID, a.ExecutionID, a.ActivityID})
 	}
-	return TurnCommitted, d.Ack.Leased
+	return TurnCommitted, res.Leased
 }
 
 // withHistory completes it.History when the fetch left out what the cache
@@ -159,8 +160,12 @@ func (r *Runtime) withHistory(it *provider.OrchestrationItem) (*replay.Execution
 }
 
 // ackTurn commits a turn, retrying transient failures.
-func (r *Runtime) ackTurn(ack *provider.TurnAck) error {
-	return r.retry(func() error { return r.p.AckOrchestrationItem(r.io, ack) })
+func (r *Runtime) ackTurn(ack *provider.TurnAck) (res provider.TurnResult, err error) {
+	err = r.retry(func() error {
+		res, err = r.p.AckOrchestrationItem(r.io, ack)
+		return err
+	})
+	return res, err
 }
 
 // orchestrationOf is the name of the orchestration a committed turn ran:

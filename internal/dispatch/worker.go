@@ -30,6 +30,31 @@ type ActivityInfo struct {
 	Attempt int
 	// WorkerID is the runtime's worker (session owner) ID.
 	WorkerID string
+	// Queue is the queue the activity was routed to ("" is the default).
+	Queue string
+	// HeartbeatTimeout is the attempt's heartbeat timeout (0: none).
+	HeartbeatTimeout time.Duration
+
+	hb *heartbeats
+}
+
+// Heartbeat records a heartbeat of the attempt with details (nil keeps
+// the details recorded before): it renews the attempt's lock, stores the
+// time and details on its worker row and restarts the heartbeat timeout.
+func (a *ActivityInfo) Heartbeat(ctx context.Context, details json.RawMessage) error {
+	if a == nil || a.hb == nil {
+		return errors.New("heartbeat outside a running activity")
+	}
+	return a.hb.beat(ctx, details)
+}
+
+// HeartbeatDetails returns the latest heartbeat details of the call (see
+// heartbeats.latest), nil when there are none.
+func (a *ActivityInfo) HeartbeatDetails(ctx context.Context) (json.RawMessage, error) {
+	if a == nil || a.hb == nil {
+		return nil, nil
+	}
+	return a.hb.latest(ctx)
 }
 
 type activityInfoKey struct{}
@@ -42,9 +67,14 @@ func ActivityInfoFrom(ctx context.Context) *ActivityInfo {
 
 // fetchActivities locks up to max activities and starts each.
 func (r *Runtime) fetchActivities(max int) (int, error) {
+	names := r.activityNames()
+	if names != nil && len(names) == 0 {
+		return 0, nil // it registers no activity: nothing to fetch
+	}
 	leases, err := r.p.FetchWorkItems(r.io, provider.WorkFetchOptions{
 		LockTimeout: r.o.WorkerLockTimeout, Max: max,
-		Session: &provider.SessionOptions{OwnerID: r.o.WorkerID, LockTimeout: r.o.SessionLockTimeout},
+		Session:    &provider.SessionOptions{OwnerID: r.o.WorkerID, LockTimeout: r.o.SessionLockTimeout},
+		Activities: names, Queues: r.o.Queues,
 	})
 	if err != nil {
 		return 0, err
@@ -81,7 +111,7 @@ func (r *Runtime) reserveLeases(ack *provider.TurnAck) int {
 		if m.SessionID != "" || !m.VisibleAt.IsZero() {
 			continue
 		}
-		if _, ok := r.reg.Activity(m.Item.Name); !ok {
+		if _, ok := r.reg.Activity(m.Item.Name); !ok || !r.serves(m.Item.Queue) {
 			continue
 		}
 		select {
@@ -162,13 +192,7 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 	}()
 	item := l.Item
 	complete := func(out json.RawMessage, fail *history.ErrorDetails) *provider.OrchestratorMessage {
-		w := history.WorkItem{InstanceID: l.InstanceID, ExecutionID: l.ExecutionID, ID: l.ActivityID}
-		if fail != nil {
-			w.Kind, w.Error = history.WorkActivityFailed, fail
-		} else {
-			w.Kind, w.Output = history.WorkActivityCompleted, out
-		}
-		return &provider.OrchestratorMessage{InstanceID: l.InstanceID, Item: w}
+		return activityCompletion(l, out, fail, item.Data)
 	}
 	if l.AttemptCount > r.o.MaxAttempts {
 		r.log.Error("activity poisoned", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID,
@@ -199,10 +223,12 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 
 	ctx, cancel := context.WithCancelCause(r.acts)
 	defer cancel(nil)
-	ctx = context.WithValue(ctx, activityInfoKey{}, &ActivityInfo{
+	info := &ActivityInfo{
 		InstanceID: l.InstanceID, ExecutionID: l.ExecutionID, ActivityID: l.ActivityID,
 		Name: item.Name, SessionID: l.SessionID, Attempt: l.AttemptCount, WorkerID: r.o.WorkerID,
-	})
+		Queue: item.Queue, HeartbeatTimeout: time.Duration(item.HeartbeatTimeoutMs) * time.Millisecond,
+	}
+	ctx = context.WithValue(ctx, activityInfoKey{}, info)
 	a := &inflight{key: activityKey{l.InstanceID, l.ExecutionID, l.ActivityID}, lease: l, cancel: cancel}
 	if r.o.testHookActivityStart != nil {
 		r.o.testHookActivityStart()
@@ -216,6 +242,7 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 		return
 	}
 	a.start = time.Now()
+	info.hb = r.startHeartbeats(l, cancel)
 	a.rn = r.startRenewer(r.o.WorkerLockTimeout, func() error {
 		return r.p.RenewWorkItemLock(r.io, l.LockToken, r.o.WorkerLockTimeout)
 	}, func(error) { cancel(errActivityCanceled) })
@@ -227,6 +254,7 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 	out, err := callActivity(spanCtx, fn, item.Input)
 	endSpan(err)
 	ran := time.Since(a.start)
+	missed := info.hb.finish()
 
 	a.rn.stop()
 	r.mu.Lock()
@@ -250,6 +278,10 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 	}
 
 	switch cause := context.Cause(ctx); {
+	case missed:
+		// The watchdog failed the attempt already (heartbeats.expire).
+		r.metrics.observeActivity(ActivityFailed, ran)
+		return
 	case errors.Is(cause, errActivityCanceled):
 		r.metrics.observeActivity(ActivityCanceled, ran)
 		// The work item is gone, or back in the queue once its lost lock
@@ -266,7 +298,7 @@ func (r *Runtime) runActivity(l *provider.WorkItemLease) {
 	}
 	if err != nil {
 		r.metrics.observeActivity(ActivityFailed, ran)
-		r.ackActivity(l, complete(nil, activityFailure(err)))
+		r.ackActivity(l, activityCompletion(l, nil, activityFailure(err), info.hb.known()))
 		return
 	}
 	r.metrics.observeActivity(ActivityCompleted, ran)
@@ -377,23 +409,28 @@ func (r *Runtime) ackActivity(l *provider.WorkItemLease, completion *provider.Or
 	if reserved {
 		f = r.fuseTurn(ack, l.ExecutionID)
 	}
-	err := r.retry(func() error { return r.p.AckWorkItem(r.io, ack) })
+	var res provider.WorkResult
+	ackWork := func() (err error) {
+		res, err = r.p.AckWorkItem(r.io, ack)
+		return err
+	}
+	err := r.retry(ackWork)
 	if f != nil {
-		if err == nil && ack.ThenApplied {
+		if err == nil && res.Then != nil {
 			r.metrics.observeTurn(TurnCommitted, time.Since(start))
 			<-r.orchSlots // before its activities start (see startTurn)
-			f.committed(r, ack.Then)
+			f.committed(r, ack.Then, *res.Then)
 			return
 		}
 		f.dropped(r)
 		if err != nil && !errors.Is(err, provider.ErrLockLost) {
 			// The turn may be what failed: commit the result alone.
 			ack.Then, ack.ThenAfter = nil, 0
-			err = r.retry(func() error { return r.p.AckWorkItem(r.io, ack) })
+			err = r.retry(ackWork)
 		}
 	}
-	if err == nil && ack.Turn != nil {
-		r.startTurn(ack.Turn, time.Now()) // it keeps the reserved slot
+	if err == nil && res.Turn != nil {
+		r.startTurn(res.Turn, time.Now()) // it keeps the reserved slot
 		return
 	}
 	if reserved {
@@ -488,7 +525,7 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 
 // committed finishes a fused turn the store applied: caches its
 // execution, runs the activities it leased here, cancels what it canceled.
-func (f *fusedTurn) committed(r *Runtime, ack *provider.TurnAck) {
+func (f *fusedTurn) committed(r *Runtime, ack *provider.TurnAck, res provider.TurnResult) {
 	f.endSpan(nil)
 	if l := f.d.Log; l != nil {
 		r.log.LogAttrs(r.io, l.Level, l.Msg, append([]slog.Attr{slog.String(logkey.Instance, f.instance)}, l.Attrs...)...)
@@ -497,8 +534,8 @@ func (f *fusedTurn) committed(r *Runtime, ack *provider.TurnAck) {
 	if f.d.Exec != nil {
 		r.cache.put(f.d.Exec)
 	}
-	r.releaseSlots(f.reserved - len(ack.Leased))
-	r.startActivities(ack.Leased)
+	r.releaseSlots(f.reserved - len(res.Leased))
+	r.startActivities(res.Leased)
 	for _, a := range f.d.CancelLocal {
 		r.cancelLocal(activityKey{a.InstanceID, a.ExecutionID, a.ActivityID})
 	}

@@ -64,6 +64,22 @@ const (
 	Path            = "path"
 )
 
+// Keys of retention and bulk actions.
+const (
+	Instances  = "instances"
+	Executions = "executions"
+	Skipped    = "skipped"
+	Job        = "job"
+)
+
+// Keys of schedules.
+const (
+	Schedule = "schedule"
+	// From and Until bound a span of time, such as fire times missed.
+	From  = "from"
+	Until = "until"
+)
+
 // Keys of HTTP requests (Path is shared with the store).
 const (
 	Method  = "method"

@@ -143,6 +143,27 @@ func (c *Context) SetCustomStatus(v json.RawMessage) {
 	c.x.abortIfBroken()
 }
 
+// SetValue records the instance value key (nil v clears it). A new value
+// over Limits.MaxValueBytes, or a new key beyond Limits.MaxValues, goes
+// over a limit and stops the code.
+func (c *Context) SetValue(key string, v json.RawMessage) {
+	x := c.x
+	ev := x.emitWith(history.Event{Kind: history.ValueSet, Name: key, Data: v}, x.checkValue)
+	x.abortIfBroken()
+	if ev.Data == nil {
+		delete(x.values, ev.Name)
+	} else {
+		x.values[ev.Name] = ev.Data
+	}
+}
+
+// Value returns the instance value key as the code last set it (or the
+// previous execution left it), and whether it is set.
+func (c *Context) Value(key string) (json.RawMessage, bool) {
+	v, ok := c.x.values[key]
+	return v, ok
+}
+
 // Now returns the orchestration's current time, recorded on first call.
 func (c *Context) Now() time.Time {
 	x := c.x

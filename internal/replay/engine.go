@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -116,6 +117,9 @@ type TurnOutput struct {
 	// Carried are external events that arrived and were never consumed, in
 	// arrival order, to hand to the next execution (ContinuedAsNew).
 	Carried []Arrival
+	// Values are the instance's values the next execution starts with
+	// (ContinuedAsNew): its OrchestrationStarted.Values.
+	Values map[string]json.RawMessage
 	// Nondeterminism, when set, means the turn must not be committed.
 	Nondeterminism *NondeterminismError
 	// Limit, when set, means the execution went over one of its Limits:
@@ -266,6 +270,11 @@ type Execution struct {
 	// each patch's answer for this execution.
 	patchSeen map[string]bool
 	patches   map[string]bool
+
+	// values are the instance's values (ValueSet) at the code's position:
+	// the previous execution's (OrchestrationStarted.Values), then each
+	// SetValue the code made, as history records it.
+	values map[string]json.RawMessage
 
 	bytes   int64       // EventSize of hist
 	actions int         // new events the code recorded this turn
@@ -486,6 +495,9 @@ func (x *Execution) prepare(msgs []history.WorkItem) {
 			return
 		}
 		ev := history.Event{Kind: kind, SourceEventID: m.ID, Output: m.Output, Error: m.Error}
+		if kind == history.ActivityFailed {
+			ev.Data = m.Data // heartbeat details, for a retry
+		}
 		if kind == history.TimerFired {
 			ev.FireAtMs = m.FireAtMs
 		}
@@ -606,6 +618,10 @@ func (x *Execution) deliver(a *arrival, seq int) bool {
 
 func (x *Execution) start() {
 	x.started = true
+	x.values = maps.Clone(x.hist[0].Values)
+	if x.values == nil {
+		x.values = map[string]json.RawMessage{}
+	}
 	input := x.hist[0].Input
 	seq := func(yield func(struct{}) bool) {
 		x.yield = yield
@@ -710,7 +726,8 @@ func isSchedule(k history.EventKind) bool {
 	switch k {
 	case history.ActivityScheduled, history.TimerCreated, history.ExternalSubscribed,
 		history.SubOrchestrationScheduled, history.CustomStatusUpdated,
-		history.NowRecorded, history.GUIDRecorded, history.DetachedOrchestrationScheduled:
+		history.NowRecorded, history.GUIDRecorded, history.DetachedOrchestrationScheduled,
+		history.ValueSet:
 		return true
 	}
 	return false
@@ -726,7 +743,7 @@ func matches(rec, act *history.Event) bool {
 	switch rec.Kind {
 	case history.ActivityScheduled:
 		return rec.Name == act.Name && rec.SessionID == act.SessionID && jsonEqual(rec.Input, act.Input)
-	case history.ExternalSubscribed:
+	case history.ExternalSubscribed, history.ValueSet:
 		return rec.Name == act.Name
 	case history.SubOrchestrationScheduled, history.DetachedOrchestrationScheduled:
 		if act.ChildInstanceID != "" && rec.ChildInstanceID != act.ChildInstanceID {
@@ -774,6 +791,8 @@ func describe(ev *history.Event) string {
 		return fmt.Sprintf("detached start of %q (%s) with input %s", ev.Name, ev.ChildInstanceID, orNone(ev.Input))
 	case history.CustomStatusUpdated:
 		return "a custom status update"
+	case history.ValueSet:
+		return fmt.Sprintf("a change of value %q", ev.Name)
 	case history.NowRecorded:
 		return "a call to Now"
 	case history.GUIDRecorded:
@@ -854,6 +873,9 @@ func (x *Execution) finalize() *TurnOutput {
 		if errors.As(x.err, &can) {
 			out.Result = ContinuedAsNew
 			out.ContinueAsNew = can
+			if len(x.values) > 0 {
+				out.Values = maps.Clone(x.values)
+			}
 			term = history.Event{Kind: history.OrchestrationContinuedAsNew, Input: can.Input, Version: can.Version}
 			// Events of this turn that the loop did not reach before the
 			// code returned are unconsumed arrivals too.

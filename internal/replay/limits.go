@@ -27,6 +27,10 @@ type Limits struct {
 	// of an event, the result of an activity or a child, the output, the
 	// input of the next execution.
 	MaxPayload int
+	// MaxValues bounds the number of values (SetValue keys) an instance
+	// holds; MaxValueBytes the size of one value.
+	MaxValues     int
+	MaxValueBytes int
 }
 
 // Names of the limits, as the runtime options call them.
@@ -35,6 +39,8 @@ const (
 	LimitEvents  = "MaxHistoryEvents"
 	LimitBytes   = "MaxHistoryBytes"
 	LimitPayload = "MaxPayloadBytes"
+	LimitValues  = "MaxValues"
+	LimitValue   = "MaxValueBytes"
 )
 
 // ErrLimitExceeded is matched by every *LimitError.
@@ -52,7 +58,7 @@ type LimitError struct {
 
 func (e *LimitError) Error() string {
 	unit := ""
-	if e.Limit == LimitBytes || e.Limit == LimitPayload {
+	if e.Limit == LimitBytes || e.Limit == LimitPayload || e.Limit == LimitValue {
 		unit = " bytes"
 	}
 	return fmt.Sprintf("%s: %d%s, over the limit %s = %d", e.What, e.Value, unit, e.Limit, e.Max)
@@ -88,6 +94,9 @@ func EventSize(ev *history.Event) int64 {
 	}
 	if p := ev.Parent; p != nil {
 		n += len(p.InstanceID)
+	}
+	for k, v := range ev.Values {
+		n += len(k) + len(v)
 	}
 	return int64(n)
 }
@@ -148,6 +157,24 @@ func (x *Execution) checkAction(ev *history.Event) {
 	}
 	x.checkPayload(ev)
 	x.checkHistory()
+}
+
+// checkValue sets x.limit when a new ValueSet event sets a value over
+// MaxValueBytes, or a new key beyond MaxValues.
+func (x *Execution) checkValue(ev *history.Event) {
+	if x.limit != nil || ev.Data == nil {
+		return
+	}
+	if max := x.cfg.Limits.MaxValueBytes; max > 0 && len(ev.Data) > max {
+		x.limit = &LimitError{Limit: LimitValue, Max: int64(max), Value: int64(len(ev.Data)), What: "value " + ev.Name}
+		return
+	}
+	if _, ok := x.values[ev.Name]; !ok {
+		if max := x.cfg.Limits.MaxValues; max > 0 && len(x.values) >= max {
+			x.limit = &LimitError{Limit: LimitValues, Max: int64(max), Value: int64(len(x.values) + 1),
+				What: "values of the instance (setting " + ev.Name + ")"}
+		}
+	}
 }
 
 // checkEnding checks the payload that ends the execution: its output, or

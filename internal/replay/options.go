@@ -81,6 +81,17 @@ type ActivityOptions struct {
 	// StartToClose bounds each attempt; ScheduleToClose bounds the whole
 	// call, retries and waits included. Both are durable timers.
 	StartToClose, ScheduleToClose time.Duration
+	// Queue routes the activity ("" is the default queue); HeartbeatTimeout
+	// fails an attempt that has not heartbeated for that long (enforced by
+	// the worker). Neither is compared on replay.
+	Queue            string
+	HeartbeatTimeout time.Duration
+}
+
+// scheduled is the ActivityScheduled event of one attempt.
+func (o ActivityOptions) scheduled(name string, input, details json.RawMessage) history.Event {
+	return history.Event{Kind: history.ActivityScheduled, Name: name, Input: input, SessionID: o.SessionID,
+		Queue: o.Queue, HeartbeatTimeoutMs: o.HeartbeatTimeout.Milliseconds(), Data: details}
 }
 
 // ScheduleActivityOptions schedules an activity with retries and
@@ -93,7 +104,10 @@ type ActivityOptions struct {
 // TurnOutput.CanceledActivities; its late result is ignored.
 func (c *Context) ScheduleActivityOptions(name string, input json.RawMessage, o ActivityOptions) *Task {
 	if o.Retry == nil && o.StartToClose <= 0 && o.ScheduleToClose <= 0 {
-		return c.ScheduleActivity(name, input, o.SessionID)
+		x := c.x
+		ev := x.emit(o.scheduled(name, input, nil))
+		x.abortIfBroken()
+		return x.bind(ev.EventID, kindActivity, name, "")
 	}
 	return c.scheduleComposite(name, input, o)
 }
@@ -120,12 +134,13 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 		}
 	}
 	attempt := 0
-	var cur *Task // the latest attempt
+	var cur *Task               // the latest attempt
+	var details json.RawMessage // the latest heartbeat details of a failed attempt
 	var try func()
 	try = func() {
 		attempt++
 		n := attempt
-		ev := x.emit(history.Event{Kind: history.ActivityScheduled, Name: name, Input: input, SessionID: o.SessionID})
+		ev := x.emit(o.scheduled(name, input, details))
 		if x.nondet != nil {
 			return
 		}
@@ -143,6 +158,9 @@ func (c *Context) scheduleComposite(name string, input json.RawMessage, o Activi
 			if t.failure == nil || n >= p.MaxAttempts || p.final(t.failure) {
 				comp.complete(t.seq, t.output, t.failure)
 				return
+			}
+			if d := x.hist[t.seq].Data; len(d) > 0 && x.hist[t.seq].Kind == history.ActivityFailed {
+				details = d
 			}
 			d := p.JitteredDelay(n, x.cfg.InstanceID, t.eventID)
 			if d <= 0 {

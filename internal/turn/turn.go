@@ -234,6 +234,7 @@ func decide(in Input) Decision {
 				started.FireAtMs = in.Now.Add(armTimeout).UnixMilli()
 			case start.Kind == history.WorkContinueAsNew:
 				started.FireAtMs = deadlineMs
+				started.Values = start.Values
 			}
 		}
 	}
@@ -440,7 +441,8 @@ func buildAck(id, token string, execID int64, name, version string, started *his
 			ack.WorkerItems = append(ack.WorkerItems, &provider.WorkerMessage{
 				InstanceID: id, ExecutionID: execID, ActivityID: ev.EventID, SessionID: ev.SessionID,
 				Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: execID,
-					ID: ev.EventID, Name: ev.Name, Input: ev.Input, SessionID: ev.SessionID},
+					ID: ev.EventID, Name: ev.Name, Input: ev.Input, SessionID: ev.SessionID,
+					Queue: ev.Queue, HeartbeatTimeoutMs: ev.HeartbeatTimeoutMs, Data: ev.Data},
 			})
 		case history.TimerCreated:
 			ack.OrchestratorItems = append(ack.OrchestratorItems, &provider.OrchestratorMessage{
@@ -467,6 +469,8 @@ func buildAck(id, token string, execID int64, name, version string, started *his
 			ack.OrchestratorItems = append(ack.OrchestratorItems, detachedStart(id, execID, ev)...)
 		case history.CustomStatusUpdated:
 			md.CustomStatus = &provider.CustomStatusUpdate{Value: ev.CustomStatus}
+		case history.ValueSet:
+			ack.Values = append(ack.Values, provider.ValueUpdate{Key: ev.Name, Value: ev.Data})
 		case history.OrchestrationCancelRequested:
 			if ev.FireAtMs > 0 && out.Result == replay.Running {
 				// The grace deadline: its firing ends the execution.
@@ -500,7 +504,7 @@ func buildAck(id, token string, execID int64, name, version string, started *his
 		}
 		ack.OrchestratorItems = append(ack.OrchestratorItems, &provider.OrchestratorMessage{InstanceID: id,
 			Item: history.WorkItem{Kind: history.WorkContinueAsNew, InstanceID: id, ExecutionID: execID + 1,
-				Name: name, Version: next, Input: out.ContinueAsNew.Input, Parent: parent}})
+				Name: name, Version: next, Input: out.ContinueAsNew.Input, Parent: parent, Values: out.Values}})
 		for _, a := range out.Carried {
 			ack.OrchestratorItems = append(ack.OrchestratorItems, &provider.OrchestratorMessage{InstanceID: id,
 				Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: a.Name, Data: a.Data}})

@@ -1,7 +1,9 @@
 // Package postgres is the scale-out store of duroxide-go: a
-// provider.Provider (with the optional provider.Waker) kept in a
-// PostgreSQL database, so that many runtime nodes can share one set of
-// orchestrations. It uses pgx v5 and its connection pool.
+// provider.Provider (with the optional provider.Waker and
+// provider.ScheduleStore, and provider.Leaser, provider.ExecutionPruner and
+// provider.BulkJobStore for retention and bulk actions) kept in a PostgreSQL
+// database, so that many runtime nodes can share one set of orchestrations.
+// It uses pgx v5 and its connection pool.
 //
 //	store, err := postgres.Open(ctx, "postgres://app@db:5432/app", &postgres.Options{Schema: "orders"})
 //	if err != nil { ... }
@@ -88,6 +90,29 @@
 // to lease the activities it schedules); an instance that is not quiet
 // gets the completion enqueued instead.
 //
+// # Group commit
+//
+// The runtime's dispatchers fetch, ack, enqueue and abandon concurrently,
+// and a commit (the WAL flush) costs more than the statements of such a
+// small transaction. These calls go through a group-commit leader
+// (sqlstore.GroupCommit, shared with the SQLite store): a call that finds
+// no group running runs at once in a transaction of its own; calls that
+// arrive while one runs queue up, and the next group runs them (up to
+// Options.GroupCommitMax, default 8) in one transaction on one connection,
+// each in a savepoint of its own, and commits once. A call that fails rolls
+// back to its savepoint, releasing what it locked, and only its caller sees
+// the error; results and notifications follow the commit. Up to
+// Options.GroupCommitLanes groups (default 8, at most MaxConns) run at once, a further one
+// opening only while a quarter of GroupCommitMax calls wait, so groups stay
+// big unless the load needs parallel transactions. Each call declares the
+// instance advisory locks it takes, and a group takes all of them first,
+// in one statement, in instance order, so two groups, here or on other
+// nodes, never wait for each other in a cycle. A group broken outside the
+// calls' savepoints (its locks timed out) rolls back and runs each call
+// alone; a failed commit or a dropped connection fails every call of the
+// group, as it fails a lone call (the outcome is unknown). Other writes
+// (purge, import, execution-lock and session maintenance) run alone.
+//
 // The admin reads that explain why an instance waits (InstanceQueue,
 // StalledInstances) are index lookups: InstanceQueue reads the instance's
 // own rows in one snapshot and one batch, and each rule of
@@ -136,8 +161,10 @@
 // keep-alives (Options.KeepAlive, 15s) notice a vanished server. A call
 // also ends when its context does, in the middle of a transaction too: its
 // connection is then closed, never returned to the pool, and the server
-// rolls the transaction back. Migrations and exports run without these
-// limits.
+// rolls the transaction back. A call queued for a group withdraws when its
+// context ends; once its group began it waits for the group, which
+// Options.StatementTimeout bounds. Migrations and exports run without
+// these limits.
 //
 // # Errors
 //

@@ -1,15 +1,12 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider"
-	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
-	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Execution locks, their queues and idempotency keys; see
@@ -27,9 +24,9 @@ func (w *wtx) lockKey(kind, key string) error {
 	return err
 }
 
-// checkIdempotencyKey fails with *provider.DuplicateStartError when key is
+// CheckIdempotencyKey fails with *provider.DuplicateStartError when key is
 // retained; a key past its retention is deleted so it can be reused.
-func (w *wtx) checkIdempotencyKey(key string) error {
+func (w *wtx) CheckIdempotencyKey(key string) error {
 	if err := w.lockKey("idem", key); err != nil {
 		return err
 	}
@@ -54,10 +51,10 @@ func (w *wtx) checkIdempotencyKey(key string) error {
 	return err
 }
 
-// liveLockHolder returns the live, unexpired lock on key, or nil once the
+// LiveLockHolder returns the live, unexpired lock on key, or nil once the
 // key is free. Stale and expired locks met on the way are freed, each
 // handed to its oldest queued start, which then holds the key.
-func (w *wtx) liveLockHolder(key string) (*provider.LockedError, error) {
+func (w *wtx) LiveLockHolder(key string) (*provider.LockedError, error) {
 	if err := w.lockKey("xlock", key); err != nil {
 		return nil, err
 	}
@@ -117,103 +114,24 @@ func (w *wtx) promoteAll(keys []string) error {
 	return nil
 }
 
-// GetExecutionLock returns the lock on key; see provider.LockStore.
-func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.ExecutionLock, error) {
-	const op = "getting execution lock"
-	if err := sqlstore.CheckLockKey(key); err != nil {
-		return nil, p.fail(op, err)
-	}
-	var l *provider.ExecutionLock
-	err := p.read(ctx, op, func() error {
-		var err error
-		l, err = sqlstore.GetExecutionLock(ctx, sharedQuerier{p.pool}, key, p.now())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// ListExecutionLocks returns every lock by key; see provider.LockStore.
-func (p *Provider) ListExecutionLocks(ctx context.Context) ([]provider.ExecutionLock, error) {
-	var out []provider.ExecutionLock
-	err := p.read(ctx, "listing execution locks", func() error {
-		var err error
-		out, err = sqlstore.ListExecutionLocks(ctx, sharedQuerier{p.pool}, p.now())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// ReleaseExecutionLock force-releases the lock on key; see provider.LockStore.
-func (p *Provider) ReleaseExecutionLock(ctx context.Context, key string) (bool, error) {
-	const op = "releasing execution lock"
-	if key == "" {
-		return false, p.fail(op, sqlenc.Invalid("empty lock key"))
-	}
-	var released bool
-	err := p.write(ctx, op, func(w *wtx) error {
-		released = false
-		if err := w.lockKey("xlock", key); err != nil {
-			return err
-		}
-		n, err := w.exec(sqlXLockDelete, key)
-		if err != nil {
-			return err
-		}
-		released = n > 0
-		if !released {
-			return nil
-		}
-		_, err = w.promoteQueuedStart(key)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	return released, nil
-}
-
-// CleanupExecutionLocks frees expired and stale locks and drops expired
-// idempotency keys; see provider.LockStore.
-func (p *Provider) CleanupExecutionLocks(ctx context.Context) (*provider.LockCleanup, error) {
-	var res *provider.LockCleanup
-	err := p.write(ctx, "cleaning up execution locks", func(w *wtx) error {
-		var err error
-		res, err = sqlstore.CleanupExecutionLocks(lockCleaner{w})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// lockCleaner is the write transaction CleanupExecutionLocks runs in.
-type lockCleaner struct{ w *wtx }
-
-func (c lockCleaner) FreeableLocks() ([]string, error) {
-	return c.w.queryStrings(sqlXLockFreeable, c.w.now)
+func (w *wtx) FreeableLocks() ([]string, error) {
+	return w.queryStrings(sqlXLockFreeable, w.now)
 }
 
 // ClaimFreeable takes the key's advisory lock and looks again under it:
 // another node may have settled the lock meanwhile.
-func (c lockCleaner) ClaimFreeable(key string) (bool, error) {
-	if err := c.w.lockKey("xlock", key); err != nil {
+func (w *wtx) ClaimFreeable(key string) (bool, error) {
+	if err := w.lockKey("xlock", key); err != nil {
 		return false, err
 	}
-	holder, err := c.w.liveLockHolderNoWait(key)
+	holder, err := w.liveLockHolderNoWait(key)
 	return !holder, err
 }
 
-func (c lockCleaner) FreeExecutionLock(key string) (bool, error) { return c.w.freeExecutionLock(key) }
+func (w *wtx) FreeExecutionLock(key string) (bool, error) { return w.freeExecutionLock(key) }
 
-func (c lockCleaner) DropExpiredIdempotencyKeys() (int64, error) {
-	return c.w.exec(sqlIdemCleanup, c.w.now)
+func (w *wtx) DropExpiredIdempotencyKeys() (int64, error) {
+	return w.exec(sqlIdemCleanup, w.now)
 }
 
 // liveLockHolderNoWait reports whether key has a lock that is live and
@@ -229,4 +147,18 @@ func (w *wtx) liveLockHolderNoWait(key string) (bool, error) {
 		return false, err
 	}
 	return expires > w.now && status != "" && !provider.Status(status).IsTerminal(), nil
+}
+
+// ReleaseExecutionLock takes the key's advisory lock, deletes the lock on
+// key and hands the key to its queue; see sqlstore.Tx.
+func (w *wtx) ReleaseExecutionLock(key string) (bool, error) {
+	if err := w.lockKey("xlock", key); err != nil {
+		return false, err
+	}
+	n, err := w.exec(sqlXLockDelete, key)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	_, err = w.promoteQueuedStart(key)
+	return true, err
 }

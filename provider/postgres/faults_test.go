@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -16,7 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/nettest"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 // holdProxy is a loopback TCP proxy between a store and the test server
@@ -252,7 +253,7 @@ func TestStuckConnectionCostsOthersOnlyALockTimeout(t *testing.T) {
 	}
 	hp.Drop()
 	enqueueUntilAccepted(t, b, "i1")
-	it := mustFetch(t, b)
+	it := providertest.MustFetch(t, b)
 	if it.InstanceID != "i1" || len(it.Messages) != 2 {
 		t.Fatalf("fetched %s with %d messages, want i1 with its start and the raised event", it.InstanceID, len(it.Messages))
 	}
@@ -336,52 +337,6 @@ func TestCanceledCallReturnsWhileServerIsSilent(t *testing.T) {
 	}
 }
 
-// silentListener accepts connections on loopback and never answers; it is
-// closed when the test ends. accepted receives one value per connection.
-func silentListener(t *testing.T) (addr string, accepted <-chan struct{}) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan struct{}, 64)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _ = io.Copy(io.Discard, c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String(), ch
-}
-
 // TestOpenOnSilentServerTimesOut: a port that accepts connections and
 // never answers makes Open fail with a retryable ErrUnavailable, with the
 // default connect timeout as with a set one.
@@ -393,7 +348,7 @@ func TestOpenOnSilentServerTimesOut(t *testing.T) {
 	}{{"default", 0}, {"set", 300 * time.Millisecond}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			addr, _ := silentListener(t)
+			addr, _ := nettest.SilentListener(t)
 			done := make(chan error, 1)
 			go func() {
 				p, err := Open(context.Background(), "postgres://nobody@"+addr+"/none?sslmode=disable",
@@ -610,7 +565,7 @@ func TestQuietCheckReadsOneEventWithoutStatistics(t *testing.T) {
 	p := openFresh(t, &Options{NoListen: true})
 	ctx := t.Context()
 	mustExec(t, p, `ALTER TABLE history SET (autovacuum_enabled = off)`)
-	runFirstTurn(t, p, "long") // the instance, unlocked, with its first 2 events
+	providertest.RunFirstTurn(t, p, "long") // the instance, unlocked, with its first 2 events
 	mustExec(t, p, `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
 SELECT 'long', 1, g, 'ActivityCompleted', repeat('x', 200), 0 FROM generate_series(3, 3000) AS g`)
 	var planJSON []byte
@@ -637,7 +592,7 @@ func TestHistoryTailReadsOnlyTheTail(t *testing.T) {
 	p := openFresh(t, &Options{NoListen: true})
 	ctx := t.Context()
 	mustExec(t, p, `ALTER TABLE history SET (autovacuum_enabled = off)`)
-	runFirstTurn(t, p, "long")
+	providertest.RunFirstTurn(t, p, "long")
 	mustExec(t, p, `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
 SELECT 'long', 1, g, 'ActivityCompleted', repeat('x', 200), 0 FROM generate_series(3, 3000) AS g`)
 	var planJSON []byte

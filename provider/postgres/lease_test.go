@@ -48,9 +48,10 @@ func TestDelayedTurnAckLeasesFromItsCommit(t *testing.T) {
 	ack.LeaseFor = 30 * time.Second
 	var (
 		wg     sync.WaitGroup
+		res    provider.TurnResult
 		ackErr error
 	)
-	wg.Go(func() { ackErr = p.AckOrchestrationItem(ctx, ack) })
+	wg.Go(func() { res, ackErr = p.AckOrchestrationItem(ctx, ack) })
 
 	// Wait until the ack is queued behind the blocker, then let two
 	// minutes pass before it may go on.
@@ -73,10 +74,10 @@ func TestDelayedTurnAckLeasesFromItsCommit(t *testing.T) {
 	if ackErr != nil {
 		t.Fatalf("AckOrchestrationItem: %v", ackErr)
 	}
-	if len(ack.Leased) != 1 {
-		t.Fatalf("Leased = %d leases, want 1", len(ack.Leased))
+	if len(res.Leased) != 1 {
+		t.Fatalf("Leased = %d leases, want 1", len(res.Leased))
 	}
-	if l := ack.Leased[0]; !l.LockedUntil.After(clock.Now()) {
+	if l := res.Leased[0]; !l.LockedUntil.After(clock.Now()) {
 		t.Fatalf("lease locked until %v, already expired at %v", l.LockedUntil, clock.Now())
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Notifications (provider.Notifier).
@@ -112,32 +113,8 @@ func (w *wtx) queueAckNotify(b *pgx.Batch, inst string) {
 // notifyLocal delivers c to this process's subscribers after its
 // transaction committed.
 func (p *Provider) notifyLocal(c *changes) {
-	if c.orch {
-		p.hub.Wake(provider.QueueOrchestrator)
-	}
-	if c.work {
-		p.hub.Wake(provider.QueueWorker)
-	}
-	if len(c.instances) > 0 {
-		p.hub.InstanceChanged(c.instances...)
-	}
+	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances)
 }
-
-// Subscribe implements provider.Notifier.
-func (p *Provider) Subscribe(q provider.Queue) (<-chan struct{}, func()) {
-	return p.hub.Subscribe(q)
-}
-
-// WatchInstance implements provider.Notifier.
-func (p *Provider) WatchInstance(instanceID string) (<-chan struct{}, func()) {
-	return p.hub.WatchInstance(instanceID)
-}
-
-// WakeAll wakes every subscriber and instance watcher, as when another
-// node changed the database in a way this one cannot tell. Test harnesses
-// that move a fake clock use it: dispatchers sleeping on timers of the old
-// time look again.
-func (p *Provider) WakeAll() { p.hub.WakeAll() }
 
 // handleNotification wakes the subscribers a notification of another node
 // concerns.

@@ -1,40 +1,26 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/duroxide/duroxide-go/history"
-	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
+// deadLetter records a message moved out of a queue, for logging after commit.
+type deadLetter = sqlstore.DeadLetter
+
 // Queue names used in dead_letters.queue.
 const (
-	queueOrchestrator = "orchestrator"
-	queueWorker       = "worker"
+	queueOrchestrator = sqlstore.QueueOrchestrator
+	queueWorker       = sqlstore.QueueWorker
 )
-
-// deadLetter records a message moved out of a queue, for logging after commit.
-type deadLetter struct {
-	queue, instanceID string
-	err               error
-}
-
-func (p *Provider) logDeadLetters(dls []deadLetter) {
-	for _, d := range dls {
-		p.log.Warn("postgres: moved an undecodable message to the dead-letter list",
-			logkey.Queue, d.queue, logkey.Instance, d.instanceID, logkey.Error, d.err)
-	}
-}
 
 // deadLetter moves one undecodable queue row to dead_letters.
 func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload []byte, cause error) error {
@@ -48,31 +34,12 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 	return err
 }
 
-// FetchOrchestrationItems locks up to opts.Max ready instances in one
-// transaction; see provider.Provider.
-func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
-	const op = "fetching orchestration items"
-	limit, err := sqlenc.FetchLimit(opts.LockTimeout, opts.Max)
-	if err != nil {
-		return nil, p.fail(op, err)
-	}
-	var (
-		items []*provider.OrchestrationItem
-		dead  []deadLetter
-	)
-	err = p.write(ctx, op, func(w *wtx) error {
-		var err error
-		items, dead, err = w.fetchTurns(limit, opts.LockTimeout, opts.Cached)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.logDeadLetters(dead)
-	return items, nil
+// FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
+func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
+	return w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached)
 }
 
-func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, []deadLetter, error) {
+func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
 	prefix := sqlstore.NewTokenPrefix()
 	until := w.now + sqlenc.DurMs(lockTimeout)
 	var (
@@ -95,27 +62,28 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 			return nil
 		}, w.now, skip, w.p.lockSpace, limit-len(items))
 		if err != nil {
-			return nil, nil, err
+			return sqlstore.Fetched{}, err
 		}
 		if len(cands) == 0 {
 			break
 		}
 		got, lost, d, err := w.lockTurns(cands, free, prefix, until)
 		if err != nil {
-			return nil, nil, err
+			return sqlstore.Fetched{}, err
 		}
 		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
 	}
 	if len(items) == 0 {
-		return nil, dead, nil
+		return sqlstore.Fetched{Dead: dead}, nil
 	}
-	if err := w.loadTurns(items, cached); err != nil {
-		return nil, nil, err
+	histories, err := w.loadTurns(items, cached)
+	if err != nil {
+		return sqlstore.Fetched{}, err
 	}
 	if err := w.redate(items, prefix, lockTimeout); err != nil {
-		return nil, nil, err
+		return sqlstore.Fetched{}, err
 	}
-	return items, dead, nil
+	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
 }
 
 // redate moves the locks of items forward when the clock passed their
@@ -139,13 +107,6 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 	return err
 }
 
-// fetchedMsg is one tagged orchestrator-queue row.
-type fetchedMsg struct {
-	id       int64
-	data     []byte
-	attempts int
-}
-
 // lockTurns locks those of the instances cands whose lock is free or
 // expired, and whose advisory lock no other transaction holds (free, when
 // the caller tried them already), with tokens
@@ -166,7 +127,7 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items
 	if len(free) == 0 {
 		return nil, lost, nil, nil
 	}
-	msgs := make(map[string][]fetchedMsg, len(free))
+	msgs := make(map[string][]sqlstore.TaggedMessage, len(free))
 	locked := make(map[string]bool, len(free))
 	err = w.query(sqlLockAndTag, func(r pgx.Rows) error {
 		var inst string
@@ -177,7 +138,7 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items
 		}
 		locked[inst] = true
 		if id != nil {
-			msgs[inst] = append(msgs[inst], fetchedMsg{id: *id, data: data, attempts: int(*attempts)})
+			msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
 		}
 		return nil
 	}, prefix, free, until, w.now)
@@ -189,29 +150,16 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items
 			lost = append(lost, inst) // its lock is held: try the next one
 			continue
 		}
-		batch := msgs[inst]
-		slices.SortFunc(batch, func(a, b fetchedMsg) int { return cmp.Compare(a.id, b.id) })
-		it := &provider.OrchestrationItem{
-			InstanceID:  inst,
-			LockToken:   prefix + inst,
-			LockedUntil: msTime(until),
-			Messages:    make([]history.WorkItem, 0, len(batch)),
+		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
+			return w.deadLetter(queueOrchestrator, sqlDeleteMessage, m.ID, inst, m.Data, cause)
+		})
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		for _, m := range batch {
-			wi, derr := history.DecodeWorkItem(m.data)
-			if derr != nil {
-				if err := w.deadLetter(queueOrchestrator, sqlDeleteMessage, m.id, inst, m.data, derr); err != nil {
-					return nil, nil, nil, err
-				}
-				dead = append(dead, deadLetter{queue: queueOrchestrator, instanceID: inst, err: derr})
-				continue
-			}
-			it.Messages = append(it.Messages, wi)
-			it.AttemptCount = max(it.AttemptCount, m.attempts)
-		}
-		if len(it.Messages) == 0 {
+		dead = append(dead, d...)
+		if it == nil {
 			// Nothing deliverable: release the lock and move on.
-			if _, err := w.exec(sqlReleaseLock, inst, it.LockToken); err != nil {
+			if _, err := w.exec(sqlReleaseLock, inst, prefix+inst); err != nil {
 				return nil, nil, nil, err
 			}
 			lost = append(lost, inst)
@@ -223,9 +171,10 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items
 }
 
 // loadTurns loads, in one round trip, the instance rows of the locked
-// items, the history each needs (only what cached does not hold) and when
-// pending starts come due, and decodes the histories.
-func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) error {
+// items, the history each needs (only what cached does not hold, setting
+// HistoryAfter) and when pending starts come due. The histories are
+// decoded after the commit (sqlstore.DecodeHistories).
+func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) (map[string][]sqlstore.StoredEvent, error) {
 	n := len(items)
 	ids := make([]string, n)
 	exs := make([]int64, n)
@@ -284,7 +233,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 		})
 	})
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, s := range starts {
 		if it := byID[s.id]; it != nil && it.Instance != nil {
@@ -297,7 +246,6 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 	for i, it := range items {
 		m := it.Instance
 		if m == nil || m.CurrentExecutionID == 0 {
-			it.History = []history.Event{}
 			delete(rows, it.InstanceID)
 			continue
 		}
@@ -311,9 +259,8 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 				continue
 			}
 			it.HistoryAfter = afters[i]
-			evs = evs[1:]
+			rows[it.InstanceID] = evs[1:]
 		}
-		decodeInto(it, evs)
 	}
 	if len(reload) > 0 {
 		rids := make([]string, len(reload))
@@ -321,36 +268,23 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 		for k, i := range reload {
 			rids[k] = items[i].InstanceID
 		}
-		full := make(map[string][]sqlstore.StoredEvent, len(reload))
+		for _, i := range reload {
+			delete(rows, items[i].InstanceID)
+		}
 		err := w.query(sqlHistoriesOf, func(r pgx.Rows) error {
 			var id string
 			var ev sqlstore.StoredEvent
 			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
 				return err
 			}
-			full[id] = append(full[id], ev)
+			rows[id] = append(rows[id], ev)
 			return nil
 		}, rids, zeros, zeros)
 		if err != nil {
-			return err
-		}
-		for _, i := range reload {
-			decodeInto(items[i], full[items[i].InstanceID])
+			return nil, err
 		}
 	}
-	return nil
-}
-
-// decodeInto decodes an item's loaded history; a failure is reported on the
-// item (HistoryError), not as an error of the fetch.
-func decodeInto(it *provider.OrchestrationItem, rows []sqlstore.StoredEvent) {
-	evs, err := sqlstore.DecodeEvents(rows)
-	if err != nil {
-		it.HistoryError = fmt.Errorf("instance %q execution %d: %w", it.InstanceID, it.Instance.CurrentExecutionID, err)
-		it.History = nil
-		return
-	}
-	it.History = evs
+	return rows, nil
 }
 
 // forEach calls fn for each row of r.
@@ -363,58 +297,64 @@ func forEach(r pgx.Rows, fn func() error) error {
 	return r.Err()
 }
 
-// insertMessage enqueues m, creating its instance if asked: when the ID is
-// taken it enqueues OnExists instead, or fails with ErrInstanceExists.
-// A start carrying an idempotency key or an execution lock checks them
-// first, in that order (see provider.Provider.Enqueue).
-func (w *wtx) insertMessage(m *sqlenc.Msg) error {
-	visible := m.VisibleAt
-	if visible == 0 {
-		visible = w.now
+// insertMessage enqueues m (see sqlstore.InsertMessage).
+func (w *wtx) insertMessage(m *sqlenc.Msg) error { return sqlstore.InsertMessage(w, m) }
+
+// Now is the transaction's time; see sqlstore.MessageTx.
+func (w *wtx) Now() int64 { return w.now }
+
+// CreateInstance inserts m's instance row; see sqlstore.MessageTx.
+func (w *wtx) CreateInstance(m *sqlenc.Msg) (bool, error) {
+	c := m.Create
+	n, err := w.exec(sqlCreateInstance, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now)
+	if err != nil || n == 0 {
+		return false, err
 	}
-	queued := false
-	if c := m.Create; c != nil {
-		if c.IdemKey != "" {
-			if err := w.checkIdempotencyKey(c.IdemKey); err != nil {
-				return err
-			}
-		}
-		if c.LockKey != "" {
-			holder, err := w.liveLockHolder(c.LockKey)
-			if err != nil {
-				return err
-			}
-			if holder != nil && !c.LockQueue {
-				return holder
-			}
-			queued = holder != nil
-		}
-		n, err := w.exec(sqlCreateInstance, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now)
-		if err != nil {
+	w.changes.addInstance(m.InstanceID)
+	return true, nil
+}
+
+// RecordStart writes a created start's idempotency key and execution lock
+// (or its place in the lock's queue); see sqlstore.MessageTx.
+func (w *wtx) RecordStart(m *sqlenc.Msg, visible int64, queued bool) error {
+	c := m.Create
+	if c.IdemKey != "" {
+		if _, err := w.exec(sqlIdemInsert, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL); err != nil {
 			return err
 		}
-		if n == 0 {
-			if c.OnExists != nil {
-				return w.insertMessage(c.OnExists)
-			}
-			return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
-		}
-		w.changes.addInstance(m.InstanceID)
-		if c.IdemKey != "" {
-			if _, err := w.exec(sqlIdemInsert, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL); err != nil {
-				return err
-			}
-		}
-		switch {
-		case queued:
-			_, err := w.exec(sqlXLockQueueInsert, c.LockKey, m.InstanceID, string(m.Item), visible, c.LockTTL, w.now)
-			return err
-		case c.LockKey != "":
-			if _, err := w.exec(sqlXLockInsert, c.LockKey, m.InstanceID, w.now, c.LockTTL); err != nil {
-				return err
-			}
-		}
 	}
+	var err error
+	switch {
+	case queued:
+		_, err = w.exec(sqlXLockQueueInsert, c.LockKey, m.InstanceID, string(m.Item), visible, c.LockTTL, w.now)
+	case c.LockKey != "":
+		_, err = w.exec(sqlXLockInsert, c.LockKey, m.InstanceID, w.now, c.LockTTL)
+	}
+	return err
+}
+
+// InstanceStatus takes the instance's lock, shared, and returns its
+// status; see sqlstore.MessageTx.
+func (w *wtx) InstanceStatus(id string) (provider.Status, error) {
+	if err := w.lockInstancesShared(nil, []string{id}); err != nil {
+		return "", err
+	}
+	var st provider.Status
+	err := w.query(sqlInstanceStatus, func(r pgx.Rows) error { return r.Scan(&st) }, id)
+	return st, err
+}
+
+// RecordExisted writes the idempotency key of a start-if-absent that
+// found its instance; see sqlstore.MessageTx.
+func (w *wtx) RecordExisted(m *sqlenc.Msg) error {
+	c := m.Create
+	_, err := w.exec(sqlIdemInsert, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL)
+	return err
+}
+
+// EnqueueMessage inserts m on the orchestrator queue; see
+// sqlstore.MessageTx.
+func (w *wtx) EnqueueMessage(m *sqlenc.Msg, visible int64) error {
 	if err := w.lockInstancesShared(nil, []string{m.InstanceID}); err != nil {
 		return err
 	}
@@ -423,9 +363,9 @@ func (w *wtx) insertMessage(m *sqlenc.Msg) error {
 	return err
 }
 
-// insertMessages enqueues msgs: the plain ones (no instance to create) in
-// one multi-row insert, the others one by one.
-func (w *wtx) insertMessages(msgs []*sqlenc.Msg) error {
+// InsertMessages enqueues msgs: the plain ones (no instance to create) in
+// one multi-row insert, the others one by one. See sqlstore.TurnTx.
+func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
 	var ids, items []string
 	var vis []int64
 	for _, m := range msgs {
@@ -451,60 +391,18 @@ func (w *wtx) insertMessages(msgs []*sqlenc.Msg) error {
 	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
-// Enqueue inserts orchestrator messages atomically; see provider.Provider.
-func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
-	const op = "enqueueing"
-	enc := make([]*sqlenc.Msg, len(msgs))
-	for i, m := range msgs {
-		e, err := sqlenc.EncodeMessage(m)
-		if err != nil {
-			return p.fail(op, err)
-		}
-		enc[i] = e
+// LeaseInserted leases the worker rows ApplyTurn inserted to lease; see
+// sqlstore.TurnTx.
+func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
+	if len(w.leaseIDs) == 0 {
+		return nil, nil
 	}
-	if len(enc) == 0 {
-		if p.closed.Load() {
-			return p.fail(op, provider.ErrClosed)
-		}
-		return nil
-	}
-	return p.write(ctx, op, func(w *wtx) error { return w.insertMessages(enc) })
+	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, lockMs)
 }
 
-// AckOrchestrationItem commits one turn; see provider.Provider.
-func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnAck) error {
-	const op = "acking turn"
-	e, err := sqlenc.EncodeAck(ack)
-	if err != nil {
-		return p.fail(op, err)
-	}
-	var leased []*provider.WorkItemLease
-	err = p.write(ctx, op, func(w *wtx) error {
-		var err error
-		leased, err = w.applyAck(e)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	ack.Leased = sqlenc.UnexpiredLeases(leased, p.clock())
-	return nil
-}
-
-// applyAck performs steps (a) to (k) of one turn ack, and returns the
-// leases of the worker items it leased to the caller.
-func (w *wtx) applyAck(e *sqlenc.Ack) ([]*provider.WorkItemLease, error) {
-	err := w.applyAckSteps(e)
-	if err != nil || len(w.leaseIDs) == 0 {
-		return nil, err
-	}
-	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.LeaseMs)
-}
-
-// checkLock takes the instance's advisory lock and its lock row (in one
-// round trip) and reports whether token holds an unexpired lock and
-// whether the instance row exists.
-func (w *wtx) checkLock(inst, token string) (held, exists bool, err error) {
+// CheckTurnLock takes the instance's advisory lock and reads its lock row
+// (in one round trip); see sqlstore.TurnTx.
+func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
 	b.Queue(sqlCheckLock, inst).Query(func(r pgx.Rows) error {
@@ -522,36 +420,9 @@ func (w *wtx) checkLock(inst, token string) (held, exists bool, err error) {
 	return held, exists, err
 }
 
-func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
-	// (a) The lock must be held and unexpired.
-	inst, ok := sqlstore.TokenInstance(e.Token)
-	if !ok {
-		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
-	}
-	held, exists, err := w.checkLock(inst, e.Token)
-	if err != nil {
-		return err
-	}
-	if !held {
-		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
-	}
-	if !exists && e.Name == nil {
-		// No instance and nothing to create it from: the turn only consumes
-		// messages sent to an unknown instance.
-		if !e.ConsumeOnly() {
-			return sqlenc.Invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
-		}
-		return w.finishTurn(inst, e.Token)
-	}
-	return w.applyTurn(inst, e)
-}
-
-// applyTurn performs steps (b) to (k) of a turn ack for instance inst,
-// whose advisory lock the transaction holds: with e.token, the turn of a
-// locked instance whose tagged messages it deletes and whose lock it
-// releases; without, a WorkAck.Then, whose only message was never
-// enqueued and which holds no lock.
-func (w *wtx) applyTurn(inst string, e *sqlenc.Ack) error {
+// ApplyTurn performs steps (b) to (k) of a turn ack for instance inst,
+// whose advisory lock the transaction holds; see sqlstore.TurnTx.
+func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	// (b) to (f) and (g), (h) in one round trip.
 	var completed any
 	if e.Terminal {
@@ -563,6 +434,9 @@ func (w *wtx) applyTurn(inst string, e *sqlenc.Ack) error {
 		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec).QueryRow(func(r pgx.Row) error {
 		return r.Scan(&instStatus)
 	})
+	if e.HasValues() {
+		b.Queue(sqlValuesApply, inst, e.SetKeys, e.SetValues, e.ClearKeys, w.now)
+	}
 	if len(e.Events) > 0 {
 		ids := make([]int64, len(e.Events))
 		kinds := make([]string, len(e.Events))
@@ -733,75 +607,44 @@ func (w *wtx) queueWork(b *pgx.Batch, ws []*sqlenc.Work, leased func(id int64, k
 	}
 }
 
-// finishTurn consumes the turn's messages and releases the instance lock
-// (see queueFinishTurn).
-func (w *wtx) finishTurn(inst, token string) error {
+// FinishTurn consumes the turn's messages and releases the instance lock
+// (see queueFinishTurn and sqlstore.TurnTx).
+func (w *wtx) FinishTurn(inst, token string) error {
 	b := &pgx.Batch{}
 	w.queueFinishTurn(b, inst, token)
 	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
-// AbandonOrchestrationItem releases an instance lock without committing,
-// recording opts.Error (if any) as the instance's last error in the same
-// transaction; see provider.Provider.
-func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
-	const op = "abandoning turn"
-	if opts.Delay < 0 {
-		return p.fail(op, sqlenc.Invalid("Delay %v is negative", opts.Delay))
+// AbandonTurn releases the instance lock held by token, under the
+// instance's advisory lock; see sqlstore.TurnTx.
+func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr []byte) (bool, error) {
+	if err := w.lockInstance(inst); err != nil {
+		return false, err
 	}
-	undo := 0
-	if opts.IgnoreAttempt {
-		undo = 1
+	n, err := w.exec(sqlAbandonLock, inst, token, w.now)
+	if err != nil || n == 0 {
+		return false, err
 	}
-	var lastErr []byte
-	if opts.Error != nil {
-		if err := opts.Error.Validate(); err != nil {
-			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
-		}
-		var err error
-		if lastErr, err = json.Marshal(opts.Error); err != nil {
-			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
-		}
+	if _, err := w.exec(sqlUntagMessages, inst, token, w.now+delayMs, undo); err != nil {
+		return false, err
 	}
-	inst, ok := sqlstore.TokenInstance(lockToken)
-	if !ok {
-		return p.fail(op, provider.ErrLockLost)
+	// The instance is ready again, now or after the delay.
+	w.changes.orch = true
+	if lastErr != nil {
+		// An instance without a row (a message for an unknown instance)
+		// updates nothing: the abandon creates no instance.
+		_, err = w.exec(sqlSetLastError, inst, string(lastErr), w.now)
 	}
-	return p.write(ctx, op, func(w *wtx) error {
-		if err := w.lockInstance(inst); err != nil {
-			return err
-		}
-		n, err := w.exec(sqlAbandonLock, inst, lockToken, w.now)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return provider.ErrLockLost
-		}
-		if _, err := w.exec(sqlUntagMessages, inst, lockToken, w.now+sqlenc.DurMs(opts.Delay), undo); err != nil {
-			return err
-		}
-		// The instance is ready again, now or after the delay.
-		w.changes.orch = true
-		if lastErr != nil {
-			// An instance without a row (a message for an unknown instance)
-			// updates nothing: the abandon creates no instance.
-			_, err = w.exec(sqlSetLastError, inst, string(lastErr), w.now)
-		}
-		return err
-	})
+	return true, err
 }
 
 // RenewOrchestrationItemLock extends a valid instance lock; see
 // provider.Provider.
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renewing turn lock"
-	if extendFor <= 0 {
-		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
-	}
-	inst, ok := sqlstore.TokenInstance(lockToken)
-	if !ok {
-		return p.fail(op, provider.ErrLockLost)
+	inst, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenInstance)
+	if err != nil {
+		return p.fail(op, err)
 	}
 	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
 		var held bool

@@ -24,17 +24,6 @@ import (
 	"github.com/duroxide/duroxide-go/provider/notify"
 )
 
-// Compile-time interface checks.
-var (
-	_ provider.Provider = (*Provider)(nil)
-	_ provider.Admin    = (*Provider)(nil)
-	_ provider.Waker    = (*Provider)(nil)
-
-	_ provider.Migrator        = (*Provider)(nil)
-	_ provider.WritableChecker = (*Provider)(nil)
-	_ provider.StatsReporter   = (*Provider)(nil)
-)
-
 // Options configures a Provider. The zero value (or a nil *Options) gives
 // the documented defaults.
 type Options struct {
@@ -125,6 +114,24 @@ type Options struct {
 	// the connection counts as broken, so a server that vanished (host
 	// down, network cut) is noticed. Default: 15s.
 	KeepAlive time.Duration
+
+	// GroupCommitMax caps how many of the runtime's concurrent write
+	// requests (fetches, acks, enqueues, abandons) one transaction
+	// commits together (group commit: see the package documentation).
+	// Each request runs in a savepoint of its own; PostgreSQL keeps up to
+	// 64 subtransactions of a transaction in memory, so the cap is at most
+	// 64. 1 turns group commit off: each request commits alone.
+	// Default: 32.
+	GroupCommitMax int
+
+	// GroupCommitLanes is how many groups may run at once, each on a
+	// connection of its own. A request that finds no group running runs
+	// at once; while one runs, requests queue up for the next group, and
+	// a further lane opens only once a quarter of GroupCommitMax are
+	// queued. More lanes run more transactions in parallel under load;
+	// fewer make bigger groups and fewer commits. At most MaxConns.
+	// Default: 4 (or MaxConns, if smaller).
+	GroupCommitLanes int
 }
 
 // Defaults of Options.
@@ -144,7 +151,16 @@ const (
 	DefaultIdleInTransactionTimeout = 10 * time.Second
 	// DefaultKeepAlive is the default of Options.KeepAlive.
 	DefaultKeepAlive = 15 * time.Second
+	// DefaultGroupCommitMax is the default of Options.GroupCommitMax.
+	DefaultGroupCommitMax = 8
+	// DefaultGroupCommitLanes is the default of Options.GroupCommitLanes.
+	DefaultGroupCommitLanes = 8
 )
+
+// maxGroupCommit is the largest Options.GroupCommitMax: PostgreSQL caches
+// 64 subtransactions per transaction; past that every snapshot taken on
+// the server looks them up on disk.
+const maxGroupCommit = 64
 
 // keepAliveCount is how many unanswered keep-alive probes mark a connection
 // as broken.
@@ -180,6 +196,18 @@ func (o *Options) withDefaults() (Options, error) {
 		r.ListenRetryMax = DefaultListenRetryMax
 	case r.ListenRetryMax < 0:
 		return r, fmt.Errorf("postgres: invalid Options.ListenRetryMax %v: must not be negative", r.ListenRetryMax)
+	}
+	switch {
+	case r.GroupCommitMax == 0:
+		r.GroupCommitMax = DefaultGroupCommitMax
+	case r.GroupCommitMax < 0 || r.GroupCommitMax > maxGroupCommit:
+		return r, fmt.Errorf("postgres: invalid Options.GroupCommitMax %d: must be in [1, %d]", r.GroupCommitMax, maxGroupCommit)
+	}
+	switch {
+	case r.GroupCommitLanes == 0:
+		r.GroupCommitLanes = min(DefaultGroupCommitLanes, int(r.MaxConns))
+	case r.GroupCommitLanes < 0 || r.GroupCommitLanes > int(r.MaxConns):
+		return r, fmt.Errorf("postgres: invalid Options.GroupCommitLanes %d: must be in [1, MaxConns %d]", r.GroupCommitLanes, r.MaxConns)
 	}
 	if r.Clock == nil {
 		r.Clock = time.Now
@@ -250,7 +278,18 @@ func callLimit(statementTimeout time.Duration) time.Duration {
 // Provider is the PostgreSQL store. It is safe for concurrent use, and many
 // Providers (in many processes) may share one schema; see the package
 // documentation for its guarantees.
+//
+// It implements provider.Provider, provider.Waker and the optional
+// capabilities of package provider; most methods come from the embedded
+// core shared by the SQL stores, and are documented by the interfaces
+// they implement.
 type Provider struct {
+	// The calls written once for every SQL store, over this store's
+	// transactions and SQL (db, wtx).
+	sqlstore.Core
+	schedules // provider.ScheduleStore (schedules.go)
+	// maintenance implements the maintenance calls (maint.go).
+	maintenance
 	schema string
 	clock  func() time.Time
 	log    *slog.Logger
@@ -275,6 +314,12 @@ type Provider struct {
 	listenConnPID atomic.Uint32
 
 	commits atomic.Int64
+
+	// group forms the groups of the write requests that may share a
+	// transaction (writeGrouped); groups counts the transactions that
+	// committed more than one, for tests.
+	group  sqlstore.GroupCommit[*groupOp]
+	groups atomic.Int64
 
 	// callLimit bounds how long a store call holds a connection for its
 	// transaction (see guardConn); 0: only the caller's context does.
@@ -312,7 +357,12 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		retryMax:  o.ListenRetryMax,
 		callLimit: callLimit(o.StatementTimeout),
 	}
+	p.Core = sqlstore.NewCore(db{p}, db{p}, &p.hub)
+	p.schedules = schedules{DB: scheduleDB{p}, Now: p.now}
+	p.group = sqlstore.GroupCommit[*groupOp]{MaxGroup: o.GroupCommitMax, Lanes: o.GroupCommitLanes, LaneAfter: max(o.GroupCommitMax/4, 1), Run: p.runGroup}
+	p.group.Init()
 	p.listenCfg = cfg.ConnConfig.Copy()
+	p.maintenance = p.newMaintenance()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connecting: %w", interpretError(err, nil))
@@ -377,6 +427,7 @@ func (p *Provider) Schema() string { return p.schema }
 func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
+		p.group.Close()
 		if p.listenStop != nil {
 			p.listenStop()
 			<-p.listenDone
@@ -690,9 +741,48 @@ var sharedSQL = [sqlstore.NumQueries]string{
 	sqlstore.QLockList:        sqlXLockList,
 	sqlstore.QGetInstance:     sqlGetInstance,
 	sqlstore.QInstanceExists:  sqlInstanceExists,
+	sqlstore.QValues:          sqlValues,
+	sqlstore.QValue:           sqlValue,
 	sqlstore.QListExecutions:  sqlListExecutions,
 	sqlstore.QGetExecution:    sqlGetExecution,
 	sqlstore.QListChildren:    sqlListChildren,
+	sqlstore.QNextVisibleOrch: sqlNextVisibleOrch,
+	sqlstore.QNextVisibleWork: sqlNextVisibleWork,
+	sqlstore.QStalled:         sqlStalled,
+	sqlstore.QQueueDepths:     sqlQueueDepths,
+	sqlstore.QCounts:          sqlCounts,
+	sqlstore.QCountsByStatus:  sqlCountsByStatus,
+	sqlstore.QWorkHeartbeat:   sqlWorkHeartbeat,
+	sqlstore.QDeadLetters:     sqlDeadLetters,
+}
+
+// db is the store's side of its sqlstore.Core: reads (sqlstore.ReadDB)
+// and writes (sqlstore.WriteDB; its write transaction, wtx, implements
+// sqlstore.Tx).
+type db struct{ p *Provider }
+
+func (r db) Read(ctx context.Context, op string, fn func(sqlstore.Querier) error) error {
+	return r.p.read(ctx, op, func() error { return fn(sharedQuerier{r.p.pool}) })
+}
+
+func (r db) ReadTx(ctx context.Context, op string, fn func(sqlstore.Querier) error) error {
+	return r.p.readTx(ctx, op, func(tx pgx.Tx) error { return fn(sharedQuerier{tx}) })
+}
+
+func (r db) Write(ctx context.Context, op string, fn func(sqlstore.Tx) error) error {
+	return r.p.write(ctx, op, func(w *wtx) error { return fn(w) })
+}
+
+func (r db) WriteGrouped(ctx context.Context, op string, locks []sqlstore.Lock, fn func(sqlstore.Tx) error) error {
+	return r.p.writeGrouped(ctx, op, locks, func(w *wtx) error { return fn(w) })
+}
+
+func (r db) Fail(op string, err error) error { return r.p.fail(op, err) }
+func (r db) Now() int64                      { return r.p.now() }
+func (r db) Closed() bool                    { return r.p.closed.Load() }
+func (r db) Clock() time.Time                { return r.p.clock() }
+func (r db) LogDeadLetters(dead []sqlstore.DeadLetter) {
+	sqlstore.LogDeadLetters(r.p.log, "postgres", dead)
 }
 
 // sharedQuerier runs the shared code's statements on a pool, connection
@@ -700,7 +790,7 @@ var sharedSQL = [sqlstore.NumQueries]string{
 type sharedQuerier struct{ q querier }
 
 func (s sharedQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any) sqlstore.Row {
-	return noRows{s.q.QueryRow(ctx, sharedSQL[id], args...)}
+	return sqlstore.MapNoRows(s.q.QueryRow(ctx, sharedSQL[id], args...), pgx.ErrNoRows)
 }
 
 func (s sharedQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
@@ -718,13 +808,14 @@ func (s sharedQuerier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
 	return s.q.SendBatch(ctx, b).Close()
 }
 
-// noRows is a row whose Scan reports pgx.ErrNoRows as sqlstore.ErrNoRows.
-type noRows struct{ r pgx.Row }
+// Compile-time checks of what a Provider implements.
+var (
+	_ provider.Provider = (*Provider)(nil)
+	_ provider.Waker    = (*Provider)(nil)
 
-func (n noRows) Scan(dest ...any) error {
-	err := n.r.Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sqlstore.ErrNoRows
-	}
-	return err
-}
+	_ provider.Migrator        = (*Provider)(nil)
+	_ provider.WritableChecker = (*Provider)(nil)
+	_ provider.StatsReporter   = (*Provider)(nil)
+	_ provider.Exporter        = (*Provider)(nil)
+	_ provider.Importer        = (*Provider)(nil)
+)

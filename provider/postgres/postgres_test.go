@@ -28,6 +28,10 @@ func TestOpenRejectsInvalidOptions(t *testing.T) {
 		{"schema with NUL", Options{Schema: "a\x00b"}},
 		{"negative pool", Options{MaxConns: -1}},
 		{"negative retry", Options{ListenRetryMax: -time.Second}},
+		{"group too big", Options{GroupCommitMax: 65}},
+		{"negative group", Options{GroupCommitMax: -1}},
+		{"lanes above the pool", Options{MaxConns: 3, GroupCommitLanes: 4}},
+		{"negative lanes", Options{GroupCommitLanes: -1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -39,6 +43,27 @@ func TestOpenRejectsInvalidOptions(t *testing.T) {
 				t.Fatalf("Open with %+v succeeded, want an error", c.opts)
 			}
 		})
+	}
+}
+
+// TestGroupCommitOptions: the defaults of group commit, its lanes capped
+// by a small pool, and the invalid values refused before connecting.
+func TestGroupCommitOptions(t *testing.T) {
+	t.Parallel()
+	o, err := (*Options)(nil).withDefaults()
+	if err != nil || o.GroupCommitMax != DefaultGroupCommitMax || o.GroupCommitLanes != DefaultGroupCommitLanes {
+		t.Fatalf("defaults = max %d, lanes %d, %v", o.GroupCommitMax, o.GroupCommitLanes, err)
+	}
+	if o, err := (&Options{MaxConns: 2}).withDefaults(); err != nil || o.GroupCommitLanes != 2 {
+		t.Fatalf("lanes with MaxConns 2 = %d, %v; want 2", o.GroupCommitLanes, err)
+	}
+	if o, err := (&Options{GroupCommitMax: 1, GroupCommitLanes: 1}).withDefaults(); err != nil || o.GroupCommitMax != 1 || o.GroupCommitLanes != 1 {
+		t.Fatalf("explicit values = %d, %d, %v", o.GroupCommitMax, o.GroupCommitLanes, err)
+	}
+	for _, bad := range []Options{{GroupCommitMax: 65}, {GroupCommitMax: -1}, {MaxConns: 3, GroupCommitLanes: 4}, {GroupCommitLanes: -1}} {
+		if _, err := bad.withDefaults(); err == nil {
+			t.Fatalf("withDefaults(%+v) succeeded, want an error", bad)
+		}
 	}
 }
 
@@ -226,7 +251,7 @@ func TestSchemaWithOddCharacters(t *testing.T) {
 		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 	})
 	p := openSchema(t, schema, nil)
-	runFirstTurn(t, p, "odd")
+	providertest.RunFirstTurn(t, p, "odd")
 	if err := p.CheckWritable(t.Context()); err != nil {
 		t.Fatalf("CheckWritable: %v", err)
 	}
@@ -340,12 +365,12 @@ func TestDeadlockIsRetryable(t *testing.T) {
 func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
-	runFirstTurn(t, p, "d")
+	providertest.RunFirstTurn(t, p, "d")
 	if err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
 		t.Fatal(err)
 	}
-	it := mustFetch(t, p)
-	err := p.AckOrchestrationItem(t.Context(), &provider.TurnAck{
+	it := providertest.MustFetch(t, p)
+	_, err := p.AckOrchestrationItem(t.Context(), &provider.TurnAck{
 		LockToken: it.LockToken, ExecutionID: 1,
 		History: []history.Event{{EventID: 2, Kind: history.NowRecorded, TimestampMs: 1, TimeMs: 1}},
 	})
@@ -353,7 +378,7 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 		t.Fatalf("ack re-appending event 2: %v, want permanent ErrDuplicateEvent", err)
 	}
 	// The failed ack left the lock as it was.
-	if err := p.AckOrchestrationItem(t.Context(), &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}); err != nil {
+	if _, err := p.AckOrchestrationItem(t.Context(), &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}); err != nil {
 		t.Fatalf("ack after a rejected ack: %v", err)
 	}
 }
@@ -416,9 +441,9 @@ func TestNotifyAcrossStores(t *testing.T) {
 	waitFor(t, orch, 10*time.Second, "B's orchestrator subscriber after A's enqueue")
 	waitFor(t, watch, 10*time.Second, "B's watcher of n1 after A created it")
 
-	it := mustFetch(t, a)
+	it := providertest.MustFetch(t, a)
 	drain(watch)
-	if err := a.AckOrchestrationItem(t.Context(), providertest.HammerTurn(it, 0)); err != nil {
+	if _, err := a.AckOrchestrationItem(t.Context(), providertest.HammerTurn(it, 0)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, work, 10*time.Second, "B's worker subscriber after A's ack scheduled an activity")
@@ -517,27 +542,6 @@ func TestTwoStoresNeverDoubleLock(t *testing.T) {
 	}
 }
 
-func mustFetch(t *testing.T, p *Provider) *provider.OrchestrationItem {
-	t.Helper()
-	it, err := provider.FetchOrchestrationItem(t.Context(), p, provider.FetchOptions{LockTimeout: time.Minute})
-	if err != nil || it == nil {
-		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
-	}
-	return it
-}
-
-// runFirstTurn starts id and acks its first turn (two events, one activity).
-func runFirstTurn(t *testing.T, p *Provider, id string) {
-	t.Helper()
-	if err := p.Enqueue(t.Context(), providertest.HammerStart(id)); err != nil {
-		t.Fatal(err)
-	}
-	it := mustFetch(t, p)
-	if err := p.AckOrchestrationItem(t.Context(), providertest.HammerTurn(it, 0)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestNotifyWithManyInstances: a commit touching more instances than a
 // notification can name (PostgreSQL caps payloads at 8000 bytes) still
 // wakes the other node's watchers of each of them.
@@ -631,19 +635,20 @@ func TestReadyTableStaysExact(t *testing.T) {
 		checkReadyTable(t, p)
 	}
 	step("enqueue", p.Enqueue(ctx, providertest.HammerStart("r1"), providertest.HammerStart("r2"), providertest.HammerEvent("r1")))
-	it := mustFetch(t, p)
+	it := providertest.MustFetch(t, p)
 	checkReadyTable(t, p)
 	step("renew", p.RenewOrchestrationItemLock(ctx, it.LockToken, 2*time.Minute))
 	step("late arrival", p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID)))
 	step("abandon", p.AbandonOrchestrationItem(ctx, it.LockToken, provider.AbandonOptions{Delay: time.Second}))
-	it = mustFetch(t, p)
+	it = providertest.MustFetch(t, p)
 	step("late arrival", p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID)))
-	step("ack", p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 0)))
+	_, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 0))
+	step("ack", err)
 	timer := providertest.HammerEvent("r2")
 	timer.VisibleAt = time.Now().Add(time.Hour)
 	step("timer", p.Enqueue(ctx, timer))
 	mustExec(t, p, `UPDATE orchestrator_queue SET work_item = 'not json' WHERE id = (SELECT min(id) FROM orchestrator_queue)`)
-	_, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 10})
+	_, err = p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 10})
 	step("fetch with a dead letter", err)
 	_, err = p.PurgeInstances(ctx, []string{"r1", "r2"}, provider.PurgeOptions{Force: true})
 	step("purge", err)

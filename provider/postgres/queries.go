@@ -18,6 +18,11 @@ const (
 FROM (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord) ORDER BY c.ord) AS s`
 	sqlAdvisoryLockMany = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || s.id, 0))
 FROM (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord) ORDER BY c.ord) AS s`
+	// A group commit takes the locks its calls declared, in the given
+	// (sorted) order, each exclusive or shared.
+	sqlAdvisoryLockGroup = `SELECT CASE WHEN s.x THEN pg_advisory_xact_lock(hashtextextended($1::text || s.id, 0))
+ELSE pg_advisory_xact_lock_shared(hashtextextended($1::text || s.id, 0)) END
+FROM (SELECT c.id, c.x FROM unnest($2::text[], $3::bool[]) WITH ORDINALITY AS c(id, x, ord) ORDER BY c.ord) AS s`
 	sqlAdvisoryTryLock = `SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord)
 WHERE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0))
 ORDER BY c.ord`
@@ -186,8 +191,11 @@ SELECT $1, $2, e.id, e.kind, e.data, $6 FROM unnest($3::bigint[], $4::text[], $5
 
 	// $1 instances, $2 executions, $3 activities, $4 sessions (NULL: none),
 	// $5 work items, $6 visible_at, $7 now.
-	sqlInsertWork = `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at)
-SELECT w.i, w.e, w.a, w.s, w.item, w.v, $7
+	// The row's activity name and queue are copied from its work item
+	// (migration 0006), which the store encoded: valid JSON.
+	sqlInsertWork = `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
+    activity_name, queue)
+SELECT w.i, w.e, w.a, w.s, w.item, w.v, $7, w.item::jsonb ->> 'name', coalesce(w.item::jsonb ->> 'queue', '')
 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS w(i, e, a, s, item, v, ord)
 ORDER BY w.ord
 RETURNING id`
@@ -255,17 +263,23 @@ SELECT count(*) > 0 FROM l`
 // Worker queue.
 const (
 	// Rows without a session, oldest first, skipping rows another
-	// transaction holds. $1 now, $2 limit.
+	// transaction holds. $1 now, $2 limit, $3 activity names (NULL: any),
+	// $4 queues.
 	sqlWorkCandidatesNoSession = `SELECT id, NULL::text FROM worker_queue
 WHERE session_id IS NULL AND visible_at <= $1
+  AND ($3::text[] IS NULL OR activity_name IS NULL OR activity_name = ANY ($3::text[]))
+  AND queue = ANY ($4::text[])
 ORDER BY id
 LIMIT $2
 FOR UPDATE SKIP LOCKED`
 
 	// Rows without a session, of sessions the owner holds, or of claimable
-	// sessions, oldest first. $1 now, $2 limit, $3 owner, $4 ids to skip.
+	// sessions, oldest first. $1 now, $2 limit, $3 owner, $4 ids to skip,
+	// $5 activity names (NULL: any), $6 queues.
 	sqlWorkCandidatesSession = `SELECT q.id, q.session_id FROM worker_queue AS q
 WHERE q.visible_at <= $1 AND NOT (q.id = ANY ($4::bigint[]))
+  AND ($5::text[] IS NULL OR q.activity_name IS NULL OR q.activity_name = ANY ($5::text[]))
+  AND q.queue = ANY ($6::text[])
   AND (q.session_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM sessions AS s
         WHERE s.session_id = q.session_id AND s.locked_until > $1 AND s.owner_id <> $3))
@@ -454,6 +468,19 @@ const (
 	sqlHistory         = `SELECT event_data FROM history WHERE instance_id = $1 AND execution_id = $2 ORDER BY event_id`
 
 	sqlGetInstance    = `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = $1`
+	sqlInstanceStatus = `SELECT status FROM instances WHERE instance_id = $1`
+	sqlValues         = `SELECT value_key, value, updated_at FROM instance_values WHERE instance_id = $1 ORDER BY value_key`
+	sqlValue          = `SELECT value, updated_at FROM instance_values WHERE instance_id = $1 AND value_key = $2`
+	// $1 instance, $2 keys, $3 values (set), $4 keys (cleared), $5 now: an
+	// ack's value changes, each key once.
+	sqlValuesApply = `WITH s AS (
+    INSERT INTO instance_values (instance_id, value_key, value, updated_at)
+    SELECT $1, k, v, $5 FROM unnest($2::text[], $3::text[]) AS u (k, v)
+    ON CONFLICT (instance_id, value_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+), d AS (
+    DELETE FROM instance_values WHERE instance_id = $1 AND value_key = ANY ($4::text[])
+)
+UPDATE instances SET values_version = values_version + 1 WHERE instance_id = $1`
 	sqlInstanceExists = `SELECT EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)`
 	sqlListExecutions = `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 ORDER BY e.execution_id`
 	sqlGetExecution   = `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 AND e.execution_id = $2`
@@ -470,7 +497,8 @@ const (
                  WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1)),
   (SELECT count(*) FROM worker_queue WHERE visible_at <= $1),
   (SELECT count(*) FROM worker_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
-  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1)`
+  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1),
+  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= $1 AND ` + unservedAt1 + `)`
 
 	sqlCounts = `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
        (SELECT count(*) FROM execution_locks)`
@@ -503,9 +531,11 @@ const (
 FROM instances AS i WHERE i.instance_id = $1`
 	sqlQueueMessages = `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue WHERE instance_id = $1 ORDER BY id`
+	// $1 instance, $2 now (for the live routes).
 	sqlQueueWork = `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
-       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at
-FROM worker_queue WHERE instance_id = $1 ORDER BY id`
+       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at,
+       queue, heartbeat_at, heartbeat_details, ` + unservedAt2 + `
+FROM worker_queue AS q WHERE instance_id = $1 ORDER BY id`
 	sqlQueueLock      = `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = $1`
 	sqlQueueHeldLocks = `SELECT lock_key FROM execution_locks WHERE instance_id = $1 ORDER BY lock_key`
 	// The instance's queued start, its holder and how many starts are
@@ -537,6 +567,7 @@ WHERE q.instance_id = $1 ORDER BY q.id LIMIT 1`
 SELECT i.instance_id
 FROM candidates AS c JOIN instances AS i ON i.instance_id = c.instance_id
 WHERE i.status IN ('Pending', 'Running', 'ContinuedAsNew')
+  AND NOT EXISTS (SELECT 1 FROM instance_locks AS p WHERE p.instance_id = i.instance_id AND p.pause_reason IS NOT NULL)
   AND coalesce((SELECT h.created_at FROM history AS h
                 WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
                 ORDER BY h.event_id DESC LIMIT 1), i.created_at) <= $1
@@ -547,7 +578,7 @@ LIMIT $3`
 // instanceColumns are the columns scanned by scanInstanceRow.
 const instanceColumns = `instance_id, orchestration_name, orchestration_version, status, current_execution_id,
        input, output, error, custom_status, custom_status_version,
-       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error`
+       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error, values_version`
 
 // executionColumns are the columns scanned by scanExecutionInfo; e is the executions table.
 const executionColumns = `e.execution_id, e.status, e.input, e.output, e.error, e.started_at, e.completed_at,
@@ -559,14 +590,21 @@ const xlockSelect = `SELECT l.lock_key, l.instance_id, l.locked_at, l.expires_at
        (SELECT count(*) FROM lock_queue AS q WHERE q.lock_key = l.lock_key)
 FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id`
 
-// ListInstances is assembled from these fragments (its filters are optional).
+// ListInstances is assembled from these fragments by sqlstore.ListQuery
+// (its filters are optional; each is followed by its placeholder). One
+// state reads the instances_status index (status, seq) newest first;
+// several states read one page of it per state and merge those rows.
 const (
 	sqlListInstancesBase    = `SELECT seq, ` + instanceColumns + ` FROM instances WHERE true`
 	sqlListFilterCursor     = ` AND seq < `
-	sqlListFilterStatuses   = ` AND status = ANY (`
+	sqlListFilterStatus     = ` AND status = `
 	sqlListFilterName       = ` AND orchestration_name = `
 	sqlListFilterParent     = ` AND parent_instance_id = `
 	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT `
+	sqlListStatusPart       = `SELECT seq FROM (SELECT seq FROM instances WHERE status = `
+	sqlListStatusPartEnd    = `) AS s`
+	sqlListStatusesWrap     = ` AND seq IN (`
+	sqlListStatusesUnion    = ` UNION ALL `
 	// The ID prefix is a range of the instances_id_bytes index (migration
 	// 0003): instance_id >= prefix and below the prefix's successor, both
 	// compared byte by byte; LIKE would need escaping and, with a bound
@@ -576,4 +614,61 @@ const (
 	// A prefix that is not valid UTF-8 (it ends inside a character) is
 	// also compared on the IDs' bytes.
 	sqlListFilterIDBytes = ` AND substr(convert_to(instance_id, 'UTF8'), 1, octet_length(`
+)
+
+// Routing and heartbeats.
+const (
+	// Renew a worker lock, record a heartbeat (NULL details keep the
+	// recorded ones) and touch its session; returns whether the lock was
+	// held. $1 id, $2 token, $3 now, $4 new locked_until, $5 details.
+	sqlHeartbeatWork = `WITH w AS (
+    UPDATE worker_queue
+    SET locked_until = $4, visible_at = $4, heartbeat_at = $3, heartbeat_details = coalesce($5::text, heartbeat_details)
+    WHERE id = $1 AND lock_token = $2 AND locked_until > $3
+    RETURNING session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $3
+    WHERE session_id = (SELECT session_id FROM w) AND locked_until > $3
+)
+SELECT count(*) > 0 FROM w`
+
+	// $1 id, $2 token, $3 now.
+	sqlWorkHeartbeat = `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
+
+	// $1 worker, $2 activities, $3 queues, $4 seen_until.
+	sqlAnnounceRoutes = `INSERT INTO worker_routes (worker_id, activities, queues, seen_until) VALUES ($1, $2, $3, $4)
+ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until`
+
+	// $1 worker.
+	sqlWithdrawRoutes = `DELETE FROM worker_routes WHERE worker_id = $1`
+
+	// Lock, without counting a delivery, visible and unlocked rows
+	// enqueued before $2 that no live route serves, oldest first, skipping
+	// rows another transaction holds. $1 now, $2 enqueued before, $3
+	// limit, $4 token prefix, $5 locked_until.
+	sqlLockUnserved = `WITH c AS (
+    SELECT id FROM worker_queue AS q
+    WHERE q.visible_at <= $1 AND q.created_at <= $2 AND (q.lock_token IS NULL OR q.locked_until <= $1)
+      AND ` + unservedAt1 + `
+    ORDER BY q.id
+    LIMIT $3
+    FOR UPDATE OF q SKIP LOCKED
+)
+UPDATE worker_queue AS u
+SET lock_token = $4 || u.id, locked_until = $5, visible_at = $5
+FROM c WHERE u.id = c.id
+RETURNING u.lock_token, u.instance_id, u.execution_id, u.activity_id, coalesce(u.session_id, ''), u.work_item, u.attempt_count`
+)
+
+// unservedAt1 and unservedAt2 report that no route live at the time $1
+// (or $2) serves worker row q, while some route is live (with none,
+// nothing is known of what is served: runtimes of earlier releases
+// announce none).
+const (
+	unservedAt1 = `EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $1)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $1
+    AND q.queue = ANY (r.queues) AND (q.activity_name IS NULL OR q.activity_name = ANY (r.activities)))`
+	unservedAt2 = `EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $2)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $2
+    AND q.queue = ANY (r.queues) AND (q.activity_name IS NULL OR q.activity_name = ANY (r.activities)))`
 )

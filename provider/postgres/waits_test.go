@@ -3,6 +3,7 @@ package postgres
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
@@ -122,11 +124,11 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 	}{
 		{"queue instance", sqlQueueInstance, []any{"x"}},
 		{"queue messages", sqlQueueMessages, []any{"x"}},
-		{"queue work", sqlQueueWork, []any{"x"}},
+		{"queue work", sqlQueueWork, []any{"x", int64(1000)}},
 		{"queue lock", sqlQueueLock, []any{"x"}},
 		{"queue held locks", sqlQueueHeldLocks, []any{"x"}},
 		{"queue start", sqlQueueStart, []any{"x"}},
-		{"stalled", sqlStalled, []any{int64(1000), 3, 101, maxStalledCandidates}},
+		{"stalled", sqlStalled, []any{int64(1000), 3, 101, sqlstore.MaxStalledCandidates}},
 		{"quiet", sqlInstanceQuiet, []any{"x", int64(1), int64(2), int64(1000)}},
 		{"id prefix", sqlListInstancesBase + sqlListFilterIDFrom + "$1" + sqlListFilterIDBelow + "$2" + sqlListInstancesOrderBy + "$3",
 			[]any{"order-", "order.", 101}},
@@ -144,7 +146,9 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 				return err
 			}
 			text := strings.Join(plan, "\n")
-			if strings.Contains(text, "Seq Scan") {
+			// worker_routes holds one row per live runtime's announcement
+			// of what it serves: reading it whole is the unserved check.
+			if strings.Contains(regexp.MustCompile(`Seq Scan on worker_routes\b`).ReplaceAllString(text, ""), "Seq Scan") {
 				t.Errorf("%s reads a whole table:\n%s", c.name, text)
 			}
 			return nil

@@ -6,30 +6,37 @@ import (
 	"sync"
 )
 
-// ack commits one turn, failing the case on error.
-func (e *env) ack(a *provider.TurnAck) {
+// ack commits one turn, failing the case on error, and returns its result.
+func (e *env) ack(a *provider.TurnAck) provider.TurnResult {
 	e.t.Helper()
-	if err := e.p.AckOrchestrationItem(e.ctx, a); err != nil {
+	res, err := e.p.AckOrchestrationItem(e.ctx, a)
+	if err != nil {
 		e.t.Fatalf("AckOrchestrationItem: %v", err)
 	}
+	return res
 }
 
 // ackErr commits one turn and returns its error.
 func (e *env) ackErr(a *provider.TurnAck) error {
-	return e.p.AckOrchestrationItem(e.ctx, a)
+	_, err := e.p.AckOrchestrationItem(e.ctx, a)
+	return err
 }
 
-// ackWork completes one activity, failing the case on error.
-func (e *env) ackWork(a *provider.WorkAck) {
+// ackWork completes one activity, failing the case on error, and returns
+// its result.
+func (e *env) ackWork(a *provider.WorkAck) provider.WorkResult {
 	e.t.Helper()
-	if err := e.ackWorkErr(a); err != nil {
+	res, err := e.p.AckWorkItem(e.ctx, a)
+	if err != nil {
 		e.t.Fatalf("AckWorkItem: %v", err)
 	}
+	return res
 }
 
 // ackWorkErr completes one activity and returns its error.
 func (e *env) ackWorkErr(a *provider.WorkAck) error {
-	return e.p.AckWorkItem(e.ctx, a)
+	_, err := e.p.AckWorkItem(e.ctx, a)
+	return err
 }
 
 // turnAck is the ack of a turn of execution exec that appends events and
@@ -57,12 +64,12 @@ func nextEventID(it *provider.OrchestrationItem) int64 {
 // so that a store with group commit may commit them in one transaction,
 // and returns their errors in order.
 func (e *env) ackConcurrently(acks ...*provider.TurnAck) []error {
-	return concurrently(len(acks), func(i int) error { return e.p.AckOrchestrationItem(e.ctx, acks[i]) })
+	return concurrently(len(acks), func(i int) error { return e.ackErr(acks[i]) })
 }
 
 // ackWorkConcurrently is ackConcurrently for worker acks.
 func (e *env) ackWorkConcurrently(acks ...*provider.WorkAck) []error {
-	return concurrently(len(acks), func(i int) error { return e.p.AckWorkItem(e.ctx, acks[i]) })
+	return concurrently(len(acks), func(i int) error { return e.ackWorkErr(acks[i]) })
 }
 
 // concurrently runs f(0..n-1) on n goroutines released at once.

@@ -94,6 +94,64 @@ var adminCases = []testCase{
 		mustEqual(e.t, "Failed twice in pages of 1", got, []string{"i4", "i1"})
 	}},
 
+	{name: "list_instances_several_states_is_the_filtered_listing", run: func(e *env) {
+		// Several states, with any other filter and page size, list
+		// exactly the instances of the unfiltered listing (newest first)
+		// that are in one of the states, each once: the same on every
+		// store, however it reads them.
+		a := e.admin()
+		states := []provider.Status{provider.StatusCompleted, provider.StatusFailed, provider.StatusCanceled, provider.StatusRunning, provider.StatusPending}
+		for i := range 15 {
+			id, name := fmt.Sprintf("s%02d", i), testOrch
+			if i%4 == 3 {
+				id, name = fmt.Sprintf("o%02d", i), "Other"
+			}
+			m := startNamedMsg(id, name)
+			st := states[(i*7)%len(states)]
+			if st == provider.StatusPending {
+				m.VisibleAt = e.clock.Now().Add(time.Hour) // stays pending
+			}
+			e.enqueue(m)
+			switch st {
+			case provider.StatusPending:
+			case provider.StatusRunning:
+				e.ackStart(e.fetchFor(id))
+			default:
+				e.ackStart(e.fetchFor(id))
+				e.finish(id, st)
+			}
+			e.clock.Advance(time.Millisecond)
+		}
+		all, err := a.ListInstances(e.ctx, provider.ListInstancesOptions{Limit: 100})
+		e.noErr(err, "ListInstances")
+		filtered := func(o provider.ListInstancesOptions) []string {
+			ids := []string{}
+			for _, in := range all.Instances {
+				if slices.Contains(o.Statuses, in.Status) && (o.Orchestration == "" || in.OrchestrationName == o.Orchestration) &&
+					(o.IDPrefix == "" || in.InstanceID[:1] == o.IDPrefix) {
+					ids = append(ids, in.InstanceID)
+				}
+			}
+			return ids
+		}
+		for _, st := range [][]provider.Status{
+			{provider.StatusFailed, provider.StatusCompleted},
+			{provider.StatusRunning, provider.StatusPending, provider.StatusRunning},
+			{provider.StatusCanceled, provider.StatusCompleted, provider.StatusFailed, provider.StatusContinuedAsNew},
+			{provider.StatusCompleted, provider.StatusFailed, provider.StatusCanceled, provider.StatusRunning, provider.StatusPending},
+		} {
+			for _, o := range []provider.ListInstancesOptions{{}, {Orchestration: "Other"}, {IDPrefix: "s"}} {
+				o.Statuses = st
+				want := filtered(o)
+				for _, limit := range []int{1, 2, 3, 100} {
+					o.Limit = limit
+					got := append([]string{}, e.listAll(o)...)
+					mustEqual(e.t, fmt.Sprintf("states %v, orchestration %q, prefix %q, pages of %d", st, o.Orchestration, o.IDPrefix, limit), got, want)
+				}
+			}
+		}
+	}},
+
 	{name: "list_instances_filters_by_parent_direct_children_only", run: func(e *env) {
 		e.admin()
 		e.enqueue(startMsg("root"), childStartMsg("root", 1, 2, "c1"), childStartMsg("root", 1, 2, "c2"), childStartMsg("c1", 1, 2, "g1"))

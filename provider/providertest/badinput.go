@@ -57,15 +57,15 @@ var badInputCases = []testCase{
 	{name: "ack_with_invalid_worker_items_rejected", run: func(e *env) {
 		it := e.lockedTurn("w")
 		noInstance := activityMsg("", 2, "")
-		e.wantErr(e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+		e.wantErr(e.ackErr(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
 			WorkerItems: []*provider.WorkerMessage{activityMsg("w", 1, ""), noInstance}}),
 			provider.ErrInvalidArgument, "ack with a worker item without instance ID")
-		e.wantErr(e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+		e.wantErr(e.ackErr(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
 			WorkerItems: []*provider.WorkerMessage{nil}}),
 			provider.ErrInvalidArgument, "ack with a nil worker item")
 		noName := activityMsg("w", 1, "")
 		noName.Item.Name = "" // ActivityExecute requires a name
-		e.wantErr(e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+		e.wantErr(e.ackErr(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
 			WorkerItems: []*provider.WorkerMessage{noName}}),
 			provider.ErrInvalidArgument, "ack with a worker item failing Validate")
 		e.rejectedAckKeepsLock(it)
@@ -100,7 +100,7 @@ var badInputCases = []testCase{
 
 	{name: "ack_with_execution_id_zero_rejected_lock_kept", run: func(e *env) {
 		it := e.lockedTurn("x0")
-		err := e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
+		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 0,
 			History:     []history.Event{e.scheduledEvent(2)},
 			WorkerItems: []*provider.WorkerMessage{activityMsg("x0", 2, "")},
@@ -113,7 +113,7 @@ var badInputCases = []testCase{
 		it := e.lockedTurn("xe")
 		bad := e.scheduledEvent(3)
 		bad.Name = "" // ActivityScheduled requires a name
-		err := e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
+		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History:     []history.Event{e.scheduledEvent(2), bad},
 			WorkerItems: []*provider.WorkerMessage{activityMsg("xe", 2, "")},
@@ -125,14 +125,14 @@ var badInputCases = []testCase{
 	{name: "ack_with_invalid_queued_items_rejected_lock_kept", run: func(e *env) {
 		it := e.lockedTurn("xq")
 		badWork := activityMsg("", 2, "")
-		err := e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
+		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History: []history.Event{e.scheduledEvent(2)}, WorkerItems: []*provider.WorkerMessage{badWork},
 		})
 		e.wantErr(err, provider.ErrInvalidArgument, "ack with invalid worker item")
 		badOrch := eventMsg("xq", "x", 1)
 		badOrch.Item.Kind = "NoSuchKind"
-		err = e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
+		err = e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1,
 			History: []history.Event{e.scheduledEvent(2)}, OrchestratorItems: []*provider.OrchestratorMessage{badOrch, nil},
 		})
@@ -141,7 +141,7 @@ var badInputCases = []testCase{
 	}},
 
 	{name: "ack_nil_turn_rejected", run: func(e *env) {
-		err := e.p.AckOrchestrationItem(e.ctx, nil)
+		err := e.ackErr(nil)
 		e.wantErr(err, provider.ErrInvalidArgument, "ack(nil)")
 	}},
 
@@ -150,7 +150,7 @@ var badInputCases = []testCase{
 		w := e.fetchWork()
 		bad := completionMsg("wc", 1, "r")
 		bad.Item.ID = 0 // ActivityCompleted requires the activity id
-		err := e.p.AckWorkItem(e.ctx, &provider.WorkAck{LockToken: w.LockToken, Completion: bad})
+		err := e.ackWorkErr(&provider.WorkAck{LockToken: w.LockToken, Completion: bad})
 		e.wantErr(err, provider.ErrInvalidArgument, "worker ack with invalid completion")
 		e.fetchNone()
 		e.fetchWorkNone(workOpts()) // still locked by w

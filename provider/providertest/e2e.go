@@ -51,6 +51,12 @@ func e2eGroups() [][]e2eCase {
 		e2eRecoveryCases,
 		e2eManagementCases,
 		e2eDetachedCases,
+		e2eSignalStartCases,
+		e2eValueCases,
+		e2eBulkCases,
+		e2eRoutingCases,
+		e2ePauseCases,
+		e2eScheduleCases,
 	}
 }
 

@@ -351,29 +351,49 @@ func e2eActivityContextInfo(e *e2e) {
 	}
 }
 
+// An activity that no runtime registers is never delivered: it waits,
+// reported as unserved, until a deploy brings a runtime that registers it
+// (a rolling deploy), which runs it at its first delivery.
 func e2eActivityUnregistered(e *e2e) {
-	reg := duroxide.NewRegistry()
-	duroxide.RegisterOrchestration(reg, "CallsGhost", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
-		err := ctx.ScheduleActivity("Ghost", nil).Await(nil)
-		var ae *duroxide.ActivityError
-		if !errors.As(err, &ae) {
-			return "", fmt.Errorf("want *ActivityError, got %v", err)
-		}
-		return ae.Kind + ": " + ae.Message, nil
-	})
-	e.runtime(reg, func(o *duroxide.RuntimeOptions) {
+	calls := func(reg *duroxide.Registry) {
+		duroxide.RegisterOrchestration(reg, "CallsGhost", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+			var s string
+			err := ctx.ScheduleActivity("Ghost", nil).Await(&s)
+			return s, err
+		})
+	}
+	old := duroxide.NewRegistry()
+	calls(old)
+	e.runtime(old, func(o *duroxide.RuntimeOptions) {
 		o.MaxAttempts = 3
 		o.BackoffBase = 100 * time.Millisecond
 		o.BackoffMax = time.Second
 	})
 	e.start("ghost", "CallsGhost", nil)
-	st := e.advanceUntilDone("ghost")
-	var out string
-	if err := st.Decode(&out); err != nil {
-		e.t.Fatalf("Decode: %v (%s)", err, describeStatus(st))
+	e.eventually("Ghost to be reported unserved", func() bool {
+		w, ok := e.activityWait("ghost", "Ghost")
+		return ok && w.Unserved
+	})
+	// Time passes: the old runtime never takes the activity (deliveries
+	// would fail it as "configuration" after MaxAttempts).
+	e.fc.Advance(time.Minute)
+	e.eventually("the old runtime to announce itself again", func() bool {
+		w, _ := e.activityWait("ghost", "Ghost")
+		return w.Unserved
+	})
+	if w, _ := e.activityWait("ghost", "Ghost"); w.Deliveries != 0 {
+		e.t.Fatalf("the unregistered activity was delivered: %+v", w)
 	}
-	if !strings.HasPrefix(out, "configuration: ") || !strings.Contains(out, "Ghost") {
-		e.t.Fatalf("output %q, want a configuration failure naming the activity", out)
+	next := duroxide.NewRegistry()
+	calls(next)
+	duroxide.RegisterActivity(next, "Ghost", func(ctx context.Context, _ any) (string, error) {
+		return fmt.Sprintf("boo, attempt %d", duroxide.ActivityContextFrom(ctx).Attempt), nil
+	})
+	e.runtime(next)
+	var out string
+	e.result("ghost", &out)
+	if out != "boo, attempt 1" {
+		e.t.Fatalf("output %q, want the new runtime to run it at its first delivery", out)
 	}
 }
 

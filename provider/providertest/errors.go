@@ -76,7 +76,7 @@ var errorCases = []testCase{
 		mustEqual(e.t, "work items", len(work), 0)
 	}},
 	{name: "StaleAckAfterLockExpiryRejectedWithNothingWritten", run: func(e *env) {
-		// Seed 000: a worker that outlived its lock must not commit stale work,
+		// A worker that outlived its lock must not commit stale work,
 		// even when nobody has taken the instance over yet.
 		e.createInstance("a")
 		e.enqueue(completionMsg("a", 2, "r"))

@@ -105,7 +105,7 @@ func Hammer(t *testing.T, ps []provider.Provider, goroutines, perGoroutine int) 
 						done++
 					}
 					mu.Unlock()
-					if err := p.AckOrchestrationItem(ctx, ack); err != nil {
+					if _, err := p.AckOrchestrationItem(ctx, ack); err != nil {
 						fail("ack %s: %v", id, err)
 						return
 					}
@@ -116,7 +116,7 @@ func Hammer(t *testing.T, ps []provider.Provider, goroutines, perGoroutine int) 
 					return
 				}
 				for _, l := range leases {
-					if err := p.AckWorkItem(ctx, HammerCompletion(l)); err != nil {
+					if _, err := p.AckWorkItem(ctx, HammerCompletion(l)); err != nil {
 						fail("AckWorkItem: %v", err)
 						return
 					}
@@ -223,5 +223,28 @@ func HammerActivity(id string, act int64) *provider.WorkerMessage {
 	return &provider.WorkerMessage{
 		InstanceID: id, ExecutionID: 1, ActivityID: act,
 		Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: 1, ID: act, Name: "A"},
+	}
+}
+
+// MustFetch fetches one turn from p, failing t when there is none.
+func MustFetch(t testing.TB, p provider.Provider) *provider.OrchestrationItem {
+	t.Helper()
+	it, err := provider.FetchOrchestrationItem(t.Context(), p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil {
+		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
+	}
+	return it
+}
+
+// RunFirstTurn starts the hammer instance id through p and acks its first
+// turn (two events, one activity), failing t on any error. p must hold no
+// other ready instance.
+func RunFirstTurn(t testing.TB, p provider.Provider, id string) {
+	t.Helper()
+	if err := p.Enqueue(t.Context(), HammerStart(id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AckOrchestrationItem(t.Context(), HammerTurn(MustFetch(t, p), 0)); err != nil {
+		t.Fatal(err)
 	}
 }

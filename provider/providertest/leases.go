@@ -30,9 +30,9 @@ var leaseCases = []testCase{
 		a := turnAck(it, 1, e.scheduledEvent(2), e.scheduledEvent(3))
 		a.WorkerItems = []*provider.WorkerMessage{leased, queued}
 		a.LeaseFor = lockTimeout
-		e.ack(a)
-		e.wantCount("leases", len(a.Leased), 1)
-		l := a.Leased[0]
+		res := e.ack(a)
+		e.wantCount("leases", len(res.Leased), 1)
+		l := res.Leased[0]
 		e.wantCount("leased activity", int(l.ActivityID), 2)
 		e.wantCount("attempt of a leased activity", l.AttemptCount, 1)
 		mustEqual(e.t, "leased item", l.Item.Name, leased.Item.Name)
@@ -49,21 +49,21 @@ var leaseCases = []testCase{
 	{name: "leased_item_returns_to_the_queue_when_its_lock_expires", run: func(e *env) {
 		it := e.lockedTurn("a")
 		a := e.leasingAck(it, time.Minute)
-		e.ack(a)
-		e.wantCount("leases", len(a.Leased), 1)
+		res := e.ack(a)
+		e.wantCount("leases", len(res.Leased), 1)
 		e.fetchWorkNone(workOpts())
 		e.clock.Advance(time.Minute + time.Millisecond)
 		f := e.fetchWork()
 		e.wantCount("redelivery attempt", f.AttemptCount, 2)
-		e.lockLost(e.ackWorkErr(&provider.WorkAck{LockToken: a.Leased[0].LockToken}), "ack of the expired lease")
+		e.lockLost(e.ackWorkErr(&provider.WorkAck{LockToken: res.Leased[0].LockToken}), "ack of the expired lease")
 	}},
 
 	{name: "item_leased_and_canceled_in_one_ack_is_neither", run: func(e *env) {
 		it := e.lockedTurn("a")
 		a := e.leasingAck(it, lockTimeout)
 		a.CanceledActivities = []provider.ActivityRef{{InstanceID: "a", ExecutionID: 1, ActivityID: 2}}
-		e.ack(a)
-		e.wantCount("leases", len(a.Leased), 0)
+		res := e.ack(a)
+		e.wantCount("leases", len(res.Leased), 0)
 		e.expireLocks()
 		e.fetchWorkNone(workOpts())
 	}},
@@ -74,8 +74,8 @@ var leaseCases = []testCase{
 		m.Lease = true
 		a := turnAck(it, 1, e.scheduledEvent(2))
 		a.WorkerItems = []*provider.WorkerMessage{m}
-		e.ack(a)
-		e.wantCount("leases", len(a.Leased), 0)
+		res := e.ack(a)
+		e.wantCount("leases", len(res.Leased), 0)
 		e.wantCount("fetched attempt", e.fetchWork().AttemptCount, 1)
 	}},
 
@@ -84,8 +84,9 @@ var leaseCases = []testCase{
 		e.expireLocks()
 		thief := e.fetchFor("a") // steals the expired lock
 		a := e.leasingAck(it, lockTimeout)
-		e.lockLost(e.ackErr(a), "ack with a stolen lock")
-		e.wantCount("leases of a failed ack", len(a.Leased), 0)
+		res, err := e.p.AckOrchestrationItem(e.ctx, a)
+		e.lockLost(err, "ack with a stolen lock")
+		e.wantCount("leases of a failed ack", len(res.Leased), 0)
 		e.fetchWorkNone(workOpts())
 		e.clock.Advance(lockTimeout / 2) // a lease would still hold; nothing was written at all
 		e.fetchWorkNone(workOpts())
@@ -120,8 +121,9 @@ var takeTurnCases = []testCase{
 		l := e.fetchWork()
 		e.enqueue(eventMsg("a", "early", 1))
 		ack := &provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 2, "ok"), TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout}}
-		e.noErr(e.p.AckWorkItem(e.ctx, ack), "ack taking the turn")
-		it := ack.Turn
+		ackRes, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack taking the turn")
+		it := ackRes.Turn
 		if it == nil {
 			e.t.Fatal("the ack took no turn of a free instance")
 		}
@@ -142,12 +144,13 @@ var takeTurnCases = []testCase{
 		l := e.fetchWork()
 		ack := &provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 3, "ok"),
 			TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout, Cached: cachedAt("a", 1, 2)}}
-		e.noErr(e.p.AckWorkItem(e.ctx, ack), "ack taking the turn")
-		if ack.Turn == nil {
+		ackRes, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack taking the turn")
+		if ackRes.Turn == nil {
 			e.t.Fatal("no turn taken")
 		}
-		e.wantCount("HistoryAfter", int(ack.Turn.HistoryAfter), 2)
-		mustEqual(e.t, "new history", len(ack.Turn.History), 0)
+		e.wantCount("HistoryAfter", int(ackRes.Turn.HistoryAfter), 2)
+		mustEqual(e.t, "new history", len(ackRes.Turn.History), 0)
 	}},
 
 	{name: "locked_instance_is_not_taken_and_its_completion_waits", run: func(e *env) {
@@ -157,8 +160,9 @@ var takeTurnCases = []testCase{
 		e.enqueue(eventMsg("a", "go", 1))
 		busy := e.fetchFor("a")
 		ack := &provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 2, "ok"), TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout}}
-		e.noErr(e.p.AckWorkItem(e.ctx, ack), "ack while the instance is locked")
-		if ack.Turn != nil {
+		ackRes, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack while the instance is locked")
+		if ackRes.Turn != nil {
 			e.t.Fatal("the ack took the turn of an instance locked by another turn")
 		}
 		e.ack(turnAck(busy, 1, e.externalEvent(2, "go")))
@@ -171,17 +175,19 @@ var takeTurnCases = []testCase{
 		l2 := e.fetchWork()
 		take := &provider.FetchOptions{LockTimeout: lockTimeout}
 		first := &provider.WorkAck{LockToken: l2.LockToken, Completion: completionMsg("a", 2, "ok"), TakeTurn: take}
-		e.noErr(e.p.AckWorkItem(e.ctx, first), "ack of the first of two activities")
-		if first.Turn != nil {
+		firstRes, err := e.p.AckWorkItem(e.ctx, first)
+		e.noErr(err, "ack of the first of two activities")
+		if firstRes.Turn != nil {
 			e.t.Fatal("the turn was taken while another activity of the instance was queued")
 		}
 		l3 := e.fetchWork()
 		last := &provider.WorkAck{LockToken: l3.LockToken, Completion: completionMsg("a", 3, "ok"), TakeTurn: take}
-		e.noErr(e.p.AckWorkItem(e.ctx, last), "ack of the last activity")
-		if last.Turn == nil {
+		lastRes, err := e.p.AckWorkItem(e.ctx, last)
+		e.noErr(err, "ack of the last activity")
+		if lastRes.Turn == nil {
 			e.t.Fatal("the last activity's ack did not take the turn")
 		}
-		mustEqual(e.t, "both results in one turn", kinds(last.Turn.Messages),
+		mustEqual(e.t, "both results in one turn", kinds(lastRes.Turn.Messages),
 			[]history.WorkItemKind{history.WorkActivityCompleted, history.WorkActivityCompleted})
 	}},
 
@@ -193,8 +199,9 @@ var takeTurnCases = []testCase{
 		e.fetchWork() // another worker took the activity over
 		e.enqueue(eventMsg("a", "go", 1))
 		ack := &provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 2, "ok"), TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout}}
-		e.lockLost(e.ackWorkErr(ack), "ack with a lost lock")
-		if ack.Turn != nil {
+		ackRes, err := e.p.AckWorkItem(e.ctx, ack)
+		e.lockLost(err, "ack with a lost lock")
+		if ackRes.Turn != nil {
 			e.t.Fatal("a failed ack took a turn")
 		}
 		mustEqual(e.t, "the instance is free", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkExternalRaised})

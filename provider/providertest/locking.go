@@ -135,7 +135,7 @@ var lockingCases = []testCase{
 			e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")}, Metadata: runningMeta()})
 		}
 	}},
-	{name: "Seed000Scenario1ConcurrentFetchSameInstance", run: func(e *env) {
+	{name: "ConcurrentFetchSameInstance", run: func(e *env) {
 		// Two workers select the same instance at once; the lock insert lets
 		// one win, and the other gets nothing (not an error). Repeated to
 		// give the race many chances.
@@ -160,7 +160,7 @@ var lockingCases = []testCase{
 		}
 		mustEqual(e.t, "events", len(e.readHistory("foo", 0)), 21)
 	}},
-	{name: "Seed000Scenario2NewMessagesDuringLock", run: func(e *env) {
+	{name: "NewMessagesDuringLock", run: func(e *env) {
 		e.enqueue(startMsg("foo"))
 		a := e.fetchFor("foo") // worker A
 		e.enqueue(completionMsg("foo", 2, "r"))
@@ -175,7 +175,7 @@ var lockingCases = []testCase{
 		mustEqual(e.t, "B's batch", kinds(b.Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 		mustEqual(e.t, "history B sees", eventIDs(b.History), []int64{1, 2})
 	}},
-	{name: "Seed000Scenario3TimeoutValidationOnAck", run: func(e *env) {
+	{name: "TimeoutValidationOnAck", run: func(e *env) {
 		e.createInstance("foo")
 		e.enqueue(eventMsg("foo", "go", 1))
 		a := e.fetchFor("foo")
@@ -189,7 +189,7 @@ var lockingCases = []testCase{
 		mustEqual(e.t, "event 2", h[len(h)-1].Name, "from B")
 		e.fetchNone()
 	}},
-	{name: "Seed000Scenario4CompletionFlood", run: func(e *env) {
+	{name: "CompletionFlood", run: func(e *env) {
 		e.enqueue(startMsg("foo"))
 		a := e.fetchFor("foo")
 		var errs goErrors

@@ -121,8 +121,14 @@ func groups() []group {
 		{"ConcurrentMigration", concurrentMigrationCases},
 		{"Copy", copyCases},
 		{"Waits", waitCases},
+		{"Pause", pauseCases},
+		{"Schedules", scheduleCases},
 		{"Then", thenCases},
+		{"StartIfAbsent", startIfAbsentCases},
+		{"Values", valueCases},
 		{"Hammer", hammerCases},
+		{"Maintenance", maintenanceCases},
+		{"Routing", routingCases},
 	}
 }
 

@@ -197,7 +197,7 @@ var queueCases = []testCase{
 	{name: "orphan_ack_without_orchestration_name_may_not_write_history", run: func(e *env) {
 		e.enqueue(eventMsg("ghost", "typo", 1))
 		it := e.fetchFor("ghost")
-		err := e.p.AckOrchestrationItem(e.ctx, &provider.TurnAck{
+		err := e.ackErr(&provider.TurnAck{
 			LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")},
 		})
 		e.wantErr(err, provider.ErrInvalidArgument, "ack writing history for an unknown instance without a name")
@@ -361,7 +361,7 @@ var queueCases = []testCase{
 					mu.Unlock()
 					for _, l := range ls {
 						_, err := retry(func() (struct{}, error) {
-							return struct{}{}, e.p.AckWorkItem(e.ctx, &provider.WorkAck{LockToken: l.LockToken})
+							return struct{}{}, e.ackWorkErr(&provider.WorkAck{LockToken: l.LockToken})
 						})
 						if err != nil {
 							e.t.Errorf("AckWorkItem: %v", err)

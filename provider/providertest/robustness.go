@@ -83,13 +83,13 @@ var leaseExpiryCases = []testCase{
 		}
 		ack := &provider.WorkAck{LockToken: w.LockToken, Completion: completionMsg("slowt", 2, "ok"),
 			TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout, Cached: cached}}
-		e.ackWork(ack)
-		if ack.Turn == nil {
+		res := e.ackWork(ack)
+		if res.Turn == nil {
 			return // not taking it is the other correct answer
 		}
-		e.liveLease("taken turn lease", ack.Turn.LockedUntil)
+		e.liveLease("taken turn lease", res.Turn.LockedUntil)
 		e.fetchNone()
-		e.ack(turnAck(ack.Turn, 1, e.completedEvent(3, "done")))
+		e.ack(turnAck(res.Turn, 1, e.completedEvent(3, "done")))
 	}},
 }
 
@@ -279,7 +279,7 @@ func (e *env) runFanIn(activities bool) {
 					TimestampMs: ms(e.clock.Now()), Name: "done", Data: js(m.ID)})
 				next++
 			}
-			if err := retryErr(func() error { return e.p.AckOrchestrationItem(e.ctx, turn) }); err != nil {
+			if err := retryErr(func() error { return e.ackErr(turn) }); err != nil {
 				errs.add(fmt.Errorf("parent ack: %w", err))
 				return
 			}
@@ -294,14 +294,18 @@ func (e *env) runFanIn(activities bool) {
 			l := workLeases[i]
 			wa := &provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("fan", l.ActivityID, "ok"),
 				TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout}}
-			if err := retryErr(func() error { return e.p.AckWorkItem(e.ctx, wa) }); err != nil {
+			var res provider.WorkResult
+			if err := retryErr(func() (err error) {
+				res, err = e.p.AckWorkItem(e.ctx, wa)
+				return err
+			}); err != nil {
 				errs.add(fmt.Errorf("activity %d ack: %w", l.ActivityID, err))
 				return nil
 			}
-			if wa.Turn != nil {
+			if res.Turn != nil {
 				// A taken turn is the caller's: hand it back.
 				errs.add(retryErr(func() error {
-					return e.p.AbandonOrchestrationItem(e.ctx, wa.Turn.LockToken, provider.AbandonOptions{IgnoreAttempt: true})
+					return e.p.AbandonOrchestrationItem(e.ctx, res.Turn.LockToken, provider.AbandonOptions{IgnoreAttempt: true})
 				}))
 			}
 			return nil
@@ -331,7 +335,7 @@ func (e *env) runFanIn(activities bool) {
 						ID: int64(k + 2), ChildInstanceID: c.InstanceID, Output: js("child-out")},
 				}},
 			}
-			if err := retryErr(func() error { return e.p.AckOrchestrationItem(e.ctx, done) }); err != nil {
+			if err := retryErr(func() error { return e.ackErr(done) }); err != nil {
 				errs.add(fmt.Errorf("child %s ack: %w", c.InstanceID, err))
 			}
 			return nil

@@ -11,9 +11,9 @@ import (
 func (e *env) activityRunning() *provider.WorkItemLease {
 	e.t.Helper()
 	a := e.leasingAck(e.lockedTurn("a"), lockTimeout)
-	e.ack(a)
-	e.wantCount("leases", len(a.Leased), 1)
-	return a.Leased[0]
+	res := e.ack(a)
+	e.wantCount("leases", len(res.Leased), 1)
+	return res.Leased[0]
 }
 
 // thenAck is the ack of activity 2 of "a" (lease l) carrying the turn its
@@ -27,11 +27,11 @@ func (e *env) thenAck(l *provider.WorkItemLease, after int64) *provider.WorkAck 
 	return &provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 2, "ok"), Then: then, ThenAfter: after}
 }
 
-// notApplied asserts that ack committed without its Then: the history is
+// notApplied asserts that an ack (result res) committed without its Then: the history is
 // unchanged and the completion is queued for a turn.
-func (e *env) notApplied(ack *provider.WorkAck, what string) {
+func (e *env) notApplied(res provider.WorkResult, what string) {
 	e.t.Helper()
-	if ack.ThenApplied {
+	if res.Then != nil {
 		e.t.Fatalf("%s: the ack applied its turn", what)
 	}
 	mustEqual(e.t, what+": history", eventIDs(e.readHistory("a", 0)), []int64{1, 2})
@@ -45,20 +45,20 @@ var thenCases = []testCase{
 	{name: "then_commits_the_result_and_its_turn_together", run: func(e *env) {
 		l := e.activityRunning()
 		ack := e.thenAck(l, 2)
-		e.noErr(e.ackWorkErr(ack), "ack with its turn")
-		if !ack.ThenApplied {
+		res := e.ackWork(ack)
+		if res.Then == nil {
 			e.t.Fatal("the turn of a quiet instance was not applied")
 		}
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 1)), []int64{1, 2, 3, 4})
-		e.wantCount("leases", len(ack.Then.Leased), 1)
-		e.wantCount("leased activity", int(ack.Then.Leased[0].ActivityID), 4)
-		e.wantCount("attempt of the leased activity", ack.Then.Leased[0].AttemptCount, 1)
+		e.wantCount("leases", len(res.Then.Leased), 1)
+		e.wantCount("leased activity", int(res.Then.Leased[0].ActivityID), 4)
+		e.wantCount("attempt of the leased activity", res.Then.Leased[0].AttemptCount, 1)
 		// The result was never queued, the instance is free, activity 4 is
 		// leased, and 2 is gone.
 		e.fetchNone()
 		e.fetchWorkNone(workOpts())
 		e.lockLost(e.ackWorkErr(&provider.WorkAck{LockToken: l.LockToken}), "second ack of activity 2")
-		e.ackWork(&provider.WorkAck{LockToken: ack.Then.Leased[0].LockToken, Completion: completionMsg("a", 4, "ok")})
+		e.ackWork(&provider.WorkAck{LockToken: res.Then.Leased[0].LockToken, Completion: completionMsg("a", 4, "ok")})
 		mustEqual(e.t, "next result delivered", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 	}},
 
@@ -66,8 +66,9 @@ var thenCases = []testCase{
 		l := e.activityRunning()
 		e.enqueue(eventMsg("a", "early", 1))
 		ack := e.thenAck(l, 2)
-		e.noErr(e.ackWorkErr(ack), "ack with its turn")
-		e.notApplied(ack, "instance with a visible message")
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack with its turn")
+		e.notApplied(res, "instance with a visible message")
 		mustEqual(e.t, "both in the next turn", kinds(e.fetchFor("a").Messages),
 			[]history.WorkItemKind{history.WorkExternalRaised, history.WorkActivityCompleted})
 		e.fetchWorkNone(workOpts()) // the turn's activity was not scheduled
@@ -76,8 +77,9 @@ var thenCases = []testCase{
 	{name: "then_not_applied_when_the_history_moved_on", run: func(e *env) {
 		l := e.activityRunning()
 		ack := e.thenAck(l, 1) // computed on an older copy
-		e.noErr(e.ackWorkErr(ack), "ack with a stale turn")
-		e.notApplied(ack, "stale copy")
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack with a stale turn")
+		e.notApplied(res, "stale copy")
 		mustEqual(e.t, "result queued", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 	}},
 
@@ -85,8 +87,9 @@ var thenCases = []testCase{
 		l := e.activityRunning()
 		ack := e.thenAck(l, 2)
 		ack.Then.ExecutionID = 2
-		e.noErr(e.ackWorkErr(ack), "ack with a turn of another execution")
-		e.notApplied(ack, "other execution")
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack with a turn of another execution")
+		e.notApplied(res, "other execution")
 		mustEqual(e.t, "result queued", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 	}},
 
@@ -95,8 +98,9 @@ var thenCases = []testCase{
 		e.enqueue(eventMsg("a", "go", 1))
 		busy := e.fetchFor("a")
 		ack := e.thenAck(l, 2)
-		e.noErr(e.ackWorkErr(ack), "ack while the instance is locked")
-		e.notApplied(ack, "locked instance")
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack while the instance is locked")
+		e.notApplied(res, "locked instance")
 		e.ack(turnAck(busy, 1, e.externalEvent(3, "go")))
 		mustEqual(e.t, "result in the next turn", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 	}},
@@ -105,8 +109,9 @@ var thenCases = []testCase{
 		l := e.activityRunning()
 		e.enqueueWork(activityMsg("a", 5, ""))
 		ack := e.thenAck(l, 2)
-		e.noErr(e.ackWorkErr(ack), "ack while another activity is queued")
-		e.notApplied(ack, "other activity queued")
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack while another activity is queued")
+		e.notApplied(res, "other activity queued")
 		mustEqual(e.t, "result queued", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 	}},
 
@@ -115,12 +120,13 @@ var thenCases = []testCase{
 		e.enqueue(eventMsg("a", "early", 1))
 		ack := e.thenAck(l, 2)
 		ack.TakeTurn = &provider.FetchOptions{LockTimeout: lockTimeout}
-		e.noErr(e.ackWorkErr(ack), "ack with its turn and TakeTurn")
-		e.notApplied(ack, "instance with a visible message")
-		if ack.Turn == nil {
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.noErr(err, "ack with its turn and TakeTurn")
+		e.notApplied(res, "instance with a visible message")
+		if res.Turn == nil {
 			e.t.Fatal("the ack neither applied its turn nor took one")
 		}
-		mustEqual(e.t, "taken turn", kinds(ack.Turn.Messages),
+		mustEqual(e.t, "taken turn", kinds(res.Turn.Messages),
 			[]history.WorkItemKind{history.WorkExternalRaised, history.WorkActivityCompleted})
 		e.fetchNone()
 	}},
@@ -130,8 +136,9 @@ var thenCases = []testCase{
 		e.expireLocks()
 		e.fetchWork() // another worker took the activity over
 		ack := e.thenAck(l, 2)
-		e.lockLost(e.ackWorkErr(ack), "ack with a lost lock")
-		e.notApplied(ack, "lost lock")
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.lockLost(err, "ack with a lost lock")
+		e.notApplied(res, "lost lock")
 		e.fetchNone()
 	}},
 
@@ -139,8 +146,9 @@ var thenCases = []testCase{
 		l := e.activityRunning()
 		ack := e.thenAck(l, 2)
 		ack.Then.History[1] = e.scheduledEvent(2) // already in the history
-		e.wantErr(e.ackWorkErr(ack), provider.ErrDuplicateEvent, "turn appending an existing event")
-		e.notApplied(ack, "rejected turn")
+		res, err := e.p.AckWorkItem(e.ctx, ack)
+		e.wantErr(err, provider.ErrDuplicateEvent, "turn appending an existing event")
+		e.notApplied(res, "rejected turn")
 		e.fetchNone()
 		// The activity is still locked by l: its plain ack commits.
 		e.ackWork(&provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 2, "ok")})
@@ -156,8 +164,9 @@ var thenCases = []testCase{
 		token.Then.LockToken = "x"
 		e.wantErr(e.ackWorkErr(token), provider.ErrInvalidArgument, "Then with a lock token")
 		noPosition := e.thenAck(l, 0)
-		e.wantErr(e.ackWorkErr(noPosition), provider.ErrInvalidArgument, "Then without ThenAfter")
-		e.notApplied(noPosition, "rejected acks")
+		res, err := e.p.AckWorkItem(e.ctx, noPosition)
+		e.wantErr(err, provider.ErrInvalidArgument, "Then without ThenAfter")
+		e.notApplied(res, "rejected acks")
 		e.ackWork(e.thenAck(l, 2)) // the rejected acks changed nothing
 		mustEqual(e.t, "history", eventIDs(e.readHistory("a", 1)), []int64{1, 2, 3, 4})
 	}},

@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"slices"
 
 	"github.com/duroxide/duroxide-go/provider"
-	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
@@ -26,18 +24,18 @@ func prefixUpperBound(prefix string) (string, bool) {
 }
 
 // ListInstances returns one page of instances, newest first; see
-// provider.Admin. A row whose stored JSON (input, output, custom status,
-// error details) cannot be decoded does not fail the page: it is listed
-// with the fields that decoded and a LastError of kind infrastructure
-// whose message starts "corrupt stored row: " and names the damaged
-// fields. GetInstance reports such a row as provider.ErrCorruptData.
+// provider.Admin and sqlstore.ListQuery. A row whose stored JSON (input,
+// output, custom status, error details) cannot be decoded does not fail
+// the page: it is listed with the fields that decoded and a LastError of
+// kind infrastructure whose message starts "corrupt stored row: " and
+// names the damaged fields. GetInstance reports such a row as
+// provider.ErrCorruptData.
 func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstancesOptions) (*provider.InstancePage, error) {
 	const op = "listing instances"
-	if _, _, _, err := listInstancesQuery(opts, false); err != nil {
+	if _, _, _, err := sqlstore.ListQuery(opts, listSQL(false)); err != nil {
 		return nil, p.fail(op, err)
 	}
-	page := &provider.InstancePage{Instances: []provider.InstanceInfo{}}
-	var lastSeq int64
+	var page *provider.InstancePage
 	err := p.read(ctx, op, func() error {
 		common := false
 		if opts.IDPrefix != "" {
@@ -52,7 +50,7 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 			}
 			common = n >= commonPrefixMatches
 		}
-		q, args, limit, err := listInstancesQuery(opts, common)
+		q, args, limit, err := sqlstore.ListQuery(opts, listSQL(common))
 		if err != nil {
 			return err
 		}
@@ -61,26 +59,8 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 			return interpretError(err, nil)
 		}
 		defer rows.Close()
-		for rows.Next() {
-			if len(page.Instances) == limit {
-				page.NextCursor = sqlstore.EncodeCursor(lastSeq)
-				break
-			}
-			// A row whose JSON columns cannot be decoded is listed with
-			// what decoded and LastError naming the damage, so one bad
-			// row does not hide the page (GetInstance reports it as
-			// ErrCorruptData).
-			in, err := sqlstore.ScanInstanceRow(rows, &lastSeq)
-			switch {
-			case err != nil:
-				return interpretError(err, nil)
-			case in.Corrupt != nil:
-				page.Instances = append(page.Instances, in.MarkCorrupt())
-			default:
-				page.Instances = append(page.Instances, in.InstanceInfo)
-			}
-		}
-		return interpretError(rows.Err(), nil)
+		page, err = sqlstore.ReadInstancePage(rows, limit)
+		return interpretError(err, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -93,313 +73,83 @@ func (p *Provider) ListInstances(ctx context.Context, opts provider.ListInstance
 // it instead of sorting the matches of the instance_id index.
 const commonPrefixMatches = 10_000
 
-// listInstancesQuery assembles the ListInstances statement for opts: the
-// SQL, its arguments (the last one the row limit, one above the page size,
-// to tell whether a next page exists) and the page size. commonPrefix
-// says whether opts.IDPrefix matches at least commonPrefixMatches
-// instances.
-func listInstancesQuery(opts provider.ListInstancesOptions, commonPrefix bool) (string, []any, int, error) {
-	limit := opts.Limit
-	switch {
-	case limit < 0:
-		return "", nil, 0, sqlenc.Invalid("Limit %d is negative", limit)
-	case limit == 0:
-		limit = sqlstore.DefaultPageSize
-	case limit > sqlstore.MaxPageSize:
-		limit = sqlstore.MaxPageSize
+// listSQL is SQLite's ListInstances text; commonPrefix says whether
+// opts.IDPrefix matches at least commonPrefixMatches instances.
+func listSQL(commonPrefix bool) *sqlstore.ListSQL {
+	from, below := sqlListFilterIDFrom, sqlListFilterIDBelow
+	if commonPrefix {
+		from, below = sqlListFilterIDFromScan, sqlListFilterIDBelowScan
 	}
-	// The filters other than the states, which every part of a
-	// several-state query repeats.
-	var filters string
-	var fargs []any
-	if opts.Cursor != "" {
-		seq, err := sqlstore.DecodeCursor(opts.Cursor)
-		if err != nil {
-			return "", nil, 0, err
-		}
-		filters += sqlListFilterCursor
-		fargs = append(fargs, seq)
-	}
-	if opts.Orchestration != "" {
-		filters += sqlListFilterName
-		fargs = append(fargs, opts.Orchestration)
-	}
-	if opts.ParentInstanceID != "" {
-		filters += sqlListFilterParent
-		fargs = append(fargs, opts.ParentInstanceID)
-	}
-	if opts.IDPrefix != "" {
-		from, below := sqlListFilterIDFrom, sqlListFilterIDBelow
-		if commonPrefix {
-			from, below = sqlListFilterIDFromScan, sqlListFilterIDBelowScan
-		}
-		filters += from
-		fargs = append(fargs, opts.IDPrefix)
-		if upper, ok := prefixUpperBound(opts.IDPrefix); ok {
-			filters += below
-			fargs = append(fargs, upper)
-		}
-	}
-	for _, s := range opts.Statuses {
-		if !s.Valid() {
-			return "", nil, 0, sqlenc.Invalid("unknown status %q", s)
-		}
-	}
-	statuses := slices.Compact(slices.Sorted(slices.Values(opts.Statuses)))
-	q := sqlListInstancesBase
-	var args []any
-	switch len(statuses) {
-	case 0:
-		q += filters
-		args = append(args, fargs...)
-	case 1:
-		q += sqlListFilterStatus + filters
-		args = append(append(args, string(statuses[0])), fargs...)
-	default:
-		q += sqlListStatusesWrap
-		for i, s := range statuses {
-			if i > 0 {
-				q += sqlListStatusesUnion
+	return &sqlstore.ListSQL{
+		Base:   sqlListInstancesBase,
+		Cursor: sqlListFilterCursor, Status: sqlListFilterStatus, Name: sqlListFilterName, Parent: sqlListFilterParent,
+		OrderBy:    sqlListInstancesOrderBy,
+		StatesPart: sqlListStatusPart, StatesPartEnd: ")", StatesUnion: sqlListStatusesUnion, StatesWrap: sqlListStatusesWrap,
+		Placeholder: func(int) string { return "?" },
+		IDPrefix: func(prefix string, arg func(any) string) string {
+			f := from + arg(prefix)
+			if upper, ok := prefixUpperBound(prefix); ok {
+				f += below + arg(upper)
 			}
-			q += sqlListStatusPart + filters + sqlListInstancesOrderBy + ")"
-			args = append(append(append(args, string(s)), fargs...), limit+1)
-		}
-		q += ")"
+			return f
+		},
 	}
-	q += sqlListInstancesOrderBy
-	args = append(args, limit+1)
-	return q, args, limit, nil
 }
 
-// GetInstance returns one instance; see provider.Admin.
-func (p *Provider) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {
-	const op = "getting instance"
-	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
-		return nil, p.fail(op, err)
-	}
-	var in *provider.InstanceInfo
-	err := p.read(ctx, op, func() error {
-		var err error
-		in, err = sqlstore.GetInstance(ctx, p.readQuerier(nil), instanceID)
+// PurgeTree returns instanceIDs and their descendants; the single writer
+// needs no locks. See sqlstore.Tx.
+func (w *wtx) PurgeTree(instanceIDs []string) ([]string, error) {
+	return w.queryStrings(sPurgeTree, jsonStrings(instanceIDs))
+}
+
+// PurgeRows returns the purge check rows of tree; see sqlstore.Tx.
+func (w *wtx) PurgeRows(tree []string) (map[string]sqlstore.PurgeRow, error) {
+	rows := make(map[string]sqlstore.PurgeRow, len(tree))
+	err := w.query(sPurgeRows, func(r *sql.Rows) error {
+		id, x, err := sqlstore.ScanPurgeRow(r)
+		rows[id] = x
 		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return in, nil
+	}, jsonStrings(tree))
+	return rows, err
 }
 
-// ListExecutions returns an instance's executions in order; see provider.Admin.
-func (p *Provider) ListExecutions(ctx context.Context, instanceID string) ([]provider.ExecutionInfo, error) {
-	const op = "listing executions"
-	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
-		return nil, p.fail(op, err)
-	}
-	var out []provider.ExecutionInfo
-	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
-		var err error
-		out, err = sqlstore.ListExecutions(ctx, p.readQuerier(tx), instanceID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// GetExecution returns one execution; see provider.Admin.
-func (p *Provider) GetExecution(ctx context.Context, instanceID string, executionID int64) (*provider.ExecutionInfo, error) {
-	const op = "getting execution"
-	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
-		return nil, p.fail(op, err)
-	}
-	var e *provider.ExecutionInfo
-	err := p.read(ctx, op, func() error {
-		var err error
-		e, err = sqlstore.GetExecution(ctx, p.readQuerier(nil), instanceID, executionID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-// ListChildren returns the IDs of an instance's direct sub-orchestrations;
-// see provider.Admin.
-func (p *Provider) ListChildren(ctx context.Context, instanceID string) ([]string, error) {
-	const op = "listing children"
-	if err := sqlstore.CheckInstanceID(instanceID); err != nil {
-		return nil, p.fail(op, err)
-	}
-	var ids []string
-	err := p.readTx(ctx, op, func(tx *sql.Tx) error {
-		var err error
-		ids, err = sqlstore.ListChildren(ctx, p.readQuerier(tx), instanceID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
-}
-
-// PurgeInstances deletes instances and all their descendants in one
-// transaction; see provider.Admin.
-func (p *Provider) PurgeInstances(ctx context.Context, instanceIDs []string, opts provider.PurgeOptions) (*provider.PurgeResult, error) {
-	const op = "purging instances"
-	if err := sqlstore.CheckPurgeArgs(instanceIDs); err != nil {
-		return nil, p.fail(op, err)
-	}
+// PurgeDelete deletes tree and settles what it held; see sqlstore.Tx.
+func (w *wtx) PurgeDelete(tree []string) (*provider.PurgeResult, error) {
 	res := &provider.PurgeResult{}
-	if len(instanceIDs) == 0 {
-		if p.closed.Load() {
-			return nil, p.fail(op, provider.ErrClosed)
-		}
-		return res, nil
+	treeJSON := jsonStrings(tree)
+	if err := w.query(sPurgeCountExecutions, func(r *sql.Rows) error { return r.Scan(&res.Executions) }, treeJSON); err != nil {
+		return nil, err
 	}
-	err := p.write(ctx, op, func(w *wtx) error {
-		*res = provider.PurgeResult{} // this may be a re-run (see writer.go)
-		// The named instances and, recursively, their children.
-		var tree []string
-		err := w.query(sPurgeTree, func(r *sql.Rows) error {
-			var id string
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			tree = append(tree, id)
-			return nil
-		}, jsonStrings(instanceIDs))
+	if err := w.query(sPurgeCountEvents, func(r *sql.Rows) error { return r.Scan(&res.Events) }, treeJSON); err != nil {
+		return nil, err
+	}
+	for _, s := range []stmtID{sPurgeDeleteHistory, sPurgeDeleteExecutions, sPurgeDeleteOrch, sPurgeDeleteWork, sPurgeDeleteLocks, sPurgeDeleteInstances, sPurgeDeleteLockQueue} {
+		n, err := w.exec(s, nil, treeJSON)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rows := make(map[string]sqlstore.PurgeRow, len(tree))
-		treeJSON := jsonStrings(tree)
-		err = w.query(sPurgeRows, func(r *sql.Rows) error {
-			id, x, err := sqlstore.ScanPurgeRow(r)
-			if err != nil {
-				return err
-			}
-			rows[id] = x
-			return nil
-		}, treeJSON)
-		if err != nil {
-			return err
+		switch s {
+		case sPurgeDeleteOrch, sPurgeDeleteWork, sPurgeDeleteLockQueue:
+			res.Messages += n
+		case sPurgeDeleteInstances:
+			res.Instances = n
 		}
-		if err := sqlstore.CheckPurge(instanceIDs, tree, rows, opts.Force); err != nil {
-			return err
-		}
-		if err := w.query(sPurgeCountExecutions, func(r *sql.Rows) error { return r.Scan(&res.Executions) }, treeJSON); err != nil {
-			return err
-		}
-		if err := w.query(sPurgeCountEvents, func(r *sql.Rows) error { return r.Scan(&res.Events) }, treeJSON); err != nil {
-			return err
-		}
-		for _, s := range []stmtID{sPurgeDeleteHistory, sPurgeDeleteExecutions, sPurgeDeleteOrch, sPurgeDeleteWork, sPurgeDeleteLocks, sPurgeDeleteInstances} {
-			n, err := w.exec(s, nil, treeJSON)
-			if err != nil {
-				return err
-			}
-			switch s {
-			case sPurgeDeleteOrch, sPurgeDeleteWork:
-				res.Messages += n
-			case sPurgeDeleteInstances:
-				res.Instances = n
-			}
-		}
-		// Execution locks: the purged instances leave every queue and the
-		// locks they held pass to the oldest queued start of each key.
-		// Their idempotency keys stay for their retention, stamped as
-		// purged, so a repeat start is still a duplicate.
-		n, err := w.exec(sPurgeDeleteLockQueue, nil, treeJSON)
-		if err != nil {
-			return err
-		}
-		res.Messages += n
-		if _, err := w.exec(sPurgeMarkIdemKeys, nil, treeJSON, w.now); err != nil {
-			return err
-		}
-		keys, err := w.queryStrings(sPurgeDeleteExecLocks, treeJSON)
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if _, err := w.promoteQueuedStart(k); err != nil {
-				return err
-			}
-		}
-		w.changes.instances = append(w.changes.instances, tree...)
-		return nil
-	})
+	}
+	// Idempotency keys stay for their retention, stamped as purged, so a
+	// repeat start is still a duplicate; the freed execution locks pass to
+	// their queues.
+	if _, err := w.exec(sPurgeMarkIdemKeys, nil, treeJSON, w.now); err != nil {
+		return nil, err
+	}
+	keys, err := w.queryStrings(sPurgeDeleteExecLocks, treeJSON)
 	if err != nil {
 		return nil, err
 	}
+	for _, k := range keys {
+		if _, err := w.promoteQueuedStart(k); err != nil {
+			return nil, err
+		}
+	}
+	w.changes.instances = append(w.changes.instances, tree...)
 	return res, nil
-}
-
-// QueueDepths counts the messages of both queues; see provider.Admin.
-func (p *Provider) QueueDepths(ctx context.Context) (*provider.QueueDepths, error) {
-	d := &provider.QueueDepths{}
-	err := p.read(ctx, "reading queue depths", func() error {
-		return interpretError(p.rstmts[rQueueDepths].QueryRowContext(ctx, p.now()).Scan(
-			&d.OrchestratorReady, &d.OrchestratorDelayed, &d.OrchestratorLocked,
-			&d.WorkerReady, &d.WorkerDelayed, &d.WorkerLocked), nil)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// Counts returns store-wide totals; see provider.Admin.
-func (p *Provider) Counts(ctx context.Context) (*provider.Counts, error) {
-	c := &provider.Counts{ByStatus: map[provider.Status]int64{}}
-	err := p.readTx(ctx, "counting", func(tx *sql.Tx) error {
-		if err := tx.StmtContext(ctx, p.rstmts[rCounts]).QueryRowContext(ctx).Scan(&c.Instances, &c.Executions, &c.HistoryEvents, &c.ExecutionLocks); err != nil {
-			return interpretError(err, nil)
-		}
-		return queryRows(ctx, tx.StmtContext(ctx, p.rstmts[rCountsByStatus]), func(r *sql.Rows) error {
-			var s string
-			var n int64
-			if err := r.Scan(&s, &n); err != nil {
-				return err
-			}
-			c.ByStatus[provider.Status(s)] = n
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// ListDeadLetters returns dead-lettered messages, newest first; see provider.Admin.
-func (p *Provider) ListDeadLetters(ctx context.Context, limit int) ([]provider.DeadLetter, error) {
-	const op = "listing dead letters"
-	switch {
-	case limit < 0:
-		return nil, p.fail(op, sqlenc.Invalid("limit %d is negative", limit))
-	case limit == 0:
-		limit = sqlstore.DefaultPageSize
-	case limit > sqlstore.MaxPageSize:
-		limit = sqlstore.MaxPageSize
-	}
-	out := []provider.DeadLetter{}
-	err := p.read(ctx, op, func() error {
-		return queryRows(ctx, p.rstmts[rDeadLetters], func(r *sql.Rows) error {
-			var d provider.DeadLetter
-			var at int64
-			if err := r.Scan(&d.ID, &d.Queue, &d.InstanceID, &d.Payload, &d.Error, &at); err != nil {
-				return err
-			}
-			d.DeadAt = msTime(at)
-			out = append(out, d)
-			return nil
-		}, limit)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -101,7 +101,7 @@ func BenchmarkTurnFetchAck(b *testing.B) {
 		if err != nil || it == nil {
 			b.Fatalf("fetch: %v, %v", it, err)
 		}
-		if err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
+		if _, err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,7 +129,7 @@ func BenchmarkTurnFetchAckBatch(b *testing.B) {
 		if err != nil || len(items) != benchBatch {
 			b.Fatalf("fetch: %d items, %v", len(items), err)
 		}
-		if err := concurrently(len(items), func(j int) error { return p.AckOrchestrationItem(ctx, benchTurn(items[j])) }); err != nil {
+		if err := concurrently(len(items), func(j int) error { _, err := p.AckOrchestrationItem(ctx, benchTurn(items[j])); return err }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -173,7 +173,7 @@ func BenchmarkActivityFetchAck(b *testing.B) {
 		if err != nil || l == nil {
 			b.Fatalf("fetch: %v, %v", l, err)
 		}
-		if err := p.AckWorkItem(ctx, benchCompletion(l)); err != nil {
+		if _, err := p.AckWorkItem(ctx, benchCompletion(l)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -195,7 +195,7 @@ func BenchmarkActivityFetchAckBatch(b *testing.B) {
 		if err != nil || len(leases) != benchBatch {
 			b.Fatalf("fetch: %d leases, %v", len(leases), err)
 		}
-		if err := concurrently(len(leases), func(j int) error { return p.AckWorkItem(ctx, benchCompletion(leases[j])) }); err != nil {
+		if err := concurrently(len(leases), func(j int) error { _, err := p.AckWorkItem(ctx, benchCompletion(leases[j])); return err }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -238,7 +238,7 @@ func BenchmarkParallelActivityFetchAck(b *testing.B) {
 				b.Errorf("fetch: %v, %v", l, err)
 				return
 			}
-			if err := p.AckWorkItem(ctx, benchCompletion(l)); err != nil {
+			if _, err := p.AckWorkItem(ctx, benchCompletion(l)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -268,7 +268,7 @@ func BenchmarkParallelTurnFetchAck(b *testing.B) {
 				b.Errorf("fetch: %v, %v", it, err)
 				return
 			}
-			if err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
+			if _, err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -346,7 +346,7 @@ func BenchmarkTurnFetchAckWithBacklog(b *testing.B) {
 					if err != nil || it == nil {
 						b.Fatalf("fetch: %v, %v", it, err)
 					}
-					if err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
+					if _, err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
 						b.Fatal(err)
 					}
 				}

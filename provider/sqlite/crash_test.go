@@ -204,7 +204,7 @@ func (w *crashWorkload) step(ctx context.Context, which int) (bool, error) {
 			return false, err
 		}
 		if it != nil {
-			if err := w.p.AckOrchestrationItem(ctx, crashTurn(it)); err != nil {
+			if _, err := w.p.AckOrchestrationItem(ctx, crashTurn(it)); err != nil {
 				return false, fmt.Errorf("acking %s: %w", it.InstanceID, err)
 			}
 			progressed = true
@@ -223,7 +223,7 @@ func (w *crashWorkload) step(ctx context.Context, which int) (bool, error) {
 					ID: l.ActivityID, Output: json.RawMessage(strconv.FormatInt(l.ActivityID*10, 10)),
 				},
 			}
-			if err := w.p.AckWorkItem(ctx, &provider.WorkAck{LockToken: l.LockToken, Completion: done}); err != nil {
+			if _, err := w.p.AckWorkItem(ctx, &provider.WorkAck{LockToken: l.LockToken, Completion: done}); err != nil {
 				return false, fmt.Errorf("acking activity %d of %s: %w", l.ActivityID, l.InstanceID, err)
 			}
 			progressed = true

@@ -1,7 +1,8 @@
 // Package sqlite is the embedded store of duroxide-go: a provider.Provider
-// (with the optional provider.Waker) kept in one SQLite file, with no
-// server to run. It uses the pure-Go driver modernc.org/sqlite, so it needs
-// no cgo.
+// (with the optional provider.Waker and provider.ScheduleStore, and
+// provider.Leaser, provider.ExecutionPruner and provider.BulkJobStore for
+// retention and bulk actions) kept in one SQLite file, with no server to
+// run. It uses the pure-Go driver modernc.org/sqlite, so it needs no cgo.
 //
 //	store, err := sqlite.Open(ctx, "app.db", nil) // nil options: the defaults below
 //	if err != nil { ... }

@@ -1,13 +1,10 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
-	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
-	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Execution locks, their queues and idempotency keys (migrations 0005 and
@@ -16,9 +13,9 @@ import (
 // isTerminalStatus reports whether a stored instance status ends it.
 func isTerminalStatus(s string) bool { return provider.Status(s).IsTerminal() }
 
-// checkIdempotencyKey fails with *provider.DuplicateStartError when key is
+// CheckIdempotencyKey fails with *provider.DuplicateStartError when key is
 // retained; a key past its retention is deleted so it can be reused.
-func (w *wtx) checkIdempotencyKey(key string) error {
+func (w *wtx) CheckIdempotencyKey(key string) error {
 	var inst string
 	var expires int64
 	var purged sql.NullInt64
@@ -38,10 +35,10 @@ func (w *wtx) checkIdempotencyKey(key string) error {
 	return err
 }
 
-// liveLockHolder returns the live, unexpired lock on key, or nil once the
+// LiveLockHolder returns the live, unexpired lock on key, or nil once the
 // key is free. Stale and expired locks met on the way are freed, each
 // handed to its oldest queued start, which then holds the key.
-func (w *wtx) liveLockHolder(key string) (*provider.LockedError, error) {
+func (w *wtx) LiveLockHolder(key string) (*provider.LockedError, error) {
 	for {
 		var inst, status string
 		var lockedAt, expires int64
@@ -126,91 +123,27 @@ func (w *wtx) settleExecutionLocks(instance string, terminal bool) error {
 	return nil
 }
 
-// GetExecutionLock returns the lock on key; see provider.LockStore.
-func (p *Provider) GetExecutionLock(ctx context.Context, key string) (*provider.ExecutionLock, error) {
-	const op = "getting execution lock"
-	if err := sqlstore.CheckLockKey(key); err != nil {
-		return nil, p.fail(op, err)
-	}
-	var l *provider.ExecutionLock
-	err := p.read(ctx, op, func() error {
-		var err error
-		l, err = sqlstore.GetExecutionLock(ctx, p.readQuerier(nil), key, p.now())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// ListExecutionLocks returns every lock by key; see provider.LockStore.
-func (p *Provider) ListExecutionLocks(ctx context.Context) ([]provider.ExecutionLock, error) {
-	var out []provider.ExecutionLock
-	err := p.read(ctx, "listing execution locks", func() error {
-		var err error
-		out, err = sqlstore.ListExecutionLocks(ctx, p.readQuerier(nil), p.now())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// ReleaseExecutionLock force-releases the lock on key; see provider.LockStore.
-func (p *Provider) ReleaseExecutionLock(ctx context.Context, key string) (bool, error) {
-	const op = "releasing execution lock"
-	if key == "" {
-		return false, p.fail(op, sqlenc.Invalid("empty lock key"))
-	}
-	var released bool
-	err := p.write(ctx, op, func(w *wtx) error {
-		n, err := w.exec(sXLockDelete, nil, key)
-		if err != nil {
-			return err
-		}
-		released = n > 0
-		if !released {
-			return nil
-		}
-		_, err = w.promoteQueuedStart(key)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	return released, nil
-}
-
-// CleanupExecutionLocks frees expired and stale locks and drops expired
-// idempotency keys; see provider.LockStore.
-func (p *Provider) CleanupExecutionLocks(ctx context.Context) (*provider.LockCleanup, error) {
-	var res *provider.LockCleanup
-	err := p.write(ctx, "cleaning up execution locks", func(w *wtx) error {
-		var err error
-		res, err = sqlstore.CleanupExecutionLocks(lockCleaner{w})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// lockCleaner is the write transaction CleanupExecutionLocks runs in.
-type lockCleaner struct{ w *wtx }
-
-func (c lockCleaner) FreeableLocks() ([]string, error) {
-	return c.w.queryStrings(sXLockFreeable, c.w.now)
+func (w *wtx) FreeableLocks() ([]string, error) {
+	return w.queryStrings(sXLockFreeable, w.now)
 }
 
 // ClaimFreeable: the single writer has changed nothing since
 // FreeableLocks read the key.
-func (c lockCleaner) ClaimFreeable(string) (bool, error) { return true, nil }
+func (w *wtx) ClaimFreeable(string) (bool, error) { return true, nil }
 
-func (c lockCleaner) FreeExecutionLock(key string) (bool, error) { return c.w.freeExecutionLock(key) }
+func (w *wtx) FreeExecutionLock(key string) (bool, error) { return w.freeExecutionLock(key) }
 
-func (c lockCleaner) DropExpiredIdempotencyKeys() (int64, error) {
-	return c.w.exec(sIdemCleanup, nil, c.w.now)
+func (w *wtx) DropExpiredIdempotencyKeys() (int64, error) {
+	return w.exec(sIdemCleanup, nil, w.now)
+}
+
+// ReleaseExecutionLock deletes the lock on key and hands the key to its
+// queue; see sqlstore.Tx.
+func (w *wtx) ReleaseExecutionLock(key string) (bool, error) {
+	n, err := w.exec(sXLockDelete, nil, key)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	_, err = w.promoteQueuedStart(key)
+	return true, err
 }

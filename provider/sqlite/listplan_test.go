@@ -67,7 +67,7 @@ func TestListInstancesPlans(t *testing.T) {
 		{"parent", provider.ListInstancesOptions{ParentInstanceID: "root"}, "USING INDEX instances_parent (parent_instance_id=?", false, false},
 	}
 	for _, tc := range cases {
-		q, args, _, err := listInstancesQuery(tc.opts, tc.common)
+		q, args, _, err := sqlstore.ListQuery(tc.opts, listSQL(tc.common))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -98,7 +98,7 @@ func TestCommonPrefixQueryLists(t *testing.T) {
 		}
 	}
 	list := func(opts provider.ListInstancesOptions, common bool) []string {
-		q, args, _, err := listInstancesQuery(opts, common)
+		q, args, _, err := sqlstore.ListQuery(opts, listSQL(common))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
 // Notifications (provider.Notifier).
@@ -33,31 +33,8 @@ type changes struct {
 
 // notify delivers c to the subscribers after its request committed.
 func (p *Provider) notify(c *changes) {
-	if c.orch {
-		p.hub.Wake(provider.QueueOrchestrator)
-	}
-	if c.work {
-		p.hub.Wake(provider.QueueWorker)
-	}
-	if len(c.instances) > 0 {
-		p.hub.InstanceChanged(c.instances...)
-	}
+	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances)
 }
-
-// Subscribe implements provider.Notifier.
-func (p *Provider) Subscribe(q provider.Queue) (<-chan struct{}, func()) {
-	return p.hub.Subscribe(q)
-}
-
-// WatchInstance implements provider.Notifier.
-func (p *Provider) WatchInstance(instanceID string) (<-chan struct{}, func()) {
-	return p.hub.WatchInstance(instanceID)
-}
-
-// WakeAll wakes every subscriber and instance watcher, as when another
-// process changed the database. Test harnesses that move a fake clock use
-// it: dispatchers sleeping on timers of the old time look again.
-func (p *Provider) WakeAll() { p.hub.WakeAll() }
 
 // checkForeignCommits reads the writer connection's data_version inside a
 // transaction that just began, and wakes everyone if another connection
@@ -92,7 +69,7 @@ func (p *Provider) watchForeignCommits(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if !p.takeIdleWriter() {
+		if !p.group.TryAcquire() {
 			continue
 		}
 		var v int64
@@ -100,35 +77,9 @@ func (p *Provider) watchForeignCommits(every time.Duration) {
 		if err == nil {
 			err = p.wstmts[sDataVersion].QueryRow().Scan(&v)
 		}
-		p.releaseIdleWriter()
+		p.group.Release()
 		if err == nil {
 			p.sawDataVersion(v)
 		}
 	}
-}
-
-// takeIdleWriter makes the caller the writer's leader if nobody is, so it
-// may use the writer connection outside a transaction; it reports false
-// when the writer is busy or closed.
-func (p *Provider) takeIdleWriter() bool {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	if p.leading || p.wclosed {
-		return false
-	}
-	p.leading = true
-	return true
-}
-
-// releaseIdleWriter ends takeIdleWriter: requests that queued meanwhile
-// get the writer, as after a transaction.
-func (p *Provider) releaseIdleWriter() {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	if len(p.pending) > 0 {
-		p.pending[0].lead <- struct{}{}
-		return
-	}
-	p.leading = false
-	p.wcond.Broadcast()
 }

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,32 +9,19 @@ import (
 	"slices"
 	"time"
 
-	"github.com/duroxide/duroxide-go/history"
-	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
+// deadLetter records a message moved out of a queue, for logging after commit.
+type deadLetter = sqlstore.DeadLetter
+
 // Queue names used in dead_letters.queue.
 const (
-	queueOrchestrator = "orchestrator"
-	queueWorker       = "worker"
+	queueOrchestrator = sqlstore.QueueOrchestrator
+	queueWorker       = sqlstore.QueueWorker
 )
-
-// deadLetter records a message moved out of a queue, for logging after commit.
-type deadLetter struct {
-	queue, instanceID string
-	id                int64
-	err               error
-}
-
-func (p *Provider) logDeadLetters(dls []deadLetter) {
-	for _, d := range dls {
-		p.log.Warn("sqlite: moved an undecodable message to the dead-letter list",
-			logkey.Queue, d.queue, logkey.Instance, d.instanceID, logkey.Error, d.err)
-	}
-}
 
 // deadLetter moves one undecodable queue row to dead_letters.
 func (w *wtx) deadLetter(queue string, del stmtID, id int64, instanceID string, payload []byte, cause error) error {
@@ -49,57 +35,10 @@ func (w *wtx) deadLetter(queue string, del stmtID, id int64, instanceID string, 
 	return err
 }
 
-// fetchedMsg is one tagged orchestrator-queue row.
-type fetchedMsg struct {
-	id       int64
-	data     []byte
-	attempts int
-}
-
-// FetchOrchestrationItems locks up to opts.Max ready instances in one
-// transaction; see provider.Provider.
-func (p *Provider) FetchOrchestrationItems(ctx context.Context, opts provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
-	const op = "fetching orchestration items"
-	limit, err := sqlenc.FetchLimit(opts.LockTimeout, opts.Max)
-	if err != nil {
-		return nil, p.fail(op, err)
-	}
-	var (
-		items     []*provider.OrchestrationItem
-		histories map[string][]sqlstore.StoredEvent
-		dead      []deadLetter
-	)
-	err = p.write(ctx, op, func(w *wtx) error {
-		var err error
-		items, histories, dead, err = w.fetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.logDeadLetters(dead)
-	decodeHistories(items, histories)
-	return items, nil
-}
-
-// decodeHistories decodes the loaded history of each item, after the
-// transaction committed: the instance locks keep it stable and the writer
-// is free sooner.
-func decodeHistories(items []*provider.OrchestrationItem, histories map[string][]sqlstore.StoredEvent) {
-	for _, it := range items {
-		if it.Instance == nil {
-			it.History = []history.Event{}
-			continue
-		}
-		rows := histories[it.InstanceID]
-		slices.SortFunc(rows, func(a, b sqlstore.StoredEvent) int { return cmp.Compare(a.ID, b.ID) })
-		evs, herr := sqlstore.DecodeEvents(rows)
-		if herr != nil {
-			it.HistoryError = fmt.Errorf("instance %q execution %d: %w", it.InstanceID, it.Instance.CurrentExecutionID, herr)
-			continue
-		}
-		it.History = evs
-	}
+// FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
+func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
+	items, histories, dead, err := w.fetchTurns(limit, lockMs, cached)
+	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, err
 }
 
 func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
@@ -197,11 +136,11 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 		return nil, lost, nil, nil
 	}
 
-	msgs := make(map[string][]fetchedMsg, len(lockedIDs))
+	msgs := make(map[string][]sqlstore.TaggedMessage, len(lockedIDs))
 	err = w.query(sTagMessages, func(r *sql.Rows) error {
-		var m fetchedMsg
+		var m sqlstore.TaggedMessage
 		var inst string
-		if err := r.Scan(&m.id, &inst, &m.data, &m.attempts); err != nil {
+		if err := r.Scan(&m.ID, &inst, &m.Data, &m.Attempts); err != nil {
 			return err
 		}
 		msgs[inst] = append(msgs[inst], m)
@@ -212,29 +151,16 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 	}
 
 	for _, inst := range lockedIDs {
-		batch := msgs[inst]
-		slices.SortFunc(batch, func(a, b fetchedMsg) int { return cmp.Compare(a.id, b.id) })
-		it := &provider.OrchestrationItem{
-			InstanceID:  inst,
-			LockToken:   prefix + inst,
-			LockedUntil: msTime(until),
-			Messages:    make([]history.WorkItem, 0, len(batch)),
+		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
+			return w.deadLetter(queueOrchestrator, sDeleteMessage, m.ID, inst, m.Data, cause)
+		})
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		for _, m := range batch {
-			wi, derr := history.DecodeWorkItem(m.data)
-			if derr != nil {
-				if err := w.deadLetter(queueOrchestrator, sDeleteMessage, m.id, inst, m.data, derr); err != nil {
-					return nil, nil, nil, err
-				}
-				dead = append(dead, deadLetter{queue: queueOrchestrator, instanceID: inst, id: m.id, err: derr})
-				continue
-			}
-			it.Messages = append(it.Messages, wi)
-			it.AttemptCount = max(it.AttemptCount, m.attempts)
-		}
-		if len(it.Messages) == 0 {
+		dead = append(dead, d...)
+		if it == nil {
 			// Nothing deliverable: release the lock and move on.
-			if _, err := w.exec(sReleaseLock, nil, inst, it.LockToken); err != nil {
+			if _, err := w.exec(sReleaseLock, nil, inst, prefix+inst); err != nil {
 				return nil, nil, nil, err
 			}
 			lost = append(lost, inst)
@@ -363,166 +289,109 @@ func (w *wtx) loadHistories(pairs [][2]any) (map[string][]sqlstore.StoredEvent, 
 	return out, err
 }
 
-// insertMessage enqueues m, creating its instance if asked: when the ID is
-// taken it enqueues OnExists instead, or fails with ErrInstanceExists.
-// A start carrying an idempotency key or an execution lock checks them
-// first, in that order (see provider.Provider.Enqueue).
-func (w *wtx) insertMessage(m *sqlenc.Msg) error {
-	visible := m.VisibleAt
-	if visible == 0 {
-		visible = w.now
+// insertMessage enqueues m (see sqlstore.InsertMessage).
+func (w *wtx) insertMessage(m *sqlenc.Msg) error { return sqlstore.InsertMessage(w, m) }
+
+// Now is the transaction's time; see sqlstore.MessageTx.
+func (w *wtx) Now() int64 { return w.now }
+
+// CreateInstance inserts m's instance row; see sqlstore.MessageTx.
+func (w *wtx) CreateInstance(m *sqlenc.Msg) (bool, error) {
+	c := m.Create
+	n, err := w.exec(sCreateInstance, nil, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now)
+	if err != nil || n == 0 {
+		return false, err
 	}
-	queued := false
-	if c := m.Create; c != nil {
-		if c.IdemKey != "" {
-			if err := w.checkIdempotencyKey(c.IdemKey); err != nil {
-				return err
-			}
-		}
-		if c.LockKey != "" {
-			holder, err := w.liveLockHolder(c.LockKey)
-			if err != nil {
-				return err
-			}
-			if holder != nil && !c.LockQueue {
-				return holder
-			}
-			queued = holder != nil
-		}
-		n, err := w.exec(sCreateInstance, nil, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now)
-		if err != nil {
+	w.changes.instances = append(w.changes.instances, m.InstanceID)
+	return true, nil
+}
+
+// RecordStart writes a created start's idempotency key and execution lock
+// (or its place in the lock's queue); see sqlstore.MessageTx.
+func (w *wtx) RecordStart(m *sqlenc.Msg, visible int64, queued bool) error {
+	c := m.Create
+	if c.IdemKey != "" {
+		if _, err := w.exec(sIdemInsert, nil, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL); err != nil {
 			return err
 		}
-		if n == 0 {
-			if c.OnExists != nil {
-				return w.insertMessage(c.OnExists)
-			}
-			return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
-		}
-		if c.IdemKey != "" {
-			if _, err := w.exec(sIdemInsert, nil, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL); err != nil {
-				return err
-			}
-		}
-		switch {
-		case queued:
-			_, err := w.exec(sXLockQueueInsert, nil, c.LockKey, m.InstanceID, string(m.Item), visible, c.LockTTL, w.now)
-			return err
-		case c.LockKey != "":
-			if _, err := w.exec(sXLockInsert, nil, c.LockKey, m.InstanceID, w.now, c.LockTTL); err != nil {
-				return err
-			}
-		}
 	}
-	_, err := w.exec(sInsertMessage, nil, m.InstanceID, string(m.Item), visible, w.now)
-	w.changes.orch = true
-	if m.Create != nil {
-		w.changes.instances = append(w.changes.instances, m.InstanceID)
+	var err error
+	switch {
+	case queued:
+		_, err = w.exec(sXLockQueueInsert, nil, c.LockKey, m.InstanceID, string(m.Item), visible, c.LockTTL, w.now)
+	case c.LockKey != "":
+		_, err = w.exec(sXLockInsert, nil, c.LockKey, m.InstanceID, w.now, c.LockTTL)
 	}
 	return err
 }
 
-// Enqueue inserts orchestrator messages atomically; see provider.Provider.
-func (p *Provider) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
-	return enqueueAll(ctx, p, "enqueueing", msgs, sqlenc.EncodeMessage, (*wtx).insertMessage)
+// InstanceStatus returns the status of instance id; see
+// sqlstore.MessageTx.
+func (w *wtx) InstanceStatus(id string) (provider.Status, error) {
+	var st provider.Status
+	err := w.query(sInstanceStatus, func(r *sql.Rows) error { return r.Scan(&st) }, id)
+	return st, err
 }
 
-// enqueueAll validates and encodes msgs before the transaction, then
-// inserts them all in one: all or none.
-func enqueueAll[M, E any](ctx context.Context, p *Provider, op string, msgs []M,
-	encode func(M) (E, error), insert func(*wtx, E) error) error {
-	enc := make([]E, len(msgs))
-	for i, m := range msgs {
-		e, err := encode(m)
-		if err != nil {
-			return p.fail(op, err)
-		}
-		enc[i] = e
-	}
-	if len(enc) == 0 {
-		if p.closed.Load() {
-			return p.fail(op, provider.ErrClosed)
-		}
-		return nil
-	}
-	return p.write(ctx, op, func(w *wtx) error {
-		for _, e := range enc {
-			if err := insert(w, e); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// RecordExisted writes the idempotency key of a start-if-absent that
+// found its instance; see sqlstore.MessageTx.
+func (w *wtx) RecordExisted(m *sqlenc.Msg) error {
+	c := m.Create
+	_, err := w.exec(sIdemInsert, nil, c.IdemKey, m.InstanceID, w.now, w.now+c.IdemTTL)
+	return err
 }
 
-// AckOrchestrationItem commits one turn; see provider.Provider. Concurrent
-// acks share a transaction (group commit), each in its own savepoint.
-func (p *Provider) AckOrchestrationItem(ctx context.Context, ack *provider.TurnAck) error {
-	const op = "acking turn"
-	e, err := sqlenc.EncodeAck(ack)
-	if err != nil {
-		return p.fail(op, err)
+// EnqueueMessage inserts m on the orchestrator queue; see
+// sqlstore.MessageTx.
+func (w *wtx) EnqueueMessage(m *sqlenc.Msg, visible int64) error {
+	_, err := w.exec(sInsertMessage, nil, m.InstanceID, string(m.Item), visible, w.now)
+	w.changes.orch = true
+	return err
+}
+
+// InsertMessages enqueues msgs; see sqlstore.TurnTx.
+func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
+	for _, m := range msgs {
+		if err := w.insertMessage(m); err != nil {
+			return err
+		}
 	}
-	var leased []*provider.WorkItemLease
-	err = p.write(ctx, op, func(w *wtx) error {
-		var err error
-		leased, err = w.applyAck(e)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	ack.Leased = sqlenc.UnexpiredLeases(leased, p.clock())
 	return nil
 }
 
-// applyAck performs steps (a) to (k) of one turn ack, and returns the
-// leases of the worker items it leased to the caller.
-func (w *wtx) applyAck(e *sqlenc.Ack) ([]*provider.WorkItemLease, error) {
-	err := w.applyAckSteps(e)
-	if err != nil || len(w.leaseIDs) == 0 {
-		return nil, err
-	}
-	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.LeaseMs)
+// CheckTurnLock reports whether token holds the instance's unexpired lock
+// and whether the instance row exists; the single writer needs no
+// per-instance lock. See sqlstore.TurnTx.
+func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
+	var n int
+	err = w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&n, &exists) }, inst, token, w.now)
+	return n != 0, exists, err
 }
 
-func (w *wtx) applyAckSteps(e *sqlenc.Ack) error {
-	// (a) The lock must be held and unexpired.
-	inst, ok := sqlstore.TokenInstance(e.Token)
-	if !ok {
-		return fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
-	}
-	var held int
-	var exists bool
-	err := w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&held, &exists) }, inst, e.Token, w.now)
-	if err != nil {
+// FinishTurn consumes the turn's messages and releases the instance lock;
+// see sqlstore.TurnTx.
+func (w *wtx) FinishTurn(inst, token string) error {
+	if _, err := w.exec(sDeleteTagged, nil, inst, token); err != nil {
 		return err
 	}
-	if held == 0 {
-		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
+	if _, err := w.exec(sDeleteLock, nil, inst, token); err != nil {
+		return err
 	}
-	if !exists && e.Name == nil {
-		// No instance and nothing to create it from: the turn only consumes
-		// messages sent to an unknown instance.
-		if !e.ConsumeOnly() {
-			return sqlenc.Invalid("turn ack for unknown instance %q has no Metadata.OrchestrationName to create it from", inst)
-		}
-		if _, err := w.exec(sDeleteTagged, nil, inst, e.Token); err != nil {
-			return err
-		}
-		if _, err = w.exec(sDeleteLock, nil, inst, e.Token); err != nil {
-			return err
-		}
-		return w.noteLeftovers(inst)
-	}
-	return w.applyTurn(inst, e)
+	return w.noteLeftovers(inst)
 }
 
-// applyTurn performs steps (b) to (k) of a turn ack for instance inst:
-// with e.token, the turn of a locked instance whose tagged messages it
-// deletes and whose lock it releases; without, a WorkAck.Then, whose only
-// message was never enqueued and which holds no lock.
-func (w *wtx) applyTurn(inst string, e *sqlenc.Ack) error {
+// LeaseInserted leases the worker rows ApplyTurn inserted to lease; see
+// sqlstore.TurnTx.
+func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
+	if len(w.leaseIDs) == 0 {
+		return nil, nil
+	}
+	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, lockMs)
+}
+
+// ApplyTurn performs steps (b) to (k) of a turn ack for instance inst; see
+// sqlstore.TurnTx.
+func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	// (c) Insert or update the execution; its status decides the instance's.
 	var completed any
 	if e.Terminal {
@@ -552,6 +421,12 @@ func (w *wtx) applyTurn(inst string, e *sqlenc.Ack) error {
 	}
 	if e.Name != nil || e.Version != nil {
 		if _, err := w.exec(sSetInstanceName, nil, inst, e.Name, e.Version); err != nil {
+			return err
+		}
+	}
+
+	if e.HasValues() {
+		if err := w.applyValues(inst, e); err != nil {
 			return err
 		}
 	}
@@ -600,7 +475,7 @@ func (w *wtx) applyTurn(inst string, e *sqlenc.Ack) error {
 		if _, err := w.exec(sDeleteTagged, nil, inst, e.Token); err != nil {
 			return err
 		}
-		if _, err = w.exec(sDeleteLock, nil, inst, e.Token); err != nil {
+		if _, err := w.exec(sDeleteLock, nil, inst, e.Token); err != nil {
 			return err
 		}
 	}
@@ -621,64 +496,33 @@ func (w *wtx) noteLeftovers(instance string) error {
 	return w.query(sInstanceHasMessages, func(r *sql.Rows) error { return r.Scan(&w.changes.orch) }, instance)
 }
 
-// AbandonOrchestrationItem releases an instance lock without committing,
-// recording opts.Error (if any) as the instance's last error in the same
-// transaction; see provider.Provider.
-func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
-	const op = "abandoning turn"
-	if opts.Delay < 0 {
-		return p.fail(op, sqlenc.Invalid("Delay %v is negative", opts.Delay))
+// AbandonTurn releases the instance lock held by token; see
+// sqlstore.TurnTx.
+func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr []byte) (bool, error) {
+	n, err := w.exec(sAbandonLock, nil, inst, token, w.now)
+	if err != nil || n == 0 {
+		return false, err
 	}
-	undo := 0
-	if opts.IgnoreAttempt {
-		undo = 1
+	if _, err := w.exec(sUntagMessages, nil, inst, token, w.now+delayMs, undo); err != nil {
+		return false, err
 	}
-	var lastErr []byte
-	if opts.Error != nil {
-		if err := opts.Error.Validate(); err != nil {
-			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
-		}
-		var err error
-		if lastErr, err = json.Marshal(opts.Error); err != nil {
-			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
-		}
+	// The instance is ready again, now or after the delay.
+	w.changes.orch = true
+	if lastErr != nil {
+		// An instance without a row (a message for an unknown instance)
+		// updates nothing: the abandon creates no instance.
+		_, err = w.exec(sSetLastError, nil, inst, string(lastErr), w.now)
 	}
-	inst, ok := sqlstore.TokenInstance(lockToken)
-	if !ok {
-		return p.fail(op, provider.ErrLockLost)
-	}
-	return p.write(ctx, op, func(w *wtx) error {
-		n, err := w.exec(sAbandonLock, nil, inst, lockToken, w.now)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return provider.ErrLockLost
-		}
-		if _, err := w.exec(sUntagMessages, nil, inst, lockToken, w.now+sqlenc.DurMs(opts.Delay), undo); err != nil {
-			return err
-		}
-		// The instance is ready again, now or after the delay.
-		w.changes.orch = true
-		if lastErr != nil {
-			// An instance without a row (a message for an unknown instance)
-			// updates nothing: the abandon creates no instance.
-			_, err = w.exec(sSetLastError, nil, inst, string(lastErr), w.now)
-		}
-		return err
-	})
+	return true, err
 }
 
 // RenewOrchestrationItemLock extends a valid instance lock; see
 // provider.Provider.
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renewing turn lock"
-	if extendFor <= 0 {
-		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
-	}
-	inst, ok := sqlstore.TokenInstance(lockToken)
-	if !ok {
-		return p.fail(op, provider.ErrLockLost)
+	inst, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenInstance)
+	if err != nil {
+		return p.fail(op, err)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
 		until := w.now + sqlenc.DurMs(extendFor)
@@ -692,4 +536,20 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 		_, err = w.exec(sRenewTagged, nil, inst, lockToken, until)
 		return err
 	})
+}
+
+// applyValues writes an ack's value changes (part of step f).
+func (w *wtx) applyValues(inst string, e *sqlenc.Ack) error {
+	for i, k := range e.SetKeys {
+		if _, err := w.exec(sValueSet, nil, inst, k, e.SetValues[i], w.now); err != nil {
+			return err
+		}
+	}
+	for _, k := range e.ClearKeys {
+		if _, err := w.exec(sValueClear, nil, inst, k); err != nil {
+			return err
+		}
+	}
+	_, err := w.exec(sValuesBump, nil, inst)
+	return err
 }

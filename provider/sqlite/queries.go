@@ -1,5 +1,10 @@
 package sqlite
 
+import (
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
+
 // All SQL of the store lives in this file and in migrations/. Parameters are
 // numbered (?1, ?2...) so one value can be used several times. Lists of
 // values are passed as one JSON array and expanded with json_each, so every
@@ -29,6 +34,26 @@ const (
 // as many of the candidates as it needs and asks again if they were not
 // enough.
 const candidateLimit = "16"
+
+// workRoute is the activity name and queue of a worker row, read from its
+// work item ?5 (NULL and ” when the item is not JSON).
+const workRoute = `CASE WHEN json_valid(?5) THEN json_extract(?5, '$.name') END,
+    CASE WHEN json_valid(?5) THEN coalesce(json_extract(?5, '$.queue'), '') ELSE '' END`
+
+// unservedExpr reports that no route live at the time parameter now
+// serves worker row q, while some route is live (with none, nothing is
+// known of what is served: runtimes of earlier releases announce none).
+func unservedExpr(now string) string {
+	return `EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > ` + now + `)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > ` + now + `
+    AND EXISTS (SELECT 1 FROM json_each(r.queues) WHERE value = q.queue)
+    AND (q.activity_name IS NULL OR EXISTS (SELECT 1 FROM json_each(r.activities) WHERE value = q.activity_name)))`
+}
+
+var (
+	unserved    = unservedExpr("?2")
+	unservedAt1 = unservedExpr("?1")
+)
 
 // stmtID names a statement prepared once per connection.
 type stmtID int
@@ -63,6 +88,10 @@ const (
 	sInsertWorkReturning
 	sCancelActivity
 	sCreateInstance
+	sInstanceStatus
+	sValueSet
+	sValueClear
+	sValuesBump
 	sInsertMessage
 	sDeleteTagged
 	sDeleteLock
@@ -127,6 +156,13 @@ const (
 	sInstanceHasWork
 	sInstanceQuiet
 
+	// Routing and heartbeats.
+	sHeartbeatWork
+	sAnnounceRoutes
+	sWithdrawRoutes
+	sUnservedCandidates
+	sLockUnserved
+
 	numWriterStmts
 )
 
@@ -137,6 +173,8 @@ const (
 	rHistory
 	rGetInstance
 	rInstanceExists
+	rValues
+	rValue
 	rListExecutions
 	rGetExecution
 	rListChildren
@@ -155,6 +193,7 @@ const (
 	rQueueHeldLocks
 	rQueueStart
 	rStalled
+	rWorkHeartbeat
 
 	numReaderStmts
 )
@@ -302,12 +341,16 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
 
 	// ?1 instance, ?2 execution, ?3 activity, ?4 session (NULL: none),
 	// ?5 work item, ?6 visible_at, ?7 now.
-	sInsertWork: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+	// The row's activity name and queue are copied from its work item
+	// (migration 0010).
+	sInsertWork: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
+    activity_name, queue)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
 
 	// sInsertWork, returning the row's ID.
-	sInsertWorkReturning: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id`,
+	sInsertWorkReturning: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
+    activity_name, queue)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `) RETURNING id`,
 
 	sCancelActivity: `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 AND activity_id = ?3`,
 
@@ -318,6 +361,15 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id`,
     parent_instance_id, parent_execution_id, created_at, updated_at)
 VALUES (?1, ?2, ?3, 'Pending', ?4, ?5, ?6, ?7, ?7)
 ON CONFLICT (instance_id) DO NOTHING`,
+	// ?1 instance.
+	sInstanceStatus: `SELECT status FROM instances WHERE instance_id = ?1`,
+	// ?1 instance, ?2 key, ?3 value, ?4 now.
+	sValueSet: `INSERT INTO instance_values (instance_id, value_key, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (instance_id, value_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+	// ?1 instance, ?2 key.
+	sValueClear: `DELETE FROM instance_values WHERE instance_id = ?1 AND value_key = ?2`,
+	// ?1 instance.
+	sValuesBump: `UPDATE instances SET values_version = values_version + 1 WHERE instance_id = ?1`,
 
 	// ?1 instance, ?2 work item, ?3 visible_at, ?4 now.
 	sInsertMessage: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES (?1, ?2, ?3, ?4)`,
@@ -352,13 +404,18 @@ WHERE instance_id = ?1`,
 	// Rows without a session, oldest first. ?1 now, ?2 after this id.
 	sWorkCandidatesNoSession: `SELECT id, NULL FROM worker_queue
 WHERE session_id IS NULL AND id > ?2 AND visible_at <= ?1
+  AND (?3 IS NULL OR activity_name IS NULL OR activity_name IN (SELECT value FROM json_each(?3)))
+  AND queue IN (SELECT value FROM json_each(?4))
 ORDER BY id
 LIMIT ` + candidateLimit,
 
 	// Rows without a session, of sessions the owner holds, or of claimable
-	// sessions, oldest first. ?1 now, ?2 after this id, ?3 owner.
+	// sessions, oldest first. ?1 now, ?2 after this id, ?3 owner, ?4 JSON
+	// array of activity names (NULL: any), ?5 JSON array of queues.
 	sWorkCandidatesSession: `SELECT q.id, q.session_id FROM worker_queue AS q
 WHERE q.id > ?2 AND q.visible_at <= ?1
+  AND (?4 IS NULL OR q.activity_name IS NULL OR q.activity_name IN (SELECT value FROM json_each(?4)))
+  AND q.queue IN (SELECT value FROM json_each(?5))
   AND (q.session_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM sessions AS s
         WHERE s.session_id = q.session_id AND s.locked_until > ?1 AND s.owner_id <> ?3))
@@ -479,6 +536,37 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// execution (WorkAck.Then): unlocked, ?2 its current execution, ?3 the
 	// last event of that execution, no visible message and no worker row.
 	// ?1 instance, ?4 now.
+	// Renew a worker lock and record a heartbeat (NULL details keep the
+	// recorded ones). ?1 id, ?2 token, ?3 now, ?4 new locked_until, ?5
+	// details or NULL.
+	sHeartbeatWork: `UPDATE worker_queue
+SET locked_until = ?4, visible_at = ?4, heartbeat_at = ?3, heartbeat_details = coalesce(?5, heartbeat_details)
+WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3
+RETURNING session_id`,
+
+	// ?1 worker, ?2 JSON array of activities, ?3 JSON array of queues, ?4
+	// seen_until.
+	sAnnounceRoutes: `INSERT INTO worker_routes (worker_id, activities, queues, seen_until) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until`,
+
+	// ?1 worker.
+	sWithdrawRoutes: `DELETE FROM worker_routes WHERE worker_id = ?1`,
+
+	// Visible, unlocked rows enqueued before ?2 that no live route serves,
+	// oldest first. ?1 now, ?2 enqueued before, ?3 limit.
+	sUnservedCandidates: `SELECT id FROM worker_queue AS q
+WHERE q.visible_at <= ?1 AND q.created_at <= ?2 AND (q.lock_token IS NULL OR q.locked_until <= ?1)
+  AND ` + unservedAt1 + `
+ORDER BY q.id
+LIMIT ?3`,
+
+	// sLockWork without counting a delivery. ?1 token prefix, ?2 JSON
+	// array of ids, ?3 locked_until.
+	sLockUnserved: `UPDATE worker_queue
+SET lock_token = ?1 || id, locked_until = ?3, visible_at = ?3
+WHERE id IN (SELECT value FROM json_each(?2))
+RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(session_id, ''), work_item, attempt_count`,
+
 	sInstanceQuiet: `SELECT
     coalesce((SELECT current_execution_id = ?2 FROM instances WHERE instance_id = ?1), 0)
     AND NOT EXISTS (SELECT 1 FROM instance_locks WHERE instance_id = ?1 AND locked_until > ?4)
@@ -497,7 +585,7 @@ ORDER BY l.lock_key`,
 // instanceColumns are the columns scanned by scanInstanceInfo.
 const instanceColumns = `instance_id, orchestration_name, orchestration_version, status, current_execution_id,
        input, output, error, custom_status, custom_status_version,
-       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error`
+       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error, values_version`
 
 // executionColumns are the columns scanned by scanExecutionInfo; e is the executions table.
 const executionColumns = `e.execution_id, e.status, e.input, e.output, e.error, e.started_at, e.completed_at,
@@ -511,6 +599,8 @@ var readerSQL = [numReaderStmts]string{
 
 	rGetInstance:    `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = ?1`,
 	rInstanceExists: `SELECT count(*) FROM instances WHERE instance_id = ?1`,
+	rValues:         `SELECT value_key, value, updated_at FROM instance_values WHERE instance_id = ?1 ORDER BY value_key`,
+	rValue:          `SELECT value, updated_at FROM instance_values WHERE instance_id = ?1 AND value_key = ?2`,
 	rListExecutions: `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 ORDER BY e.execution_id`,
 	rGetExecution:   `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 AND e.execution_id = ?2`,
 	rListChildren:   `SELECT instance_id FROM instances WHERE parent_instance_id = ?1 ORDER BY seq`,
@@ -526,7 +616,8 @@ var readerSQL = [numReaderStmts]string{
                  WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > ?1)),
   (SELECT count(*) FROM worker_queue WHERE visible_at <= ?1),
   (SELECT count(*) FROM worker_queue WHERE visible_at > ?1 AND (lock_token IS NULL OR locked_until <= ?1)),
-  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1)`,
+  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1),
+  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= ?1 AND ` + unservedAt1 + `)`,
 
 	rCounts: `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
        (SELECT count(*) FROM execution_locks)`,
@@ -556,9 +647,13 @@ var readerSQL = [numReaderStmts]string{
 FROM instances AS i WHERE i.instance_id = ?1`,
 	rQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue INDEXED BY orchestrator_queue_instance WHERE instance_id = ?1 ORDER BY id`,
+	// ?1 instance, ?2 now (for the live routes).
 	rQueueWork: `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
-       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at
-FROM worker_queue INDEXED BY worker_queue_activity WHERE instance_id = ?1 ORDER BY id`,
+       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at,
+       queue, heartbeat_at, heartbeat_details, ` + unserved + `
+FROM worker_queue AS q INDEXED BY worker_queue_activity WHERE instance_id = ?1 ORDER BY id`,
+	// ?1 id, ?2 token, ?3 now.
+	rWorkHeartbeat:  `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
 	rQueueLock:      `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = ?1`,
 	rQueueHeldLocks: `SELECT lock_key FROM execution_locks WHERE instance_id = ?1 ORDER BY lock_key`,
 	// The instance's queued start, its holder and how many starts are
@@ -588,6 +683,7 @@ WHERE q.instance_id = ?1 ORDER BY q.id LIMIT 1`,
 SELECT i.instance_id
 FROM candidates AS c JOIN instances AS i ON i.instance_id = c.instance_id
 WHERE i.status IN ('Pending', 'Running', 'ContinuedAsNew')
+  AND NOT EXISTS (SELECT 1 FROM instance_locks AS p WHERE p.instance_id = i.instance_id AND p.pause_reason IS NOT NULL)
   AND coalesce((SELECT h.created_at FROM history AS h
                 WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
                 ORDER BY h.event_id DESC LIMIT 1), i.created_at) <= ?1
@@ -601,18 +697,18 @@ const xlockSelect = `SELECT l.lock_key, l.instance_id, l.locked_at, l.expires_at
        (SELECT count(*) FROM lock_queue AS q WHERE q.lock_key = l.lock_key)
 FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id`
 
-// ListInstances is assembled from these fragments (its filters are
-// optional). One state is an equality on the status index, read newest
+// ListInstances is assembled from these fragments by sqlstore.ListQuery
+// (its filters are optional; each is followed by its placeholder). One state is an equality on the status index, read newest
 // first. Several states would make SQLite sort every match, so each state
 // gets its own page-sized index read (sqlListStatusPart, with the other
 // filters), and only those few rows are merged (sqlListStatusesWrap).
 const (
 	sqlListInstancesBase    = `SELECT seq, ` + instanceColumns + ` FROM instances WHERE 1 = 1`
-	sqlListFilterCursor     = ` AND seq < ?`
-	sqlListFilterStatus     = ` AND status = ?`
-	sqlListFilterName       = ` AND orchestration_name = ?`
-	sqlListFilterParent     = ` AND parent_instance_id = ?`
-	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT ?`
+	sqlListFilterCursor     = ` AND seq < `
+	sqlListFilterStatus     = ` AND status = `
+	sqlListFilterName       = ` AND orchestration_name = `
+	sqlListFilterParent     = ` AND parent_instance_id = `
+	sqlListInstancesOrderBy = ` ORDER BY seq DESC LIMIT `
 	// The ID prefix is a range of the instance_id index: instance_id >=
 	// prefix, and below the prefix's successor when it has one
 	// (prefixUpperBound); LIKE would not use the index. Reading the range
@@ -624,18 +720,16 @@ const (
 	// SQLite from using the index: the rows are then read newest first
 	// (by seq, or another filter's index) and the prefix filters them,
 	// finding a page's matches quickly since they are common.
-	sqlListFilterIDFrom      = ` AND instance_id >= ?`
-	sqlListFilterIDBelow     = ` AND instance_id < ?`
-	sqlListFilterIDFromScan  = ` AND +instance_id >= ?`
-	sqlListFilterIDBelowScan = ` AND +instance_id < ?`
+	sqlListFilterIDFrom      = ` AND instance_id >= `
+	sqlListFilterIDBelow     = ` AND instance_id < `
+	sqlListFilterIDFromScan  = ` AND +instance_id >= `
+	sqlListFilterIDBelowScan = ` AND +instance_id < `
 	sqlCountPrefixFrom       = `SELECT count(*) FROM (SELECT 1 FROM instances WHERE instance_id >= ?`
 	sqlCountPrefixBelow      = ` AND instance_id < ?`
 	sqlCountPrefixEnd        = ` LIMIT ?)`
-	// sqlListStatusPart is followed by the other filters and
-	// sqlListInstancesOrderBy, and closed with ")".
-	sqlListStatusPart    = `SELECT seq FROM (SELECT seq FROM instances WHERE status = ?`
-	sqlListStatusesWrap  = ` AND seq IN (`
-	sqlListStatusesUnion = ` UNION ALL `
+	sqlListStatusPart        = `SELECT seq FROM (SELECT seq FROM instances WHERE status = `
+	sqlListStatusesWrap      = ` AND seq IN (`
+	sqlListStatusesUnion     = ` UNION ALL `
 )
 
 // Copying the store (copy.go). The export reads each table in the order its
@@ -653,45 +747,40 @@ const (
 	sqlCopyLiveLeases = `SELECT (SELECT count(*) FROM instance_locks WHERE locked_until > ?1),
        (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1),
        (SELECT count(*) FROM sessions WHERE locked_until > ?1)`
+)
 
-	sqlExportInstances  = `SELECT ` + instanceColumns + ` FROM instances ORDER BY seq`
-	sqlExportExecutions = `SELECT instance_id, execution_id, status, input, output, error, started_at, coalesce(completed_at, 0)
-FROM executions ORDER BY instance_id, execution_id`
-	sqlExportHistory = `SELECT instance_id, execution_id, event_id, event_type, event_data, created_at
-FROM history ORDER BY instance_id, execution_id, event_id`
-	sqlExportOrchestratorQ = `SELECT instance_id, work_item, visible_at, attempt_count, created_at
-FROM orchestrator_queue ORDER BY id`
+// exportSQL and importSQL are the statements of each copied table, with
+// the columns sqlstore.ExportTables reads and sqlstore.ImportArgs writes.
+var (
 	// ?1 now.
-	sqlExportWorkerQ = `SELECT instance_id, execution_id, activity_id, coalesce(session_id, ''), work_item,
+	exportSQL = sqlstore.ExportSQL(`SELECT instance_id, execution_id, activity_id, coalesce(session_id, ''), work_item,
        CASE WHEN lock_token IS NOT NULL AND visible_at > ?1 THEN ?1 ELSE visible_at END, attempt_count, created_at
-FROM worker_queue ORDER BY id`
-	sqlExportExecutionLocks = `SELECT lock_key, instance_id, locked_at, expires_at, ttl_ms FROM execution_locks ORDER BY lock_key`
-	sqlExportQueuedStarts   = `SELECT lock_key, instance_id, work_item, visible_at, ttl_ms, created_at FROM lock_queue ORDER BY id`
-	sqlExportIdempotency    = `SELECT idem_key, instance_id, created_at, expires_at, coalesce(purged_at, 0) FROM idempotency_keys ORDER BY idem_key`
-	sqlExportDeadLetters    = `SELECT queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id`
-
-	// An instance with a LastError is dated as erring since its last
-	// update (the record does not carry the start of the run of errors,
-	// as migration 0007 dates existing rows), so a parked instance stays
-	// visible to stall reports in the copy.
-	sqlImportInstance = `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
+FROM worker_queue ORDER BY id`)
+	importSQL = map[provider.Table]string{
+		// An instance with a LastError is dated as erring since its last
+		// update (the record does not carry the start of the run of
+		// errors, as migration 0007 dates existing rows), so a parked
+		// instance stays visible to stall reports in the copy.
+		provider.TableInstances: `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
     current_execution_id, input, output, error, custom_status, custom_status_version,
     parent_instance_id, parent_execution_id, created_at, updated_at, last_error, last_error_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, nullif(?11, ''), ?12, ?13, ?14, ?15,
-    CASE WHEN ?15 IS NULL THEN NULL ELSE ?14 END)`
-	sqlImportExecution = `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, nullif(?8, 0))`
-	sqlImportEvent = `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)`
-	sqlImportOrchestratorQ = `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, attempt_count, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5)`
-	sqlImportWorkerQ = `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, attempt_count, created_at)
-VALUES (?1, ?2, ?3, nullif(?4, ''), ?5, ?6, ?7, ?8)`
-	sqlImportExecutionLock = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms)
-VALUES (?1, ?2, ?3, ?4, ?5)`
-	sqlImportQueuedStart = `INSERT INTO lock_queue (lock_key, instance_id, work_item, visible_at, ttl_ms, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)`
-	sqlImportIdempotency = `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at, purged_at)
-VALUES (?1, ?2, ?3, ?4, nullif(?5, 0))`
-	sqlImportDeadLetter = `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`
+    CASE WHEN ?15 IS NULL THEN NULL ELSE ?14 END)`,
+		provider.TableExecutions: `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, nullif(?8, 0))`,
+		provider.TableHistory: `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+		provider.TableOrchestratorQ: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, attempt_count, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5)`,
+		provider.TableWorkerQ: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, attempt_count, created_at,
+    activity_name, queue)
+VALUES (?1, ?2, ?3, nullif(?4, ''), ?5, ?6, ?7, ?8, ` + workRoute + `)`,
+		provider.TableExecutionLocks: `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms)
+VALUES (?1, ?2, ?3, ?4, ?5)`,
+		provider.TableQueuedStarts: `INSERT INTO lock_queue (lock_key, instance_id, work_item, visible_at, ttl_ms, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+		provider.TableIdempotencyKeys: `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at, purged_at)
+VALUES (?1, ?2, ?3, ?4, nullif(?5, 0))`,
+		provider.TableDeadLetters: `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`,
+	}
 )

@@ -22,17 +22,6 @@ import (
 	"github.com/duroxide/duroxide-go/provider/notify"
 )
 
-// Compile-time interface checks.
-var (
-	_ provider.Provider = (*Provider)(nil)
-	_ provider.Admin    = (*Provider)(nil)
-	_ provider.Waker    = (*Provider)(nil)
-
-	_ provider.Migrator        = (*Provider)(nil)
-	_ provider.WritableChecker = (*Provider)(nil)
-	_ provider.StatsReporter   = (*Provider)(nil)
-)
-
 // Options configures a Provider. The zero value (or a nil *Options) gives
 // the documented defaults.
 type Options struct {
@@ -88,7 +77,18 @@ const (
 
 // Provider is the embedded SQLite store. It is safe for concurrent use; see
 // the package documentation for its guarantees.
+//
+// It implements provider.Provider, provider.Waker and the optional
+// capabilities of package provider; most methods come from the embedded
+// core shared by the SQL stores, and are documented by the interfaces
+// they implement.
 type Provider struct {
+	// The calls written once for every SQL store, over this store's
+	// transactions and SQL (db, wtx).
+	sqlstore.Core
+	schedules // provider.ScheduleStore (schedules.go)
+	// maintenance implements the maintenance calls (maint.go).
+	maintenance
 	path   string
 	memory bool
 	clock  func() time.Time
@@ -102,14 +102,8 @@ type Provider struct {
 	wstmts  [numWriterStmts]*sql.Stmt
 	rstmts  [numReaderStmts]*sql.Stmt
 
-	// Group commit (see writer.go): requests waiting for the writer, whether
-	// a caller is running transactions (the leader), and whether Close
-	// stopped taking requests. wcond signals the leader's end.
-	wmu     sync.Mutex
-	wcond   *sync.Cond
-	pending []*writeReq
-	leading bool
-	wclosed bool
+	// Group commit (see writer.go): the leader of the writer's one lane.
+	group sqlstore.GroupCommit[func(w *wtx) error]
 
 	// Group-commit statistics and a test hook run before a request is
 	// queued for the writer.
@@ -143,7 +137,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Provider, error) {
 		clock:  o.Clock,
 		log:    o.Logger,
 	}
-	p.wcond = sync.NewCond(&p.wmu)
+	p.Core = sqlstore.NewCore(db{p}, db{p}, &p.hub)
+	p.schedules = schedules{DB: scheduleDB{p}, Now: p.now}
+	p.group = sqlstore.GroupCommit[func(w *wtx) error]{MaxGroup: maxGroup, Lanes: 1, Run: p.runWrites}
+	p.group.Init()
+	p.maintenance = p.newMaintenance()
 	if err := p.openDBs(ctx, o); err != nil {
 		_ = p.closeDBs()
 		return nil, err
@@ -296,7 +294,7 @@ func (p *Provider) Close() error {
 			close(p.watchStop)
 			<-p.watchDone
 		}
-		p.stopWriter()
+		p.group.Close()
 		p.prepMu.Lock()
 		for _, s := range p.wstmts {
 			if s != nil {
@@ -516,9 +514,50 @@ var sharedReads = [sqlstore.NumQueries]stmtID{
 	sqlstore.QLockList:        rXLockList,
 	sqlstore.QGetInstance:     rGetInstance,
 	sqlstore.QInstanceExists:  rInstanceExists,
+	sqlstore.QValues:          rValues,
+	sqlstore.QValue:           rValue,
 	sqlstore.QListExecutions:  rListExecutions,
 	sqlstore.QGetExecution:    rGetExecution,
 	sqlstore.QListChildren:    rListChildren,
+	sqlstore.QNextVisibleOrch: rNextVisibleOrch,
+	sqlstore.QNextVisibleWork: rNextVisibleWork,
+	sqlstore.QStalled:         rStalled,
+	sqlstore.QQueueDepths:     rQueueDepths,
+	sqlstore.QCounts:          rCounts,
+	sqlstore.QCountsByStatus:  rCountsByStatus,
+	sqlstore.QWorkHeartbeat:   rWorkHeartbeat,
+	sqlstore.QDeadLetters:     rDeadLetters,
+}
+
+// db is the store's side of its sqlstore.Core: reads (sqlstore.ReadDB)
+// and writes (sqlstore.WriteDB; its write transaction, wtx, implements
+// sqlstore.Tx).
+type db struct{ p *Provider }
+
+func (r db) Read(ctx context.Context, op string, fn func(sqlstore.Querier) error) error {
+	return r.p.read(ctx, op, func() error { return fn(r.p.readQuerier(nil)) })
+}
+
+func (r db) ReadTx(ctx context.Context, op string, fn func(sqlstore.Querier) error) error {
+	return r.p.readTx(ctx, op, func(tx *sql.Tx) error { return fn(r.p.readQuerier(tx)) })
+}
+
+func (r db) Write(ctx context.Context, op string, fn func(sqlstore.Tx) error) error {
+	return r.p.write(ctx, op, func(w *wtx) error { return fn(w) })
+}
+
+// WriteGrouped is Write: every write shares the single writer's group
+// commit, and the writer needs no instance locks.
+func (r db) WriteGrouped(ctx context.Context, op string, _ []sqlstore.Lock, fn func(sqlstore.Tx) error) error {
+	return r.Write(ctx, op, fn)
+}
+
+func (r db) Fail(op string, err error) error { return r.p.fail(op, err) }
+func (r db) Now() int64                      { return r.p.now() }
+func (r db) Closed() bool                    { return r.p.closed.Load() }
+func (r db) Clock() time.Time                { return r.p.clock() }
+func (r db) LogDeadLetters(dead []sqlstore.DeadLetter) {
+	sqlstore.LogDeadLetters(r.p.log, "sqlite", dead)
 }
 
 // txQuerier runs the shared code's statements on the prepared reader
@@ -541,7 +580,7 @@ func (q txQuerier) stmt(ctx context.Context, id sqlstore.Query) *sql.Stmt {
 }
 
 func (q txQuerier) QueryRow(ctx context.Context, id sqlstore.Query, args ...any) sqlstore.Row {
-	return noRows{q.stmt(ctx, id).QueryRowContext(ctx, args...)}
+	return sqlstore.MapNoRows(q.stmt(ctx, id).QueryRowContext(ctx, args...), sql.ErrNoRows)
 }
 
 func (q txQuerier) Each(ctx context.Context, id sqlstore.Query, scan func(sqlstore.Row) error, args ...any) error {
@@ -559,13 +598,14 @@ func (q txQuerier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
 	return nil
 }
 
-// noRows is a row whose Scan reports sql.ErrNoRows as sqlstore.ErrNoRows.
-type noRows struct{ r *sql.Row }
+// Compile-time checks of what a Provider implements.
+var (
+	_ provider.Provider = (*Provider)(nil)
+	_ provider.Waker    = (*Provider)(nil)
 
-func (n noRows) Scan(dest ...any) error {
-	err := n.r.Scan(dest...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return sqlstore.ErrNoRows
-	}
-	return err
-}
+	_ provider.Migrator        = (*Provider)(nil)
+	_ provider.WritableChecker = (*Provider)(nil)
+	_ provider.StatsReporter   = (*Provider)(nil)
+	_ provider.Exporter        = (*Provider)(nil)
+	_ provider.Importer        = (*Provider)(nil)
+)

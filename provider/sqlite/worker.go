@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
@@ -47,63 +45,38 @@ func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage,
 	var rows []workRow
 	err := w.query(sLockWork, func(r *sql.Rows) error {
 		var wr workRow
-		l := &wr.lease
-		if err := r.Scan(&wr.id, &l.LockToken, &l.InstanceID, &l.ExecutionID, &l.ActivityID, &l.SessionID, &wr.data, &l.AttemptCount); err != nil {
+		l := &wr.Lease
+		if err := r.Scan(&wr.ID, &l.LockToken, &l.InstanceID, &l.ExecutionID, &l.ActivityID, &l.SessionID, &wr.Data, &l.AttemptCount); err != nil {
 			return err
 		}
 		l.LockedUntil = msTime(until)
-		l.Item = byID[wr.id].Item
+		l.Item = byID[wr.ID].Item
 		rows = append(rows, wr)
 		return nil
 	}, sqlstore.NewTokenPrefix(), jsonInts(ids), until)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.ID, b.ID) })
 	leases := make([]*provider.WorkItemLease, len(rows))
 	for i := range rows {
-		leases[i] = &rows[i].lease
+		leases[i] = &rows[i].Lease
 	}
 	return leases, nil
 }
 
 // workRow is one locked worker-queue row before decoding.
-type workRow struct {
-	lease provider.WorkItemLease
-	id    int64
-	data  []byte
-}
-
-// FetchWorkItems locks up to opts.Max worker rows, oldest first, each with
-// its own token; see provider.Provider.
-func (p *Provider) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptions) ([]*provider.WorkItemLease, error) {
-	const op = "fetching work items"
-	limit, err := sqlenc.WorkFetchLimit(opts)
-	if err != nil {
-		return nil, p.fail(op, err)
-	}
-	var (
-		leases []*provider.WorkItemLease
-		dead   []deadLetter
-	)
-	err = p.write(ctx, op, func(w *wtx) error {
-		var err error
-		leases, dead, err = w.fetchWork(limit, sqlenc.DurMs(opts.LockTimeout), opts.Session)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.logDeadLetters(dead)
-	return leases, nil
-}
+type workRow = sqlstore.WorkRow
 
 type workCandidate struct {
 	id      int64
 	session sql.NullString
 }
 
-func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) ([]*provider.WorkItemLease, []deadLetter, error) {
+// FetchWork locks up to limit worker rows of the given activity names
+// (nil: any) and queues; see sqlstore.WorkTx.
+func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
+	route := routeArgs(names, queues)
 	until := w.now + lockMs
 	prefix := sqlstore.NewTokenPrefix()
 	var (
@@ -124,9 +97,9 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 		}
 		var err error
 		if sess == nil {
-			err = w.query(sWorkCandidatesNoSession, scan, w.now, after)
+			err = w.query(sWorkCandidatesNoSession, scan, w.now, after, route[0], route[1])
 		} else {
-			err = w.query(sWorkCandidatesSession, scan, w.now, after, sess.OwnerID)
+			err = w.query(sWorkCandidatesSession, scan, w.now, after, sess.OwnerID, route[0], route[1])
 		}
 		if err != nil {
 			return nil, nil, err
@@ -165,9 +138,9 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 		var rows []workRow
 		err = w.query(sLockWork, func(r *sql.Rows) error {
 			var wr workRow
-			l := &wr.lease
-			if err := r.Scan(&wr.id, &l.LockToken, &l.InstanceID, &l.ExecutionID, &l.ActivityID,
-				&l.SessionID, &wr.data, &l.AttemptCount); err != nil {
+			l := &wr.Lease
+			if err := r.Scan(&wr.ID, &l.LockToken, &l.InstanceID, &l.ExecutionID, &l.ActivityID,
+				&l.SessionID, &wr.Data, &l.AttemptCount); err != nil {
 				return err
 			}
 			l.LockedUntil = msTime(until)
@@ -177,198 +150,113 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions) 
 		if err != nil {
 			return nil, nil, err
 		}
-		slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.id, b.id) })
-		for i := range rows {
-			wr := &rows[i]
-			item, derr := history.DecodeWorkItem(wr.data)
-			if derr != nil {
-				if err := w.deadLetter(queueWorker, sDeleteWork, wr.id, wr.lease.InstanceID, wr.data, derr); err != nil {
-					return nil, nil, err
-				}
-				dead = append(dead, deadLetter{queue: queueWorker, instanceID: wr.lease.InstanceID, id: wr.id, err: derr})
-				continue
-			}
-			wr.lease.Item = item
-			lease := wr.lease
-			leases = append(leases, &lease)
+		slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.ID, b.ID) })
+		got, d, err := sqlstore.DecodeLeases(rows, func(wr *workRow, cause error) error {
+			return w.deadLetter(queueWorker, sDeleteWork, wr.ID, wr.Lease.InstanceID, wr.Data, cause)
+		})
+		if err != nil {
+			return nil, nil, err
 		}
+		leases, dead = append(leases, got...), append(dead, d...)
 	}
 	return leases, dead, nil
 }
 
-// takenTurn is the turn a work ack took (WorkAck.TakeTurn), before its
-// history is decoded.
-type takenTurn struct {
-	item      *provider.OrchestrationItem
-	histories map[string][]sqlstore.StoredEvent
-	dead      []deadLetter
-}
-
-// workAckResult is what a work ack's transaction produced.
-type workAckResult struct {
-	taken   takenTurn // the turn TakeTurn took
-	applied bool      // WorkAck.Then was applied
-	leased  []*provider.WorkItemLease
-}
-
-// AckWorkItem completes one activity; see provider.Provider. Concurrent
-// acks share a transaction (group commit), each in its own savepoint.
-func (p *Provider) AckWorkItem(ctx context.Context, ack *provider.WorkAck) error {
-	const op = "acking work item"
-	e, err := sqlenc.EncodeWorkAck(ack)
-	if err != nil {
-		return p.fail(op, err)
-	}
-	ack.ThenApplied = false
-	var res workAckResult
-	err = p.write(ctx, op, func(w *wtx) error {
-		var err error
-		res, err = w.applyWorkAck(e)
-		return err
-	})
+// ackRow deletes the worker row id, which token must hold unexpired, and
+// refreshes its session.
+func (w *wtx) ackRow(id int64, token string) error {
+	found := false
+	var sess sql.NullString
+	err := w.query(sAckWork, func(r *sql.Rows) error {
+		found = true
+		return r.Scan(&sess)
+	}, id, token, w.now)
 	if err != nil {
 		return err
 	}
-	if res.applied {
-		ack.ThenApplied, ack.Then.Leased = true, sqlenc.UnexpiredLeases(res.leased, p.clock())
-		return nil
+	if !found {
+		return fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
-	taken := res.taken
-	p.logDeadLetters(taken.dead)
-	if taken.item != nil {
-		decodeHistories([]*provider.OrchestrationItem{taken.item}, taken.histories)
-		ack.Turn = taken.item
+	if sess.Valid {
+		_, err = w.exec(sTouchSession, nil, sess.String, w.now)
+	}
+	return err
+}
+
+// AckWork deletes the acked worker row and enqueues its completion; see
+// sqlstore.WorkTx.
+func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
+	if err := w.ackRow(id, e.Token); err != nil {
+		return err
+	}
+	if e.Completion != nil {
+		return w.insertMessage(e.Completion)
 	}
 	return nil
 }
 
-func (w *wtx) applyWorkAck(e *sqlenc.WorkAck) (res workAckResult, err error) {
-	id, ok := sqlstore.TokenRow(e.Token)
-	if !ok {
-		return res, fmt.Errorf("work ack: unknown token: %w", provider.ErrLockLost)
+// AckWorkThen deletes the acked worker row and applies e.Then when the
+// instance is quiet, else enqueues the completion; see sqlstore.WorkTx.
+func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (bool, error) {
+	if err := w.ackRow(id, e.Token); err != nil {
+		return false, err
 	}
-	found := false
-	var sess sql.NullString
-	err = w.query(sAckWork, func(r *sql.Rows) error {
-		found = true
-		return r.Scan(&sess)
-	}, id, e.Token, w.now)
+	inst := e.Completion.InstanceID
+	var quiet bool
+	err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet) },
+		inst, e.Then.ExecutionID, e.ThenAfter, w.now)
 	if err != nil {
-		return res, err
+		return false, err
 	}
-	if !found {
-		return res, fmt.Errorf("work ack: %w", provider.ErrLockLost)
+	if quiet {
+		return true, w.ApplyTurn(inst, e.Then)
 	}
-	if sess.Valid {
-		if _, err := w.exec(sTouchSession, nil, sess.String, w.now); err != nil {
-			return res, err
-		}
-	}
-	if e.Then != nil {
-		inst := e.Completion.InstanceID
-		var quiet bool
-		err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet) },
-			inst, e.Then.ExecutionID, e.ThenAfter, w.now)
-		if err != nil {
-			return res, err
-		}
-		if quiet {
-			if err := w.applyTurn(inst, e.Then); err != nil {
-				return res, err
-			}
-			res.applied = true
-			if len(w.leaseIDs) > 0 {
-				res.leased, err = w.leaseInserted(w.leaseIDs, w.leaseMsgs, e.Then.LeaseMs)
-			}
-			return res, err
-		}
-	}
-	if e.Completion != nil {
-		if err := w.insertMessage(e.Completion); err != nil {
-			return res, err
-		}
-	}
-	if e.TakeMs > 0 {
-		err = w.takeTurn(e.Completion.InstanceID, e.TakeMs, e.Cached, &res.taken)
-	}
-	return res, err
+	return false, w.insertMessage(e.Completion)
 }
 
-// takeTurn locks instance, if its lock is free, and loads its turn into
-// taken (WorkAck.TakeTurn). Nobody else is woken for it: it is the caller's.
-func (w *wtx) takeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool), taken *takenTurn) error {
+// TakeTurn locks instance, if its lock is free, and loads its turn
+// (WorkAck.TakeTurn). Nobody else is woken for it: it is the caller's.
+// See sqlstore.WorkTx.
+func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch.
 	var busy bool
 	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance); err != nil || busy {
-		return err
+		return sqlstore.Fetched{}, err
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
-		taken.dead = dead
-		return err
+		return sqlstore.Fetched{Dead: dead}, err
 	}
 	histories, err := w.loadTurns(items, cached)
 	if err != nil {
-		return err
+		return sqlstore.Fetched{}, err
 	}
 	if err := w.redate(items, prefix, lockMs); err != nil {
-		return err
+		return sqlstore.Fetched{}, err
 	}
-	*taken = takenTurn{item: items[0], histories: histories, dead: dead}
 	w.changes.orch = false // the completion's turn is taken; nothing else was queued
-	return nil
+	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
 }
 
-// AbandonWorkItem unlocks a worker row; see provider.Provider.
-func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, opts provider.AbandonOptions) error {
-	const op = "abandoning work item"
-	if opts.Delay < 0 {
-		return p.fail(op, sqlenc.Invalid("Delay %v is negative", opts.Delay))
+// AbandonWork unlocks a worker row; see sqlstore.WorkTx.
+func (w *wtx) AbandonWork(id int64, token string, delayMs int64, undo int, lastErr *string) (bool, error) {
+	n, err := w.exec(sAbandonWork, nil, id, token, w.now, w.now+delayMs, undo, lastErr)
+	if err != nil || n == 0 {
+		return false, err
 	}
-	undo := 0
-	if opts.IgnoreAttempt {
-		undo = 1
-	}
-	var lastErr any // NULL: clears the row's error
-	if opts.Error != nil {
-		if err := opts.Error.Validate(); err != nil {
-			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
-		}
-		b, err := json.Marshal(opts.Error)
-		if err != nil {
-			return p.fail(op, fmt.Errorf("%w: Error: %w", provider.ErrInvalidArgument, err))
-		}
-		lastErr = string(b)
-	}
-	id, ok := sqlstore.TokenRow(lockToken)
-	if !ok {
-		return p.fail(op, provider.ErrLockLost)
-	}
-	return p.write(ctx, op, func(w *wtx) error {
-		n, err := w.exec(sAbandonWork, nil, id, lockToken, w.now, w.now+sqlenc.DurMs(opts.Delay), undo, lastErr)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return provider.ErrLockLost
-		}
-		w.changes.work = true
-		return nil
-	})
+	w.changes.work = true
+	return true, nil
 }
 
 // RenewWorkItemLock extends a valid worker lock and refreshes its
 // session's activity time; see provider.Provider.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	const op = "renewing work item lock"
-	if extendFor <= 0 {
-		return p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
-	}
-	id, ok := sqlstore.TokenRow(lockToken)
-	if !ok {
-		return p.fail(op, provider.ErrLockLost)
+	id, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenRow)
+	if err != nil {
+		return p.fail(op, err)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
 		found := false
@@ -394,44 +282,32 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 // runtime enqueues activities through turn acks; the tests enqueue work
 // directly with it.
 func (p *Provider) enqueueWork(ctx context.Context, msgs ...*provider.WorkerMessage) error {
-	return enqueueAll(ctx, p, "enqueueing work", msgs, sqlenc.EncodeWork, (*wtx).insertWork)
-}
-
-// RenewSessionLocks extends the leases of the owners' active sessions; see
-// provider.Provider.
-func (p *Provider) RenewSessionLocks(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
-	const op = "renewing session locks"
-	if extendFor <= 0 {
-		return 0, p.fail(op, sqlenc.Invalid("extendFor %v must be positive", extendFor))
+	const op = "enqueueing work"
+	enc, err := sqlstore.EncodeWorkAll(msgs)
+	if err != nil {
+		return p.fail(op, err)
 	}
-	if idleTimeout < 0 {
-		return 0, p.fail(op, sqlenc.Invalid("idleTimeout %v is negative", idleTimeout))
-	}
-	if len(ownerIDs) == 0 {
-		if p.closed.Load() {
-			return 0, p.fail(op, provider.ErrClosed)
+	return p.write(ctx, op, func(w *wtx) error {
+		for _, e := range enc {
+			if err := w.insertWork(e); err != nil {
+				return err
+			}
 		}
-		return 0, nil
-	}
-	var n int64
-	err := p.write(ctx, op, func(w *wtx) error {
-		var err error
-		n, err = w.exec(sRenewSessions, nil, jsonStrings(ownerIDs), w.now, w.now+sqlenc.DurMs(extendFor), w.now-sqlenc.DurMs(idleTimeout))
-		return err
+		return nil
 	})
-	return int(n), err
 }
 
-// CleanupOrphanedSessions deletes expired sessions no worker row refers
-// to; see provider.Provider.
-func (p *Provider) CleanupOrphanedSessions(ctx context.Context) (int, error) {
-	var n int64
-	err := p.write(ctx, "cleaning up sessions", func(w *wtx) error {
-		var err error
-		n, err = w.exec(sCleanupSessions, nil, w.now)
-		// Rows of a deleted session are claimable by any worker now.
-		w.changes.work = n > 0
-		return err
-	})
-	return int(n), err
+// RenewSessions extends the owners' active session leases; see
+// sqlstore.WorkTx.
+func (w *wtx) RenewSessions(owners []string, extendMs, idleMs int64) (int64, error) {
+	return w.exec(sRenewSessions, nil, jsonStrings(owners), w.now, w.now+extendMs, w.now-idleMs)
+}
+
+// CleanupSessions deletes expired sessions no worker row refers to; see
+// sqlstore.WorkTx.
+func (w *wtx) CleanupSessions() (int64, error) {
+	n, err := w.exec(sCleanupSessions, nil, w.now)
+	// Rows of a deleted session are claimable by any worker now.
+	w.changes.work = n > 0
+	return n, err
 }

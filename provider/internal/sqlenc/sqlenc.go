@@ -20,6 +20,9 @@ type Msg struct {
 	Item       []byte
 	VisibleAt  int64 // 0: now
 	Create     *Create
+	// Existed is set while the message is inserted: its Create had
+	// IfAbsent and found the ID taken, so nothing was inserted for it.
+	Existed bool
 }
 
 // Create is the instance a message creates (provider.NewInstance).
@@ -35,6 +38,7 @@ type Create struct {
 	LockKey   string
 	LockTTL   int64 // ms
 	LockQueue bool
+	IfAbsent  bool
 }
 
 // EncodeMessage validates and encodes m.
@@ -76,6 +80,10 @@ func EncodeMessage(m *provider.OrchestratorMessage) (*Msg, error) {
 				return nil, Invalid("Create.Lock needs a Key and a TTL > 0 (instance %q)", m.InstanceID)
 			}
 			e.Create.LockKey, e.Create.LockTTL, e.Create.LockQueue = l.Key, TTLMillis(l.TTL), l.Queue
+		}
+		e.Create.IfAbsent = c.IfAbsent
+		if c.IfAbsent && c.OnExists != nil {
+			return nil, Invalid("Create.IfAbsent and Create.OnExists exclude each other (instance %q)", m.InstanceID)
 		}
 		if c.OnExists != nil {
 			if e.Create.OnExists, err = EncodeMessage(c.OnExists); err != nil {
@@ -134,7 +142,14 @@ type Ack struct {
 	LeaseMs  int64 // TurnAck.LeaseFor; 0: lease nothing
 	Canceled []provider.ActivityRef
 	Msgs     []*Msg
+
+	// Values are TurnAck.Values, each key once (its last change): the keys
+	// set with their values, and the keys cleared.
+	SetKeys, SetValues, ClearKeys []string
 }
+
+// HasValues reports whether the ack changes the instance's values.
+func (a *Ack) HasValues() bool { return len(a.SetKeys)+len(a.ClearKeys) > 0 }
 
 // EncodeAck validates and encodes a turn ack of a locked instance.
 func EncodeAck(a *provider.TurnAck) (*Ack, error) {
@@ -220,6 +235,9 @@ func EncodeTurn(a *provider.TurnAck) (*Ack, error) {
 		}
 	}
 	e.Canceled = a.CanceledActivities
+	if err := e.encodeValues(a.Values); err != nil {
+		return nil, err
+	}
 	e.Msgs = make([]*Msg, len(a.OrchestratorItems))
 	for i, m := range a.OrchestratorItems {
 		if e.Msgs[i], err = EncodeMessage(m); err != nil {
@@ -411,4 +429,41 @@ func WorkFetchLimit(opts provider.WorkFetchOptions) (int, error) {
 		}
 	}
 	return limit, nil
+}
+
+// ReportExisted copies each committed message's Existed to its
+// provider.NewInstance, once the Enqueue that inserted enc committed.
+func ReportExisted(msgs []*provider.OrchestratorMessage, enc []*Msg) {
+	for i, m := range msgs {
+		if m.Create != nil && m.Create.IfAbsent {
+			m.Create.Existed = enc[i].Existed
+		}
+	}
+}
+
+// encodeValues validates an ack's value changes and keeps the last change
+// of each key, in the order of the keys' first change.
+func (e *Ack) encodeValues(vs []provider.ValueUpdate) error {
+	last := make(map[string]json.RawMessage, len(vs))
+	var order []string
+	for _, v := range vs {
+		if v.Key == "" {
+			return Invalid("turn ack sets a value without a Key")
+		}
+		if v.Value != nil && !json.Valid(v.Value) {
+			return Invalid("value %q is not valid JSON", v.Key)
+		}
+		if _, seen := last[v.Key]; !seen {
+			order = append(order, v.Key)
+		}
+		last[v.Key] = v.Value
+	}
+	for _, k := range order {
+		if v := last[k]; v != nil {
+			e.SetKeys, e.SetValues = append(e.SetKeys, k), append(e.SetValues, string(v))
+		} else {
+			e.ClearKeys = append(e.ClearKeys, k)
+		}
+	}
+	return nil
 }

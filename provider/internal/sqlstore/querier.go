@@ -35,10 +35,11 @@ const (
 	// order: work_item, created_at, visible_at, attempt_count, whether it
 	// is locked.
 	QQueueMessages
-	// QQueueWork returns the instance's worker_queue rows in id order:
-	// execution_id, activity_id, session_id (empty for none), work_item,
-	// created_at, visible_at, attempt_count, locked_until (NULL unless
-	// locked), last_error, last_error_at.
+	// QQueueWork (instance_id, now) returns the instance's worker_queue
+	// rows in id order: execution_id, activity_id, session_id (empty for
+	// none), work_item, created_at, visible_at, attempt_count, locked_until
+	// (NULL unless locked), last_error, last_error_at, queue, heartbeat_at,
+	// heartbeat_details, and whether no route live at now serves the row.
 	QQueueWork
 	// QQueueLock returns the instance lock's locked_at, locked_until.
 	QQueueLock
@@ -68,6 +69,36 @@ const (
 	// QListChildren (instance_id) returns the instance IDs of the
 	// instance's direct sub-orchestrations, oldest first.
 	QListChildren
+
+	// QNextVisibleOrch () and QNextVisibleWork () return one nullable
+	// integer: the earliest time (Unix ms) a fetch of that queue may find
+	// work it cannot find now (see provider.Waker), NULL for an empty
+	// queue.
+	QNextVisibleOrch
+	QNextVisibleWork
+	// QStalled (cutoff ms, min attempts, limit, candidates per rule)
+	// returns the IDs of stalled instances, newest first (see
+	// provider.Admin.StalledInstances).
+	QStalled
+	// QQueueDepths (now ms) returns the orchestrator queue's ready,
+	// delayed and locked counts, then the worker queue's.
+	QQueueDepths
+	// QCounts () returns the numbers of instances, executions, history
+	// events and execution locks; QCountsByStatus () status, count rows.
+	QCounts
+	QCountsByStatus
+	// QDeadLetters (limit) returns dead letters newest first: id, queue,
+	// instance_id, payload, error, dead_at.
+	QDeadLetters
+	// QValues (instance_id) returns the instance's values in key order:
+	// value_key, value, updated_at. QValue (instance_id, value_key) the
+	// one value: value, updated_at; no row when the key is not set.
+	QValues
+	QValue
+	// QWorkHeartbeat (id, lock_token, now) returns the heartbeat_at and
+	// heartbeat_details of the worker row while the token holds its
+	// unexpired lock; no row otherwise.
+	QWorkHeartbeat
 
 	// NumQueries is the number of statements: the size of a store's table.
 	NumQueries
@@ -99,4 +130,21 @@ type Stmt struct {
 	Query Query
 	Args  []any
 	Scan  func(Row) error
+}
+
+// MapNoRows returns r with its driver's no-rows error (none) reported as
+// ErrNoRows, for a Querier's QueryRow.
+func MapNoRows(r Row, none error) Row { return noRows{r, none} }
+
+type noRows struct {
+	r    Row
+	none error
+}
+
+func (n noRows) Scan(dest ...any) error {
+	err := n.r.Scan(dest...)
+	if errors.Is(err, n.none) {
+		return ErrNoRows
+	}
+	return err
 }

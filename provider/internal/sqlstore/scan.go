@@ -123,7 +123,7 @@ func ScanInstanceRow(r Row, extra ...any) (*InstanceRow, error) {
 	)
 	dest := append(extra, &in.InstanceID, &in.OrchestrationName, &in.OrchestrationVersion, &status,
 		&in.CurrentExecutionID, &input, &output, &errJ, &custom, &in.CustomStatusVersion,
-		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated, &lastErr)
+		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated, &lastErr, &in.ValuesVersion)
 	if err := r.Scan(dest...); err != nil {
 		return nil, err
 	}

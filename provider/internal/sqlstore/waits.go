@@ -30,6 +30,10 @@ func InstanceQueue(ctx context.Context, q Querier, instanceID string, now time.T
 	stmt := func(id Query, scan func(Row) error) Stmt {
 		return Stmt{Query: id, Args: []any{instanceID}, Scan: scan}
 	}
+	withNow := func(s Stmt, now time.Time) Stmt {
+		s.Args = append(s.Args, now.UnixMilli())
+		return s
+	}
 	err := q.Batch(ctx, []Stmt{
 		stmt(QQueueInstance, func(r Row) error {
 			var execID, created int64
@@ -63,14 +67,22 @@ func InstanceQueue(ctx context.Context, q Querier, instanceID string, now time.T
 			s.Messages = append(s.Messages, m)
 			return nil
 		}),
-		stmt(QQueueWork, func(r Row) error {
+		withNow(stmt(QQueueWork, func(r Row) error {
 			var a provider.QueuedActivity
 			var item []byte
 			var enq, vis, attempts int64
 			var locked, errAt *int64
-			var errJ *string
-			if err := r.Scan(&a.ExecutionID, &a.ActivityID, &a.SessionID, &item, &enq, &vis, &attempts, &locked, &errJ, &errAt); err != nil {
+			var errJ, hbDetails *string
+			var hbAt *int64
+			if err := r.Scan(&a.ExecutionID, &a.ActivityID, &a.SessionID, &item, &enq, &vis, &attempts, &locked, &errJ, &errAt,
+				&a.Queue, &hbAt, &hbDetails, &a.Unserved); err != nil {
 				return err
+			}
+			if hbAt != nil {
+				a.HeartbeatAt = MsTime(*hbAt)
+			}
+			if hbDetails != nil {
+				a.HeartbeatDetails = json.RawMessage(*hbDetails)
 			}
 			a.EnqueuedAt, a.VisibleAt, a.Attempts = MsTime(enq), MsTime(vis), int(attempts)
 			if locked != nil {
@@ -92,7 +104,7 @@ func InstanceQueue(ctx context.Context, q Querier, instanceID string, now time.T
 			}
 			s.Activities = append(s.Activities, a)
 			return nil
-		}),
+		}), now),
 		stmt(QQueueLock, func(r Row) error {
 			var at, until int64
 			if err := r.Scan(&at, &until); err != nil {

@@ -17,6 +17,174 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for BulkFilterStates.
+const (
+	BulkFilterStatesCanceled   BulkFilterStates = "Canceled"
+	BulkFilterStatesCanceled1  BulkFilterStates = "canceled"
+	BulkFilterStatesCompleted  BulkFilterStates = "Completed"
+	BulkFilterStatesCompleted1 BulkFilterStates = "completed"
+	BulkFilterStatesFailed     BulkFilterStates = "Failed"
+	BulkFilterStatesFailed1    BulkFilterStates = "failed"
+	BulkFilterStatesPending    BulkFilterStates = "Pending"
+	BulkFilterStatesPending1   BulkFilterStates = "pending"
+	BulkFilterStatesRunning    BulkFilterStates = "Running"
+	BulkFilterStatesRunning1   BulkFilterStates = "running"
+)
+
+// Valid indicates whether the value is a known member of the BulkFilterStates enum.
+func (e BulkFilterStates) Valid() bool {
+	switch e {
+	case BulkFilterStatesCanceled:
+		return true
+	case BulkFilterStatesCanceled1:
+		return true
+	case BulkFilterStatesCompleted:
+		return true
+	case BulkFilterStatesCompleted1:
+		return true
+	case BulkFilterStatesFailed:
+		return true
+	case BulkFilterStatesFailed1:
+		return true
+	case BulkFilterStatesPending:
+		return true
+	case BulkFilterStatesPending1:
+		return true
+	case BulkFilterStatesRunning:
+		return true
+	case BulkFilterStatesRunning1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkFilterWaitKind.
+const (
+	BulkFilterWaitKindActivity                  BulkFilterWaitKind = "activity"
+	BulkFilterWaitKindChild                     BulkFilterWaitKind = "child"
+	BulkFilterWaitKindDelayedStart              BulkFilterWaitKind = "delayedStart"
+	BulkFilterWaitKindEvent                     BulkFilterWaitKind = "event"
+	BulkFilterWaitKindLock                      BulkFilterWaitKind = "lock"
+	BulkFilterWaitKindParked                    BulkFilterWaitKind = "parked"
+	BulkFilterWaitKindPaused                    BulkFilterWaitKind = "paused"
+	BulkFilterWaitKindTimer                     BulkFilterWaitKind = "timer"
+	BulkFilterWaitKindTurn                      BulkFilterWaitKind = "turn"
+	BulkFilterWaitKindUnregisteredActivity      BulkFilterWaitKind = "unregisteredActivity"
+	BulkFilterWaitKindUnregisteredOrchestration BulkFilterWaitKind = "unregisteredOrchestration"
+)
+
+// Valid indicates whether the value is a known member of the BulkFilterWaitKind enum.
+func (e BulkFilterWaitKind) Valid() bool {
+	switch e {
+	case BulkFilterWaitKindActivity:
+		return true
+	case BulkFilterWaitKindChild:
+		return true
+	case BulkFilterWaitKindDelayedStart:
+		return true
+	case BulkFilterWaitKindEvent:
+		return true
+	case BulkFilterWaitKindLock:
+		return true
+	case BulkFilterWaitKindParked:
+		return true
+	case BulkFilterWaitKindPaused:
+		return true
+	case BulkFilterWaitKindTimer:
+		return true
+	case BulkFilterWaitKindTurn:
+		return true
+	case BulkFilterWaitKindUnregisteredActivity:
+		return true
+	case BulkFilterWaitKindUnregisteredOrchestration:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkJobState.
+const (
+	BulkJobStateDone    BulkJobState = "Done"
+	BulkJobStateFailed  BulkJobState = "Failed"
+	BulkJobStatePending BulkJobState = "Pending"
+	BulkJobStateRunning BulkJobState = "Running"
+)
+
+// Valid indicates whether the value is a known member of the BulkJobState enum.
+func (e BulkJobState) Valid() bool {
+	switch e {
+	case BulkJobStateDone:
+		return true
+	case BulkJobStateFailed:
+		return true
+	case BulkJobStatePending:
+		return true
+	case BulkJobStateRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkRequestAction.
+const (
+	Cancel     BulkRequestAction = "cancel"
+	Pause      BulkRequestAction = "pause"
+	Purge      BulkRequestAction = "purge"
+	RaiseEvent BulkRequestAction = "raiseEvent"
+	Resume     BulkRequestAction = "resume"
+	Rewind     BulkRequestAction = "rewind"
+)
+
+// Valid indicates whether the value is a known member of the BulkRequestAction enum.
+func (e BulkRequestAction) Valid() bool {
+	switch e {
+	case Cancel:
+		return true
+	case Pause:
+		return true
+	case Purge:
+		return true
+	case RaiseEvent:
+		return true
+	case Resume:
+		return true
+	case Rewind:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkResponseInstancesStatus.
+const (
+	BulkResponseInstancesStatusCanceled  BulkResponseInstancesStatus = "Canceled"
+	BulkResponseInstancesStatusCompleted BulkResponseInstancesStatus = "Completed"
+	BulkResponseInstancesStatusFailed    BulkResponseInstancesStatus = "Failed"
+	BulkResponseInstancesStatusPending   BulkResponseInstancesStatus = "Pending"
+	BulkResponseInstancesStatusRunning   BulkResponseInstancesStatus = "Running"
+)
+
+// Valid indicates whether the value is a known member of the BulkResponseInstancesStatus enum.
+func (e BulkResponseInstancesStatus) Valid() bool {
+	switch e {
+	case BulkResponseInstancesStatusCanceled:
+		return true
+	case BulkResponseInstancesStatusCompleted:
+		return true
+	case BulkResponseInstancesStatusFailed:
+		return true
+	case BulkResponseInstancesStatusPending:
+		return true
+	case BulkResponseInstancesStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorInfoKind.
 const (
 	ErrorInfoKindApplication    ErrorInfoKind = "application"
@@ -76,6 +244,7 @@ const (
 	TimerCanceled                   EventType = "TimerCanceled"
 	TimerCreated                    EventType = "TimerCreated"
 	TimerFired                      EventType = "TimerFired"
+	ValueSet                        EventType = "ValueSet"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
@@ -128,6 +297,8 @@ func (e EventType) Valid() bool {
 	case TimerCreated:
 		return true
 	case TimerFired:
+		return true
+	case ValueSet:
 		return true
 	default:
 		return false
@@ -248,6 +419,111 @@ func (e PurgeResponsePurged) Valid() bool {
 	}
 }
 
+// Defines values for ScheduleCatchUp.
+const (
+	ScheduleCatchUpAll  ScheduleCatchUp = "all"
+	ScheduleCatchUpLast ScheduleCatchUp = "last"
+	ScheduleCatchUpNone ScheduleCatchUp = "none"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleCatchUp enum.
+func (e ScheduleCatchUp) Valid() bool {
+	switch e {
+	case ScheduleCatchUpAll:
+		return true
+	case ScheduleCatchUpLast:
+		return true
+	case ScheduleCatchUpNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleOverlap.
+const (
+	ScheduleOverlapAllow     ScheduleOverlap = "allow"
+	ScheduleOverlapBufferOne ScheduleOverlap = "buffer_one"
+	ScheduleOverlapReplace   ScheduleOverlap = "replace"
+	ScheduleOverlapSkip      ScheduleOverlap = "skip"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleOverlap enum.
+func (e ScheduleOverlap) Valid() bool {
+	switch e {
+	case ScheduleOverlapAllow:
+		return true
+	case ScheduleOverlapBufferOne:
+		return true
+	case ScheduleOverlapReplace:
+		return true
+	case ScheduleOverlapSkip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleRequestCatchUp.
+const (
+	ScheduleRequestCatchUpAll  ScheduleRequestCatchUp = "all"
+	ScheduleRequestCatchUpLast ScheduleRequestCatchUp = "last"
+	ScheduleRequestCatchUpNone ScheduleRequestCatchUp = "none"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleRequestCatchUp enum.
+func (e ScheduleRequestCatchUp) Valid() bool {
+	switch e {
+	case ScheduleRequestCatchUpAll:
+		return true
+	case ScheduleRequestCatchUpLast:
+		return true
+	case ScheduleRequestCatchUpNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleRequestOverlap.
+const (
+	ScheduleRequestOverlapAllow     ScheduleRequestOverlap = "allow"
+	ScheduleRequestOverlapBufferOne ScheduleRequestOverlap = "buffer_one"
+	ScheduleRequestOverlapReplace   ScheduleRequestOverlap = "replace"
+	ScheduleRequestOverlapSkip      ScheduleRequestOverlap = "skip"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleRequestOverlap enum.
+func (e ScheduleRequestOverlap) Valid() bool {
+	switch e {
+	case ScheduleRequestOverlapAllow:
+		return true
+	case ScheduleRequestOverlapBufferOne:
+		return true
+	case ScheduleRequestOverlapReplace:
+		return true
+	case ScheduleRequestOverlapSkip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignalWithStartResultDuplicate.
+const (
+	SignalWithStartResultDuplicateTrue SignalWithStartResultDuplicate = true
+)
+
+// Valid indicates whether the value is a known member of the SignalWithStartResultDuplicate enum.
+func (e SignalWithStartResultDuplicate) Valid() bool {
+	switch e {
+	case SignalWithStartResultDuplicateTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StartResponseDuplicate.
 const (
 	StartResponseDuplicateTrue StartResponseDuplicate = true
@@ -322,22 +598,40 @@ func (e StatusStatus) Valid() bool {
 
 // Defines values for TriggerConcurrency.
 const (
-	Exclusive TriggerConcurrency = "exclusive"
-	Parallel  TriggerConcurrency = "parallel"
-	Queue     TriggerConcurrency = "queue"
-	Replace   TriggerConcurrency = "replace"
+	TriggerConcurrencyExclusive TriggerConcurrency = "exclusive"
+	TriggerConcurrencyParallel  TriggerConcurrency = "parallel"
+	TriggerConcurrencyQueue     TriggerConcurrency = "queue"
+	TriggerConcurrencyReplace   TriggerConcurrency = "replace"
 )
 
 // Valid indicates whether the value is a known member of the TriggerConcurrency enum.
 func (e TriggerConcurrency) Valid() bool {
 	switch e {
-	case Exclusive:
+	case TriggerConcurrencyExclusive:
 		return true
-	case Parallel:
+	case TriggerConcurrencyParallel:
 		return true
-	case Queue:
+	case TriggerConcurrencyQueue:
 		return true
-	case Replace:
+	case TriggerConcurrencyReplace:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TriggerDeliver.
+const (
+	TriggerDeliverEvent TriggerDeliver = "event"
+	TriggerDeliverStart TriggerDeliver = "start"
+)
+
+// Valid indicates whether the value is a known member of the TriggerDeliver enum.
+func (e TriggerDeliver) Valid() bool {
+	switch e {
+	case TriggerDeliverEvent:
+		return true
+	case TriggerDeliverStart:
 		return true
 	default:
 		return false
@@ -364,25 +658,25 @@ func (e TriggerAuthEncoding) Valid() bool {
 
 // Defines values for TriggerAuthType.
 const (
-	Github TriggerAuthType = "github"
-	Hmac   TriggerAuthType = "hmac"
-	None   TriggerAuthType = "none"
-	Stripe TriggerAuthType = "stripe"
-	Token  TriggerAuthType = "token"
+	TriggerAuthTypeGithub TriggerAuthType = "github"
+	TriggerAuthTypeHmac   TriggerAuthType = "hmac"
+	TriggerAuthTypeNone   TriggerAuthType = "none"
+	TriggerAuthTypeStripe TriggerAuthType = "stripe"
+	TriggerAuthTypeToken  TriggerAuthType = "token"
 )
 
 // Valid indicates whether the value is a known member of the TriggerAuthType enum.
 func (e TriggerAuthType) Valid() bool {
 	switch e {
-	case Github:
+	case TriggerAuthTypeGithub:
 		return true
-	case Hmac:
+	case TriggerAuthTypeHmac:
 		return true
-	case None:
+	case TriggerAuthTypeNone:
 		return true
-	case Stripe:
+	case TriggerAuthTypeStripe:
 		return true
-	case Token:
+	case TriggerAuthTypeToken:
 		return true
 	default:
 		return false
@@ -424,6 +718,7 @@ const (
 	WaitKindEvent                     WaitKind = "event"
 	WaitKindLock                      WaitKind = "lock"
 	WaitKindParked                    WaitKind = "parked"
+	WaitKindPaused                    WaitKind = "paused"
 	WaitKindTimer                     WaitKind = "timer"
 	WaitKindTurn                      WaitKind = "turn"
 	WaitKindUnregisteredActivity      WaitKind = "unregisteredActivity"
@@ -444,6 +739,8 @@ func (e WaitKind) Valid() bool {
 	case WaitKindLock:
 		return true
 	case WaitKindParked:
+		return true
+	case WaitKindPaused:
 		return true
 	case WaitKindTimer:
 		return true
@@ -542,6 +839,51 @@ func (e WebhookResponseSuccess) Valid() bool {
 	}
 }
 
+// Defines values for ListInstancesParamsWaitKind.
+const (
+	ListInstancesParamsWaitKindActivity                  ListInstancesParamsWaitKind = "activity"
+	ListInstancesParamsWaitKindChild                     ListInstancesParamsWaitKind = "child"
+	ListInstancesParamsWaitKindDelayedStart              ListInstancesParamsWaitKind = "delayedStart"
+	ListInstancesParamsWaitKindEvent                     ListInstancesParamsWaitKind = "event"
+	ListInstancesParamsWaitKindLock                      ListInstancesParamsWaitKind = "lock"
+	ListInstancesParamsWaitKindParked                    ListInstancesParamsWaitKind = "parked"
+	ListInstancesParamsWaitKindPaused                    ListInstancesParamsWaitKind = "paused"
+	ListInstancesParamsWaitKindTimer                     ListInstancesParamsWaitKind = "timer"
+	ListInstancesParamsWaitKindTurn                      ListInstancesParamsWaitKind = "turn"
+	ListInstancesParamsWaitKindUnregisteredActivity      ListInstancesParamsWaitKind = "unregisteredActivity"
+	ListInstancesParamsWaitKindUnregisteredOrchestration ListInstancesParamsWaitKind = "unregisteredOrchestration"
+)
+
+// Valid indicates whether the value is a known member of the ListInstancesParamsWaitKind enum.
+func (e ListInstancesParamsWaitKind) Valid() bool {
+	switch e {
+	case ListInstancesParamsWaitKindActivity:
+		return true
+	case ListInstancesParamsWaitKindChild:
+		return true
+	case ListInstancesParamsWaitKindDelayedStart:
+		return true
+	case ListInstancesParamsWaitKindEvent:
+		return true
+	case ListInstancesParamsWaitKindLock:
+		return true
+	case ListInstancesParamsWaitKindParked:
+		return true
+	case ListInstancesParamsWaitKindPaused:
+		return true
+	case ListInstancesParamsWaitKindTimer:
+		return true
+	case ListInstancesParamsWaitKindTurn:
+		return true
+	case ListInstancesParamsWaitKindUnregisteredActivity:
+		return true
+	case ListInstancesParamsWaitKindUnregisteredOrchestration:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListInstancesParamsStalled.
 const (
 	ListInstancesParamsStalledFalse ListInstancesParamsStalled = "false"
@@ -572,6 +914,181 @@ type Accepted struct {
 	Event      *string `json:"event,omitempty"`
 	InstanceId string  `json:"instanceId"`
 }
+
+// ActionRequest defines model for ActionRequest.
+type ActionRequest struct {
+	// By Who acts (default "http api"); recorded with a pause.
+	By *string `json:"by,omitempty"`
+
+	// Reason Why; recorded with a pause.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// BulkFilter Which instances a bulk action touches: the filters of GET /api/instances. Filters combine with AND; an empty filter selects every instance.
+type BulkFilter struct {
+	CreatedAfter   *time.Time `json:"createdAfter,omitempty"`
+	CreatedBefore  *time.Time `json:"createdBefore,omitempty"`
+	ErrorKind      *string    `json:"errorKind,omitempty"`
+	FinishedAfter  *time.Time `json:"finishedAfter,omitempty"`
+	FinishedBefore *time.Time `json:"finishedBefore,omitempty"`
+	Orchestration  *string    `json:"orchestration,omitempty"`
+
+	// Parent Keep the sub-orchestrations of this instance.
+	Parent *string `json:"parent,omitempty"`
+
+	// Prefix Keep instances whose ID starts with this string.
+	Prefix *string `json:"prefix,omitempty"`
+
+	// Stalled Keep stalled live instances (the server's stall threshold).
+	Stalled *bool `json:"stalled,omitempty"`
+
+	// States Keep instances in any of these states.
+	States   *[]BulkFilterStates `json:"states,omitempty"`
+	Version  *string             `json:"version,omitempty"`
+	WaitKind *BulkFilterWaitKind `json:"waitKind,omitempty"`
+}
+
+// BulkFilterStates defines model for BulkFilter.States.
+type BulkFilterStates string
+
+// BulkFilterWaitKind defines model for BulkFilter.WaitKind.
+type BulkFilterWaitKind string
+
+// BulkJob defines model for BulkJob.
+type BulkJob struct {
+	Action    string    `json:"action"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Error The last failure.
+	Error  *string `json:"error,omitempty"`
+	Failed int     `json:"failed"`
+	Id     string  `json:"id"`
+
+	// Owner The runner holding the job's lease.
+	Owner *string `json:"owner,omitempty"`
+
+	// Processed Instances visited: succeeded + skipped + failed.
+	Processed int `json:"processed"`
+
+	// Skipped Instances that needed nothing or could not take the action (ended, purged meanwhile, not paused...).
+	Skipped int `json:"skipped"`
+
+	// State Pending until a runner (a runtime on the store) takes it; Running while one works on it (a stopped runner's lease expires and another continues from the job's cursor).
+	State     BulkJobState `json:"state"`
+	Succeeded int          `json:"succeeded"`
+
+	// Total Matching instances when the job was created.
+	Total     int       `json:"total"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// BulkJobState Pending until a runner (a runtime on the store) takes it; Running while one works on it (a stopped runner's lease expires and another continues from the job's cursor).
+type BulkJobState string
+
+// BulkJobs defines model for BulkJobs.
+type BulkJobs struct {
+	Jobs []BulkJob `json:"jobs"`
+}
+
+// BulkRequest defines model for BulkRequest.
+type BulkRequest struct {
+	// Action cancel and raiseEvent touch live instances, purge finished root instances (live ones too with force), rewind Failed and Canceled ones, pause live ones not paused, resume paused ones.
+	Action BulkRequestAction `json:"action"`
+
+	// By Who asks; recorded by pause (default "http api").
+	By *string `json:"by,omitempty"`
+
+	// ChunkSize Instances per step of the job (default 100).
+	ChunkSize *int `json:"chunkSize,omitempty"`
+
+	// DryRun Preview: answer the count and the first instances, and change nothing.
+	DryRun *bool `json:"dryRun,omitempty"`
+
+	// EventData The event's data, any JSON value.
+	EventData interface{} `json:"eventData,omitempty"`
+
+	// EventName The event of raiseEvent (required for it).
+	EventName *string `json:"eventName,omitempty"`
+
+	// Filter Which instances a bulk action touches: the filters of GET /api/instances. Filters combine with AND; an empty filter selects every instance.
+	Filter *BulkFilter `json:"filter,omitempty"`
+
+	// Force purge deletes live instances too.
+	Force *bool `json:"force,omitempty"`
+
+	// Reason Recorded by cancel and pause, given to rewind.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// BulkRequestAction cancel and raiseEvent touch live instances, purge finished root instances (live ones too with force), rewind Failed and Canceled ones, pause live ones not paused, resume paused ones.
+type BulkRequestAction string
+
+// BulkResponse defines model for BulkResponse.
+type BulkResponse struct {
+	// Count How many instances match now: what the action touches.
+	Count  int   `json:"count"`
+	DryRun *bool `json:"dryRun,omitempty"`
+
+	// Instances The first matching instances (summaries, as in GET /api/instances), in the order the job visits them.
+	Instances []struct {
+		CreatedAt time.Time `json:"createdAt"`
+
+		// CustomStatus The value last set by SetCustomStatus.
+		CustomStatus interface{} `json:"customStatus,omitempty"`
+
+		// Error The failure of a Failed or Canceled instance.
+		Error *ErrorInfo `json:"error,omitempty"`
+
+		// Etag Identifies what a client sees of the instance (state, execution, custom status, values); pass it as ?waitForChange= to wait until it changes.
+		Etag *string `json:"etag,omitempty"`
+
+		// ExecutionId The current execution (0 while Pending).
+		ExecutionId int `json:"executionId"`
+
+		// HistoryBytes The current execution: its history size in bytes, as RuntimeOptions.MaxHistoryBytes counts it.
+		HistoryBytes *int64 `json:"historyBytes,omitempty"`
+
+		// HistoryEvents The current execution: its history events, as RuntimeOptions.MaxHistoryEvents counts them.
+		HistoryEvents *int64 `json:"historyEvents,omitempty"`
+
+		// Input The current execution's input.
+		Input      interface{} `json:"input,omitempty"`
+		InstanceId string      `json:"instanceId"`
+
+		// LastError Why a live instance is not progressing (parked after nondeterminism, orchestration not registered).
+		LastError     *ErrorInfo `json:"lastError,omitempty"`
+		Orchestration string     `json:"orchestration"`
+
+		// Output The output of a Completed instance.
+		Output interface{} `json:"output,omitempty"`
+
+		// ParentInstanceId Set on sub-orchestrations.
+		ParentInstanceId *string `json:"parentInstanceId,omitempty"`
+
+		// Patches The patches (OrchestrationContext.Patched) the current execution recorded, in order: which code branches it takes.
+		Patches *[]string `json:"patches,omitempty"`
+
+		// Paused Set while the instance is paused (POST /api/instances/{id}/pause).
+		Paused *PauseInfo `json:"paused,omitempty"`
+
+		// Stalled Present (true) when an entry of waitingFor is stalled.
+		Stalled   *bool                       `json:"stalled,omitempty"`
+		Status    BulkResponseInstancesStatus `json:"status"`
+		Truncated *[]string                   `json:"truncated,omitempty"`
+		UpdatedAt time.Time                   `json:"updatedAt"`
+
+		// ValuesVersion Counts the turns that changed the instance's values (absent: never).
+		ValuesVersion *int64  `json:"valuesVersion,omitempty"`
+		Version       *string `json:"version,omitempty"`
+
+		// WaitingFor What a live instance waits for, with times (GET /api/instances/{id}, and items of ?stalled=true). Absent for terminal instances and in plain list items.
+		WaitingFor *[]Wait `json:"waitingFor,omitempty"`
+	} `json:"instances"`
+	Job *BulkJob `json:"job,omitempty"`
+}
+
+// BulkResponseInstancesStatus defines model for BulkResponse.Instances.Status.
+type BulkResponseInstancesStatus string
 
 // CancelRequest defines model for CancelRequest.
 type CancelRequest struct {
@@ -622,16 +1139,22 @@ type Event struct {
 	EventId         int         `json:"eventId"`
 
 	// FireAtMs A timer's due time, epoch milliseconds.
-	FireAtMs *int        `json:"fireAtMs,omitempty"`
-	Guid     *string     `json:"guid,omitempty"`
-	Input    interface{} `json:"input,omitempty"`
-	Name     *string     `json:"name,omitempty"`
-	Output   interface{} `json:"output,omitempty"`
-	Parent   *struct {
+	FireAtMs *int    `json:"fireAtMs,omitempty"`
+	Guid     *string `json:"guid,omitempty"`
+
+	// HeartbeatTimeoutMs An ActivityScheduled's heartbeat timeout in milliseconds (absent: none).
+	HeartbeatTimeoutMs *int        `json:"heartbeatTimeoutMs,omitempty"`
+	Input              interface{} `json:"input,omitempty"`
+	Name               *string     `json:"name,omitempty"`
+	Output             interface{} `json:"output,omitempty"`
+	Parent             *struct {
 		EventId     *int    `json:"eventId,omitempty"`
 		ExecutionId *int    `json:"executionId,omitempty"`
 		InstanceId  *string `json:"instanceId,omitempty"`
 	} `json:"parent,omitempty"`
+
+	// Queue The queue an ActivityScheduled routes its activity to (ActivityOptions.Queue; absent: the default queue).
+	Queue     *string `json:"queue,omitempty"`
 	Reason    *string `json:"reason,omitempty"`
 	SessionId *string `json:"sessionId,omitempty"`
 
@@ -647,7 +1170,10 @@ type Event struct {
 	// TraceParent The W3C trace context an OrchestrationStarted was started under (StartOptions.TraceParent), when tracing is on.
 	TraceParent *string   `json:"traceParent,omitempty"`
 	Type        EventType `json:"type"`
-	Version     *string   `json:"version,omitempty"`
+
+	// Values On the OrchestrationStarted of an execution a ContinueAsNew started: the instance's values the previous execution left.
+	Values  *map[string]interface{} `json:"values,omitempty"`
+	Version *string                 `json:"version,omitempty"`
 }
 
 // EventType defines model for Event.Type.
@@ -705,6 +1231,9 @@ type InstancePage struct {
 		// Error The failure of a Failed or Canceled instance.
 		Error *ErrorInfo `json:"error,omitempty"`
 
+		// Etag Identifies what a client sees of the instance (state, execution, custom status, values); pass it as ?waitForChange= to wait until it changes.
+		Etag *string `json:"etag,omitempty"`
+
 		// ExecutionId The current execution (0 while Pending).
 		ExecutionId int `json:"executionId"`
 
@@ -728,6 +1257,12 @@ type InstancePage struct {
 		// ParentInstanceId Set on sub-orchestrations.
 		ParentInstanceId *string `json:"parentInstanceId,omitempty"`
 
+		// Patches The patches (OrchestrationContext.Patched) the current execution recorded, in order: which code branches it takes.
+		Patches *[]string `json:"patches,omitempty"`
+
+		// Paused Set while the instance is paused (POST /api/instances/{id}/pause).
+		Paused *PauseInfo `json:"paused,omitempty"`
+
 		// Stalled Present (true) when an entry of waitingFor is stalled.
 		Stalled *bool                       `json:"stalled,omitempty"`
 		Status  InstancePageInstancesStatus `json:"status"`
@@ -735,7 +1270,10 @@ type InstancePage struct {
 		// Truncated Fields left out (input, output, customStatus) or shortened (error, lastError) because of their size; GET /api/instances/{id} has them in full.
 		Truncated *[]string `json:"truncated,omitempty"`
 		UpdatedAt time.Time `json:"updatedAt"`
-		Version   *string   `json:"version,omitempty"`
+
+		// ValuesVersion Counts the turns that changed the instance's values (absent: never).
+		ValuesVersion *int64  `json:"valuesVersion,omitempty"`
+		Version       *string `json:"version,omitempty"`
 
 		// WaitingFor What a live instance waits for, with times (GET /api/instances/{id}, and items of ?stalled=true). Absent for terminal instances and in plain list items.
 		WaitingFor *[]Wait `json:"waitingFor,omitempty"`
@@ -792,6 +1330,15 @@ type OrchestrationsResponse struct {
 	} `json:"orchestrations"`
 }
 
+// PauseInfo Who paused an instance, why and when.
+type PauseInfo struct {
+	At time.Time `json:"at"`
+
+	// By The pause request's by (default "http api"), the CLI's --by, or "dashboard".
+	By     *string `json:"by,omitempty"`
+	Reason *string `json:"reason,omitempty"`
+}
+
 // PurgeResponse defines model for PurgeResponse.
 type PurgeResponse struct {
 	InstanceId string              `json:"instanceId"`
@@ -807,6 +1354,217 @@ type ReleaseResponse struct {
 	Released   bool   `json:"released"`
 	WorkflowId string `json:"workflowId"`
 }
+
+// Schedule defines model for Schedule.
+type Schedule struct {
+	CatchUp ScheduleCatchUp `json:"catchUp"`
+
+	// CatchUpWindow Example: 24h
+	CatchUpWindow *string   `json:"catchUpWindow,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	Cron          *string   `json:"cron,omitempty"`
+	Id            string    `json:"id"`
+
+	// Input The JSON input of each instance.
+	Input interface{} `json:"input,omitempty"`
+
+	// Interval Example: 5m
+	Interval *string `json:"interval,omitempty"`
+
+	// LastFireAt The fire time of the last fire; null before the first.
+	LastFireAt *time.Time `json:"lastFireAt"`
+
+	// LastInstanceId The instance the last fire started; absent when it started none.
+	LastInstanceId *string `json:"lastInstanceId,omitempty"`
+
+	// LastOutcome started, duplicate, triggered, skipped: ..., failed: ...
+	LastOutcome *string `json:"lastOutcome,omitempty"`
+
+	// LockKey The lock key of the fires; absent for overlap allow.
+	LockKey *string `json:"lockKey,omitempty"`
+
+	// LockTtl Example: 1h
+	LockTtl *string `json:"lockTtl,omitempty"`
+
+	// NextFireAt null when paused or when it never fires again.
+	NextFireAt    *time.Time      `json:"nextFireAt"`
+	Orchestration string          `json:"orchestration"`
+	Overlap       ScheduleOverlap `json:"overlap"`
+	Paused        bool            `json:"paused"`
+	Revision      int             `json:"revision"`
+	Start         *time.Time      `json:"start,omitempty"`
+	TimeZone      *string         `json:"timeZone,omitempty"`
+	UpdatedAt     time.Time       `json:"updatedAt"`
+	Version       *string         `json:"version,omitempty"`
+}
+
+// ScheduleCatchUp defines model for Schedule.CatchUp.
+type ScheduleCatchUp string
+
+// ScheduleOverlap defines model for Schedule.Overlap.
+type ScheduleOverlap string
+
+// ScheduleDeleteResponse defines model for ScheduleDeleteResponse.
+type ScheduleDeleteResponse struct {
+	Deleted bool   `json:"deleted"`
+	Id      string `json:"id"`
+}
+
+// ScheduleFire defines model for ScheduleFire.
+type ScheduleFire struct {
+	FireAt time.Time `json:"fireAt"`
+
+	// InstanceId The instance started; absent when the overlap policy skipped the fire.
+	InstanceId *string `json:"instanceId,omitempty"`
+	Outcome    string  `json:"outcome"`
+
+	// ReplacedInstanceId The instance canceled by overlap replace.
+	ReplacedInstanceId *string `json:"replacedInstanceId,omitempty"`
+}
+
+// ScheduleRequest defines model for ScheduleRequest.
+type ScheduleRequest struct {
+	// CatchUp Fires missed while no runtime ran: none, the latest (default) or all, within catchUpWindow.
+	CatchUp *ScheduleRequestCatchUp `json:"catchUp,omitempty"`
+
+	// CatchUpWindow How far back catch-up looks (default 24h).
+	CatchUpWindow *ScheduleRequest_CatchUpWindow `json:"catchUpWindow,omitempty"`
+
+	// Cron Five cron fields (minute hour day-of-month month day-of-week) or @hourly, @daily, @weekly, @monthly, @yearly. Exactly one of cron and interval.
+	//
+	// Example: 0 2 * * *
+	Cron *string `json:"cron,omitempty"`
+
+	// Id The schedule's ID (required to create; not allowed in PUT). The IDs of its instances begin with it.
+	Id *string `json:"id,omitempty"`
+
+	// Input The JSON input of each instance (default null).
+	Input interface{} `json:"input,omitempty"`
+
+	// Interval Fire every interval from start: a duration like "5m" or a number of seconds (at least 1s).
+	Interval *ScheduleRequest_Interval `json:"interval,omitempty"`
+
+	// LockKey The execution lock key of the fires (default schedule:<id>). Not with overlap allow.
+	LockKey *string `json:"lockKey,omitempty"`
+
+	// LockTtl The lock's TTL (default 1h).
+	LockTtl       *ScheduleRequest_LockTtl `json:"lockTtl,omitempty"`
+	Orchestration string                   `json:"orchestration"`
+
+	// Overlap While a fire's instance holds the lock: skip the fire (default), keep one waiting, start anyway (no lock), or cancel the holder and start.
+	Overlap *ScheduleRequestOverlap `json:"overlap,omitempty"`
+
+	// Paused Create the schedule paused (not allowed in PUT).
+	Paused *bool `json:"paused,omitempty"`
+
+	// Start No fire before it; the first fire of an interval (default: now).
+	Start *time.Time `json:"start,omitempty"`
+
+	// TimeZone IANA time zone of cron (default UTC).
+	//
+	// Example: Europe/Paris
+	TimeZone *string `json:"timeZone,omitempty"`
+	Version  *string `json:"version,omitempty"`
+}
+
+// ScheduleRequestCatchUp Fires missed while no runtime ran: none, the latest (default) or all, within catchUpWindow.
+type ScheduleRequestCatchUp string
+
+// ScheduleRequestCatchUpWindow0 Example: 24h
+type ScheduleRequestCatchUpWindow0 = string
+
+// ScheduleRequestCatchUpWindow1 Example: 86400
+type ScheduleRequestCatchUpWindow1 = float32
+
+// ScheduleRequest_CatchUpWindow How far back catch-up looks (default 24h).
+type ScheduleRequest_CatchUpWindow struct {
+	union json.RawMessage
+}
+
+// ScheduleRequestInterval0 Example: 5m
+type ScheduleRequestInterval0 = string
+
+// ScheduleRequestInterval1 Example: 300
+type ScheduleRequestInterval1 = float32
+
+// ScheduleRequest_Interval Fire every interval from start: a duration like "5m" or a number of seconds (at least 1s).
+type ScheduleRequest_Interval struct {
+	union json.RawMessage
+}
+
+// ScheduleRequestLockTtl0 Example: 1h
+type ScheduleRequestLockTtl0 = string
+
+// ScheduleRequestLockTtl1 Example: 3600
+type ScheduleRequestLockTtl1 = float32
+
+// ScheduleRequest_LockTtl The lock's TTL (default 1h).
+type ScheduleRequest_LockTtl struct {
+	union json.RawMessage
+}
+
+// ScheduleRequestOverlap While a fire's instance holds the lock: skip the fire (default), keep one waiting, start anyway (no lock), or cancel the holder and start.
+type ScheduleRequestOverlap string
+
+// SchedulesResponse defines model for SchedulesResponse.
+type SchedulesResponse struct {
+	Schedules []Schedule `json:"schedules"`
+}
+
+// SignalWithStartRequest defines model for SignalWithStartRequest.
+type SignalWithStartRequest struct {
+	// Data The event's data, any JSON value.
+	Data interface{} `json:"data,omitempty"`
+
+	// Event The event name the orchestration waits for.
+	Event string `json:"event"`
+
+	// IdempotencyKey Names the delivery: a repeat of the key within 24 h delivers nothing and answers 200 with duplicate true and the instance the first delivery went to.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
+	// Input The input of that start, any JSON value.
+	Input interface{} `json:"input,omitempty"`
+
+	// LockKey The execution lock the start takes (checked only when the instance is absent).
+	LockKey *string `json:"lockKey,omitempty"`
+
+	// LockTtl The lock's TTL, a duration or a number of seconds (default 1h). Needs lockKey.
+	LockTtl *SignalWithStartRequest_LockTtl `json:"lockTtl,omitempty"`
+
+	// Orchestration The orchestration to start when the instance does not exist.
+	Orchestration string `json:"orchestration"`
+
+	// QueueIfLocked Queue the start behind a held lock instead of answering 409; the event waits with it. Needs lockKey.
+	QueueIfLocked *bool `json:"queueIfLocked,omitempty"`
+
+	// Version Pin this semantic version for the start.
+	Version *string `json:"version,omitempty"`
+}
+
+// SignalWithStartRequestLockTtl0 Example: 1h
+type SignalWithStartRequestLockTtl0 = string
+
+// SignalWithStartRequestLockTtl1 Example: 3600
+type SignalWithStartRequestLockTtl1 = float32
+
+// SignalWithStartRequest_LockTtl The lock's TTL, a duration or a number of seconds (default 1h). Needs lockKey.
+type SignalWithStartRequest_LockTtl struct {
+	union json.RawMessage
+}
+
+// SignalWithStartResult defines model for SignalWithStartResult.
+type SignalWithStartResult struct {
+	// Duplicate Present on a repeated idempotencyKey (200): nothing was delivered.
+	Duplicate  *SignalWithStartResultDuplicate `json:"duplicate,omitempty"`
+	Event      string                          `json:"event"`
+	InstanceId string                          `json:"instanceId"`
+
+	// Started Whether this call started the instance (201); false when it existed (202) or for a duplicate (200).
+	Started bool `json:"started"`
+}
+
+// SignalWithStartResultDuplicate Present on a repeated idempotencyKey (200): nothing was delivered.
+type SignalWithStartResultDuplicate bool
 
 // StartConflict A refused start: the instance ID is taken ("instance already exists"); or the lockKey is held by a live instance ("Workflow currently executing", existingExecutionId names it; retry after it ends) or was taken by a simultaneous start ("Concurrent execution attempted"; retry with backoff).
 type StartConflict struct {
@@ -848,6 +1606,9 @@ type StartRequest struct {
 	// StartAt Delay the start until this time.
 	StartAt *time.Time `json:"startAt,omitempty"`
 
+	// Timeout End the instance Failed with kind "timeout" if it has not finished this long after it started (its code may clean up within the runtime's cancel grace period): a duration like "90s" or "24h", or a number of seconds; positive. Absent: no timeout.
+	Timeout *StartRequest_Timeout `json:"timeout,omitempty"`
+
 	// Version Pin this semantic version (default: the registry's default for new instances).
 	Version *string `json:"version,omitempty"`
 }
@@ -860,6 +1621,17 @@ type StartRequestLockTtl1 = float32
 
 // StartRequest_LockTtl How long the lock outlives the holder's last progress: a duration like "90s" or "1h", or a number of seconds (default 1h). Needs lockKey.
 type StartRequest_LockTtl struct {
+	union json.RawMessage
+}
+
+// StartRequestTimeout0 Example: 24h
+type StartRequestTimeout0 = string
+
+// StartRequestTimeout1 Example: 86400
+type StartRequestTimeout1 = float32
+
+// StartRequest_Timeout End the instance Failed with kind "timeout" if it has not finished this long after it started (its code may clean up within the runtime's cancel grace period): a duration like "90s" or "24h", or a number of seconds; positive. Absent: no timeout.
+type StartRequest_Timeout struct {
 	union json.RawMessage
 }
 
@@ -901,6 +1673,9 @@ type Status struct {
 	// Error The failure of a Failed or Canceled instance.
 	Error *ErrorInfo `json:"error,omitempty"`
 
+	// Etag Identifies what a client sees of the instance (state, execution, custom status, values); pass it as ?waitForChange= to wait until it changes.
+	Etag *string `json:"etag,omitempty"`
+
 	// ExecutionId The current execution (0 while Pending).
 	ExecutionId int `json:"executionId"`
 
@@ -924,11 +1699,20 @@ type Status struct {
 	// ParentInstanceId Set on sub-orchestrations.
 	ParentInstanceId *string `json:"parentInstanceId,omitempty"`
 
+	// Patches The patches (OrchestrationContext.Patched) the current execution recorded, in order: which code branches it takes.
+	Patches *[]string `json:"patches,omitempty"`
+
+	// Paused Set while the instance is paused (POST /api/instances/{id}/pause).
+	Paused *PauseInfo `json:"paused,omitempty"`
+
 	// Stalled Present (true) when an entry of waitingFor is stalled.
 	Stalled   *bool        `json:"stalled,omitempty"`
 	Status    StatusStatus `json:"status"`
 	UpdatedAt time.Time    `json:"updatedAt"`
-	Version   *string      `json:"version,omitempty"`
+
+	// ValuesVersion Counts the turns that changed the instance's values (absent: never).
+	ValuesVersion *int64  `json:"valuesVersion,omitempty"`
+	Version       *string `json:"version,omitempty"`
 
 	// WaitingFor What a live instance waits for, with times (GET /api/instances/{id}, and items of ?stalled=true). Absent for terminal instances and in plain list items.
 	WaitingFor *[]Wait `json:"waitingFor,omitempty"`
@@ -942,7 +1726,15 @@ type Trigger struct {
 	// Auth How a call proves it comes from the trigger's sender; absent: no check (only on a server without an auth token).
 	Auth        *TriggerAuth       `json:"auth,omitempty"`
 	Concurrency TriggerConcurrency `json:"concurrency"`
-	Id          string             `json:"id"`
+
+	// Deliver start (the default): each call starts an instance. event: each call delivers the body as the event named by event to the instance instanceId names, starting the orchestration there first (with the body as input) when it does not exist, atomically (signal-with-start). The concurrency policy applies to the start only.
+	Deliver *TriggerDeliver `json:"deliver,omitempty"`
+
+	// Event With deliver event: a key template (see workflowId) for the event name.
+	//
+	// Example: {/type}
+	Event *string `json:"event,omitempty"`
+	Id    string  `json:"id"`
 
 	// IdempotencyKey A key template (see workflowId) for the idempotency key; the general form of idempotencyKeyPath (a trigger has one or neither).
 	//
@@ -975,6 +1767,9 @@ type Trigger struct {
 // TriggerConcurrency defines model for Trigger.Concurrency.
 type TriggerConcurrency string
 
+// TriggerDeliver start (the default): each call starts an instance. event: each call delivers the body as the event named by event to the instance instanceId names, starting the orchestration there first (with the body as input) when it does not exist, atomically (signal-with-start). The concurrency policy applies to the start only.
+type TriggerDeliver string
+
 // TriggerAuth How a call proves it comes from the trigger's sender; absent: no check (only on a server without an auth token).
 type TriggerAuth struct {
 	Encoding *TriggerAuthEncoding `json:"encoding,omitempty"`
@@ -1006,7 +1801,24 @@ type TriggersResponse struct {
 	Triggers []Trigger `json:"triggers"`
 }
 
-// Wait One thing a live instance waits for. Which fields are set depends on kind; unset fields are omitted. activity: name, activityId, attempt, state (queued, running, retrying, completed), since, deliveries, retryAt (a durable retry or a delayed redelivery), lockedUntil (running). timer: firesAt, since. event: name, since. child: name, instanceId, childState, since. lock: lockKey, holder, queuePosition, since. delayedStart: at. unregisteredOrchestration: name, version, attempt, retryAt, since (first failed delivery), message. unregisteredActivity: name, activityId, attempt, deliveries, retryAt, since (first failed delivery), message. parked: eventId, expected, found, message, since, retryAt. turn: messages, since, attempt, message (due messages no runtime has taken). Any kind may carry stalled and stalledReason.
+// Value defines model for Value.
+type Value struct {
+	Key string `json:"key"`
+
+	// UpdatedAt When the turn that set it committed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Value The value's JSON, as the orchestration set it.
+	Value interface{} `json:"value"`
+}
+
+// ValuesResponse defines model for ValuesResponse.
+type ValuesResponse struct {
+	// Values In key order.
+	Values []Value `json:"values"`
+}
+
+// Wait One thing a live instance waits for. Which fields are set depends on kind; unset fields are omitted. activity: name, activityId, attempt, state (queued, running, retrying, completed), since, deliveries, retryAt (a durable retry or a delayed redelivery), lockedUntil (running). timer: firesAt, since. event: name, since. child: name, instanceId, childState, since. lock: lockKey, holder, queuePosition, since. delayedStart: at. unregisteredOrchestration: name, version, attempt, retryAt, since (first failed delivery), message. unregisteredActivity: name, activityId, attempt, deliveries, retryAt, since (first failed delivery), message. An activity may also carry queue, heartbeatTimeoutMs, heartbeatAt, heartbeatDetails and unserved (with message). parked: eventId, expected, found, message, since, retryAt. paused: message (the reason), by, since (the instance is paused: nothing it waits for counts as stalled meanwhile). turn: messages, since, attempt, message (due messages no runtime has taken). Any kind may carry stalled and stalledReason.
 type Wait struct {
 	// ActivityId The activity's ActivityScheduled event ID.
 	ActivityId *int       `json:"activityId,omitempty"`
@@ -1014,6 +1826,9 @@ type Wait struct {
 
 	// Attempt Attempt number (1 = first): durable retries of an activity, deliveries of an unregistered orchestration or activity.
 	Attempt *int `json:"attempt,omitempty"`
+
+	// By Who paused the instance (paused).
+	By *string `json:"by,omitempty"`
 
 	// ChildState Absent while the child is not created yet.
 	ChildState *WaitChildState `json:"childState,omitempty"`
@@ -1031,6 +1846,15 @@ type Wait struct {
 	// Found What the code did instead.
 	Found *string `json:"found,omitempty"`
 
+	// HeartbeatAt The time of the latest heartbeat of a running (or crashed) activity attempt.
+	HeartbeatAt *time.Time `json:"heartbeatAt,omitempty"`
+
+	// HeartbeatDetails What the latest heartbeat reported, any JSON value.
+	HeartbeatDetails interface{} `json:"heartbeatDetails,omitempty"`
+
+	// HeartbeatTimeoutMs An activity's heartbeat timeout in milliseconds (absent: none).
+	HeartbeatTimeoutMs *int `json:"heartbeatTimeoutMs,omitempty"`
+
 	// Holder The instance holding the execution lock.
 	Holder *string `json:"holder,omitempty"`
 
@@ -1042,7 +1866,7 @@ type Wait struct {
 	// LockedUntil A running activity's worker lock expiry.
 	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
 
-	// Message The recorded error text.
+	// Message The recorded error text (the reason, when paused).
 	Message *string `json:"message,omitempty"`
 
 	// Messages Due messages (turn).
@@ -1050,6 +1874,9 @@ type Wait struct {
 
 	// Name Activity, event, child or orchestration name.
 	Name *string `json:"name,omitempty"`
+
+	// Queue The queue an activity is routed to (absent: the default queue).
+	Queue *string `json:"queue,omitempty"`
 
 	// QueuePosition Place in the lock's queue, 1 = next.
 	QueuePosition *int `json:"queuePosition,omitempty"`
@@ -1065,8 +1892,11 @@ type Wait struct {
 	StalledReason *string `json:"stalledReason,omitempty"`
 
 	// State Where an activity stands.
-	State   *WaitState `json:"state,omitempty"`
-	Version *string    `json:"version,omitempty"`
+	State *WaitState `json:"state,omitempty"`
+
+	// Unserved A queued activity no live runtime serves (none registers its name in its queue): it waits for one, or fails after the runtime's UnservedTimeout; message names the activity and queue.
+	Unserved *bool   `json:"unserved,omitempty"`
+	Version  *string `json:"version,omitempty"`
 }
 
 // WaitChildState Absent while the child is not created yet.
@@ -1100,6 +1930,9 @@ type WebhookErrorSuccess bool
 type WebhookResponse struct {
 	Duplicate bool `json:"duplicate"`
 
+	// Event A deliver-event trigger delivered the event of this name to executionId.
+	Event *string `json:"event,omitempty"`
+
 	// ExecutionId The started (or queued) instance; for a duplicate, the instance the idempotency key first started.
 	ExecutionId string `json:"executionId"`
 
@@ -1116,8 +1949,11 @@ type WebhookResponse struct {
 	Queued *WebhookResponseQueued `json:"queued,omitempty"`
 
 	// ReplacedExecutionId A replace trigger canceled this instance, which held the lock when the call arrived; the started instance takes the lock when it ends.
-	ReplacedExecutionId *string                `json:"replacedExecutionId,omitempty"`
-	Success             WebhookResponseSuccess `json:"success"`
+	ReplacedExecutionId *string `json:"replacedExecutionId,omitempty"`
+
+	// Started With event: whether this call started the instance (true) or found it (false).
+	Started *bool                  `json:"started,omitempty"`
+	Success WebhookResponseSuccess `json:"success"`
 }
 
 // WebhookResponsePurged Present on a duplicate whose first instance was purged since: the key outlives its instance for its retention.
@@ -1131,6 +1967,12 @@ type WebhookResponseSuccess bool
 
 // InstanceID defines model for InstanceID.
 type InstanceID = string
+
+// JobID defines model for JobID.
+type JobID = string
+
+// ScheduleID defines model for ScheduleID.
+type ScheduleID = string
 
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
@@ -1152,6 +1994,9 @@ type NotFound = Error
 
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Error
+
+// StateConflict defines model for StateConflict.
+type StateConflict = Error
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Error
@@ -1179,6 +2024,27 @@ type ListInstancesParams struct {
 	// Prefix Keep instances whose ID starts with this string (case-sensitive; no wildcards).
 	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
 
+	// Version Keep instances of this orchestration version.
+	Version *string `form:"version,omitempty" json:"version,omitempty"`
+
+	// CreatedAfter Keep instances created at or after this time (RFC 3339).
+	CreatedAfter *time.Time `form:"createdAfter,omitempty" json:"createdAfter,omitempty"`
+
+	// CreatedBefore Keep instances created before this time (RFC 3339).
+	CreatedBefore *time.Time `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
+
+	// FinishedAfter Keep Completed, Failed and Canceled instances that finished at or after this time (RFC 3339).
+	FinishedAfter *time.Time `form:"finishedAfter,omitempty" json:"finishedAfter,omitempty"`
+
+	// FinishedBefore Keep Completed, Failed and Canceled instances that finished before this time (RFC 3339).
+	FinishedBefore *time.Time `form:"finishedBefore,omitempty" json:"finishedBefore,omitempty"`
+
+	// ErrorKind Keep instances whose error (or, for a live instance, last error) has this kind, such as application or nondeterminism. Applied to each page the store returns: a page may hold fewer items than limit while nextCursor is set.
+	ErrorKind *string `form:"errorKind,omitempty" json:"errorKind,omitempty"`
+
+	// WaitKind Keep live instances waiting for this kind of thing (the kind of a waitingFor entry); each live instance of a page is inspected, and a page may hold fewer items than limit while nextCursor is set.
+	WaitKind *ListInstancesParamsWaitKind `form:"waitKind,omitempty" json:"waitKind,omitempty"`
+
 	// Limit Page size (default 100; at most 1000, or 100 with include).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1191,6 +2057,9 @@ type ListInstancesParams struct {
 	// Stalled true (or 1) lists only stalled instances, newest first, each with waitingFor: live instances without progress for the server's stall threshold while parked, unregistered, redelivered 3 times, or with due work no runtime takes. One page of up to limit; no cursor. false (or 0) does not filter; any other value is 400.
 	Stalled *ListInstancesParamsStalled `form:"stalled,omitempty" json:"stalled,omitempty"`
 }
+
+// ListInstancesParamsWaitKind defines parameters for ListInstances.
+type ListInstancesParamsWaitKind string
 
 // ListInstancesParamsStalled defines parameters for ListInstances.
 type ListInstancesParamsStalled string
@@ -1209,8 +2078,11 @@ type PurgeInstanceParams struct {
 
 // GetInstanceParams defines parameters for GetInstance.
 type GetInstanceParams struct {
-	// Wait Long-poll: wait up to this long (a duration like 30s, or a number of seconds; at most 5m) for the instance to be Completed, Failed or Canceled. When the wait runs out, the current (live) status is returned with 200.
+	// Wait Long-poll: wait up to this long (a duration like 30s, or a number of seconds; at most 5m) for the instance to be Completed, Failed or Canceled (or, with waitForChange, to change). When the wait runs out, the current status is returned with 200.
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+
+	// WaitForChange Long-poll for any change: answer as soon as the instance's etag differs from this one (at once when it already does, or when empty): a new state or execution, a custom status update, a change of its values. Bounded by wait (default 30s). The status's etag field and the ETag header give the value to pass next.
+	WaitForChange *string `form:"waitForChange,omitempty" json:"waitForChange,omitempty"`
 }
 
 // RaiseEventJSONBody defines parameters for RaiseEvent.
@@ -1228,6 +2100,12 @@ type GetHistoryParams struct {
 	Execution *int `form:"execution,omitempty" json:"execution,omitempty"`
 }
 
+// SignalWithStartParams defines parameters for SignalWithStart.
+type SignalWithStartParams struct {
+	// Traceparent A W3C trace context recorded as the started instance's trace context (as on POST /api/instances).
+	Traceparent *string `json:"traceparent,omitempty"`
+}
+
 // CallWebhookJSONBody defines parameters for CallWebhook.
 type CallWebhookJSONBody = interface{}
 
@@ -1236,6 +2114,9 @@ type CallWebhookParams struct {
 	// IdempotencyKey A repeat of the key on the same trigger within 24 h starts nothing and answers 200 with duplicate true and the first executionId.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// StartBulkJSONRequestBody defines body for StartBulk for application/json ContentType.
+type StartBulkJSONRequestBody = BulkRequest
 
 // StartInstanceJSONRequestBody defines body for StartInstance for application/json ContentType.
 type StartInstanceJSONRequestBody = StartRequest
@@ -1246,8 +2127,271 @@ type CancelInstanceJSONRequestBody = CancelRequest
 // RaiseEventJSONRequestBody defines body for RaiseEvent for application/json ContentType.
 type RaiseEventJSONRequestBody = RaiseEventJSONBody
 
+// PauseInstanceJSONRequestBody defines body for PauseInstance for application/json ContentType.
+type PauseInstanceJSONRequestBody = ActionRequest
+
+// RewindInstanceJSONRequestBody defines body for RewindInstance for application/json ContentType.
+type RewindInstanceJSONRequestBody = ActionRequest
+
+// SignalWithStartJSONRequestBody defines body for SignalWithStart for application/json ContentType.
+type SignalWithStartJSONRequestBody = SignalWithStartRequest
+
+// CreateScheduleJSONRequestBody defines body for CreateSchedule for application/json ContentType.
+type CreateScheduleJSONRequestBody = ScheduleRequest
+
+// UpdateScheduleJSONRequestBody defines body for UpdateSchedule for application/json ContentType.
+type UpdateScheduleJSONRequestBody = ScheduleRequest
+
 // CallWebhookJSONRequestBody defines body for CallWebhook for application/json ContentType.
 type CallWebhookJSONRequestBody = CallWebhookJSONBody
+
+// AsScheduleRequestCatchUpWindow0 returns the union data inside the ScheduleRequest_CatchUpWindow as a ScheduleRequestCatchUpWindow0
+func (t ScheduleRequest_CatchUpWindow) AsScheduleRequestCatchUpWindow0() (ScheduleRequestCatchUpWindow0, error) {
+	var body ScheduleRequestCatchUpWindow0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleRequestCatchUpWindow0 overwrites any union data inside the ScheduleRequest_CatchUpWindow as the provided ScheduleRequestCatchUpWindow0
+func (t *ScheduleRequest_CatchUpWindow) FromScheduleRequestCatchUpWindow0(v ScheduleRequestCatchUpWindow0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleRequestCatchUpWindow0 performs a merge with any union data inside the ScheduleRequest_CatchUpWindow, using the provided ScheduleRequestCatchUpWindow0
+func (t *ScheduleRequest_CatchUpWindow) MergeScheduleRequestCatchUpWindow0(v ScheduleRequestCatchUpWindow0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleRequestCatchUpWindow1 returns the union data inside the ScheduleRequest_CatchUpWindow as a ScheduleRequestCatchUpWindow1
+func (t ScheduleRequest_CatchUpWindow) AsScheduleRequestCatchUpWindow1() (ScheduleRequestCatchUpWindow1, error) {
+	var body ScheduleRequestCatchUpWindow1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleRequestCatchUpWindow1 overwrites any union data inside the ScheduleRequest_CatchUpWindow as the provided ScheduleRequestCatchUpWindow1
+func (t *ScheduleRequest_CatchUpWindow) FromScheduleRequestCatchUpWindow1(v ScheduleRequestCatchUpWindow1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleRequestCatchUpWindow1 performs a merge with any union data inside the ScheduleRequest_CatchUpWindow, using the provided ScheduleRequestCatchUpWindow1
+func (t *ScheduleRequest_CatchUpWindow) MergeScheduleRequestCatchUpWindow1(v ScheduleRequestCatchUpWindow1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleRequest_CatchUpWindow) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ScheduleRequest_CatchUpWindow) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsScheduleRequestInterval0 returns the union data inside the ScheduleRequest_Interval as a ScheduleRequestInterval0
+func (t ScheduleRequest_Interval) AsScheduleRequestInterval0() (ScheduleRequestInterval0, error) {
+	var body ScheduleRequestInterval0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleRequestInterval0 overwrites any union data inside the ScheduleRequest_Interval as the provided ScheduleRequestInterval0
+func (t *ScheduleRequest_Interval) FromScheduleRequestInterval0(v ScheduleRequestInterval0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleRequestInterval0 performs a merge with any union data inside the ScheduleRequest_Interval, using the provided ScheduleRequestInterval0
+func (t *ScheduleRequest_Interval) MergeScheduleRequestInterval0(v ScheduleRequestInterval0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleRequestInterval1 returns the union data inside the ScheduleRequest_Interval as a ScheduleRequestInterval1
+func (t ScheduleRequest_Interval) AsScheduleRequestInterval1() (ScheduleRequestInterval1, error) {
+	var body ScheduleRequestInterval1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleRequestInterval1 overwrites any union data inside the ScheduleRequest_Interval as the provided ScheduleRequestInterval1
+func (t *ScheduleRequest_Interval) FromScheduleRequestInterval1(v ScheduleRequestInterval1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleRequestInterval1 performs a merge with any union data inside the ScheduleRequest_Interval, using the provided ScheduleRequestInterval1
+func (t *ScheduleRequest_Interval) MergeScheduleRequestInterval1(v ScheduleRequestInterval1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleRequest_Interval) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ScheduleRequest_Interval) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsScheduleRequestLockTtl0 returns the union data inside the ScheduleRequest_LockTtl as a ScheduleRequestLockTtl0
+func (t ScheduleRequest_LockTtl) AsScheduleRequestLockTtl0() (ScheduleRequestLockTtl0, error) {
+	var body ScheduleRequestLockTtl0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleRequestLockTtl0 overwrites any union data inside the ScheduleRequest_LockTtl as the provided ScheduleRequestLockTtl0
+func (t *ScheduleRequest_LockTtl) FromScheduleRequestLockTtl0(v ScheduleRequestLockTtl0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleRequestLockTtl0 performs a merge with any union data inside the ScheduleRequest_LockTtl, using the provided ScheduleRequestLockTtl0
+func (t *ScheduleRequest_LockTtl) MergeScheduleRequestLockTtl0(v ScheduleRequestLockTtl0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleRequestLockTtl1 returns the union data inside the ScheduleRequest_LockTtl as a ScheduleRequestLockTtl1
+func (t ScheduleRequest_LockTtl) AsScheduleRequestLockTtl1() (ScheduleRequestLockTtl1, error) {
+	var body ScheduleRequestLockTtl1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleRequestLockTtl1 overwrites any union data inside the ScheduleRequest_LockTtl as the provided ScheduleRequestLockTtl1
+func (t *ScheduleRequest_LockTtl) FromScheduleRequestLockTtl1(v ScheduleRequestLockTtl1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleRequestLockTtl1 performs a merge with any union data inside the ScheduleRequest_LockTtl, using the provided ScheduleRequestLockTtl1
+func (t *ScheduleRequest_LockTtl) MergeScheduleRequestLockTtl1(v ScheduleRequestLockTtl1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleRequest_LockTtl) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ScheduleRequest_LockTtl) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsSignalWithStartRequestLockTtl0 returns the union data inside the SignalWithStartRequest_LockTtl as a SignalWithStartRequestLockTtl0
+func (t SignalWithStartRequest_LockTtl) AsSignalWithStartRequestLockTtl0() (SignalWithStartRequestLockTtl0, error) {
+	var body SignalWithStartRequestLockTtl0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSignalWithStartRequestLockTtl0 overwrites any union data inside the SignalWithStartRequest_LockTtl as the provided SignalWithStartRequestLockTtl0
+func (t *SignalWithStartRequest_LockTtl) FromSignalWithStartRequestLockTtl0(v SignalWithStartRequestLockTtl0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSignalWithStartRequestLockTtl0 performs a merge with any union data inside the SignalWithStartRequest_LockTtl, using the provided SignalWithStartRequestLockTtl0
+func (t *SignalWithStartRequest_LockTtl) MergeSignalWithStartRequestLockTtl0(v SignalWithStartRequestLockTtl0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSignalWithStartRequestLockTtl1 returns the union data inside the SignalWithStartRequest_LockTtl as a SignalWithStartRequestLockTtl1
+func (t SignalWithStartRequest_LockTtl) AsSignalWithStartRequestLockTtl1() (SignalWithStartRequestLockTtl1, error) {
+	var body SignalWithStartRequestLockTtl1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSignalWithStartRequestLockTtl1 overwrites any union data inside the SignalWithStartRequest_LockTtl as the provided SignalWithStartRequestLockTtl1
+func (t *SignalWithStartRequest_LockTtl) FromSignalWithStartRequestLockTtl1(v SignalWithStartRequestLockTtl1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSignalWithStartRequestLockTtl1 performs a merge with any union data inside the SignalWithStartRequest_LockTtl, using the provided SignalWithStartRequestLockTtl1
+func (t *SignalWithStartRequest_LockTtl) MergeSignalWithStartRequestLockTtl1(v SignalWithStartRequestLockTtl1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SignalWithStartRequest_LockTtl) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *SignalWithStartRequest_LockTtl) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // AsStartRequestLockTtl0 returns the union data inside the StartRequest_LockTtl as a StartRequestLockTtl0
 func (t StartRequest_LockTtl) AsStartRequestLockTtl0() (StartRequestLockTtl0, error) {
@@ -1307,6 +2451,68 @@ func (t StartRequest_LockTtl) MarshalJSON() ([]byte, error) {
 }
 
 func (t *StartRequest_LockTtl) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsStartRequestTimeout0 returns the union data inside the StartRequest_Timeout as a StartRequestTimeout0
+func (t StartRequest_Timeout) AsStartRequestTimeout0() (StartRequestTimeout0, error) {
+	var body StartRequestTimeout0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromStartRequestTimeout0 overwrites any union data inside the StartRequest_Timeout as the provided StartRequestTimeout0
+func (t *StartRequest_Timeout) FromStartRequestTimeout0(v StartRequestTimeout0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeStartRequestTimeout0 performs a merge with any union data inside the StartRequest_Timeout, using the provided StartRequestTimeout0
+func (t *StartRequest_Timeout) MergeStartRequestTimeout0(v StartRequestTimeout0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsStartRequestTimeout1 returns the union data inside the StartRequest_Timeout as a StartRequestTimeout1
+func (t StartRequest_Timeout) AsStartRequestTimeout1() (StartRequestTimeout1, error) {
+	var body StartRequestTimeout1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromStartRequestTimeout1 overwrites any union data inside the StartRequest_Timeout as the provided StartRequestTimeout1
+func (t *StartRequest_Timeout) FromStartRequestTimeout1(v StartRequestTimeout1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeStartRequestTimeout1 performs a merge with any union data inside the StartRequest_Timeout, using the provided StartRequestTimeout1
+func (t *StartRequest_Timeout) MergeStartRequestTimeout1(v StartRequestTimeout1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t StartRequest_Timeout) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *StartRequest_Timeout) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -1385,6 +2591,36 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListBulkJobs List bulk jobs
+	//
+	// The 100 newest bulk jobs, newest first.
+	//
+	// Corresponds with GET /api/bulk (the `ListBulkJobs` operationId).
+	ListBulkJobs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartBulkWithBody Preview or start a bulk action
+	//
+	// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+	StartBulkWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartBulk Preview or start a bulk action
+	//
+	// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+	StartBulk(ctx context.Context, body StartBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBulkJob A bulk job's progress
+	//
+	// Corresponds with GET /api/bulk/{job} (the `GetBulkJob` operationId).
+	GetBulkJob(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListInstances List instance summaries, newest first, one page at a time
 	//
 	// Corresponds with GET /api/instances (the `ListInstances` operationId).
@@ -1460,6 +2696,79 @@ type ClientInterface interface {
 	// Corresponds with GET /api/instances/{id}/history (the `GetHistory` operationId).
 	GetHistory(ctx context.Context, id InstanceID, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PauseInstanceWithBody Pause an instance
+	//
+	// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+	PauseInstanceWithBody(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseInstance Pause an instance
+	//
+	// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+	PauseInstance(ctx context.Context, id InstanceID, body PauseInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeInstance Resume a paused instance
+	//
+	// Its waiting messages and held activities are taken at once. Resuming an instance that is not paused is refused (409). The request has no body (an empty JSON object is accepted).
+	//
+	// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
+	ResumeInstance(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RewindInstanceWithBody Rewind a failed or canceled instance
+	//
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+	RewindInstanceWithBody(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RewindInstance Rewind a failed or canceled instance
+	//
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+	RewindInstance(ctx context.Context, id InstanceID, body RewindInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignalWithStartWithBody Deliver an event, starting the instance first when it does not exist
+	//
+	// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+	SignalWithStartWithBody(ctx context.Context, id InstanceID, params *SignalWithStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignalWithStart Deliver an event, starting the instance first when it does not exist
+	//
+	// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+	SignalWithStart(ctx context.Context, id InstanceID, params *SignalWithStartParams, body SignalWithStartJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListValues List the values an instance set (OrchestrationContext.SetValue)
+	//
+	// Read from the store as the instance's last committed turn left them, without replaying its history; kept across ContinueAsNew.
+	//
+	// Corresponds with GET /api/instances/{id}/values (the `ListValues` operationId).
+	ListValues(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetValue Get one value of an instance
+	//
+	// Corresponds with GET /api/instances/{id}/values/{key} (the `GetValue` operationId).
+	GetValue(ctx context.Context, id InstanceID, key string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListLocks List every execution lock, by workflow ID
 	//
 	// Corresponds with GET /api/locks (the `ListLocks` operationId).
@@ -1483,6 +2792,78 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/orchestrations (the `ListOrchestrations` operationId).
 	ListOrchestrations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSchedules List every schedule, by ID, with its next and last fire
+	//
+	// Corresponds with GET /api/schedules (the `ListSchedules` operationId).
+	ListSchedules(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateScheduleWithBody Create a schedule
+	//
+	// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+	CreateScheduleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSchedule Create a schedule
+	//
+	// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+	CreateSchedule(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSchedule Delete a schedule
+	//
+	// The instances it started are not touched.
+	//
+	// Corresponds with DELETE /api/schedules/{scheduleId} (the `DeleteSchedule` operationId).
+	DeleteSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSchedule Get a schedule
+	//
+	// Corresponds with GET /api/schedules/{scheduleId} (the `GetSchedule` operationId).
+	GetSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateScheduleWithBody Replace a schedule's definition
+	//
+	// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+	UpdateScheduleWithBody(ctx context.Context, scheduleId ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSchedule Replace a schedule's definition
+	//
+	// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+	UpdateSchedule(ctx context.Context, scheduleId ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseSchedule Stop a schedule from firing until it is resumed
+	//
+	// Corresponds with POST /api/schedules/{scheduleId}/pause (the `PauseSchedule` operationId).
+	PauseSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeSchedule Let a paused schedule fire again
+	//
+	// It fires from its first fire time after now: the fire times that passed while it was paused are not caught up.
+	//
+	// Corresponds with POST /api/schedules/{scheduleId}/resume (the `ResumeSchedule` operationId).
+	ResumeSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TriggerSchedule Fire a schedule now, out of turn
+	//
+	// Fires even a paused schedule, under its overlap policy; the next fire time stays. A fire the policy skips answers 200 with an outcome starting with "skipped" and no instanceId.
+	//
+	// Corresponds with POST /api/schedules/{scheduleId}/trigger (the `TriggerSchedule` operationId).
+	TriggerSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTriggers List the configured triggers, defaults filled in
 	//
@@ -1528,7 +2909,7 @@ type ClientInterface interface {
 
 	// Metrics Metrics in the Prometheus text format
 	//
-	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled).
+	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1539,6 +2920,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListBulkJobs List bulk jobs
+//
+// The 100 newest bulk jobs, newest first.
+//
+// Corresponds with GET /api/bulk (the `ListBulkJobs` operationId).
+func (c *Client) ListBulkJobs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBulkJobsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartBulkWithBody Preview or start a bulk action
+//
+// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+func (c *Client) StartBulkWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartBulkRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartBulk Preview or start a bulk action
+//
+// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+func (c *Client) StartBulk(ctx context.Context, body StartBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartBulkRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBulkJob A bulk job's progress
+//
+// Corresponds with GET /api/bulk/{job} (the `GetBulkJob` operationId).
+func (c *Client) GetBulkJob(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBulkJobRequest(c.Server, job)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListInstances List instance summaries, newest first, one page at a time
@@ -1726,6 +3177,169 @@ func (c *Client) GetHistory(ctx context.Context, id InstanceID, params *GetHisto
 	return c.Client.Do(req)
 }
 
+// PauseInstanceWithBody Pause an instance
+//
+// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+func (c *Client) PauseInstanceWithBody(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseInstanceRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseInstance Pause an instance
+//
+// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+func (c *Client) PauseInstance(ctx context.Context, id InstanceID, body PauseInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseInstanceRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeInstance Resume a paused instance
+//
+// Its waiting messages and held activities are taken at once. Resuming an instance that is not paused is refused (409). The request has no body (an empty JSON object is accepted).
+//
+// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
+func (c *Client) ResumeInstance(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeInstanceRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RewindInstanceWithBody Rewind a failed or canceled instance
+//
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+func (c *Client) RewindInstanceWithBody(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRewindInstanceRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RewindInstance Rewind a failed or canceled instance
+//
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+func (c *Client) RewindInstance(ctx context.Context, id InstanceID, body RewindInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRewindInstanceRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignalWithStartWithBody Deliver an event, starting the instance first when it does not exist
+//
+// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+func (c *Client) SignalWithStartWithBody(ctx context.Context, id InstanceID, params *SignalWithStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignalWithStartRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignalWithStart Deliver an event, starting the instance first when it does not exist
+//
+// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+func (c *Client) SignalWithStart(ctx context.Context, id InstanceID, params *SignalWithStartParams, body SignalWithStartJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignalWithStartRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListValues List the values an instance set (OrchestrationContext.SetValue)
+//
+// Read from the store as the instance's last committed turn left them, without replaying its history; kept across ContinueAsNew.
+//
+// Corresponds with GET /api/instances/{id}/values (the `ListValues` operationId).
+func (c *Client) ListValues(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListValuesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetValue Get one value of an instance
+//
+// Corresponds with GET /api/instances/{id}/values/{key} (the `GetValue` operationId).
+func (c *Client) GetValue(ctx context.Context, id InstanceID, key string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetValueRequest(c.Server, id, key)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListLocks List every execution lock, by workflow ID
 //
 // Corresponds with GET /api/locks (the `ListLocks` operationId).
@@ -1780,6 +3394,178 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /api/orchestrations (the `ListOrchestrations` operationId).
 func (c *Client) ListOrchestrations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOrchestrationsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSchedules List every schedule, by ID, with its next and last fire
+//
+// Corresponds with GET /api/schedules (the `ListSchedules` operationId).
+func (c *Client) ListSchedules(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSchedulesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateScheduleWithBody Create a schedule
+//
+// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+func (c *Client) CreateScheduleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScheduleRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSchedule Create a schedule
+//
+// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+func (c *Client) CreateSchedule(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScheduleRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSchedule Delete a schedule
+//
+// The instances it started are not touched.
+//
+// Corresponds with DELETE /api/schedules/{scheduleId} (the `DeleteSchedule` operationId).
+func (c *Client) DeleteSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteScheduleRequest(c.Server, scheduleId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSchedule Get a schedule
+//
+// Corresponds with GET /api/schedules/{scheduleId} (the `GetSchedule` operationId).
+func (c *Client) GetSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetScheduleRequest(c.Server, scheduleId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateScheduleWithBody Replace a schedule's definition
+//
+// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+func (c *Client) UpdateScheduleWithBody(ctx context.Context, scheduleId ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateScheduleRequestWithBody(c.Server, scheduleId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSchedule Replace a schedule's definition
+//
+// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+func (c *Client) UpdateSchedule(ctx context.Context, scheduleId ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateScheduleRequest(c.Server, scheduleId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseSchedule Stop a schedule from firing until it is resumed
+//
+// Corresponds with POST /api/schedules/{scheduleId}/pause (the `PauseSchedule` operationId).
+func (c *Client) PauseSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseScheduleRequest(c.Server, scheduleId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeSchedule Let a paused schedule fire again
+//
+// It fires from its first fire time after now: the fire times that passed while it was paused are not caught up.
+//
+// Corresponds with POST /api/schedules/{scheduleId}/resume (the `ResumeSchedule` operationId).
+func (c *Client) ResumeSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeScheduleRequest(c.Server, scheduleId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TriggerSchedule Fire a schedule now, out of turn
+//
+// Fires even a paused schedule, under its overlap policy; the next fire time stays. A fire the policy skips answers 200 with an outcome starting with "skipped" and no instanceId.
+//
+// Corresponds with POST /api/schedules/{scheduleId}/trigger (the `TriggerSchedule` operationId).
+func (c *Client) TriggerSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTriggerScheduleRequest(c.Server, scheduleId)
 	if err != nil {
 		return nil, err
 	}
@@ -1894,7 +3680,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Metrics Metrics in the Prometheus text format
 //
-// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled).
+// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1924,6 +3710,107 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListBulkJobsRequest constructs an http.Request for the ListBulkJobs method
+func NewListBulkJobsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStartBulkRequest calls the generic StartBulk builder with application/json body
+func NewStartBulkRequest(server string, body StartBulkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartBulkRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartBulkRequestWithBody constructs an http.Request for the StartBulk method, with any body, and a specified content type
+func NewStartBulkRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetBulkJobRequest constructs an http.Request for the GetBulkJob method
+func NewGetBulkJobRequest(server string, job JobID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "job", job, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/bulk/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewListInstancesRequest constructs an http.Request for the ListInstances method
@@ -1993,6 +3880,90 @@ func NewListInstancesRequest(server string, params *ListInstancesParams) (*http.
 		if params.Prefix != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdAfter", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdBefore", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FinishedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "finishedAfter", *params.FinishedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FinishedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "finishedBefore", *params.FinishedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ErrorKind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "errorKind", *params.ErrorKind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WaitKind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitKind", *params.WaitKind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2218,6 +4189,18 @@ func NewGetInstanceRequest(server string, id InstanceID, params *GetInstancePara
 		if params.Wait != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WaitForChange != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "waitForChange", *params.WaitForChange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2464,6 +4447,271 @@ func NewGetHistoryRequest(server string, id InstanceID, params *GetHistoryParams
 	return req, nil
 }
 
+// NewPauseInstanceRequest calls the generic PauseInstance builder with application/json body
+func NewPauseInstanceRequest(server string, id InstanceID, body PauseInstanceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPauseInstanceRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPauseInstanceRequestWithBody constructs an http.Request for the PauseInstance method, with any body, and a specified content type
+func NewPauseInstanceRequestWithBody(server string, id InstanceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/instances/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResumeInstanceRequest constructs an http.Request for the ResumeInstance method
+func NewResumeInstanceRequest(server string, id InstanceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/instances/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRewindInstanceRequest calls the generic RewindInstance builder with application/json body
+func NewRewindInstanceRequest(server string, id InstanceID, body RewindInstanceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRewindInstanceRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRewindInstanceRequestWithBody constructs an http.Request for the RewindInstance method, with any body, and a specified content type
+func NewRewindInstanceRequestWithBody(server string, id InstanceID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/instances/%s/rewind", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSignalWithStartRequest calls the generic SignalWithStart builder with application/json body
+func NewSignalWithStartRequest(server string, id InstanceID, params *SignalWithStartParams, body SignalWithStartJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSignalWithStartRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewSignalWithStartRequestWithBody constructs an http.Request for the SignalWithStart method, with any body, and a specified content type
+func NewSignalWithStartRequestWithBody(server string, id InstanceID, params *SignalWithStartParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/instances/%s/signal-with-start", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Traceparent != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListValuesRequest constructs an http.Request for the ListValues method
+func NewListValuesRequest(server string, id InstanceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/instances/%s/values", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetValueRequest constructs an http.Request for the GetValue method
+func NewGetValueRequest(server string, id InstanceID, key string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/instances/%s/values/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListLocksRequest constructs an http.Request for the ListLocks method
 func NewListLocksRequest(server string) (*http.Request, error) {
 	var err error
@@ -2565,6 +4813,290 @@ func NewListOrchestrationsRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListSchedulesRequest constructs an http.Request for the ListSchedules method
+func NewListSchedulesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateScheduleRequest calls the generic CreateSchedule builder with application/json body
+func NewCreateScheduleRequest(server string, body CreateScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateScheduleRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateScheduleRequestWithBody constructs an http.Request for the CreateSchedule method, with any body, and a specified content type
+func NewCreateScheduleRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteScheduleRequest constructs an http.Request for the DeleteSchedule method
+func NewDeleteScheduleRequest(server string, scheduleId ScheduleID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "scheduleId", scheduleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetScheduleRequest constructs an http.Request for the GetSchedule method
+func NewGetScheduleRequest(server string, scheduleId ScheduleID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "scheduleId", scheduleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateScheduleRequest calls the generic UpdateSchedule builder with application/json body
+func NewUpdateScheduleRequest(server string, scheduleId ScheduleID, body UpdateScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateScheduleRequestWithBody(server, scheduleId, "application/json", bodyReader)
+}
+
+// NewUpdateScheduleRequestWithBody constructs an http.Request for the UpdateSchedule method, with any body, and a specified content type
+func NewUpdateScheduleRequestWithBody(server string, scheduleId ScheduleID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "scheduleId", scheduleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPauseScheduleRequest constructs an http.Request for the PauseSchedule method
+func NewPauseScheduleRequest(server string, scheduleId ScheduleID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "scheduleId", scheduleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResumeScheduleRequest constructs an http.Request for the ResumeSchedule method
+func NewResumeScheduleRequest(server string, scheduleId ScheduleID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "scheduleId", scheduleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTriggerScheduleRequest constructs an http.Request for the TriggerSchedule method
+func NewTriggerScheduleRequest(server string, scheduleId ScheduleID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "scheduleId", scheduleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/schedules/%s/trigger", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -2854,6 +5386,40 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListBulkJobsWithResponse List bulk jobs
+	//
+	// The 100 newest bulk jobs, newest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/bulk (the `ListBulkJobs` operationId).
+	ListBulkJobsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBulkJobsResponse, error)
+
+	// StartBulkWithBodyWithResponse Preview or start a bulk action
+	//
+	// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+	StartBulkWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartBulkResponse, error)
+
+	// StartBulkWithResponse Preview or start a bulk action
+	//
+	// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+	StartBulkWithResponse(ctx context.Context, body StartBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*StartBulkResponse, error)
+
+	// GetBulkJobWithResponse A bulk job's progress
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/bulk/{job} (the `GetBulkJob` operationId).
+	GetBulkJobWithResponse(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*GetBulkJobResponse, error)
+
 	// ListInstancesWithResponse List instance summaries, newest first, one page at a time
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2939,6 +5505,85 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/instances/{id}/history (the `GetHistory` operationId).
 	GetHistoryWithResponse(ctx context.Context, id InstanceID, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*GetHistoryResponse, error)
 
+	// PauseInstanceWithBodyWithResponse Pause an instance
+	//
+	// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+	PauseInstanceWithBodyWithResponse(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseInstanceResponse, error)
+
+	// PauseInstanceWithResponse Pause an instance
+	//
+	// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+	PauseInstanceWithResponse(ctx context.Context, id InstanceID, body PauseInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseInstanceResponse, error)
+
+	// ResumeInstanceWithResponse Resume a paused instance
+	//
+	// Its waiting messages and held activities are taken at once. Resuming an instance that is not paused is refused (409). The request has no body (an empty JSON object is accepted).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
+	ResumeInstanceWithResponse(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*ResumeInstanceResponse, error)
+
+	// RewindInstanceWithBodyWithResponse Rewind a failed or canceled instance
+	//
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+	RewindInstanceWithBodyWithResponse(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindInstanceResponse, error)
+
+	// RewindInstanceWithResponse Rewind a failed or canceled instance
+	//
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+	RewindInstanceWithResponse(ctx context.Context, id InstanceID, body RewindInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindInstanceResponse, error)
+
+	// SignalWithStartWithBodyWithResponse Deliver an event, starting the instance first when it does not exist
+	//
+	// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+	SignalWithStartWithBodyWithResponse(ctx context.Context, id InstanceID, params *SignalWithStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignalWithStartResponse, error)
+
+	// SignalWithStartWithResponse Deliver an event, starting the instance first when it does not exist
+	//
+	// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+	SignalWithStartWithResponse(ctx context.Context, id InstanceID, params *SignalWithStartParams, body SignalWithStartJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalWithStartResponse, error)
+
+	// ListValuesWithResponse List the values an instance set (OrchestrationContext.SetValue)
+	//
+	// Read from the store as the instance's last committed turn left them, without replaying its history; kept across ContinueAsNew.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/instances/{id}/values (the `ListValues` operationId).
+	ListValuesWithResponse(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*ListValuesResponse, error)
+
+	// GetValueWithResponse Get one value of an instance
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/instances/{id}/values/{key} (the `GetValue` operationId).
+	GetValueWithResponse(ctx context.Context, id InstanceID, key string, reqEditors ...RequestEditorFn) (*GetValueResponse, error)
+
 	// ListLocksWithResponse List every execution lock, by workflow ID
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2970,6 +5615,90 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/orchestrations (the `ListOrchestrations` operationId).
 	ListOrchestrationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOrchestrationsResponse, error)
+
+	// ListSchedulesWithResponse List every schedule, by ID, with its next and last fire
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/schedules (the `ListSchedules` operationId).
+	ListSchedulesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error)
+
+	// CreateScheduleWithBodyWithResponse Create a schedule
+	//
+	// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+	CreateScheduleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error)
+
+	// CreateScheduleWithResponse Create a schedule
+	//
+	// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+	CreateScheduleWithResponse(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error)
+
+	// DeleteScheduleWithResponse Delete a schedule
+	//
+	// The instances it started are not touched.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/schedules/{scheduleId} (the `DeleteSchedule` operationId).
+	DeleteScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*DeleteScheduleResponse, error)
+
+	// GetScheduleWithResponse Get a schedule
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/schedules/{scheduleId} (the `GetSchedule` operationId).
+	GetScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*GetScheduleResponse, error)
+
+	// UpdateScheduleWithBodyWithResponse Replace a schedule's definition
+	//
+	// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+	UpdateScheduleWithBodyWithResponse(ctx context.Context, scheduleId ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error)
+
+	// UpdateScheduleWithResponse Replace a schedule's definition
+	//
+	// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+	UpdateScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error)
+
+	// PauseScheduleWithResponse Stop a schedule from firing until it is resumed
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/schedules/{scheduleId}/pause (the `PauseSchedule` operationId).
+	PauseScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*PauseScheduleResponse, error)
+
+	// ResumeScheduleWithResponse Let a paused schedule fire again
+	//
+	// It fires from its first fire time after now: the fire times that passed while it was paused are not caught up.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/schedules/{scheduleId}/resume (the `ResumeSchedule` operationId).
+	ResumeScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*ResumeScheduleResponse, error)
+
+	// TriggerScheduleWithResponse Fire a schedule now, out of turn
+	//
+	// Fires even a paused schedule, under its overlap policy; the next fire time stays. A fire the policy skips answers 200 with an outcome starting with "skipped" and no instanceId.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/schedules/{scheduleId}/trigger (the `TriggerSchedule` operationId).
+	TriggerScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*TriggerScheduleResponse, error)
 
 	// ListTriggersWithResponse List the configured triggers, defaults filled in
 	//
@@ -3023,7 +5752,7 @@ type ClientWithResponsesInterface interface {
 
 	// MetricsWithResponse Metrics in the Prometheus text format
 	//
-	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled).
+	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3038,6 +5767,335 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+}
+
+// ListBulkJobsResponse401Headers the declared response headers of an HTTP 401 response for ListBulkJobs
+type ListBulkJobsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListBulkJobsResponse500Headers the declared response headers of an HTTP 500 response for ListBulkJobs
+type ListBulkJobsResponse500Headers struct {
+	XRequestId string
+}
+
+// ListBulkJobsResponse503Headers the declared response headers of an HTTP 503 response for ListBulkJobs
+type ListBulkJobsResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type ListBulkJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BulkJobs
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBulkJobsResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListBulkJobsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBulkJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBulkJobsResponse) GetJSON200() *BulkJobs {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBulkJobsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBulkJobsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBulkJobsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListBulkJobsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBulkJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBulkJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBulkJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBulkJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartBulkResponse202Headers the declared response headers of an HTTP 202 response for StartBulk
+type StartBulkResponse202Headers struct {
+	Location *string
+}
+
+// StartBulkResponse401Headers the declared response headers of an HTTP 401 response for StartBulk
+type StartBulkResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// StartBulkResponse500Headers the declared response headers of an HTTP 500 response for StartBulk
+type StartBulkResponse500Headers struct {
+	XRequestId string
+}
+
+// StartBulkResponse503Headers the declared response headers of an HTTP 503 response for StartBulk
+type StartBulkResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type StartBulkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BulkResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *BulkResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *StartBulkResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StartBulkResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *StartBulkResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartBulkResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartBulkResponse) GetJSON200() *BulkResponse {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r StartBulkResponse) GetJSON202() *BulkResponse {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartBulkResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartBulkResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartBulkResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r StartBulkResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r StartBulkResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r StartBulkResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartBulkResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartBulkResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartBulkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartBulkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartBulkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartBulkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBulkJobResponse401Headers the declared response headers of an HTTP 401 response for GetBulkJob
+type GetBulkJobResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetBulkJobResponse500Headers the declared response headers of an HTTP 500 response for GetBulkJob
+type GetBulkJobResponse500Headers struct {
+	XRequestId string
+}
+
+// GetBulkJobResponse503Headers the declared response headers of an HTTP 503 response for GetBulkJob
+type GetBulkJobResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type GetBulkJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BulkJob
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBulkJobResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetBulkJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBulkJobResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBulkJobResponse) GetJSON200() *BulkJob {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBulkJobResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBulkJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBulkJobResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBulkJobResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBulkJobResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBulkJobResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBulkJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBulkJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBulkJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBulkJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListInstancesResponse401Headers the declared response headers of an HTTP 401 response for ListInstances
@@ -3404,6 +6462,11 @@ func (r PurgeInstanceResponse) ContentType() string {
 	return ""
 }
 
+// GetInstanceResponse200Headers the declared response headers of an HTTP 200 response for GetInstance
+type GetInstanceResponse200Headers struct {
+	ETag *string
+}
+
 // GetInstanceResponse401Headers the declared response headers of an HTTP 401 response for GetInstance
 type GetInstanceResponse401Headers struct {
 	WWWAuthenticate string
@@ -3437,6 +6500,8 @@ type GetInstanceResponse struct {
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetInstanceResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetInstanceResponse401Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -3985,6 +7050,769 @@ func (r GetHistoryResponse) ContentType() string {
 	return ""
 }
 
+// PauseInstanceResponse401Headers the declared response headers of an HTTP 401 response for PauseInstance
+type PauseInstanceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// PauseInstanceResponse500Headers the declared response headers of an HTTP 500 response for PauseInstance
+type PauseInstanceResponse500Headers struct {
+	XRequestId string
+}
+
+// PauseInstanceResponse503Headers the declared response headers of an HTTP 503 response for PauseInstance
+type PauseInstanceResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type PauseInstanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Status
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *StateConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseInstanceResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PauseInstanceResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseInstanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseInstanceResponse) GetJSON200() *Status {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PauseInstanceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PauseInstanceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PauseInstanceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PauseInstanceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r PauseInstanceResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PauseInstanceResponse) GetJSON409() *StateConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PauseInstanceResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PauseInstanceResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PauseInstanceResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PauseInstanceResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseInstanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseInstanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseInstanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeInstanceResponse401Headers the declared response headers of an HTTP 401 response for ResumeInstance
+type ResumeInstanceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ResumeInstanceResponse500Headers the declared response headers of an HTTP 500 response for ResumeInstance
+type ResumeInstanceResponse500Headers struct {
+	XRequestId string
+}
+
+// ResumeInstanceResponse503Headers the declared response headers of an HTTP 503 response for ResumeInstance
+type ResumeInstanceResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type ResumeInstanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Status
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *StateConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeInstanceResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResumeInstanceResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeInstanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeInstanceResponse) GetJSON200() *Status {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResumeInstanceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResumeInstanceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResumeInstanceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResumeInstanceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r ResumeInstanceResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResumeInstanceResponse) GetJSON409() *StateConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ResumeInstanceResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ResumeInstanceResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResumeInstanceResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResumeInstanceResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeInstanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeInstanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeInstanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RewindInstanceResponse401Headers the declared response headers of an HTTP 401 response for RewindInstance
+type RewindInstanceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// RewindInstanceResponse500Headers the declared response headers of an HTTP 500 response for RewindInstance
+type RewindInstanceResponse500Headers struct {
+	XRequestId string
+}
+
+// RewindInstanceResponse503Headers the declared response headers of an HTTP 503 response for RewindInstance
+type RewindInstanceResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type RewindInstanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Status
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *StateConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RewindInstanceResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RewindInstanceResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RewindInstanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RewindInstanceResponse) GetJSON200() *Status {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RewindInstanceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RewindInstanceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RewindInstanceResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RewindInstanceResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r RewindInstanceResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RewindInstanceResponse) GetJSON409() *StateConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RewindInstanceResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RewindInstanceResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RewindInstanceResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RewindInstanceResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RewindInstanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RewindInstanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RewindInstanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RewindInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SignalWithStartResponse201Headers the declared response headers of an HTTP 201 response for SignalWithStart
+type SignalWithStartResponse201Headers struct {
+	Location *string
+}
+
+// SignalWithStartResponse202Headers the declared response headers of an HTTP 202 response for SignalWithStart
+type SignalWithStartResponse202Headers struct {
+	Location *string
+}
+
+// SignalWithStartResponse401Headers the declared response headers of an HTTP 401 response for SignalWithStart
+type SignalWithStartResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// SignalWithStartResponse500Headers the declared response headers of an HTTP 500 response for SignalWithStart
+type SignalWithStartResponse500Headers struct {
+	XRequestId string
+}
+
+// SignalWithStartResponse503Headers the declared response headers of an HTTP 503 response for SignalWithStart
+type SignalWithStartResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type SignalWithStartResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SignalWithStartResult
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SignalWithStartResult
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SignalWithStartResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *StartConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *SignalWithStartResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SignalWithStartResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SignalWithStartResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SignalWithStartResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SignalWithStartResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SignalWithStartResponse) GetJSON200() *SignalWithStartResult {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SignalWithStartResponse) GetJSON201() *SignalWithStartResult {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SignalWithStartResponse) GetJSON202() *SignalWithStartResult {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SignalWithStartResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SignalWithStartResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SignalWithStartResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r SignalWithStartResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SignalWithStartResponse) GetJSON409() *StartConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SignalWithStartResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SignalWithStartResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SignalWithStartResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SignalWithStartResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SignalWithStartResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SignalWithStartResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SignalWithStartResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SignalWithStartResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListValuesResponse401Headers the declared response headers of an HTTP 401 response for ListValues
+type ListValuesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListValuesResponse500Headers the declared response headers of an HTTP 500 response for ListValues
+type ListValuesResponse500Headers struct {
+	XRequestId string
+}
+
+// ListValuesResponse503Headers the declared response headers of an HTTP 503 response for ListValues
+type ListValuesResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type ListValuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ValuesResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListValuesResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListValuesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListValuesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListValuesResponse) GetJSON200() *ValuesResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListValuesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListValuesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListValuesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListValuesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListValuesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListValuesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListValuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListValuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListValuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListValuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetValueResponse401Headers the declared response headers of an HTTP 401 response for GetValue
+type GetValueResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetValueResponse500Headers the declared response headers of an HTTP 500 response for GetValue
+type GetValueResponse500Headers struct {
+	XRequestId string
+}
+
+// GetValueResponse503Headers the declared response headers of an HTTP 503 response for GetValue
+type GetValueResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type GetValueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Value
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetValueResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetValueResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetValueResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetValueResponse) GetJSON200() *Value {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetValueResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetValueResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetValueResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetValueResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetValueResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetValueResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetValueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetValueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetValueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetValueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListLocksResponse401Headers the declared response headers of an HTTP 401 response for ListLocks
 type ListLocksResponse401Headers struct {
 	WWWAuthenticate string
@@ -4292,6 +8120,895 @@ func (r ListOrchestrationsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListOrchestrationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSchedulesResponse401Headers the declared response headers of an HTTP 401 response for ListSchedules
+type ListSchedulesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListSchedulesResponse500Headers the declared response headers of an HTTP 500 response for ListSchedules
+type ListSchedulesResponse500Headers struct {
+	XRequestId string
+}
+
+// ListSchedulesResponse503Headers the declared response headers of an HTTP 503 response for ListSchedules
+type ListSchedulesResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type ListSchedulesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SchedulesResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSchedulesResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListSchedulesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSchedulesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSchedulesResponse) GetJSON200() *SchedulesResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSchedulesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSchedulesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSchedulesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSchedulesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSchedulesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSchedulesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSchedulesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSchedulesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateScheduleResponse401Headers the declared response headers of an HTTP 401 response for CreateSchedule
+type CreateScheduleResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateScheduleResponse500Headers the declared response headers of an HTTP 500 response for CreateSchedule
+type CreateScheduleResponse500Headers struct {
+	XRequestId string
+}
+
+// CreateScheduleResponse503Headers the declared response headers of an HTTP 503 response for CreateSchedule
+type CreateScheduleResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type CreateScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Schedule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateScheduleResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateScheduleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateScheduleResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateScheduleResponse) GetJSON201() *Schedule {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r CreateScheduleResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateScheduleResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateScheduleResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateScheduleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateScheduleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateScheduleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteScheduleResponse401Headers the declared response headers of an HTTP 401 response for DeleteSchedule
+type DeleteScheduleResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeleteScheduleResponse500Headers the declared response headers of an HTTP 500 response for DeleteSchedule
+type DeleteScheduleResponse500Headers struct {
+	XRequestId string
+}
+
+// DeleteScheduleResponse503Headers the declared response headers of an HTTP 503 response for DeleteSchedule
+type DeleteScheduleResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type DeleteScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScheduleDeleteResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteScheduleResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteScheduleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteScheduleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteScheduleResponse) GetJSON200() *ScheduleDeleteResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r DeleteScheduleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteScheduleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteScheduleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetScheduleResponse401Headers the declared response headers of an HTTP 401 response for GetSchedule
+type GetScheduleResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetScheduleResponse500Headers the declared response headers of an HTTP 500 response for GetSchedule
+type GetScheduleResponse500Headers struct {
+	XRequestId string
+}
+
+// GetScheduleResponse503Headers the declared response headers of an HTTP 503 response for GetSchedule
+type GetScheduleResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type GetScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetScheduleResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetScheduleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetScheduleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetScheduleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetScheduleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetScheduleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateScheduleResponse401Headers the declared response headers of an HTTP 401 response for UpdateSchedule
+type UpdateScheduleResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdateScheduleResponse500Headers the declared response headers of an HTTP 500 response for UpdateSchedule
+type UpdateScheduleResponse500Headers struct {
+	XRequestId string
+}
+
+// UpdateScheduleResponse503Headers the declared response headers of an HTTP 503 response for UpdateSchedule
+type UpdateScheduleResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type UpdateScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON408 the response for an HTTP 408 `application/json` response
+	JSON408 *RequestTimeout
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateScheduleResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateScheduleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateScheduleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateScheduleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON408 returns the response for an HTTP 408 `application/json` response
+func (r UpdateScheduleResponse) GetJSON408() *RequestTimeout {
+	return r.JSON408
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateScheduleResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateScheduleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateScheduleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateScheduleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseScheduleResponse401Headers the declared response headers of an HTTP 401 response for PauseSchedule
+type PauseScheduleResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// PauseScheduleResponse500Headers the declared response headers of an HTTP 500 response for PauseSchedule
+type PauseScheduleResponse500Headers struct {
+	XRequestId string
+}
+
+// PauseScheduleResponse503Headers the declared response headers of an HTTP 503 response for PauseSchedule
+type PauseScheduleResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type PauseScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseScheduleResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PauseScheduleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseScheduleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PauseScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PauseScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PauseScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PauseScheduleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PauseScheduleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PauseScheduleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PauseScheduleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeScheduleResponse401Headers the declared response headers of an HTTP 401 response for ResumeSchedule
+type ResumeScheduleResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ResumeScheduleResponse500Headers the declared response headers of an HTTP 500 response for ResumeSchedule
+type ResumeScheduleResponse500Headers struct {
+	XRequestId string
+}
+
+// ResumeScheduleResponse503Headers the declared response headers of an HTTP 503 response for ResumeSchedule
+type ResumeScheduleResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type ResumeScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeScheduleResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResumeScheduleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeScheduleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResumeScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResumeScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResumeScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResumeScheduleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ResumeScheduleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResumeScheduleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResumeScheduleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TriggerScheduleResponse401Headers the declared response headers of an HTTP 401 response for TriggerSchedule
+type TriggerScheduleResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// TriggerScheduleResponse500Headers the declared response headers of an HTTP 500 response for TriggerSchedule
+type TriggerScheduleResponse500Headers struct {
+	XRequestId string
+}
+
+// TriggerScheduleResponse503Headers the declared response headers of an HTTP 503 response for TriggerSchedule
+type TriggerScheduleResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type TriggerScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScheduleFire
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TriggerScheduleResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TriggerScheduleResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TriggerScheduleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TriggerScheduleResponse) GetJSON200() *ScheduleFire {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TriggerScheduleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TriggerScheduleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TriggerScheduleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TriggerScheduleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TriggerScheduleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TriggerScheduleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TriggerScheduleResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TriggerScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TriggerScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TriggerScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TriggerScheduleResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4862,6 +9579,64 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ListBulkJobsWithResponse List bulk jobs
+//
+// The 100 newest bulk jobs, newest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/bulk (the `ListBulkJobs` operationId).
+func (c *ClientWithResponses) ListBulkJobsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListBulkJobsResponse, error) {
+	rsp, err := c.ListBulkJobs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBulkJobsResponse(rsp)
+}
+
+// StartBulkWithBodyWithResponse Preview or start a bulk action
+//
+// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+func (c *ClientWithResponses) StartBulkWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartBulkResponse, error) {
+	rsp, err := c.StartBulkWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartBulkResponse(rsp)
+}
+
+// StartBulkWithResponse Preview or start a bulk action
+//
+// Applies an action to every instance a filter selects. With dryRun it answers 200 with the count and the first instances and changes nothing. Otherwise it stores a job and answers 202 with it (Location: /api/bulk/{job}); a runtime on the store runs it in chunks, recording its cursor after each, so a job whose runner stops is continued by another. The count walks every matching instance.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/bulk (the `StartBulk` operationId).
+func (c *ClientWithResponses) StartBulkWithResponse(ctx context.Context, body StartBulkJSONRequestBody, reqEditors ...RequestEditorFn) (*StartBulkResponse, error) {
+	rsp, err := c.StartBulk(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartBulkResponse(rsp)
+}
+
+// GetBulkJobWithResponse A bulk job's progress
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/bulk/{job} (the `GetBulkJob` operationId).
+func (c *ClientWithResponses) GetBulkJobWithResponse(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*GetBulkJobResponse, error) {
+	rsp, err := c.GetBulkJob(ctx, job, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBulkJobResponse(rsp)
+}
+
 // ListInstancesWithResponse List instance summaries, newest first, one page at a time
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5013,6 +9788,139 @@ func (c *ClientWithResponses) GetHistoryWithResponse(ctx context.Context, id Ins
 	return ParseGetHistoryResponse(rsp)
 }
 
+// PauseInstanceWithBodyWithResponse Pause an instance
+//
+// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+func (c *ClientWithResponses) PauseInstanceWithBodyWithResponse(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseInstanceResponse, error) {
+	rsp, err := c.PauseInstanceWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseInstanceResponse(rsp)
+}
+
+// PauseInstanceWithResponse Pause an instance
+//
+// The instance takes no turn and starts no activity until it is resumed. Activities already running finish; their results, the timers that fire and the events raised meanwhile wait. A turn in progress is discarded and taken again after the resume. The pause is recorded with the reason, who (by, default "http api") and when, and shown in the instance's paused field and first in its waitingFor (a paused instance is never stalled). Pausing an instance that has ended or is paused is refused (409).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/instances/{id}/pause (the `PauseInstance` operationId).
+func (c *ClientWithResponses) PauseInstanceWithResponse(ctx context.Context, id InstanceID, body PauseInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseInstanceResponse, error) {
+	rsp, err := c.PauseInstance(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseInstanceResponse(rsp)
+}
+
+// ResumeInstanceWithResponse Resume a paused instance
+//
+// Its waiting messages and held activities are taken at once. Resuming an instance that is not paused is refused (409). The request has no body (an empty JSON object is accepted).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
+func (c *ClientWithResponses) ResumeInstanceWithResponse(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*ResumeInstanceResponse, error) {
+	rsp, err := c.ResumeInstance(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeInstanceResponse(rsp)
+}
+
+// RewindInstanceWithBodyWithResponse Rewind a failed or canceled instance
+//
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+func (c *ClientWithResponses) RewindInstanceWithBodyWithResponse(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindInstanceResponse, error) {
+	rsp, err := c.RewindInstanceWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRewindInstanceResponse(rsp)
+}
+
+// RewindInstanceWithResponse Rewind a failed or canceled instance
+//
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
+func (c *ClientWithResponses) RewindInstanceWithResponse(ctx context.Context, id InstanceID, body RewindInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*RewindInstanceResponse, error) {
+	rsp, err := c.RewindInstance(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRewindInstanceResponse(rsp)
+}
+
+// SignalWithStartWithBodyWithResponse Deliver an event, starting the instance first when it does not exist
+//
+// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+func (c *ClientWithResponses) SignalWithStartWithBodyWithResponse(ctx context.Context, id InstanceID, params *SignalWithStartParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignalWithStartResponse, error) {
+	rsp, err := c.SignalWithStartWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignalWithStartResponse(rsp)
+}
+
+// SignalWithStartWithResponse Deliver an event, starting the instance first when it does not exist
+//
+// Signal-with-start: the event goes to the instance; when the instance does not exist, the orchestration is started with input first and the event is queued behind its start, in one store transaction. Concurrent calls for a new instance start it once and deliver every event once. The start's options (version, lockKey, lockTtl, queueIfLocked) apply only when the instance is absent: an existing instance takes the event whatever holds the lock. An instance that has ended is refused (409) and takes nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/instances/{id}/signal-with-start (the `SignalWithStart` operationId).
+func (c *ClientWithResponses) SignalWithStartWithResponse(ctx context.Context, id InstanceID, params *SignalWithStartParams, body SignalWithStartJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalWithStartResponse, error) {
+	rsp, err := c.SignalWithStart(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignalWithStartResponse(rsp)
+}
+
+// ListValuesWithResponse List the values an instance set (OrchestrationContext.SetValue)
+//
+// Read from the store as the instance's last committed turn left them, without replaying its history; kept across ContinueAsNew.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/instances/{id}/values (the `ListValues` operationId).
+func (c *ClientWithResponses) ListValuesWithResponse(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*ListValuesResponse, error) {
+	rsp, err := c.ListValues(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListValuesResponse(rsp)
+}
+
+// GetValueWithResponse Get one value of an instance
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/instances/{id}/values/{key} (the `GetValue` operationId).
+func (c *ClientWithResponses) GetValueWithResponse(ctx context.Context, id InstanceID, key string, reqEditors ...RequestEditorFn) (*GetValueResponse, error) {
+	rsp, err := c.GetValue(ctx, id, key, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetValueResponse(rsp)
+}
+
 // ListLocksWithResponse List every execution lock, by workflow ID
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5067,6 +9975,150 @@ func (c *ClientWithResponses) ListOrchestrationsWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseListOrchestrationsResponse(rsp)
+}
+
+// ListSchedulesWithResponse List every schedule, by ID, with its next and last fire
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/schedules (the `ListSchedules` operationId).
+func (c *ClientWithResponses) ListSchedulesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error) {
+	rsp, err := c.ListSchedules(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSchedulesResponse(rsp)
+}
+
+// CreateScheduleWithBodyWithResponse Create a schedule
+//
+// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+func (c *ClientWithResponses) CreateScheduleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error) {
+	rsp, err := c.CreateScheduleWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateScheduleResponse(rsp)
+}
+
+// CreateScheduleWithResponse Create a schedule
+//
+// The schedule fires from its first fire time after now (or after start) on; runtimes sharing the store fire each fire time once. A cron expression has five fields (or is a descriptor such as @daily) and is read in timeZone.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/schedules (the `CreateSchedule` operationId).
+func (c *ClientWithResponses) CreateScheduleWithResponse(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error) {
+	rsp, err := c.CreateSchedule(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateScheduleResponse(rsp)
+}
+
+// DeleteScheduleWithResponse Delete a schedule
+//
+// The instances it started are not touched.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/schedules/{scheduleId} (the `DeleteSchedule` operationId).
+func (c *ClientWithResponses) DeleteScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*DeleteScheduleResponse, error) {
+	rsp, err := c.DeleteSchedule(ctx, scheduleId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteScheduleResponse(rsp)
+}
+
+// GetScheduleWithResponse Get a schedule
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/schedules/{scheduleId} (the `GetSchedule` operationId).
+func (c *ClientWithResponses) GetScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*GetScheduleResponse, error) {
+	rsp, err := c.GetSchedule(ctx, scheduleId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetScheduleResponse(rsp)
+}
+
+// UpdateScheduleWithBodyWithResponse Replace a schedule's definition
+//
+// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+func (c *ClientWithResponses) UpdateScheduleWithBodyWithResponse(ctx context.Context, scheduleId ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error) {
+	rsp, err := c.UpdateScheduleWithBody(ctx, scheduleId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateScheduleResponse(rsp)
+}
+
+// UpdateScheduleWithResponse Replace a schedule's definition
+//
+// The next fire time is computed afresh from now; a paused schedule stays paused. The body is a ScheduleRequest without id and paused.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/schedules/{scheduleId} (the `UpdateSchedule` operationId).
+func (c *ClientWithResponses) UpdateScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error) {
+	rsp, err := c.UpdateSchedule(ctx, scheduleId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateScheduleResponse(rsp)
+}
+
+// PauseScheduleWithResponse Stop a schedule from firing until it is resumed
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/schedules/{scheduleId}/pause (the `PauseSchedule` operationId).
+func (c *ClientWithResponses) PauseScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*PauseScheduleResponse, error) {
+	rsp, err := c.PauseSchedule(ctx, scheduleId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseScheduleResponse(rsp)
+}
+
+// ResumeScheduleWithResponse Let a paused schedule fire again
+//
+// It fires from its first fire time after now: the fire times that passed while it was paused are not caught up.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/schedules/{scheduleId}/resume (the `ResumeSchedule` operationId).
+func (c *ClientWithResponses) ResumeScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*ResumeScheduleResponse, error) {
+	rsp, err := c.ResumeSchedule(ctx, scheduleId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeScheduleResponse(rsp)
+}
+
+// TriggerScheduleWithResponse Fire a schedule now, out of turn
+//
+// Fires even a paused schedule, under its overlap policy; the next fire time stays. A fire the policy skips answers 200 with an outcome starting with "skipped" and no instanceId.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/schedules/{scheduleId}/trigger (the `TriggerSchedule` operationId).
+func (c *ClientWithResponses) TriggerScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*TriggerScheduleResponse, error) {
+	rsp, err := c.TriggerSchedule(ctx, scheduleId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTriggerScheduleResponse(rsp)
 }
 
 // ListTriggersWithResponse List the configured triggers, defaults filled in
@@ -5157,7 +10209,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // MetricsWithResponse Metrics in the Prometheus text format
 //
-// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled).
+// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5183,6 +10235,347 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseReadyzResponse(rsp)
+}
+
+// ParseListBulkJobsResponse parses an HTTP response from a ListBulkJobsWithResponse call
+func ParseListBulkJobsResponse(rsp *http.Response) (*ListBulkJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBulkJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BulkJobs
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBulkJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListBulkJobsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBulkJobsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartBulkResponse parses an HTTP response from a StartBulkWithResponse call
+func ParseStartBulkResponse(rsp *http.Response) (*StartBulkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartBulkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BulkResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest BulkResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers StartBulkResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers StartBulkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers StartBulkResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartBulkResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBulkJobResponse parses an HTTP response from a GetBulkJobWithResponse call
+func ParseGetBulkJobResponse(rsp *http.Response) (*GetBulkJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBulkJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BulkJob
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBulkJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetBulkJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBulkJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListInstancesResponse parses an HTTP response from a ListInstancesWithResponse call
@@ -5630,6 +11023,16 @@ func ParseGetInstanceResponse(rsp *http.Response) (*GetInstanceResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetInstanceResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetInstanceResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -6160,6 +11563,793 @@ func ParseGetHistoryResponse(rsp *http.Response) (*GetHistoryResponse, error) {
 	return response, nil
 }
 
+// ParsePauseInstanceResponse parses an HTTP response from a PauseInstanceWithResponse call
+func ParsePauseInstanceResponse(rsp *http.Response) (*PauseInstanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseInstanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Status
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest StateConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PauseInstanceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers PauseInstanceResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeInstanceResponse parses an HTTP response from a ResumeInstanceWithResponse call
+func ParseResumeInstanceResponse(rsp *http.Response) (*ResumeInstanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeInstanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Status
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest StateConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResumeInstanceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResumeInstanceResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRewindInstanceResponse parses an HTTP response from a RewindInstanceWithResponse call
+func ParseRewindInstanceResponse(rsp *http.Response) (*RewindInstanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RewindInstanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Status
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest StateConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RewindInstanceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers RewindInstanceResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RewindInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSignalWithStartResponse parses an HTTP response from a SignalWithStartWithResponse call
+func ParseSignalWithStartResponse(rsp *http.Response) (*SignalWithStartResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SignalWithStartResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SignalWithStartResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SignalWithStartResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SignalWithStartResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest StartConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers SignalWithStartResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers SignalWithStartResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers SignalWithStartResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers SignalWithStartResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SignalWithStartResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListValuesResponse parses an HTTP response from a ListValuesWithResponse call
+func ParseListValuesResponse(rsp *http.Response) (*ListValuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListValuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ValuesResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListValuesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListValuesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListValuesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetValueResponse parses an HTTP response from a GetValueWithResponse call
+func ParseGetValueResponse(rsp *http.Response) (*GetValueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetValueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Value
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetValueResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetValueResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetValueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListLocksResponse parses an HTTP response from a ListLocksWithResponse call
 func ParseListLocksResponse(rsp *http.Response) (*ListLocksResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6456,6 +12646,919 @@ func ParseListOrchestrationsResponse(rsp *http.Response) (*ListOrchestrationsRes
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSchedulesResponse parses an HTTP response from a ListSchedulesWithResponse call
+func ParseListSchedulesResponse(rsp *http.Response) (*ListSchedulesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSchedulesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SchedulesResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSchedulesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListSchedulesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSchedulesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateScheduleResponse parses an HTTP response from a CreateScheduleWithResponse call
+func ParseCreateScheduleResponse(rsp *http.Response) (*CreateScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateScheduleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteScheduleResponse parses an HTTP response from a DeleteScheduleWithResponse call
+func ParseDeleteScheduleResponse(rsp *http.Response) (*DeleteScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScheduleDeleteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteScheduleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetScheduleResponse parses an HTTP response from a GetScheduleWithResponse call
+func ParseGetScheduleResponse(rsp *http.Response) (*GetScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetScheduleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateScheduleResponse parses an HTTP response from a UpdateScheduleWithResponse call
+func ParseUpdateScheduleResponse(rsp *http.Response) (*UpdateScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateScheduleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseScheduleResponse parses an HTTP response from a PauseScheduleWithResponse call
+func ParsePauseScheduleResponse(rsp *http.Response) (*PauseScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PauseScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers PauseScheduleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeScheduleResponse parses an HTTP response from a ResumeScheduleWithResponse call
+func ParseResumeScheduleResponse(rsp *http.Response) (*ResumeScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResumeScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResumeScheduleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTriggerScheduleResponse parses an HTTP response from a TriggerScheduleWithResponse call
+func ParseTriggerScheduleResponse(rsp *http.Response) (*TriggerScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TriggerScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScheduleFire
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TriggerScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers TriggerScheduleResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers TriggerScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -1,0 +1,116 @@
+package dispatch
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/internal/logkey"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// ActivityLister is a Registry that can list its activity names; the
+// runtime then fetches only those (provider.WorkFetchOptions.Activities).
+// A Registry without it fetches every name.
+type ActivityLister interface {
+	ActivityNames() []string
+}
+
+// activityNames returns the names to fetch (nil: any).
+func (r *Runtime) activityNames() []string {
+	if l, ok := r.reg.(ActivityLister); ok {
+		if names := l.ActivityNames(); names != nil {
+			return names
+		}
+		return []string{}
+	}
+	return nil
+}
+
+// serves reports whether this runtime serves queue q.
+func (r *Runtime) serves(q string) bool {
+	if len(r.o.Queues) == 0 {
+		return q == ""
+	}
+	return slices.Contains(r.o.Queues, q)
+}
+
+// routeTTL is how long an announcement of this runtime's routes lasts;
+// it is renewed every third of it.
+func (r *Runtime) routeTTL() time.Duration { return r.o.WorkerLockTimeout }
+
+// announce records this runtime's routes in the store, if it keeps them.
+func (r *Runtime) announce() {
+	rt, ok := r.p.(provider.Router)
+	if !ok {
+		return
+	}
+	queues := r.o.Queues
+	if len(queues) == 0 {
+		queues = []string{""}
+	}
+	names := r.activityNames()
+	if names == nil {
+		names = []string{}
+	}
+	err := rt.AnnounceRoutes(r.io, provider.WorkerRoutes{WorkerID: r.o.WorkerID, Activities: names, Queues: queues}, r.routeTTL())
+	if err != nil {
+		r.log.Warn("announcing this runtime's activities and queues failed", logkey.Worker, r.o.WorkerID, logkey.Error, err)
+	}
+}
+
+// withdraw forgets this runtime's routes (Shutdown). After the first
+// Shutdown finished, r.io is stopped and the routes are already gone: a
+// later Shutdown does nothing here.
+func (r *Runtime) withdraw() {
+	if r.io.Err() != nil {
+		return
+	}
+	if rt, ok := r.p.(provider.Router); ok {
+		if err := rt.WithdrawRoutes(r.io, r.o.WorkerID); err != nil {
+			r.log.Warn("withdrawing this runtime's routes failed; they lapse", logkey.Worker, r.o.WorkerID, logkey.Error, err)
+		}
+	}
+}
+
+// maintainRoutes renews this runtime's announcement and, with an
+// UnservedTimeout, fails the work no live runtime has served for that
+// long.
+func (r *Runtime) maintainRoutes() {
+	defer r.loops.Done()
+	every := max(r.routeTTL()/3, 10*time.Millisecond)
+	for r.sleep(every, nil) {
+		r.announce()
+		if r.o.UnservedTimeout > 0 {
+			r.failUnserved()
+		}
+	}
+}
+
+// failUnserved fails, as kind "configuration", the activities that have
+// waited UnservedTimeout with no live runtime serving their name and
+// queue.
+func (r *Runtime) failUnserved() {
+	rt, ok := r.p.(provider.Router)
+	if !ok {
+		return
+	}
+	leases, err := rt.FetchUnservedWorkItems(r.io, r.o.UnservedTimeout, r.o.WorkerLockTimeout, r.o.FetchBatch)
+	if err != nil {
+		r.log.Warn("looking for unserved activities failed", logkey.Error, err)
+		return
+	}
+	for _, l := range leases {
+		r.log.Error("activity unserved; failing it", logkey.Instance, l.InstanceID, logkey.ActivityID, l.ActivityID,
+			logkey.Activity, l.Item.Name)
+		fail := &history.ErrorDetails{Kind: history.ErrorConfiguration,
+			Message: fmt.Sprintf("%s for %s (UnservedTimeout)", Unserved(l.Item.Name, l.Item.Queue), r.o.UnservedTimeout)}
+		r.ackActivity(l, activityCompletion(l, nil, fail, l.Item.Data))
+	}
+}
+
+// Unserved says that no runtime serves activity name in queue.
+func Unserved(name, queue string) string {
+	return fmt.Sprintf("no runtime serves activity %s (queue %q)", name, queue)
+}

@@ -1,0 +1,46 @@
+package sqlstore
+
+import "github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+
+// Lock is an instance lock a grouped write declares it takes (see
+// WriteDB.WriteGrouped): exclusive for the instance whose turn it commits,
+// shared for the instances it only sends messages to.
+type Lock struct {
+	Instance  string
+	Exclusive bool
+}
+
+// SharedLocks appends to locks a shared lock of the instance of each of
+// msgs (an enqueue's targets).
+func SharedLocks(locks []Lock, msgs ...*sqlenc.Msg) []Lock {
+	for _, m := range msgs {
+		if m != nil {
+			locks = append(locks, Lock{Instance: m.InstanceID})
+		}
+	}
+	return locks
+}
+
+// TurnAckLocks declares the locks of a turn ack: its own instance's (the
+// token's), exclusive, and those of the instances it sends messages to.
+func TurnAckLocks(e *sqlenc.Ack) []Lock {
+	var locks []Lock
+	if inst, ok := TokenInstance(e.Token); ok {
+		locks = append(locks, Lock{Instance: inst, Exclusive: true})
+	}
+	return SharedLocks(locks, e.Msgs...)
+}
+
+// WorkAckLocks declares the locks of a work ack: its completion's
+// instance, shared, or exclusive with a Then turn, plus the Then turn's
+// targets.
+func WorkAckLocks(e *sqlenc.WorkAck) []Lock {
+	if e.Completion == nil {
+		return nil
+	}
+	if e.Then == nil {
+		return SharedLocks(nil, e.Completion)
+	}
+	locks := []Lock{{Instance: e.Completion.InstanceID, Exclusive: true}}
+	return SharedLocks(locks, e.Then.Msgs...)
+}

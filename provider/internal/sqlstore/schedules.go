@@ -1,0 +1,246 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+)
+
+// SchedQuery names one statement of the schedule store (the schedules
+// table). Each store maps it to its own SQL text; the arguments are listed
+// in each constant's comment. Times are epoch milliseconds; a time that is
+// not set (NextFireAt zero) is NULL.
+type SchedQuery int
+
+// The schedule statements. The reads return the columns schedule_id,
+// spec, paused, next_fire_at, last_fire_at, last_instance_id,
+// last_outcome, revision, created_at, updated_at (ScanSchedule).
+const (
+	// SQInsert (id, spec, paused, next_fire_at, now) inserts a schedule
+	// with revision 1 and does nothing (no row affected) when the ID is
+	// taken.
+	SQInsert SchedQuery = iota
+	// SQGet (id) returns the schedule.
+	SQGet
+	// SQList () returns every schedule by ID.
+	SQList
+	// SQUpdate (id, spec, paused, next_fire_at, now, revision) replaces the
+	// definition of the schedule whose revision is still the one given,
+	// and adds one to the revision.
+	SQUpdate
+	// SQDelete (id) deletes the schedule.
+	SQDelete
+	// SQClaim (id, due, next_fire_at, fire_at, instance_id, outcome, now)
+	// records a fire of the unpaused schedule whose next_fire_at is due:
+	// next_fire_at, last_fire_at, last_instance_id, last_outcome,
+	// updated_at and revision + 1.
+	SQClaim
+	// SQNote (id, fire_at, instance_id, outcome, now) records a fire
+	// (last_*, updated_at, revision + 1) and leaves next_fire_at.
+	SQNote
+	// NumSchedQueries is the number of statements: the size of a store's table.
+	NumSchedQueries
+)
+
+// ScheduleDB is how the shared schedule code reaches a store: one
+// statement per call, each atomic on its own.
+type ScheduleDB interface {
+	// Write runs q in a write transaction and returns the rows it
+	// affected. When it affected any, the store signals the watchers of
+	// provider.ScheduleWatchKey once it committed (in every process the
+	// store notifies). Errors come back translated to the provider
+	// sentinels and wrapped with op.
+	Write(ctx context.Context, op string, q SchedQuery, args ...any) (int64, error)
+	// Read runs q and calls scan for each row, translating errors as Write.
+	Read(ctx context.Context, op string, q SchedQuery, scan func(Row) error, args ...any) error
+}
+
+// nullMs is t in epoch milliseconds, or nil (NULL) for the zero time.
+func nullMs(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// ScanSchedule reads one row of SQGet or SQList.
+func ScanSchedule(r Row) (*provider.Schedule, error) {
+	var s provider.Schedule
+	var spec string
+	var next, last *int64
+	var created, updated int64
+	if err := r.Scan(&s.ID, &spec, &s.Paused, &next, &last, &s.LastInstanceID, &s.LastOutcome,
+		&s.Revision, &created, &updated); err != nil {
+		return nil, err
+	}
+	s.Spec = []byte(spec)
+	if next != nil {
+		s.NextFireAt = MsTime(*next)
+	}
+	if last != nil {
+		s.LastFireAt = MsTime(*last)
+	}
+	s.CreatedAt, s.UpdatedAt = MsTime(created), MsTime(updated)
+	return &s, nil
+}
+
+func checkScheduleID(id string) error {
+	if id == "" {
+		return sqlenc.Invalid("empty schedule ID")
+	}
+	return nil
+}
+
+// CreateSchedule is the body of provider.ScheduleStore.CreateSchedule.
+func CreateSchedule(ctx context.Context, db ScheduleDB, now int64, s *provider.Schedule) error {
+	const op = "creating schedule"
+	if err := checkScheduleID(s.ID); err != nil {
+		return err
+	}
+	if len(s.Spec) == 0 {
+		return sqlenc.Invalid("schedule %q: empty spec", s.ID)
+	}
+	n, err := db.Write(ctx, op, SQInsert, s.ID, string(s.Spec), s.Paused, nullMs(s.NextFireAt), now)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s %q: %w", op, s.ID, provider.ErrScheduleExists)
+	}
+	return nil
+}
+
+// GetSchedule is the body of provider.ScheduleStore.GetSchedule.
+func GetSchedule(ctx context.Context, db ScheduleDB, id string) (*provider.Schedule, error) {
+	const op = "getting schedule"
+	if err := checkScheduleID(id); err != nil {
+		return nil, err
+	}
+	var out *provider.Schedule
+	err := db.Read(ctx, op, SQGet, func(r Row) error {
+		var err error
+		out, err = ScanSchedule(r)
+		return err
+	}, id)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("schedule %q: %w", id, provider.ErrNotFound)
+	}
+	return out, nil
+}
+
+// ListSchedules is the body of provider.ScheduleStore.ListSchedules.
+func ListSchedules(ctx context.Context, db ScheduleDB) ([]provider.Schedule, error) {
+	out := []provider.Schedule{}
+	err := db.Read(ctx, "listing schedules", SQList, func(r Row) error {
+		s, err := ScanSchedule(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, *s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateSchedule is the body of provider.ScheduleStore.UpdateSchedule.
+func UpdateSchedule(ctx context.Context, db ScheduleDB, now int64, s *provider.Schedule) error {
+	const op = "updating schedule"
+	if err := checkScheduleID(s.ID); err != nil {
+		return err
+	}
+	if len(s.Spec) == 0 {
+		return sqlenc.Invalid("schedule %q: empty spec", s.ID)
+	}
+	n, err := db.Write(ctx, op, SQUpdate, s.ID, string(s.Spec), s.Paused, nullMs(s.NextFireAt), now, s.Revision)
+	if err != nil || n > 0 {
+		return err
+	}
+	if _, err := GetSchedule(ctx, db, s.ID); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s %q (revision %d): %w", op, s.ID, s.Revision, provider.ErrConflict)
+}
+
+// DeleteSchedule is the body of provider.ScheduleStore.DeleteSchedule.
+func DeleteSchedule(ctx context.Context, db ScheduleDB, id string) (bool, error) {
+	if err := checkScheduleID(id); err != nil {
+		return false, err
+	}
+	n, err := db.Write(ctx, "deleting schedule", SQDelete, id)
+	return n > 0, err
+}
+
+// ClaimScheduleFire is the body of provider.ScheduleStore.ClaimScheduleFire.
+func ClaimScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string, due, next time.Time, f provider.ScheduleFire) (bool, error) {
+	if err := checkScheduleID(id); err != nil {
+		return false, err
+	}
+	if due.IsZero() {
+		return false, sqlenc.Invalid("schedule %q: claiming a fire without a due time", id)
+	}
+	n, err := db.Write(ctx, "claiming schedule fire", SQClaim, id, due.UnixMilli(), nullMs(next),
+		nullMs(f.FireAt), f.InstanceID, f.Outcome, now)
+	return n > 0, err
+}
+
+// NoteScheduleFire is the body of provider.ScheduleStore.NoteScheduleFire.
+func NoteScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string, f provider.ScheduleFire) (bool, error) {
+	if err := checkScheduleID(id); err != nil {
+		return false, err
+	}
+	n, err := db.Write(ctx, "recording schedule fire", SQNote, id, nullMs(f.FireAt), f.InstanceID, f.Outcome, now)
+	return n > 0, err
+}
+
+// Schedules implements provider.ScheduleStore over a store's ScheduleDB;
+// a store embeds it. Now returns the store time in epoch milliseconds.
+type Schedules struct {
+	DB  ScheduleDB
+	Now func() int64
+}
+
+var _ provider.ScheduleStore = Schedules{}
+
+// CreateSchedule stores a schedule; see provider.ScheduleStore.
+func (s Schedules) CreateSchedule(ctx context.Context, sc *provider.Schedule) error {
+	return CreateSchedule(ctx, s.DB, s.Now(), sc)
+}
+
+// GetSchedule returns a schedule; see provider.ScheduleStore.
+func (s Schedules) GetSchedule(ctx context.Context, id string) (*provider.Schedule, error) {
+	return GetSchedule(ctx, s.DB, id)
+}
+
+// ListSchedules returns every schedule; see provider.ScheduleStore.
+func (s Schedules) ListSchedules(ctx context.Context) ([]provider.Schedule, error) {
+	return ListSchedules(ctx, s.DB)
+}
+
+// UpdateSchedule replaces a schedule's definition; see provider.ScheduleStore.
+func (s Schedules) UpdateSchedule(ctx context.Context, sc *provider.Schedule) error {
+	return UpdateSchedule(ctx, s.DB, s.Now(), sc)
+}
+
+// DeleteSchedule deletes a schedule; see provider.ScheduleStore.
+func (s Schedules) DeleteSchedule(ctx context.Context, id string) (bool, error) {
+	return DeleteSchedule(ctx, s.DB, id)
+}
+
+// ClaimScheduleFire records a due fire; see provider.ScheduleStore.
+func (s Schedules) ClaimScheduleFire(ctx context.Context, id string, due, next time.Time, f provider.ScheduleFire) (bool, error) {
+	return ClaimScheduleFire(ctx, s.DB, s.Now(), id, due, next, f)
+}
+
+// NoteScheduleFire records a fire out of turn; see provider.ScheduleStore.
+func (s Schedules) NoteScheduleFire(ctx context.Context, id string, f provider.ScheduleFire) (bool, error) {
+	return NoteScheduleFire(ctx, s.DB, s.Now(), id, f)
+}

@@ -1,0 +1,342 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
+
+// Group commit.
+//
+// The runtime's dispatchers fetch, ack and enqueue concurrently, each call
+// a small transaction whose commit (the WAL flush) costs more than its
+// statements. The calls that may share a transaction (the shared core's
+// sqlstore.WriteDB.WriteGrouped) go through writeGrouped:
+// sqlstore.GroupCommit runs a lone call at once in its own
+// transaction, as write does, and gathers the calls that arrive while
+// every lane (Options.GroupCommitLanes) is busy into one transaction of up
+// to Options.GroupCommitMax, committed once.
+//
+// In a group each call runs in a savepoint of its own: one that fails
+// rolls back to it (releasing what it locked) and the others go on; its
+// caller gets its error. Results and the in-process notifications are
+// delivered after the commit; the notifications to other nodes
+// (pg_notify) are sent inside each call's savepoint, so a failed call's
+// are discarded with it.
+//
+// Lock order. A group holds the advisory locks of all its calls until it
+// commits, so two groups (here or on other nodes) taking them call by call
+// could wait for each other in a cycle, which PostgreSQL breaks only after
+// deadlock_timeout by aborting one (40P01). Each grouped call therefore
+// declares the instance locks it will take (sqlstore.Lock: exclusive for a
+// turn's instance, shared for an enqueue's targets), and a group takes all of
+// them first, in one statement, in instance order, and exclusively: the
+// rows of an instance its calls lock one by one (its scheduling row, which
+// enqueuers share) are then never held by two groups at once. A call's own
+// lock statements find them held. A call run alone that declared several
+// instances takes them first in the same order. Fetches only try locks and
+// never wait. A call that still loses a deadlock in a group (on row locks
+// outside any instance's, such as a session's) is rolled back to its
+// savepoint and runs again alone once the group committed.
+//
+// A group whose transaction breaks outside any call's savepoint (its
+// locks timed out, a savepoint failed) is rolled back and each of its
+// calls runs again alone, so a failure is never another call's; only a
+// broken connection or a failed commit, whose outcome is unknown, fails
+// every call of the group. Request functions must therefore set their
+// outputs afresh each time they run.
+
+// groupOp is one call of writeGrouped.
+type groupOp struct {
+	locks []sqlstore.Lock
+	fn    func(w *wtx) error
+}
+
+// Savepoint statements of a group. The ones that open a call ride in the
+// call's first round trip (savepointTx).
+const (
+	sqlGroupSavepoint = `SAVEPOINT g`
+	sqlGroupRelease   = `RELEASE SAVEPOINT g`
+	sqlGroupRollback  = `ROLLBACK TO SAVEPOINT g`
+)
+
+// savepointTx is a group's transaction as one call sees it: the
+// statements that open the call's savepoint (sp: releasing the previous
+// call's, if any, and taking a new one) are sent with the call's first
+// statement, at the head of its first batch, so a call in a group costs no
+// extra round trip. sp is nil once sent.
+type savepointTx struct {
+	pgx.Tx
+	sp []string
+}
+
+// open sends sp on its own, before a statement that is not a batch.
+func (t *savepointTx) open(ctx context.Context) error {
+	if t.sp == nil {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, q := range t.sp {
+		b.Queue(q)
+	}
+	t.sp = nil
+	return t.Tx.SendBatch(ctx, b).Close()
+}
+
+func (t *savepointTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.sp != nil {
+		head := make([]*pgx.QueuedQuery, len(t.sp))
+		for i, q := range t.sp {
+			head[i] = &pgx.QueuedQuery{SQL: q}
+		}
+		b.QueuedQueries = append(head, b.QueuedQueries...)
+		t.sp = nil
+	}
+	return t.Tx.SendBatch(ctx, b)
+}
+
+func (t *savepointTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.open(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return t.Tx.Exec(ctx, sql, args...)
+}
+
+func (t *savepointTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.open(ctx); err != nil {
+		return nil, err
+	}
+	return t.Tx.Query(ctx, sql, args...)
+}
+
+func (t *savepointTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.open(ctx); err != nil {
+		return errRow{err}
+	}
+	return t.Tx.QueryRow(ctx, sql, args...)
+}
+
+func (t *savepointTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.open(ctx); err != nil {
+		return 0, err
+	}
+	return t.Tx.CopyFrom(ctx, table, cols, src)
+}
+
+// errRow is a row whose Scan fails with err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// writeGrouped runs fn as write does, possibly in one transaction with
+// other concurrent calls (see the comment above); locks are the instance
+// locks fn takes.
+func (p *Provider) writeGrouped(ctx context.Context, op string, locks []sqlstore.Lock, fn func(w *wtx) error) error {
+	if p.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	r := &groupOp{locks: locks, fn: fn}
+	var err error
+	if p.group.MaxGroup == 1 {
+		// Group commit is off: every call runs alone, as many at once as
+		// the pool allows.
+		err = p.runAlone(sqlstore.Request[*groupOp]{Ctx: ctx, Op: r})
+	} else {
+		err = p.group.Do(ctx, r)
+	}
+	if errors.Is(err, sqlstore.ErrGroupClosed) {
+		err = provider.ErrClosed
+	}
+	return p.fail(op, err)
+}
+
+// runGroup runs the calls of one group (sqlstore.GroupCommit.Run).
+func (p *Provider) runGroup(group []sqlstore.Request[*groupOp]) []error {
+	errs := make([]error, len(group))
+	if len(group) == 1 {
+		errs[0] = p.runAlone(group[0])
+		return errs
+	}
+	ctx := context.Background()
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	guard := p.guardConn(ctx, conn.Conn())
+	results, ws, err := p.groupOn(conn, group)
+	err = guard(err)
+	broken := conn.Conn().IsClosed()
+	conn.Release()
+	if err == nil {
+		p.commits.Add(1)
+		p.groups.Add(1)
+		for i, w := range ws {
+			if w != nil {
+				p.notifyLocal(&w.changes)
+			} else if isLockConflict(results[i]) {
+				// Rolled back to its savepoint, a victim of a deadlock
+				// on row locks with another transaction, which has
+				// gone on: it wrote nothing, so it runs again alone.
+				results[i] = p.runAlone(group[i])
+			}
+		}
+		return results
+	}
+	if broken || errors.Is(err, errCommitFailed) {
+		// The connection broke, or the commit failed: what was written is
+		// unknown, as for any call whose commit went unanswered.
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	// Nothing was written: each call runs again on its own.
+	for i, r := range group {
+		errs[i] = p.runAlone(r)
+	}
+	return errs
+}
+
+// isLockConflict reports a deadlock or serialization failure (40P01,
+// 40001): the statement lost to a concurrent transaction and may succeed
+// when run again.
+func isLockConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// errCommitFailed marks the failure of a group's commit.
+var errCommitFailed = errors.New("committing a group")
+
+// runAlone runs one call in a transaction of its own, as write does. A
+// call that declared the locks of several instances takes them first, in
+// instance order, as a group does, so it never waits for a group (or
+// another such call) in a cycle.
+func (p *Provider) runAlone(r sqlstore.Request[*groupOp]) error {
+	conn, err := p.pool.Acquire(r.Ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	guard := p.guardConn(r.Ctx, conn.Conn())
+	fn := r.Op.fn
+	if ids, excl := groupLocks([]sqlstore.Request[*groupOp]{r}); len(ids) > 1 {
+		fn = func(w *wtx) error {
+			if _, err := w.tx.Exec(w.ctx, sqlAdvisoryLockGroup, p.lockSpace, ids, excl); err != nil {
+				return err
+			}
+			w.now = p.now() // dated after the lock waits
+			return r.Op.fn(w)
+		}
+	}
+	return guard(p.writeOn(r.Ctx, conn, fn))
+}
+
+// groupOn runs the calls of group in one transaction on conn: each call's
+// outcome, the transaction of each that succeeded, and the error that
+// broke the transaction (then nothing was committed, unless it wraps
+// errCommitFailed: then the outcome is unknown).
+func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp]) ([]error, []*wtx, error) {
+	ctx := context.Background()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) ([]error, []*wtx, error) {
+		_ = tx.Rollback(ctx)
+		return nil, nil, err
+	}
+	if ids, _ := groupLocks(group); len(ids) > 0 {
+		// Exclusive, also where the calls need them only shared: rows of
+		// an instance that enqueuers share (its orchestrator_ready row)
+		// are locked call by call in a group, in no global order, so two
+		// groups must never hold one instance at once.
+		excl := make([]bool, len(ids))
+		for i := range excl {
+			excl[i] = true
+		}
+		if _, err := tx.Exec(ctx, sqlAdvisoryLockGroup, p.lockSpace, ids, excl); err != nil {
+			return fail(err)
+		}
+	}
+	errs := make([]error, len(group))
+	ws := make([]*wtx, len(group))
+	sp := []string{sqlGroupSavepoint}
+	for i, r := range group {
+		stx := &savepointTx{Tx: tx, sp: sp}
+		// Dated after the group's lock waits, as a lone call's is after
+		// its own.
+		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: stx, p: p, now: p.now()}
+		err := runOp(r.Op.fn, w)
+		if err == nil {
+			err = p.sendNotify(w)
+		}
+		if stx.sp != nil {
+			// The call sent nothing: its savepoint is still to open.
+			if err != nil {
+				errs[i] = err
+			} else {
+				ws[i] = w
+			}
+			continue
+		}
+		sp = []string{sqlGroupRelease, sqlGroupSavepoint}
+		if err != nil {
+			errs[i] = err
+			if _, err := tx.Exec(ctx, sqlGroupRollback); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		ws[i] = w
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
+	}
+	return errs, ws, nil
+}
+
+// runOp calls fn, turning a panic into an error, so that one call cannot
+// take down the group's other calls with it.
+func runOp(fn func(w *wtx) error, w *wtx) (err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("internal error: %v", rec)
+		}
+	}()
+	return fn(w)
+}
+
+// groupLocks lists the instance locks the calls of group declared, in
+// instance order, each once, exclusive if any call takes it so.
+func groupLocks(group []sqlstore.Request[*groupOp]) (ids []string, exclusive []bool) {
+	mode := map[string]bool{}
+	for _, r := range group {
+		for _, l := range r.Op.locks {
+			mode[l.Instance] = mode[l.Instance] || l.Exclusive
+		}
+	}
+	for id := range mode {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	exclusive = make([]bool, len(ids))
+	for i, id := range ids {
+		exclusive[i] = mode[id]
+	}
+	return ids, exclusive
+}

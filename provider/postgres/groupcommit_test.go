@@ -1,0 +1,183 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+	"github.com/duroxide/duroxide-go/provider/providertest"
+)
+
+// startOp is a grouped call that creates instance id (and enqueues its
+// start), then fails with fail if set.
+func startOp(t *testing.T, ctx context.Context, id string, fail error) sqlstore.Request[*groupOp] {
+	t.Helper()
+	m, err := sqlenc.EncodeMessage(providertest.HammerStart(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sqlstore.Request[*groupOp]{Ctx: ctx, Op: &groupOp{
+		locks: sqlstore.SharedLocks(nil, m),
+		fn: func(w *wtx) error {
+			if err := w.InsertMessages([]*sqlenc.Msg{m}); err != nil {
+				return err
+			}
+			return fail
+		},
+	}}
+}
+
+// TestGroupCommitIsolatesFailingCall: in one group, a call that fails
+// after writing rolls back alone; the others commit, in one transaction.
+func TestGroupCommitIsolatesFailingCall(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	boom := errors.New("boom")
+	commits0 := p.Stats().Commits
+	errs := p.runGroup([]sqlstore.Request[*groupOp]{
+		startOp(t, ctx, "a", nil),
+		startOp(t, ctx, "b", boom),
+		startOp(t, ctx, "c", nil),
+	})
+	if errs[0] != nil || !errors.Is(errs[1], boom) || errs[2] != nil {
+		t.Fatalf("outcomes = %v, want [nil boom nil]", errs)
+	}
+	if got := p.Stats().Commits - commits0; got != 1 || p.groups.Load() != 1 {
+		t.Fatalf("commits = %d, groups = %d: want one group committed once", got, p.groups.Load())
+	}
+	for id, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		_, err := p.GetInstance(ctx, id)
+		if got := err == nil; got != want || (!got && !errors.Is(err, provider.ErrNotFound)) {
+			t.Fatalf("GetInstance(%q) = %v, want exists = %v", id, err, want)
+		}
+	}
+	if n := mustExecCount(t, p, "b"); n != 0 {
+		t.Fatalf("the failed call left %d queued messages", n)
+	}
+	// The committed starts are fetchable.
+	items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{Max: 10, LockTimeout: time.Minute})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("FetchOrchestrationItems = %d items, %v; want a and c", len(items), err)
+	}
+}
+
+// TestGroupCommitBrokenGroupRunsCallsAlone: a group whose declared locks
+// cannot be taken (another session holds one past the lock timeout) is
+// rolled back and its calls run alone: the one that does not need the
+// held lock commits.
+func TestGroupCommitBrokenGroupRunsCallsAlone(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{LockTimeout: 100 * time.Millisecond})
+	ctx := t.Context()
+	blocker, err := p.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = blocker.Rollback(context.Background()) }()
+	if _, err := blocker.Exec(ctx, sqlAdvisoryLock, p.lockSpace+"held"); err != nil {
+		t.Fatal(err)
+	}
+	errs := p.runGroup([]sqlstore.Request[*groupOp]{
+		startOp(t, ctx, "held", nil),
+		startOp(t, ctx, "free", nil),
+	})
+	if !errors.Is(p.fail("test", errs[0]), provider.ErrBusy) || errs[1] != nil {
+		t.Fatalf("outcomes = %v, want [ErrBusy nil]", errs)
+	}
+	if p.groups.Load() != 0 {
+		t.Fatalf("groups = %d, want none committed", p.groups.Load())
+	}
+	if _, err := p.GetInstance(ctx, "free"); err != nil {
+		t.Fatalf("GetInstance(free) = %v", err)
+	}
+}
+
+// TestGroupCommitRerunsDeadlockVictim: a call that lost a deadlock in a
+// group (40P01) is rolled back to its savepoint and runs again alone once
+// the group committed.
+func TestGroupCommitRerunsDeadlockVictim(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	victim := startOp(t, ctx, "victim", nil)
+	runs := 0
+	fn := victim.Op.fn
+	victim.Op.fn = func(w *wtx) error {
+		runs++
+		if err := fn(w); err != nil || runs > 1 {
+			return err
+		}
+		return &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
+	}
+	commits0 := p.Stats().Commits
+	errs := p.runGroup([]sqlstore.Request[*groupOp]{startOp(t, ctx, "other", nil), victim})
+	if errs[0] != nil || errs[1] != nil || runs != 2 {
+		t.Fatalf("outcomes = %v after %d runs of the victim, want [nil nil] after 2", errs, runs)
+	}
+	if got := p.Stats().Commits - commits0; got != 2 {
+		t.Fatalf("commits = %d, want the group's and the victim's own", got)
+	}
+	for _, id := range []string{"other", "victim"} {
+		if _, err := p.GetInstance(ctx, id); err != nil {
+			t.Fatalf("GetInstance(%q) = %v", id, err)
+		}
+	}
+}
+
+// TestGroupCommitLocksInInstanceOrder: the declared locks of a group are
+// taken once each, in instance order, exclusive if any call wants it so.
+func TestGroupCommitLocksInInstanceOrder(t *testing.T) {
+	t.Parallel()
+	group := []sqlstore.Request[*groupOp]{
+		{Op: &groupOp{locks: []sqlstore.Lock{{Instance: "c"}, {Instance: "a"}}}},
+		{Op: &groupOp{locks: []sqlstore.Lock{{Instance: "b", Exclusive: true}, {Instance: "a", Exclusive: true}}}},
+		{Op: &groupOp{}},
+	}
+	ids, excl := groupLocks(group)
+	if len(ids) != 3 || ids[0] != "a" || ids[1] != "b" || ids[2] != "c" || !excl[0] || !excl[1] || excl[2] {
+		t.Fatalf("groupLocks = %v %v, want [a b c] [true true false]", ids, excl)
+	}
+}
+
+func mustExecCount(t *testing.T, p *Provider, instance string) int64 {
+	t.Helper()
+	var n int64
+	if err := p.pool.QueryRow(t.Context(), "SELECT count(*) FROM orchestrator_queue WHERE instance_id = $1", instance).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestGroupCommitOff: with GroupCommitMax 1, concurrent calls each commit
+// alone, and all of them commit.
+func TestGroupCommitOff(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{GroupCommitMax: 1})
+	ctx := t.Context()
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("off-%d", i))) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if p.groups.Load() != 0 {
+		t.Fatalf("groups = %d with group commit off", p.groups.Load())
+	}
+	items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{Max: n, LockTimeout: time.Minute})
+	if err != nil || len(items) != n {
+		t.Fatalf("FetchOrchestrationItems = %d items, %v; want %d", len(items), err, n)
+	}
+}

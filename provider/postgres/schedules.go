@@ -1,0 +1,61 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
+
+// Schedules (migration 0004); see provider.ScheduleStore. The logic is
+// sqlstore's; this file holds the SQL text and runs it.
+
+var _ provider.ScheduleStore = (*Provider)(nil)
+
+// schedules is the embedded implementation of provider.ScheduleStore
+// (an alias, so that the field stays unexported).
+type schedules = sqlstore.Schedules
+
+const schedCols = `schedule_id, spec, paused, next_fire_at, last_fire_at, last_instance_id, last_outcome, revision, created_at, updated_at`
+
+var scheduleSQL = [sqlstore.NumSchedQueries]string{
+	sqlstore.SQInsert: `INSERT INTO schedules (schedule_id, spec, paused, next_fire_at, revision, created_at, updated_at)
+VALUES ($1, $2, $3, $4, 1, $5, $5) ON CONFLICT (schedule_id) DO NOTHING`,
+	sqlstore.SQGet:  `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id = $1`,
+	sqlstore.SQList: `SELECT ` + schedCols + ` FROM schedules ORDER BY schedule_id`,
+	sqlstore.SQUpdate: `UPDATE schedules SET spec = $2, paused = $3, next_fire_at = $4, updated_at = $5, revision = revision + 1
+WHERE schedule_id = $1 AND revision = $6`,
+	sqlstore.SQDelete: `DELETE FROM schedules WHERE schedule_id = $1`,
+	sqlstore.SQClaim: `UPDATE schedules SET next_fire_at = $3, last_fire_at = $4, last_instance_id = $5, last_outcome = $6,
+updated_at = $7, revision = revision + 1
+WHERE schedule_id = $1 AND next_fire_at = $2 AND NOT paused`,
+	sqlstore.SQNote: `UPDATE schedules SET last_fire_at = $2, last_instance_id = $3, last_outcome = $4,
+updated_at = $5, revision = revision + 1 WHERE schedule_id = $1`,
+}
+
+// scheduleDB runs the schedule statements: writes in a write
+// transaction, reads on the pool.
+type scheduleDB struct{ p *Provider }
+
+func (d scheduleDB) Write(ctx context.Context, op string, q sqlstore.SchedQuery, args ...any) (int64, error) {
+	var n int64
+	err := d.p.write(ctx, op, func(w *wtx) error {
+		tag, err := w.tx.Exec(w.ctx, scheduleSQL[q], args...)
+		if err != nil {
+			return err
+		}
+		if n = tag.RowsAffected(); n > 0 {
+			w.changes.addInstance(provider.ScheduleWatchKey)
+		}
+		return nil
+	})
+	return n, err
+}
+
+func (d scheduleDB) Read(ctx context.Context, op string, q sqlstore.SchedQuery, scan func(sqlstore.Row) error, args ...any) error {
+	return d.p.read(ctx, op, func() error {
+		return queryRows(ctx, d.p.pool, scheduleSQL[q], func(r pgx.Rows) error { return scan(r) }, args...)
+	})
+}

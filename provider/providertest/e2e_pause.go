@@ -1,0 +1,476 @@
+package providertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/history"
+)
+
+// Pause, resume and rewind, through the Client and real runtimes.
+var e2ePauseCases = []e2eCase{
+	{"PauseHoldsTurnsUntilResume", e2ePauseHolds},
+	{"PauseErrors", e2ePauseErrors},
+	{"PauseResumeWhileRunning", e2ePauseResumeWhileRunning},
+	{"RewindFailedFromTheFailedStep", e2eRewindFailed},
+	{"RewindCanceled", e2eRewindCanceled},
+	{"RewindFirstTurnStartsOver", e2eRewindFromScratch},
+	{"RewindNotFailedIsAConflict", e2eRewindConflict},
+	{"ConcurrentRewindsOneWins", e2eRewindRace},
+	{"RewindManyAfterAFixedDeploy", e2eRewindMany},
+}
+
+// e2ePauseHolds pauses an instance while its activity runs: the activity
+// finishes, its result and an event raised meanwhile wait (no turn records
+// them while paused, whatever the time), and the resume lets the instance
+// complete with both.
+func e2ePauseHolds(e *e2e) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Held", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		var a string
+		if err := ctx.ScheduleActivity("Slow", nil).Await(&a); err != nil {
+			return "", err
+		}
+		var ev string
+		if err := ctx.WaitForEvent("go").Await(&ev); err != nil {
+			return "", err
+		}
+		var b string
+		if err := ctx.ScheduleActivity("Fast", nil).Await(&b); err != nil {
+			return "", err
+		}
+		return a + ev + b, nil
+	})
+	duroxide.RegisterActivity(reg, "Slow", func(ctx context.Context, _ any) (string, error) {
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "a", nil
+	})
+	duroxide.RegisterActivity(reg, "Fast", func(context.Context, any) (string, error) { return "b", nil })
+	e.runtime(reg)
+	e.start("held", "Held", nil)
+	select {
+	case <-started:
+	case <-time.After(e2eTimeout):
+		e.t.Fatal("activity Slow never started")
+	}
+	ctx := duroxide.WithActor(e.ctx, "ops@example")
+	if err := e.c.Pause(ctx, "held", "database maintenance"); err != nil {
+		e.t.Fatalf("Pause: %v", err)
+	}
+	pausedAt := e.fc.Now()
+	st := e.status("held")
+	if p := st.Paused; p == nil || p.Reason != "database maintenance" || p.By != "ops@example" || !p.At.Equal(pausedAt.Truncate(time.Millisecond)) {
+		e.t.Fatalf("Status.Paused = %+v, want the reason, ops@example and %s", st.Paused, pausedAt)
+	}
+	// The running activity finishes; its result waits.
+	close(release)
+	e.eventually("the result of Slow is queued", func() bool {
+		q, err := e.admin().InstanceQueue(e.ctx, "held")
+		return err == nil && len(q.Messages) == 1 && len(q.Activities) == 0
+	})
+	if err := e.c.RaiseEvent(e.ctx, "held", "go", "-"); err != nil {
+		e.t.Fatalf("RaiseEvent: %v", err)
+	}
+	// Time passes well beyond every poll interval and stall threshold.
+	e.fc.Advance(time.Hour)
+	ins, err := e.c.Inspect(e.ctx, "held", nil)
+	if err != nil {
+		e.t.Fatalf("Inspect: %v", err)
+	}
+	if ins.Stalled || len(ins.WaitingFor) == 0 || ins.WaitingFor[0].Kind != duroxide.WaitPaused ||
+		ins.WaitingFor[0].Message != "database maintenance" || ins.WaitingFor[0].By != "ops@example" {
+		e.t.Fatalf("Inspect of a paused instance: stalled %v, waits %+v", ins.Stalled, ins.WaitingFor)
+	}
+	page, err := e.c.ListInstances(e.ctx, &duroxide.ListOptions{Stalled: true, StalledAfter: time.Minute})
+	if err != nil || len(page.Instances) != 0 {
+		e.t.Fatalf("stalled listing: %v, %d instances; a paused instance is not stalled", err, len(page.Instances))
+	}
+	if n, _, err := e.c.CountStalled(e.ctx, time.Minute, 10); err != nil || n != 0 {
+		e.t.Fatalf("CountStalled: %d, %v; a paused instance is not stalled", n, err)
+	}
+	if page, err := e.c.ListInstances(e.ctx, nil); err != nil || len(page.Instances) != 1 || page.Instances[0].Paused == nil {
+		e.t.Fatalf("ListInstances does not show the pause: %v %+v", err, page)
+	}
+	h := e.history("held", 0)
+	if count(h, history.ActivityCompleted) != 0 || count(h, history.ExternalEvent) != 0 {
+		e.t.Fatalf("a paused instance took a turn: %v", eventKinds(h))
+	}
+	resumedAt := e.fc.Now()
+	if err := e.c.Resume(e.ctx, "held"); err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	var out string
+	e.result("held", &out)
+	if out != "a-b" {
+		e.t.Fatalf("output %q, want a-b", out)
+	}
+	for _, ev := range e.history("held", 0) {
+		if ev.Kind == history.ActivityCompleted && ev.TimestampMs < resumedAt.UnixMilli() {
+			e.t.Fatalf("event %d (%s) recorded at %d, before the resume at %d", ev.EventID, ev.Kind, ev.TimestampMs, resumedAt.UnixMilli())
+		}
+	}
+	if st := e.status("held"); st.Paused != nil {
+		e.t.Fatalf("a resumed instance still shows a pause: %+v", st.Paused)
+	}
+}
+
+func e2ePauseErrors(e *e2e) {
+	reg := helloRegistry()
+	duroxide.RegisterOrchestration(reg, "Waiter", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		var s string
+		err := ctx.WaitForEvent("go").Await(&s)
+		return s, err
+	})
+	e.runtime(reg)
+	e.start("done", "Greet", "x")
+	e.wait("done")
+	if err := e.c.Pause(e.ctx, "done", ""); !errors.Is(err, duroxide.ErrInstanceTerminal) {
+		e.t.Fatalf("Pause of a completed instance: %v, want ErrInstanceTerminal", err)
+	}
+	if err := e.c.Pause(e.ctx, "nope", ""); !errors.Is(err, duroxide.ErrNotFound) {
+		e.t.Fatalf("Pause of an unknown instance: %v, want ErrNotFound", err)
+	}
+	if err := e.c.Resume(e.ctx, "nope"); !errors.Is(err, duroxide.ErrNotFound) {
+		e.t.Fatalf("Resume of an unknown instance: %v, want ErrNotFound", err)
+	}
+	for _, id := range []string{"", "bad\x00id"} {
+		if err := e.c.Pause(e.ctx, id, ""); !errors.Is(err, duroxide.ErrInvalidArgument) {
+			e.t.Fatalf("Pause(%q): %v, want ErrInvalidArgument", id, err)
+		}
+	}
+	e.start("w", "Waiter", nil)
+	e.eventually("w running", func() bool { return len(e.history("w", 0)) > 0 })
+	if err := e.c.Resume(e.ctx, "w"); !errors.Is(err, duroxide.ErrNotPaused) {
+		e.t.Fatalf("Resume of a running instance: %v, want ErrNotPaused", err)
+	}
+	if err := e.c.Pause(e.ctx, "w", "bad\x00reason"); !errors.Is(err, duroxide.ErrInvalidArgument) {
+		e.t.Fatalf("Pause with a NUL in the reason: %v, want ErrInvalidArgument", err)
+	}
+	if err := e.c.Pause(e.ctx, "w", "one"); err != nil {
+		e.t.Fatalf("Pause: %v", err)
+	}
+	if err := e.c.Pause(e.ctx, "w", "two"); !errors.Is(err, duroxide.ErrAlreadyPaused) {
+		e.t.Fatalf("second Pause: %v, want ErrAlreadyPaused", err)
+	}
+	if st := e.status("w"); st.Paused == nil || st.Paused.Reason != "one" {
+		e.t.Fatalf("the second pause changed the first: %+v", st.Paused)
+	}
+	// A paused instance can be canceled: the cancel waits for the resume.
+	if err := e.c.CancelInstance(e.ctx, "w", "stop"); err != nil {
+		e.t.Fatalf("CancelInstance of a paused instance: %v", err)
+	}
+	if err := e.c.Resume(e.ctx, "w"); err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	e.terminalError("w", duroxide.StateCanceled)
+	// A force purge of a paused instance takes the pause with it.
+	e.start("p", "Waiter", nil)
+	e.eventually("p running", func() bool { return len(e.history("p", 0)) > 0 })
+	if err := e.c.Pause(e.ctx, "p", ""); err != nil {
+		e.t.Fatalf("Pause: %v", err)
+	}
+	if err := e.c.PurgeInstance(e.ctx, "p", true); err != nil {
+		e.t.Fatalf("PurgeInstance: %v", err)
+	}
+	e.start("p", "Waiter", nil)
+	e.eventually("p running again", func() bool { return len(e.history("p", 0)) > 0 })
+	if st := e.status("p"); st.Paused != nil {
+		e.t.Fatalf("a new instance under a purged ID is paused: %+v", st.Paused)
+	}
+}
+
+// rewindRegistry is an orchestration of two steps, Reserve then Charge;
+// Charge fails while broken is set.
+func rewindRegistry(broken bool, reserves, charges *atomic.Int64) *duroxide.Registry {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Order", func(ctx *duroxide.OrchestrationContext, n int) (string, error) {
+		var r, c string
+		if err := ctx.ScheduleActivity("Reserve", n).Await(&r); err != nil {
+			return "", err
+		}
+		if err := ctx.ScheduleActivity("Charge", n).Await(&c); err != nil {
+			return "", err
+		}
+		return r + "/" + c, nil
+	})
+	duroxide.RegisterActivity(reg, "Reserve", func(_ context.Context, n int) (string, error) {
+		reserves.Add(1)
+		return fmt.Sprintf("reserved %d", n), nil
+	})
+	duroxide.RegisterActivity(reg, "Charge", func(_ context.Context, n int) (string, error) {
+		charges.Add(1)
+		if broken {
+			return "", errors.New("charge: bad deploy")
+		}
+		return fmt.Sprintf("charged %d", n), nil
+	})
+	return reg
+}
+
+// e2eRewindFailed fails an instance in its second step, deploys a fixed
+// activity (a new runtime on the same store) and rewinds it: the first
+// step is not run again, the second is, and both executions stay.
+func e2eRewindFailed(e *e2e) {
+	var reserves, charges atomic.Int64
+	rt := e.runtime(rewindRegistry(true, &reserves, &charges))
+	e.start("order", "Order", 7)
+	e.failed("order")
+	e.shutdown(rt)
+	failedHist := e.history("order", 1)
+	e.runtime(rewindRegistry(false, &reserves, &charges))
+	if err := e.c.Rewind(duroxide.WithActor(e.ctx, "ops"), "order", "fixed in v2"); err != nil {
+		e.t.Fatalf("Rewind: %v", err)
+	}
+	var out string
+	st := e.result("order", &out)
+	if out != "reserved 7/charged 7" || st.ExecutionID != 2 {
+		e.t.Fatalf("rewound instance: %q at execution %d", out, st.ExecutionID)
+	}
+	if reserves.Load() != 1 || charges.Load() != 2 {
+		e.t.Fatalf("Reserve ran %d times (want 1), Charge %d (want 2)", reserves.Load(), charges.Load())
+	}
+	mustEqual(e.t, "the failed execution's history", eventKinds(e.history("order", 1)), eventKinds(failedHist))
+	h := e.history("order", 2)
+	mustEqual(e.t, "the new execution's history", eventKinds(h), []history.EventKind{
+		history.OrchestrationStarted, history.ActivityScheduled, history.ActivityCompleted, history.ActivityScheduled,
+		history.ActivityCompleted, history.OrchestrationCompleted})
+	ex, err := e.c.ListExecutions(e.ctx, "order")
+	if err != nil || len(ex) != 2 {
+		e.t.Fatalf("ListExecutions: %v, %d executions", err, len(ex))
+	}
+}
+
+// e2eRewindCanceled cancels an instance waiting for an event and rewinds
+// it: it waits again, from before the cancel request, and completes with
+// the event.
+func e2eRewindCanceled(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Waiter", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		var s string
+		err := ctx.WaitForEvent("go").Await(&s)
+		return s, err
+	})
+	e.runtime(reg)
+	e.start("w", "Waiter", nil)
+	e.eventually("w waits", func() bool { return len(e.history("w", 0)) >= 2 })
+	if err := e.c.CancelInstance(e.ctx, "w", "oops"); err != nil {
+		e.t.Fatalf("CancelInstance: %v", err)
+	}
+	e.terminalError("w", duroxide.StateCanceled)
+	if err := e.c.Rewind(e.ctx, "w", ""); err != nil {
+		e.t.Fatalf("Rewind: %v", err)
+	}
+	if st := e.status("w"); st.State != duroxide.StateRunning || st.Error != nil {
+		e.t.Fatalf("rewound instance: %s", describeStatus(st))
+	}
+	if err := e.c.RaiseEvent(e.ctx, "w", "go", "again"); err != nil {
+		e.t.Fatalf("RaiseEvent: %v", err)
+	}
+	var out string
+	e.result("w", &out)
+	if out != "again" {
+		e.t.Fatalf("output %q", out)
+	}
+	if n := count(e.history("w", 2), history.OrchestrationCancelRequested); n != 0 {
+		e.t.Fatalf("the rewound execution holds %d cancel requests", n)
+	}
+}
+
+// e2eRewindFromScratch fails an instance in its first turn; the rewind
+// starts it over with the same input.
+func e2eRewindFromScratch(e *e2e) {
+	var fixed atomic.Bool
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Picky", func(_ *duroxide.OrchestrationContext, in string) (string, error) {
+		if !fixed.Load() {
+			return "", errors.New("not yet")
+		}
+		return "ok " + in, nil
+	})
+	e.runtime(reg)
+	e.start("picky", "Picky", "x")
+	e.failed("picky")
+	fixed.Store(true)
+	if err := e.c.Rewind(e.ctx, "picky", ""); err != nil {
+		e.t.Fatalf("Rewind: %v", err)
+	}
+	var out string
+	e.result("picky", &out)
+	if out != "ok x" {
+		e.t.Fatalf("output %q", out)
+	}
+}
+
+func e2eRewindConflict(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Waiter", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		var s string
+		err := ctx.WaitForEvent("go").Await(&s)
+		return s, err
+	})
+	e.runtime(reg)
+	e.start("w", "Waiter", nil)
+	e.eventually("w running", func() bool { return len(e.history("w", 0)) > 0 })
+	err := e.c.Rewind(e.ctx, "w", "")
+	var se *duroxide.InstanceStateError
+	if !errors.Is(err, duroxide.ErrStateConflict) || !errors.As(err, &se) || se.State != duroxide.StateRunning {
+		e.t.Fatalf("Rewind of a running instance: %v, want an *InstanceStateError", err)
+	}
+	if err := e.c.Rewind(e.ctx, "nope", ""); !errors.Is(err, duroxide.ErrNotFound) {
+		e.t.Fatalf("Rewind of an unknown instance: %v, want ErrNotFound", err)
+	}
+	if err := e.c.RaiseEvent(e.ctx, "w", "go", "x"); err != nil {
+		e.t.Fatalf("RaiseEvent: %v", err)
+	}
+	e.wait("w")
+	if err := e.c.Rewind(e.ctx, "w", ""); !errors.Is(err, duroxide.ErrStateConflict) {
+		e.t.Fatalf("Rewind of a completed instance: %v, want ErrStateConflict", err)
+	}
+	if n := len(e.history("w", 0)); n == 0 || e.status("w").ExecutionID != 1 {
+		e.t.Fatal("a refused rewind changed the instance")
+	}
+}
+
+// e2eRewindMany fails 200 instances through a bad activity, deploys the
+// fixed activity on a new runtime and rewinds them one by one: all
+// complete, none runs its first step twice.
+func e2eRewindMany(e *e2e) {
+	const n = 200
+	var reserves, charges atomic.Int64
+	rt := e.runtime(rewindRegistry(true, &reserves, &charges))
+	for i := range n {
+		e.start(fmt.Sprintf("order-%03d", i), "Order", i)
+	}
+	for i := range n {
+		e.failed(fmt.Sprintf("order-%03d", i))
+	}
+	e.shutdown(rt)
+	e.runtime(rewindRegistry(false, &reserves, &charges))
+	for i := range n {
+		if err := e.c.Rewind(e.ctx, fmt.Sprintf("order-%03d", i), "fixed"); err != nil {
+			e.t.Fatalf("Rewind: %v", err)
+		}
+	}
+	for i := range n {
+		var out string
+		e.result(fmt.Sprintf("order-%03d", i), &out)
+		if want := fmt.Sprintf("reserved %d/charged %d", i, i); out != want {
+			e.t.Fatalf("order-%03d: %q, want %q", i, out, want)
+		}
+	}
+	if reserves.Load() != n || charges.Load() != 2*n {
+		e.t.Fatalf("Reserve ran %d times (want %d), Charge %d (want %d)", reserves.Load(), n, charges.Load(), 2*n)
+	}
+}
+
+// e2ePauseResumeWhileRunning pauses and resumes instances again and again
+// while their turns and activities run, from several goroutines: every
+// instance completes with the right result, and every history is whole
+// (each activity's result recorded once).
+func e2ePauseResumeWhileRunning(e *e2e) {
+	const instances, steps = 8, 12
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Sum", func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
+		total := 0
+		for i := range n {
+			var v int
+			if err := ctx.ScheduleActivity("Twice", i).Await(&v); err != nil {
+				return 0, err
+			}
+			total += v
+		}
+		return total, nil
+	})
+	duroxide.RegisterActivity(reg, "Twice", func(_ context.Context, i int) (int, error) { return 2 * i, nil })
+	e.runtime(reg)
+	for i := range instances {
+		e.start(fmt.Sprintf("sum-%d", i), "Sum", steps)
+	}
+	var wg sync.WaitGroup
+	for i := range instances {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("sum-%d", i)
+			for range 20 {
+				err := e.c.Pause(e.ctx, id, "churn")
+				if errors.Is(err, duroxide.ErrInstanceTerminal) {
+					return
+				}
+				if err != nil {
+					e.t.Errorf("Pause(%s): %v", id, err)
+					return
+				}
+				if err := e.c.Resume(e.ctx, id); err != nil {
+					e.t.Errorf("Resume(%s): %v", id, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range instances {
+		id := fmt.Sprintf("sum-%d", i)
+		var out int
+		e.result(id, &out)
+		if want := steps * (steps - 1); out != want {
+			e.t.Fatalf("%s: %d, want %d", id, out, want)
+		}
+		h := e.history(id, 0)
+		if s, c := count(h, history.ActivityScheduled), count(h, history.ActivityCompleted); s != steps || c != steps {
+			e.t.Fatalf("%s: %d activities scheduled and %d completed, want %d each: %v", id, s, c, steps, eventKinds(h))
+		}
+	}
+}
+
+// e2eRewindRace rewinds one failed instance from several goroutines at
+// once: exactly one rewind wins, the others are refused, and the instance
+// resumes once.
+func e2eRewindRace(e *e2e) {
+	var reserves, charges atomic.Int64
+	rt := e.runtime(rewindRegistry(true, &reserves, &charges))
+	e.start("order", "Order", 1)
+	e.failed("order")
+	e.shutdown(rt)
+	e.runtime(rewindRegistry(false, &reserves, &charges))
+	const n = 6
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- e.c.Rewind(e.ctx, "order", "")
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, duroxide.ErrStateConflict):
+			e.t.Fatalf("a losing rewind: %v, want ErrStateConflict", err)
+		}
+	}
+	if won != 1 {
+		e.t.Fatalf("%d rewinds won, want 1", won)
+	}
+	var out string
+	if st := e.result("order", &out); st.ExecutionID != 2 || charges.Load() != 2 {
+		e.t.Fatalf("after the race: execution %d, Charge ran %d times; want 2 and 2", st.ExecutionID, charges.Load())
+	}
+}

@@ -1,0 +1,95 @@
+package provider
+
+import (
+	"context"
+	"time"
+)
+
+// Schedules.
+//
+// A schedule is a row that says what to start (Spec, which the store keeps
+// as given: the runtime encodes and reads it) and when it fires next
+// (NextFireAt, which the store reads). Runtimes that share a store fire a
+// schedule once per fire time because they agree through the store: a
+// runtime records a fire with ClaimScheduleFire, a conditional update that
+// succeeds only while NextFireAt still holds the fire time it read, so of
+// runtimes racing for one fire exactly one moves the schedule on. The start
+// the fire makes carries an idempotency key named after the schedule and the
+// fire time, the final guard against a start made twice.
+
+// ScheduleWatchKey is the key that Notifier.WatchInstance signals when a
+// schedule is created, changed, fired or deleted, by this process or (as
+// far as the store's notifications reach) another one. It holds a control
+// character, which no instance ID may, so it never names an instance.
+const ScheduleWatchKey = "\x1eschedules"
+
+// Schedule is one stored schedule.
+type Schedule struct {
+	// ID names the schedule. Required.
+	ID string
+	// Spec is the schedule's definition, encoded by the caller (JSON); the
+	// store keeps it as given.
+	Spec []byte
+	// Paused schedules do not fire; ClaimScheduleFire refuses them.
+	Paused bool
+	// NextFireAt is when the schedule fires next; zero when it never will.
+	NextFireAt time.Time
+	// LastFireAt is the fire time of the last fire recorded (zero: none),
+	// LastInstanceID the instance it started ("" when it started none) and
+	// LastOutcome what happened, in the caller's words.
+	LastFireAt     time.Time
+	LastInstanceID string
+	LastOutcome    string
+	// Revision counts the changes of the row: 1 once created, one more
+	// for each update and each recorded fire.
+	Revision int64
+	// CreatedAt and UpdatedAt are store times.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// ScheduleFire is one fire recorded by ClaimScheduleFire or NoteScheduleFire.
+type ScheduleFire struct {
+	// FireAt is the fire time: recorded as LastFireAt.
+	FireAt time.Time
+	// InstanceID is the instance the fire started ("" for none).
+	InstanceID string
+	// Outcome says what happened (recorded as LastOutcome).
+	Outcome string
+}
+
+// ScheduleStore is the optional capability of a store that keeps
+// schedules; both SQL stores implement it. Every change it makes signals
+// the watchers of ScheduleWatchKey.
+type ScheduleStore interface {
+	// CreateSchedule stores s (ID, Spec, Paused, NextFireAt; the other
+	// fields are ignored) with revision 1. An existing ID is
+	// ErrScheduleExists; an empty ID or Spec is ErrInvalidArgument.
+	CreateSchedule(ctx context.Context, s *Schedule) error
+
+	// GetSchedule returns the schedule id, or ErrNotFound.
+	GetSchedule(ctx context.Context, id string) (*Schedule, error)
+
+	// ListSchedules returns every schedule, ordered by ID.
+	ListSchedules(ctx context.Context) ([]Schedule, error)
+
+	// UpdateSchedule replaces the Spec, Paused and NextFireAt of the
+	// schedule s.ID if its revision is still s.Revision, and moves the
+	// revision on. A missing schedule is ErrNotFound; a revision that moved
+	// is ErrConflict, and changes nothing.
+	UpdateSchedule(ctx context.Context, s *Schedule) error
+
+	// DeleteSchedule deletes the schedule id and reports whether it existed.
+	DeleteSchedule(ctx context.Context, id string) (bool, error)
+
+	// ClaimScheduleFire records the fire f of schedule id and moves its
+	// NextFireAt to next (zero: never), only if the schedule exists, is not
+	// paused and its NextFireAt is still due. It reports whether it did;
+	// false means another caller recorded that fire (or paused, changed or
+	// deleted the schedule) first.
+	ClaimScheduleFire(ctx context.Context, id string, due, next time.Time, f ScheduleFire) (bool, error)
+
+	// NoteScheduleFire records the fire f of schedule id (a fire made out
+	// of turn, such as a manual trigger), leaving NextFireAt as it is. It
+	// reports whether the schedule exists.
+	NoteScheduleFire(ctx context.Context, id string, f ScheduleFire) (bool, error)
+}

@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
+
+var (
+	_ provider.Pauser   = (*Provider)(nil)
+	_ provider.Rewinder = (*Provider)(nil)
+)
+
+// pauseSQL is the SQL text of the pause statements (see sqlstore.PauseSQL).
+var pauseSQL = sqlstore.PauseSQL{
+	Status: `SELECT status, current_execution_id FROM instances WHERE instance_id = ?1`,
+	Paused: `SELECT locked_at, pause_reason, paused_by FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2`,
+	Holder: `SELECT lock_token, locked_until FROM instance_locks WHERE instance_id = ?1`,
+	Untag: `UPDATE orchestrator_queue SET lock_token = NULL, locked_until = NULL, attempt_count = max(attempt_count - 1, 0)
+WHERE instance_id = ?1 AND lock_token = ?2`,
+	Lock: `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at, pause_reason, paused_by)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (instance_id) DO UPDATE
+SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at,
+    pause_reason = excluded.pause_reason, paused_by = excluded.paused_by`,
+	HoldWork: `UPDATE worker_queue SET visible_at = ?2
+WHERE instance_id = ?1 AND (lock_token IS NULL OR locked_until <= ?3)`,
+	Unlock:      `DELETE FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2`,
+	ReleaseWork: `UPDATE worker_queue SET visible_at = ?3 WHERE instance_id = ?1 AND visible_at = ?2`,
+}
+
+const sqlListPauses = `SELECT l.instance_id, l.locked_at, l.pause_reason, l.paused_by
+FROM instance_locks AS l JOIN json_each(?1) AS j ON j.value = l.instance_id
+WHERE l.lock_token = ?2 || l.instance_id`
+
+// rewindSQL is the SQL text of the rewind statements (see sqlstore.RewindSQL).
+var rewindSQL = sqlstore.RewindSQL{
+	Status: pauseSQL.Status,
+	Execution: `INSERT INTO executions (instance_id, execution_id, status, input, started_at)
+SELECT ?1, ?2, 'Running', input, ?4 FROM executions WHERE instance_id = ?1 AND execution_id = ?3`,
+	Event: `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+	Reopen: `UPDATE instances
+SET status = 'Running', current_execution_id = ?2, output = NULL, error = NULL,
+    last_error = NULL, last_error_at = NULL, updated_at = ?3
+WHERE instance_id = ?1`,
+	Message: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES (?1, ?2, ?3, ?4)`,
+	// The row's activity name and queue come from its work item, as in
+	// sInsertWork, so a rewound activity keeps its routing.
+	Work: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
+    activity_name, queue)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
+}
+
+// sqlTx runs the shared pause and rewind bodies on a transaction. The
+// single writer serializes every write, so LockInstance has nothing to do.
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, interpretError(err, nil)
+	}
+	return res.RowsAffected()
+}
+
+func (t sqlTx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return sqlstore.MapNoRows(t.tx.QueryRowContext(ctx, q, args...), sql.ErrNoRows)
+}
+
+func (t sqlTx) Each(ctx context.Context, q string, scan func(sqlstore.Row) error, args ...any) error {
+	rows, err := t.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return interpretError(err, nil)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return interpretError(err, nil)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return interpretError(err, nil)
+	}
+	return nil
+}
+
+func (sqlTx) LockInstance(context.Context, string) error { return nil }
+
+// PauseInstance implements provider.Pauser.
+func (p *Provider) PauseInstance(ctx context.Context, instanceID string, info provider.PauseInfo) error {
+	return p.write(ctx, "pausing instance", func(w *wtx) error {
+		if err := sqlstore.Pause(w.ctx, sqlTx{w.tx}, &pauseSQL, instanceID, info, w.now); err != nil {
+			return err
+		}
+		w.changes.instances = append(w.changes.instances, instanceID)
+		return nil
+	})
+}
+
+// ResumeInstance implements provider.Pauser.
+func (p *Provider) ResumeInstance(ctx context.Context, instanceID string) error {
+	return p.write(ctx, "resuming instance", func(w *wtx) error {
+		if err := sqlstore.Resume(w.ctx, sqlTx{w.tx}, &pauseSQL, instanceID, w.now); err != nil {
+			return err
+		}
+		w.changes.orch, w.changes.work = true, true
+		w.changes.instances = append(w.changes.instances, instanceID)
+		return nil
+	})
+}
+
+// GetPause implements provider.Pauser.
+func (p *Provider) GetPause(ctx context.Context, instanceID string) (*provider.PauseInfo, error) {
+	var out *provider.PauseInfo
+	err := p.readTx(ctx, "reading pause", func(tx *sql.Tx) error {
+		var err error
+		out, err = sqlstore.GetPause(ctx, sqlTx{tx}, &pauseSQL, instanceID)
+		return err
+	})
+	return out, err
+}
+
+// ListPauses implements provider.Pauser.
+func (p *Provider) ListPauses(ctx context.Context, instanceIDs []string) (map[string]provider.PauseInfo, error) {
+	var out map[string]provider.PauseInfo
+	err := p.readTx(ctx, "listing pauses", func(tx *sql.Tx) error {
+		var err error
+		out, err = sqlstore.ListPauses(ctx, sqlTx{tx}, sqlListPauses, instanceIDs, jsonStrings(instanceIDs))
+		return err
+	})
+	return out, err
+}
+
+// RewindInstance implements provider.Rewinder.
+func (p *Provider) RewindInstance(ctx context.Context, req *provider.RewindRequest) error {
+	const op = "rewinding instance"
+	e, err := sqlstore.EncodeRewind(req)
+	if err != nil {
+		return p.fail(op, err)
+	}
+	return p.write(ctx, op, func(w *wtx) error {
+		if err := sqlstore.Rewind(w.ctx, sqlTx{w.tx}, &rewindSQL, e, w.now); err != nil {
+			return err
+		}
+		w.changes.orch, w.changes.work = true, e.HasWork()
+		w.changes.instances = append(w.changes.instances, req.InstanceID)
+		return nil
+	})
+}

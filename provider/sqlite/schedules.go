@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
+
+// Schedules (migration 0008); see provider.ScheduleStore. The logic is
+// sqlstore's; this file holds the SQL text and runs it.
+
+var _ provider.ScheduleStore = (*Provider)(nil)
+
+// schedules is the embedded implementation of provider.ScheduleStore
+// (an alias, so that the field stays unexported).
+type schedules = sqlstore.Schedules
+
+const schedCols = `schedule_id, spec, paused, next_fire_at, last_fire_at, last_instance_id, last_outcome, revision, created_at, updated_at`
+
+var scheduleSQL = [sqlstore.NumSchedQueries]string{
+	sqlstore.SQInsert: `INSERT INTO schedules (schedule_id, spec, paused, next_fire_at, revision, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5) ON CONFLICT (schedule_id) DO NOTHING`,
+	sqlstore.SQGet:  `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id = ?1`,
+	sqlstore.SQList: `SELECT ` + schedCols + ` FROM schedules ORDER BY schedule_id`,
+	sqlstore.SQUpdate: `UPDATE schedules SET spec = ?2, paused = ?3, next_fire_at = ?4, updated_at = ?5, revision = revision + 1
+WHERE schedule_id = ?1 AND revision = ?6`,
+	sqlstore.SQDelete: `DELETE FROM schedules WHERE schedule_id = ?1`,
+	sqlstore.SQClaim: `UPDATE schedules SET next_fire_at = ?3, last_fire_at = ?4, last_instance_id = ?5, last_outcome = ?6,
+updated_at = ?7, revision = revision + 1
+WHERE schedule_id = ?1 AND next_fire_at = ?2 AND paused = 0`,
+	sqlstore.SQNote: `UPDATE schedules SET last_fire_at = ?2, last_instance_id = ?3, last_outcome = ?4,
+updated_at = ?5, revision = revision + 1 WHERE schedule_id = ?1`,
+}
+
+// scheduleDB runs the schedule statements: writes through the writer,
+// reads on the reader connections.
+type scheduleDB struct{ p *Provider }
+
+func (d scheduleDB) Write(ctx context.Context, op string, q sqlstore.SchedQuery, args ...any) (int64, error) {
+	var n int64
+	err := d.p.write(ctx, op, func(w *wtx) error {
+		res, err := w.tx.ExecContext(w.ctx, scheduleSQL[q], args...)
+		if err != nil {
+			return interpretError(err, nil)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return interpretError(err, nil)
+		}
+		if n > 0 {
+			w.changes.instances = append(w.changes.instances, provider.ScheduleWatchKey)
+		}
+		return nil
+	})
+	return n, err
+}
+
+func (d scheduleDB) Read(ctx context.Context, op string, q sqlstore.SchedQuery, scan func(sqlstore.Row) error, args ...any) error {
+	return d.p.read(ctx, op, func() error {
+		rows, err := d.p.readers.QueryContext(ctx, scheduleSQL[q], args...)
+		if err != nil {
+			return interpretError(err, nil)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return interpretError(err, nil)
+			}
+		}
+		return interpretError(rows.Err(), nil)
+	})
+}

@@ -1,0 +1,356 @@
+package duroxide
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// ErrScheduleExists is returned by CreateSchedule for an ID that is taken.
+var ErrScheduleExists = provider.ErrScheduleExists
+
+// scheduleStore returns the client's store as a ScheduleStore, or
+// ErrNotSupported.
+func (c *Client) scheduleStore() (provider.ScheduleStore, error) {
+	s, ok := c.p.(provider.ScheduleStore)
+	if !ok {
+		return nil, fmt.Errorf("schedules: the store does not keep schedules (provider.ScheduleStore): %w", ErrNotSupported)
+	}
+	return s, nil
+}
+
+// now is the store's time, as the stores read it.
+func (c *Client) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
+}
+
+// scheduleInfo decodes a stored schedule.
+func scheduleInfo(s *provider.Schedule) (*ScheduleInfo, error) {
+	info := &ScheduleInfo{ID: s.ID, Paused: s.Paused, NextFireAt: s.NextFireAt, LastFireAt: s.LastFireAt,
+		LastInstanceID: s.LastInstanceID, LastOutcome: s.LastOutcome, Revision: s.Revision,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	if err := json.Unmarshal(s.Spec, &info.ScheduleDefinition); err != nil {
+		return nil, fmt.Errorf("schedule %q: decoding its definition: %w: %v", s.ID, provider.ErrCorruptData, err)
+	}
+	info.fillDefaults()
+	return info, nil
+}
+
+// fillDefaults writes the defaults of the empty policy fields into s, as
+// ScheduleInfo shows them.
+func (s *ScheduleInfo) fillDefaults() {
+	d := &s.ScheduleDefinition
+	if d.Overlap == "" {
+		d.Overlap = OverlapSkip
+	}
+	if d.CatchUp == "" {
+		d.CatchUp = CatchUpLast
+	}
+	if d.CatchUpWindow == 0 && d.CatchUp != CatchUpNone {
+		d.CatchUpWindow = DefaultCatchUpWindow
+	}
+	if d.Overlap != OverlapAllow {
+		if d.LockKey == "" {
+			d.LockKey = "schedule:" + s.ID
+		}
+		if d.LockTTL == 0 {
+			d.LockTTL = DefaultLockTTL
+		}
+	}
+}
+
+// prepareSchedule checks def, defaults its Start to now and encodes it.
+func prepareSchedule(def *ScheduleDefinition, now time.Time) (*compiledSchedule, []byte, error) {
+	if def == nil {
+		return nil, nil, fmt.Errorf("%w: schedule: nil definition", ErrInvalidArgument)
+	}
+	d := *def
+	if d.Start.IsZero() && d.Interval != 0 {
+		d.Start = now
+	}
+	if !d.Start.IsZero() {
+		d.Start = d.Start.UTC().Truncate(time.Millisecond)
+	}
+	c, err := compileSchedule(&d)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := json.Marshal(&d)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: schedule: %v", ErrInvalidArgument, err)
+	}
+	return c, spec, nil
+}
+
+// CreateSchedule stores the schedule id, which fires from its first fire
+// time after now (or Start) on, or paused (PauseSchedule) when paused is
+// true. ErrScheduleExists if id is taken; ErrInvalidArgument for a bad
+// definition; ErrNotSupported if the store keeps no schedules.
+func (c *Client) CreateSchedule(ctx context.Context, id string, def *ScheduleDefinition, paused bool) (*ScheduleInfo, error) {
+	st, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkScheduleID(id); err != nil {
+		return nil, err
+	}
+	now := c.now()
+	cs, spec, err := prepareSchedule(def, now)
+	if err != nil {
+		return nil, err
+	}
+	s := &provider.Schedule{ID: id, Spec: spec, Paused: paused}
+	if !paused {
+		s.NextFireAt = cs.after(now.Add(-time.Millisecond).Truncate(time.Millisecond))
+	}
+	if err := st.CreateSchedule(ctx, s); err != nil {
+		return nil, fmt.Errorf("creating schedule %q: %w", id, err)
+	}
+	return c.GetSchedule(ctx, id)
+}
+
+// GetSchedule returns the schedule id; ErrNotFound if there is none.
+func (c *Client) GetSchedule(ctx context.Context, id string) (*ScheduleInfo, error) {
+	st, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLookup("schedule ID", id, MaxScheduleIDLength); err != nil {
+		return nil, err
+	}
+	s, err := st.GetSchedule(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading schedule %q: %w", id, err)
+	}
+	return scheduleInfo(s)
+}
+
+// ListSchedules returns every schedule, ordered by ID.
+func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleInfo, error) {
+	st, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	list, err := st.ListSchedules(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing schedules: %w", err)
+	}
+	out := make([]ScheduleInfo, 0, len(list))
+	for i := range list {
+		info, err := scheduleInfo(&list[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *info)
+	}
+	return out, nil
+}
+
+// changeSchedule applies change to the stored schedule id and writes it
+// back, again from a fresh read when another writer came between.
+func (c *Client) changeSchedule(ctx context.Context, id string, change func(s *provider.Schedule, now time.Time) error) (*ScheduleInfo, error) {
+	st, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLookup("schedule ID", id, MaxScheduleIDLength); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		s, err := st.GetSchedule(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("reading schedule %q: %w", id, err)
+		}
+		if err := change(s, c.now()); err != nil {
+			return nil, err
+		}
+		err = st.UpdateSchedule(ctx, s)
+		if errors.Is(err, provider.ErrConflict) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("updating schedule %q: %w", id, err)
+		}
+		return c.GetSchedule(ctx, id)
+	}
+}
+
+// UpdateSchedule replaces the definition of the schedule id. Its next fire
+// time is computed afresh from now; a paused schedule stays paused.
+func (c *Client) UpdateSchedule(ctx context.Context, id string, def *ScheduleDefinition) (*ScheduleInfo, error) {
+	return c.changeSchedule(ctx, id, func(s *provider.Schedule, now time.Time) error {
+		cs, spec, err := prepareSchedule(def, now)
+		if err != nil {
+			return err
+		}
+		s.Spec = spec
+		s.NextFireAt = time.Time{}
+		if !s.Paused {
+			s.NextFireAt = cs.after(now.Add(-time.Millisecond).Truncate(time.Millisecond))
+		}
+		return nil
+	})
+}
+
+// PauseSchedule stops the schedule id from firing until ResumeSchedule.
+func (c *Client) PauseSchedule(ctx context.Context, id string) (*ScheduleInfo, error) {
+	return c.changeSchedule(ctx, id, func(s *provider.Schedule, _ time.Time) error {
+		s.Paused, s.NextFireAt = true, time.Time{}
+		return nil
+	})
+}
+
+// ResumeSchedule lets the paused schedule id fire again, from its first
+// fire time after now: fire times that passed while it was paused are not
+// caught up.
+func (c *Client) ResumeSchedule(ctx context.Context, id string) (*ScheduleInfo, error) {
+	return c.changeSchedule(ctx, id, func(s *provider.Schedule, now time.Time) error {
+		info, err := scheduleInfo(s)
+		if err != nil {
+			return err
+		}
+		cs, err := compileSchedule(&info.ScheduleDefinition)
+		if err != nil {
+			return err
+		}
+		s.Paused = false
+		s.NextFireAt = cs.after(now.Add(-time.Millisecond).Truncate(time.Millisecond))
+		return nil
+	})
+}
+
+// DeleteSchedule deletes the schedule id and reports whether it existed.
+// Instances it started are not touched.
+func (c *Client) DeleteSchedule(ctx context.Context, id string) (bool, error) {
+	st, err := c.scheduleStore()
+	if err != nil {
+		return false, err
+	}
+	if err := checkLookup("schedule ID", id, MaxScheduleIDLength); err != nil {
+		return false, err
+	}
+	ok, err := st.DeleteSchedule(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("deleting schedule %q: %w", id, err)
+	}
+	return ok, nil
+}
+
+// ScheduleFire is what one fire of a schedule did.
+type ScheduleFire struct {
+	// FireAt is the fire time.
+	FireAt time.Time
+	// InstanceID is the instance the fire started ("" when it started
+	// none: Outcome says why).
+	InstanceID string
+	// Outcome is as ScheduleInfo.LastOutcome.
+	Outcome string
+	// ReplacedInstanceID is the instance OverlapReplace canceled.
+	ReplacedInstanceID string
+}
+
+// TriggerSchedule fires the schedule id now, out of turn, even when it is
+// paused, under its overlap policy; its next fire time stays. A fire the
+// overlap policy skips is reported in the returned Outcome, not as an
+// error.
+func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire, error) {
+	st, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	info, err := c.GetSchedule(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := compileSchedule(&info.ScheduleDefinition)
+	if err != nil {
+		return nil, err
+	}
+	now := c.now().UTC().Truncate(time.Millisecond)
+	f, err := c.fire(ctx, id, cs, now, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := st.NoteScheduleFire(ctx, id, provider.ScheduleFire{FireAt: now, InstanceID: f.InstanceID, Outcome: f.Outcome}); err != nil {
+		return nil, fmt.Errorf("recording the fire of schedule %q: %w", id, err)
+	}
+	return f, nil
+}
+
+// fire starts the instance of schedule id for the fire time at, under the
+// overlap policy. The start is idempotent, keyed by the schedule and the
+// fire time: runtimes firing the same time start one instance. Errors are
+// the store's; a start refused by the policy is an outcome.
+func (c *Client) fire(ctx context.Context, id string, cs *compiledSchedule, at time.Time, manual bool) (*ScheduleFire, error) {
+	f := &ScheduleFire{FireAt: at, InstanceID: fireInstanceID(id, at), Outcome: "started"}
+	key := "schedule:" + id + ":" + strconv.FormatInt(at.UnixMilli(), 10)
+	if manual {
+		f.InstanceID += "-manual"
+		key += ":manual"
+	}
+	def := &cs.def
+	opts := &StartOptions{Version: def.Version, IdempotencyKey: key, LockKey: cs.lockKey(id), LockTTL: def.LockTTL}
+	switch def.Overlap {
+	case OverlapBufferOne:
+		opts.QueueIfLocked = true
+		lock, err := c.GetLock(ctx, opts.LockKey)
+		if err != nil {
+			return nil, err
+		}
+		if lock.IsLocked && !lock.IsStale && lock.Queued > 0 {
+			f.InstanceID, f.Outcome = "", "skipped: a fire already waits for lock "+opts.LockKey
+			return f, nil
+		}
+	case OverlapReplace:
+		opts.QueueIfLocked = true
+	}
+	input := def.Input
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	err := c.StartOrchestration(ctx, f.InstanceID, def.Orchestration, input, opts)
+	var dup *DuplicateStartError
+	var locked *WorkflowLockedError
+	switch {
+	case errors.As(err, &dup):
+		f.InstanceID, f.Outcome = dup.InstanceID, "duplicate"
+		return f, nil
+	case errors.Is(err, ErrInstanceExists):
+		f.Outcome = "duplicate"
+		return f, nil
+	case errors.As(err, &locked):
+		f.InstanceID, f.Outcome = "", fmt.Sprintf("skipped: lock %s is held by instance %s", locked.WorkflowID, locked.ExistingInstanceID)
+		return f, nil
+	case errors.Is(err, ErrInvalidArgument):
+		f.InstanceID, f.Outcome = "", "failed: "+err.Error()
+		return f, nil
+	case err != nil:
+		return nil, err
+	}
+	if manual {
+		f.Outcome = "triggered"
+	}
+	if def.Overlap == OverlapReplace {
+		lock, err := c.GetLock(ctx, opts.LockKey)
+		if err != nil {
+			return nil, err
+		}
+		if lock.IsLocked && !lock.IsStale && lock.InstanceID != nil && *lock.InstanceID != f.InstanceID {
+			holder := *lock.InstanceID
+			err := c.CancelInstance(ctx, holder, "replaced by "+f.InstanceID+" (schedule "+id+")")
+			if err != nil && !errors.Is(err, ErrInstanceTerminal) && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+			f.ReplacedInstanceID = holder
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,202 @@
+package duroxide
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/duroxide/duroxide-go/internal/logkey"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// scheduler is a runtime's loop that fires the store's schedules. It sleeps
+// until the earliest next fire time of the unpaused schedules, or until a
+// schedule changes (provider.ScheduleWatchKey): there is no polling.
+//
+// Runtimes sharing a store agree on each fire through the store. A fire is
+// started first, with an idempotency key naming the schedule and the fire
+// time (so a second runtime, or this one after a crash, finds the instance
+// already started), then claimed with a conditional update of the
+// schedule's next fire time (provider.ScheduleStore.ClaimScheduleFire):
+// one claim wins, the others re-read the schedule.
+type scheduler struct {
+	c      *Client
+	st     provider.ScheduleStore
+	clock  clockwork.Clock
+	log    *slog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startScheduler starts the schedule loop of a runtime on store; nil when
+// the store keeps no schedules.
+func startScheduler(store provider.Provider, clock clockwork.Clock, log *slog.Logger) *scheduler {
+	st, ok := store.(provider.ScheduleStore)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &scheduler{c: NewClientWithOptions(store, &ClientOptions{Clock: clock}), st: st, clock: clock, log: log,
+		cancel: cancel, done: make(chan struct{})}
+	watch, stop := store.WatchInstance(provider.ScheduleWatchKey)
+	go s.run(ctx, watch, stop)
+	return s
+}
+
+// stop ends the loop and waits for it.
+func (s *scheduler) stop() {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
+}
+
+func (s *scheduler) run(ctx context.Context, watch <-chan struct{}, unwatch func()) {
+	defer close(s.done)
+	defer unwatch()
+	var backoff time.Duration
+	for {
+		wake, err := s.pass(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		var timer clockwork.Timer
+		switch {
+		case err != nil:
+			backoff = min(max(2*backoff, time.Second), time.Minute)
+			s.log.Warn("firing schedules", slog.Any(logkey.Error, err), slog.Duration(logkey.RetryIn, backoff))
+			timer = s.clock.NewTimer(backoff)
+		case !wake.IsZero():
+			backoff = 0
+			timer = s.timerAt(wake)
+		default:
+			backoff = 0
+		}
+		var tick <-chan time.Time
+		if timer != nil {
+			tick = timer.Chan()
+		}
+		select {
+		case <-ctx.Done():
+		case <-watch:
+		case <-tick:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// timerAt returns a timer firing at t. The clock may move between
+// reading it and setting the timer (a fake clock in a test, advanced by
+// another goroutine): a timer set from a stale reading would fire late, so
+// it is set again until the clock reads the same before and after (a few
+// tries: a real clock never does, and its drift is negligible).
+func (s *scheduler) timerAt(t time.Time) clockwork.Timer {
+	for try := 0; ; try++ {
+		now := s.clock.Now()
+		timer := s.clock.NewTimer(t.Sub(now))
+		if try == 3 || s.clock.Now().Equal(now) {
+			return timer
+		}
+		timer.Stop()
+	}
+}
+
+// pass fires every due schedule and returns the earliest next fire time
+// (zero: none).
+func (s *scheduler) pass(ctx context.Context) (time.Time, error) {
+	list, err := s.st.ListSchedules(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.clock.Now()
+	// Due schedules fire concurrently: their starts and claims share the
+	// store's commits.
+	nexts := make([]time.Time, len(list))
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i := range list {
+		sc := &list[i]
+		if sc.Paused || sc.NextFireAt.IsZero() {
+			continue
+		}
+		nexts[i] = sc.NextFireAt
+		if nexts[i].After(now) {
+			continue
+		}
+		wg.Go(func() {
+			var err error
+			if nexts[i], err = s.fireDue(ctx, sc, now); err != nil {
+				errs[i] = fmt.Errorf("schedule %q: %w", sc.ID, err)
+			}
+		})
+	}
+	wg.Wait()
+	var wake time.Time
+	for _, next := range nexts {
+		if !next.IsZero() && (wake.IsZero() || next.Before(wake)) {
+			wake = next
+		}
+	}
+	return wake, errors.Join(errs...)
+}
+
+// fireDue fires the due schedule sc under its catch-up policy and returns
+// its next fire time; now when another writer changed it meanwhile (so the
+// loop reads it again).
+func (s *scheduler) fireDue(ctx context.Context, sc *provider.Schedule, now time.Time) (time.Time, error) {
+	info, err := scheduleInfo(sc)
+	var cs *compiledSchedule
+	if err == nil {
+		cs, err = compileSchedule(&info.ScheduleDefinition)
+	}
+	if err != nil {
+		// A definition this release cannot read fires nothing; the
+		// schedule waits for an update (retrying would not mend it).
+		s.log.Error("schedule cannot fire", slog.String(logkey.Schedule, sc.ID), slog.Any(logkey.Error, err))
+		return time.Time{}, nil
+	}
+	fires, after := cs.due(sc.NextFireAt, now)
+	cur := sc.NextFireAt
+	if len(fires) == 0 {
+		// Every due fire was missed: move on, keeping the last fire.
+		s.log.Info("schedule missed its fire times", slog.String(logkey.Schedule, sc.ID),
+			slog.Time(logkey.From, cur), slog.Time(logkey.Until, now))
+		ok, err := s.st.ClaimScheduleFire(ctx, sc.ID, cur, after,
+			provider.ScheduleFire{FireAt: sc.LastFireAt, InstanceID: sc.LastInstanceID, Outcome: sc.LastOutcome})
+		if err != nil || !ok {
+			return now, err
+		}
+		return after, nil
+	}
+	for i, at := range fires {
+		next := after
+		if i+1 < len(fires) {
+			next = fires[i+1]
+		}
+		f, err := s.c.fire(ctx, sc.ID, cs, at, false)
+		if err != nil {
+			return time.Time{}, err
+		}
+		ok, err := s.st.ClaimScheduleFire(ctx, sc.ID, cur, next,
+			provider.ScheduleFire{FireAt: at, InstanceID: f.InstanceID, Outcome: f.Outcome})
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !ok {
+			return now, nil
+		}
+		cur = next
+	}
+	return after, nil
+}

@@ -1,0 +1,98 @@
+package duroxide
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/sqlite"
+)
+
+// flakyScheduleStore fails its first ListSchedules calls, and reports
+// every call on calls.
+type flakyScheduleStore struct {
+	*sqlite.Provider
+	fails atomic.Int32
+	calls chan struct{}
+}
+
+func (s *flakyScheduleStore) ListSchedules(ctx context.Context) ([]provider.Schedule, error) {
+	defer func() {
+		select {
+		case s.calls <- struct{}{}:
+		default:
+		}
+	}()
+	if s.fails.Add(-1) >= 0 {
+		return nil, errors.New("store unavailable (test)")
+	}
+	return s.Provider.ListSchedules(ctx)
+}
+
+// TestSchedulerRetriesAfterStoreErrors: a scheduler pass that fails is
+// retried after a backoff of the runtime's clock, and the schedule then
+// fires on time.
+func TestSchedulerRetriesAfterStoreErrors(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	fc := clockwork.NewFakeClockAt(start)
+	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store := &flakyScheduleStore{Provider: db, calls: make(chan struct{}, 1)}
+	store.fails.Store(2)
+	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
+	first := start.Add(time.Minute)
+	if _, err := c.CreateSchedule(ctx, "s", &ScheduleDefinition{Interval: time.Hour, Start: first, Orchestration: "o",
+		Overlap: OverlapAllow}, false); err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry()
+	RegisterOrchestration(reg, "o", func(ctx *OrchestrationContext, in json.RawMessage) (string, error) { return "ok", nil })
+	rt, err := StartRuntime(ctx, store, reg, &RuntimeOptions{Clock: fc, Logger: slog.New(slog.DiscardHandler), LockCleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+
+	// Two failing passes, then one that succeeds: each retry waits for
+	// the clock (1s, then 2s). Advance it until the third call is made.
+	limit := time.After(20 * time.Second)
+	for n := 0; n < 3; {
+		select {
+		case <-store.calls:
+			n++
+		case <-time.After(20 * time.Millisecond):
+			fc.Advance(time.Second)
+		case <-limit:
+			t.Fatalf("the scheduler made %d ListSchedules calls, want 3", n)
+		}
+	}
+	// The fire comes when its time does (or, on a loaded machine where the
+	// retries took longer than the minute, as its catch-up).
+	if d := first.Sub(fc.Now()); d > 0 {
+		fc.Advance(d)
+	}
+	for {
+		st, err := c.GetStatus(ctx, fireInstanceID("s", first))
+		if err == nil && st.State == StateCompleted {
+			break
+		}
+		select {
+		case <-store.calls:
+		case <-limit:
+			t.Fatalf("the fire at %v did not complete: %v, %v", first, st, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
