@@ -285,19 +285,35 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire,
 	return f, nil
 }
 
-// fire starts the instance of schedule id for the fire time at, under the
-// overlap policy. The start is idempotent, keyed by the schedule and the
-// fire time: runtimes firing the same time start one instance. Errors are
-// the store's; a start refused by the policy is an outcome.
-func (c *Client) fire(ctx context.Context, id string, cs *compiledSchedule, at time.Time, manual bool) (*ScheduleFire, error) {
-	f := &ScheduleFire{FireAt: at, InstanceID: fireInstanceID(id, at), Outcome: "started"}
+// firePlan is one fire of a schedule, prepared: the start it makes and
+// how the start's outcome reads.
+type firePlan struct {
+	name string
+	// f is the fire as it reads when the instance starts, or, when msg is
+	// nil, as it reads without a start (a skip or a failure).
+	f       ScheduleFire
+	msg     *provider.OrchestratorMessage
+	manual  bool
+	replace bool // OverlapReplace: cancel the lock's holder once started
+	lockKey string
+}
+
+// planFire prepares the fire at time at of schedule id under its overlap
+// policy. The start is idempotent, keyed by the schedule and the fire
+// time. Errors are the store's; a fire the policy skips, or whose start
+// is invalid, is an outcome.
+func (c *Client) planFire(ctx context.Context, id string, cs *compiledSchedule, at time.Time, manual bool) (*firePlan, error) {
+	def := &cs.def
+	p := &firePlan{name: def.Orchestration, manual: manual,
+		f: ScheduleFire{FireAt: at, InstanceID: fireInstanceID(id, at), Outcome: "started"}}
 	key := "schedule:" + id + ":" + strconv.FormatInt(at.UnixMilli(), 10)
 	if manual {
-		f.InstanceID += "-manual"
+		p.f.InstanceID += "-manual"
+		p.f.Outcome = "triggered"
 		key += ":manual"
 	}
-	def := &cs.def
 	opts := &StartOptions{Version: def.Version, IdempotencyKey: key, LockKey: cs.lockKey(id), LockTTL: def.LockTTL}
+	p.lockKey = opts.LockKey
 	switch def.Overlap {
 	case OverlapBufferOne:
 		opts.QueueIfLocked = true
@@ -306,51 +322,92 @@ func (c *Client) fire(ctx context.Context, id string, cs *compiledSchedule, at t
 			return nil, err
 		}
 		if lock.IsLocked && !lock.IsStale && lock.Queued > 0 {
-			f.InstanceID, f.Outcome = "", "skipped: a fire already waits for lock "+opts.LockKey
-			return f, nil
+			p.f.InstanceID, p.f.Outcome = "", "skipped: a fire already waits for lock "+opts.LockKey
+			return p, nil
 		}
 	case OverlapReplace:
 		opts.QueueIfLocked = true
+		p.replace = true
 	}
 	input := def.Input
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	err := c.StartOrchestration(ctx, f.InstanceID, def.Orchestration, input, opts)
+	msg, err := c.startMessage(p.f.InstanceID, def.Orchestration, input, opts)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidArgument) {
+			return nil, err
+		}
+		p.f.InstanceID, p.f.Outcome = "", "failed: "+err.Error()
+		return p, nil
+	}
+	p.msg = msg
+	return p, nil
+}
+
+// settle returns the fire as it reads after its start returned err (nil:
+// started), and false for an error that is not an outcome (the store's).
+func (p *firePlan) settle(err error) (ScheduleFire, bool) {
+	f := p.f
+	if p.msg == nil || err == nil {
+		return f, true
+	}
+	err = startError(p.name, f.InstanceID, p.msg.Create.Lock, err)
 	var dup *DuplicateStartError
 	var locked *WorkflowLockedError
 	switch {
 	case errors.As(err, &dup):
 		f.InstanceID, f.Outcome = dup.InstanceID, "duplicate"
-		return f, nil
 	case errors.Is(err, ErrInstanceExists):
 		f.Outcome = "duplicate"
-		return f, nil
 	case errors.As(err, &locked):
 		f.InstanceID, f.Outcome = "", fmt.Sprintf("skipped: lock %s is held by instance %s", locked.WorkflowID, locked.ExistingInstanceID)
-		return f, nil
 	case errors.Is(err, ErrInvalidArgument):
 		f.InstanceID, f.Outcome = "", "failed: "+err.Error()
-		return f, nil
-	case err != nil:
+	default:
+		return f, false
+	}
+	return f, true
+}
+
+// started finishes a fire whose outcome is f: under OverlapReplace, a
+// started instance cancels the one holding the lock.
+func (c *Client) started(ctx context.Context, id string, p *firePlan, f *ScheduleFire) error {
+	if !p.replace || f.Outcome != "started" && f.Outcome != "triggered" {
+		return nil
+	}
+	lock, err := c.GetLock(ctx, p.lockKey)
+	if err != nil {
+		return err
+	}
+	if lock.IsLocked && !lock.IsStale && lock.InstanceID != nil && *lock.InstanceID != f.InstanceID {
+		holder := *lock.InstanceID
+		err := c.CancelInstance(ctx, holder, "replaced by "+f.InstanceID+" (schedule "+id+")")
+		if err != nil && !errors.Is(err, ErrInstanceTerminal) && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		f.ReplacedInstanceID = holder
+	}
+	return nil
+}
+
+// fire starts the instance of schedule id for the fire time at on its own
+// (a manual trigger: no claim of the next fire time).
+func (c *Client) fire(ctx context.Context, id string, cs *compiledSchedule, at time.Time, manual bool) (*ScheduleFire, error) {
+	p, err := c.planFire(ctx, id, cs, at, manual)
+	if err != nil {
 		return nil, err
 	}
-	if manual {
-		f.Outcome = "triggered"
+	var startErr error
+	if p.msg != nil {
+		startErr = c.p.Enqueue(ctx, p.msg)
 	}
-	if def.Overlap == OverlapReplace {
-		lock, err := c.GetLock(ctx, opts.LockKey)
-		if err != nil {
-			return nil, err
-		}
-		if lock.IsLocked && !lock.IsStale && lock.InstanceID != nil && *lock.InstanceID != f.InstanceID {
-			holder := *lock.InstanceID
-			err := c.CancelInstance(ctx, holder, "replaced by "+f.InstanceID+" (schedule "+id+")")
-			if err != nil && !errors.Is(err, ErrInstanceTerminal) && !errors.Is(err, ErrNotFound) {
-				return nil, err
-			}
-			f.ReplacedInstanceID = holder
-		}
+	f, ok := p.settle(startErr)
+	if !ok {
+		return nil, startError(p.name, f.InstanceID, p.msg.Create.Lock, startErr)
 	}
-	return f, nil
+	if err := c.started(ctx, id, p, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }

@@ -18,12 +18,13 @@ import (
 // until the earliest next fire time of the unpaused schedules, or until a
 // schedule changes (provider.ScheduleWatchKey): there is no polling.
 //
-// Runtimes sharing a store agree on each fire through the store. A fire is
-// started first, with an idempotency key naming the schedule and the fire
-// time (so a second runtime, or this one after a crash, finds the instance
-// already started), then claimed with a conditional update of the
-// schedule's next fire time (provider.ScheduleStore.ClaimScheduleFire):
-// one claim wins, the others re-read the schedule.
+// Runtimes sharing a store agree on each fire through the store: a fire
+// claims the schedule's next fire time with a conditional update and starts
+// its instances in the same transaction
+// (provider.ScheduleStore.FireSchedule), so one runtime wins each fire time
+// and starts its instance, the others re-read the schedule, and a schedule
+// paused (or changed) before the fire committed starts nothing. The start
+// also carries an idempotency key naming the schedule and the fire time.
 type scheduler struct {
 	c      *Client
 	st     provider.ScheduleStore
@@ -179,24 +180,35 @@ func (s *scheduler) fireDue(ctx context.Context, sc *provider.Schedule, now time
 		}
 		return after, nil
 	}
+	// The fires start and claim in one transaction: the instances start
+	// only if the schedule still waits for cur (not fired by another
+	// runtime, not paused, changed or deleted meanwhile).
+	plans := make([]*firePlan, len(fires))
+	settled := make([]ScheduleFire, len(fires)) // as the committed transaction settled them
+	starts := make([]provider.ScheduleStart, len(fires))
 	for i, at := range fires {
-		next := after
-		if i+1 < len(fires) {
-			next = fires[i+1]
-		}
-		f, err := s.c.fire(ctx, sc.ID, cs, at, false)
+		p, err := s.c.planFire(ctx, sc.ID, cs, at, false)
 		if err != nil {
 			return time.Time{}, err
 		}
-		ok, err := s.st.ClaimScheduleFire(ctx, sc.ID, cur, next,
-			provider.ScheduleFire{FireAt: at, InstanceID: f.InstanceID, Outcome: f.Outcome})
-		if err != nil {
+		plans[i] = p
+		starts[i] = provider.ScheduleStart{FireAt: at, Start: p.msg, Settle: func(err error) (string, string, bool) {
+			f, ok := p.settle(err)
+			settled[i] = f
+			return f.InstanceID, f.Outcome, ok
+		}}
+	}
+	ok, err := s.st.FireSchedule(ctx, sc.ID, cur, after, starts)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !ok {
+		return now, nil
+	}
+	for i, p := range plans {
+		if err := s.c.started(ctx, sc.ID, p, &settled[i]); err != nil {
 			return time.Time{}, err
 		}
-		if !ok {
-			return now, nil
-		}
-		cur = next
 	}
 	return after, nil
 }

@@ -11,11 +11,14 @@ import (
 // as given: the runtime encodes and reads it) and when it fires next
 // (NextFireAt, which the store reads). Runtimes that share a store fire a
 // schedule once per fire time because they agree through the store: a
-// runtime records a fire with ClaimScheduleFire, a conditional update that
-// succeeds only while NextFireAt still holds the fire time it read, so of
-// runtimes racing for one fire exactly one moves the schedule on. The start
-// the fire makes carries an idempotency key named after the schedule and the
-// fire time, the final guard against a start made twice.
+// runtime fires with FireSchedule, which in one transaction moves NextFireAt
+// on, only while it still holds the fire time the runtime read and the
+// schedule is not paused, and starts the fire's instances: of runtimes
+// racing for one fire exactly one moves the schedule on and starts its
+// instance, and a schedule paused before the fire committed starts nothing.
+// ClaimScheduleFire is the same conditional update without a start (for
+// fire times that were missed). The start a fire makes also carries an
+// idempotency key named after the schedule and the fire time.
 
 // ScheduleWatchKey is the key that Notifier.WatchInstance signals when a
 // schedule is created, changed, fired or deleted, by this process or (as
@@ -57,6 +60,25 @@ type ScheduleFire struct {
 	Outcome string
 }
 
+// ScheduleStart is one fire of FireSchedule: its time and the start it
+// makes.
+type ScheduleStart struct {
+	// FireAt is the fire time.
+	FireAt time.Time
+	// Start starts the fire's instance; nil when the fire starts none.
+	Start *OrchestratorMessage
+	// Settle says what the fire records, given the error of its Start
+	// (nil when the instance was created, or when Start is nil): the
+	// instance and the outcome (ScheduleFire.InstanceID and Outcome), and
+	// ok false for an error that must fail the whole FireSchedule (then
+	// nothing is recorded nor started). A refused start (a
+	// *DuplicateStartError, a *LockedError, ErrInstanceExists) leaves the
+	// transaction usable: the fire is recorded with the outcome Settle
+	// gives. The store may call Settle more than once (a transaction run
+	// again); it must not have side effects. Required.
+	Settle func(startErr error) (instanceID, outcome string, ok bool)
+}
+
 // ScheduleStore is the optional capability of a store that keeps
 // schedules; both SQL stores implement it. Every change it makes signals
 // the watchers of ScheduleWatchKey.
@@ -80,6 +102,16 @@ type ScheduleStore interface {
 
 	// DeleteSchedule deletes the schedule id and reports whether it existed.
 	DeleteSchedule(ctx context.Context, id string) (bool, error)
+
+	// FireSchedule fires the schedule id in one transaction: only if the
+	// schedule exists, is not paused and its NextFireAt is still due, it
+	// moves NextFireAt to next (zero: never), enqueues the Start of each
+	// of fires in order (as Provider.Enqueue would) and records the last
+	// of them (its Settle decides the instance and outcome recorded). It
+	// reports whether it fired; false means another caller fired it (or
+	// paused, changed or deleted the schedule) first, and nothing was
+	// started. fires must not be empty.
+	FireSchedule(ctx context.Context, id string, due, next time.Time, fires []ScheduleStart) (bool, error)
 
 	// ClaimScheduleFire records the fire f of schedule id and moves its
 	// NextFireAt to next (zero: never), only if the schedule exists, is not

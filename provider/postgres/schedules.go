@@ -33,6 +33,8 @@ updated_at = $7, revision = revision + 1
 WHERE schedule_id = $1 AND next_fire_at = $2 AND NOT paused`,
 	sqlstore.SQNote: `UPDATE schedules SET last_fire_at = $2, last_instance_id = $3, last_outcome = $4,
 updated_at = $5, revision = revision + 1 WHERE schedule_id = $1`,
+	sqlstore.SQSetLast:  `UPDATE schedules SET last_instance_id = $2, last_outcome = $3 WHERE schedule_id = $1`,
+	sqlstore.SQListPage: `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id > $1 ORDER BY schedule_id LIMIT $2`,
 }
 
 // scheduleDB runs the schedule statements: writes in a write
@@ -42,16 +44,32 @@ type scheduleDB struct{ p *Provider }
 func (d scheduleDB) Write(ctx context.Context, op string, q sqlstore.SchedQuery, args ...any) (int64, error) {
 	var n int64
 	err := d.p.write(ctx, op, func(w *wtx) error {
-		tag, err := w.tx.Exec(w.ctx, scheduleSQL[q], args...)
-		if err != nil {
-			return err
-		}
-		if n = tag.RowsAffected(); n > 0 {
-			w.changes.addInstance(provider.ScheduleWatchKey)
-		}
-		return nil
+		var err error
+		n, err = scheduleTx{w}.ExecSchedule(q, args...)
+		return err
 	})
 	return n, err
+}
+
+func (d scheduleDB) WriteTx(ctx context.Context, op string, fn func(sqlstore.ScheduleTx) error) error {
+	return d.p.write(ctx, op, func(w *wtx) error { return fn(scheduleTx{w}) })
+}
+
+// scheduleTx is a write transaction running schedule statements too
+// (sqlstore.ScheduleTx).
+type scheduleTx struct{ *wtx }
+
+func (t scheduleTx) ExecSchedule(q sqlstore.SchedQuery, args ...any) (int64, error) {
+	w := t.wtx
+	tag, err := w.tx.Exec(w.ctx, scheduleSQL[q], args...)
+	if err != nil {
+		return 0, err
+	}
+	n := tag.RowsAffected()
+	if n > 0 {
+		w.changes.addInstance(provider.ScheduleWatchKey)
+	}
+	return n, nil
 }
 
 func (d scheduleDB) Read(ctx context.Context, op string, q sqlstore.SchedQuery, scan func(sqlstore.Row) error, args ...any) error {

@@ -1,6 +1,8 @@
 package providertest
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -139,6 +141,148 @@ var scheduleCases = []testCase{
 		e.wantCount("winning claims", won, 1)
 	}},
 
+	{name: "fire_claims_and_starts_in_one_transaction", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		next := due.Add(5 * time.Minute)
+		e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: "s", Spec: []byte(`{}`), NextFireAt: due}), "create")
+		ok, err := s.FireSchedule(e.ctx, "s", due.Add(-time.Minute), next, []provider.ScheduleStart{fireStart("s-0", due)})
+		e.noErr(err, "fire a time that is not the next one")
+		mustEqual(e.t, "fired a stale due time", ok, false)
+		e.wantNoInstance("s-0")
+		// Two fires (a catch-up): both start; the last is recorded.
+		ok, err = s.FireSchedule(e.ctx, "s", due, next, []provider.ScheduleStart{fireStart("s-1", due.Add(-time.Minute)), fireStart("s-2", due)})
+		e.noErr(err, "fire")
+		mustEqual(e.t, "fired", ok, true)
+		e.wantInstance("s-1")
+		e.wantInstance("s-2")
+		got, err := s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get")
+		e.sameTime("next fire", got.NextFireAt, next)
+		e.sameTime("last fire", got.LastFireAt, due)
+		if got.LastInstanceID != "s-2" || got.LastOutcome != "started" || got.Revision != 2 {
+			e.t.Fatalf("after fire: %+v", got)
+		}
+		ok, err = s.FireSchedule(e.ctx, "s", due, next, []provider.ScheduleStart{fireStart("s-3", due)})
+		e.noErr(err, "fire again")
+		mustEqual(e.t, "fired twice", ok, false)
+		e.wantNoInstance("s-3")
+
+		// A refused start is an outcome: the fire is recorded as Settle
+		// words it, and the schedule moves on.
+		dup := fireStart("s-1", next)
+		var seen error
+		dup.Settle = func(err error) (string, string, bool) {
+			seen = err
+			return "s-1", "duplicate", errors.Is(err, provider.ErrInstanceExists)
+		}
+		later := next.Add(5 * time.Minute)
+		ok, err = s.FireSchedule(e.ctx, "s", next, later, []provider.ScheduleStart{dup})
+		e.noErr(err, "fire onto a taken instance ID")
+		mustEqual(e.t, "fired onto a taken instance ID", ok, true)
+		e.wantErr(seen, provider.ErrInstanceExists, "the start Settle saw")
+		got, err = s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after a refused start")
+		e.sameTime("next fire after a refused start", got.NextFireAt, later)
+		mustEqual(e.t, "outcome of a refused start", got.LastOutcome, "duplicate")
+
+		// A Settle that refuses the error fails the whole fire: nothing
+		// is claimed nor started.
+		bad := fireStart("s-1", later)
+		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		ok, err = s.FireSchedule(e.ctx, "s", later, time.Time{}, []provider.ScheduleStart{fireStart("s-4", later), bad})
+		if err == nil || ok {
+			e.t.Fatalf("fire with a refused start = %v, %v; want an error", ok, err)
+		}
+		e.wantNoInstance("s-4")
+		got, err = s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after a failed fire")
+		e.sameTime("next fire after a failed fire", got.NextFireAt, later)
+
+		// Paused: nothing fires, nothing starts.
+		got.Paused = true
+		e.noErr(s.UpdateSchedule(e.ctx, got), "pause")
+		ok, err = s.FireSchedule(e.ctx, "s", later, time.Time{}, []provider.ScheduleStart{fireStart("s-5", later)})
+		e.noErr(err, "fire while paused")
+		mustEqual(e.t, "fired while paused", ok, false)
+		e.wantNoInstance("s-5")
+		_, err = s.FireSchedule(e.ctx, "s", later, time.Time{}, nil)
+		e.wantErr(err, provider.ErrInvalidArgument, "fire without fires")
+	}},
+
+	{name: "pause_racing_a_fire_never_starts_a_paused_schedule", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		for round := range 20 {
+			id := fmt.Sprintf("s%d", round)
+			inst := id + "-fire"
+			e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: id, Spec: []byte(`{}`), NextFireAt: due}), "create")
+			sc, err := s.GetSchedule(e.ctx, id)
+			e.noErr(err, "get")
+			var fired bool
+			var fireErr, pauseErr error
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				fired, fireErr = s.FireSchedule(e.ctx, id, due, due.Add(time.Minute), []provider.ScheduleStart{fireStart(inst, due)})
+			})
+			wg.Go(func() {
+				p := *sc
+				p.Paused, p.NextFireAt = true, time.Time{}
+				pauseErr = s.UpdateSchedule(e.ctx, &p)
+			})
+			wg.Wait()
+			e.noErr(fireErr, "fire")
+			paused := pauseErr == nil
+			if !paused && !errors.Is(pauseErr, provider.ErrConflict) {
+				e.t.Fatalf("round %d: pause: %v", round, pauseErr)
+			}
+			// Exactly one of them won: a pause that committed first leaves
+			// nothing to fire; a fire that committed first moved the
+			// revision the pause was made at.
+			if fired == paused {
+				e.t.Fatalf("round %d: fired %v and paused %v; want exactly one", round, fired, paused)
+			}
+			if fired {
+				e.wantInstance(inst)
+			} else {
+				e.wantNoInstance(inst)
+			}
+		}
+	}},
+
+	{name: "concurrent_fires_of_one_time_start_one_instance", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		for round := range 5 {
+			id := fmt.Sprintf("s%d", round)
+			e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: id, Spec: []byte(`{}`), NextFireAt: due}), "create")
+			// Each firer starts an instance of its own ID, without an
+			// idempotency key: only the claim keeps a second one out.
+			const n = 6
+			wins := make([]bool, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					wins[i], errs[i] = s.FireSchedule(e.ctx, id, due, due.Add(time.Minute),
+						[]provider.ScheduleStart{fireStart(fmt.Sprintf("%s-by-%d", id, i), due)})
+				})
+			}
+			wg.Wait()
+			won := 0
+			for i := range n {
+				e.noErr(errs[i], "fire")
+				if wins[i] {
+					won++
+					e.wantInstance(fmt.Sprintf("%s-by-%d", id, i))
+				} else {
+					e.wantNoInstance(fmt.Sprintf("%s-by-%d", id, i))
+				}
+			}
+			e.wantCount("winning fires", won, 1)
+		}
+	}},
+
 	{name: "changes_wake_the_schedule_watchers", run: func(e *env) {
 		s := e.schedules()
 		w := e.watch(provider.ScheduleWatchKey)
@@ -186,4 +330,28 @@ func (e *env) schedules() provider.ScheduleStore {
 		e.t.Skip("the store does not implement provider.ScheduleStore")
 	}
 	return s
+}
+
+// fireStart is a fire at at starting instance id, recording "started" (or
+// failing on any start error).
+func fireStart(id string, at time.Time) provider.ScheduleStart {
+	return provider.ScheduleStart{FireAt: at, Start: startMsg(id), Settle: func(err error) (string, string, bool) {
+		return id, "started", err == nil
+	}}
+}
+
+// wantInstance fails unless instance id exists.
+func (e *env) wantInstance(id string) {
+	e.t.Helper()
+	if _, err := e.admin().GetInstance(e.ctx, id); err != nil {
+		e.t.Fatalf("instance %s: %v, want it to exist", id, err)
+	}
+}
+
+// wantNoInstance fails unless instance id does not exist.
+func (e *env) wantNoInstance(id string) {
+	e.t.Helper()
+	if _, err := e.admin().GetInstance(e.ctx, id); !errors.Is(err, provider.ErrNotFound) {
+		e.t.Fatalf("instance %s: %v, want ErrNotFound", id, err)
+	}
 }

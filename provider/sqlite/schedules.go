@@ -31,6 +31,8 @@ updated_at = ?7, revision = revision + 1
 WHERE schedule_id = ?1 AND next_fire_at = ?2 AND paused = 0`,
 	sqlstore.SQNote: `UPDATE schedules SET last_fire_at = ?2, last_instance_id = ?3, last_outcome = ?4,
 updated_at = ?5, revision = revision + 1 WHERE schedule_id = ?1`,
+	sqlstore.SQSetLast:  `UPDATE schedules SET last_instance_id = ?2, last_outcome = ?3 WHERE schedule_id = ?1`,
+	sqlstore.SQListPage: `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id > ?1 ORDER BY schedule_id LIMIT ?2`,
 }
 
 // scheduleDB runs the schedule statements: writes through the writer,
@@ -40,19 +42,35 @@ type scheduleDB struct{ p *Provider }
 func (d scheduleDB) Write(ctx context.Context, op string, q sqlstore.SchedQuery, args ...any) (int64, error) {
 	var n int64
 	err := d.p.write(ctx, op, func(w *wtx) error {
-		res, err := w.tx.ExecContext(w.ctx, scheduleSQL[q], args...)
-		if err != nil {
-			return interpretError(err, nil)
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return interpretError(err, nil)
-		}
-		if n > 0 {
-			w.changes.instances = append(w.changes.instances, provider.ScheduleWatchKey)
-		}
-		return nil
+		var err error
+		n, err = scheduleTx{w}.ExecSchedule(q, args...)
+		return err
 	})
 	return n, err
+}
+
+func (d scheduleDB) WriteTx(ctx context.Context, op string, fn func(sqlstore.ScheduleTx) error) error {
+	return d.p.write(ctx, op, func(w *wtx) error { return fn(scheduleTx{w}) })
+}
+
+// scheduleTx is a write transaction running schedule statements too
+// (sqlstore.ScheduleTx).
+type scheduleTx struct{ *wtx }
+
+func (t scheduleTx) ExecSchedule(q sqlstore.SchedQuery, args ...any) (int64, error) {
+	w := t.wtx
+	res, err := w.tx.ExecContext(w.ctx, scheduleSQL[q], args...)
+	if err != nil {
+		return 0, interpretError(err, nil)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, interpretError(err, nil)
+	}
+	if n > 0 {
+		w.changes.instances = append(w.changes.instances, provider.ScheduleWatchKey)
+	}
+	return n, nil
 }
 
 func (d scheduleDB) Read(ctx context.Context, op string, q sqlstore.SchedQuery, scan func(sqlstore.Row) error, args ...any) error {

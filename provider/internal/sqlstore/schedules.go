@@ -41,13 +41,25 @@ const (
 	// SQNote (id, fire_at, instance_id, outcome, now) records a fire
 	// (last_*, updated_at, revision + 1) and leaves next_fire_at.
 	SQNote
+	// SQSetLast (id, instance_id, outcome) sets last_instance_id and
+	// last_outcome, within the transaction of a fire that claimed the
+	// schedule (SQClaim) first.
+	SQSetLast
+	// SQListPage (after, limit) returns up to limit schedules whose ID
+	// sorts after the one given, by ID.
+	SQListPage
 	// NumSchedQueries is the number of statements: the size of a store's table.
 	NumSchedQueries
 )
 
 // ScheduleDB is how the shared schedule code reaches a store: one
-// statement per call, each atomic on its own.
+// statement per call, each atomic on its own (Write, Read), or several in
+// one write transaction (WriteTx).
 type ScheduleDB interface {
+	// WriteTx runs fn in one write transaction (as Write does: group
+	// commit, notifications, errors) and commits what it did unless it
+	// returns an error. fn may run more than once.
+	WriteTx(ctx context.Context, op string, fn func(ScheduleTx) error) error
 	// Write runs q in a write transaction and returns the rows it
 	// affected. When it affected any, the store signals the watchers of
 	// provider.ScheduleWatchKey once it committed (in every process the
@@ -56,6 +68,17 @@ type ScheduleDB interface {
 	Write(ctx context.Context, op string, q SchedQuery, args ...any) (int64, error)
 	// Read runs q and calls scan for each row, translating errors as Write.
 	Read(ctx context.Context, op string, q SchedQuery, scan func(Row) error, args ...any) error
+}
+
+// ScheduleTx is a store's write transaction as a fire sees it: the steps
+// of enqueueing a start (MessageTx, for InsertMessage) and the schedule
+// statements.
+type ScheduleTx interface {
+	MessageTx
+	// ExecSchedule runs q and returns the rows it affected; when it
+	// affected any, the watchers of provider.ScheduleWatchKey are
+	// signalled once the transaction committed.
+	ExecSchedule(q SchedQuery, args ...any) (int64, error)
 }
 
 // nullMs is t in epoch milliseconds, or nil (NULL) for the zero time.
@@ -192,6 +215,73 @@ func ClaimScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string,
 	return n > 0, err
 }
 
+// FireSchedule is the body of provider.ScheduleStore.FireSchedule: the
+// claim (SQClaim), then each start (InsertMessage), then the last fire's
+// outcome (SQSetLast), in one transaction. A start the store refuses (a
+// retained idempotency key, a held execution lock, a taken instance ID)
+// is found by reading before anything of it is written, so the
+// transaction goes on and records the refusal as Settle words it.
+func FireSchedule(ctx context.Context, db ScheduleDB, id string, due, next time.Time, fires []provider.ScheduleStart) (bool, error) {
+	const op = "firing schedule"
+	if err := checkScheduleID(id); err != nil {
+		return false, err
+	}
+	if due.IsZero() {
+		return false, sqlenc.Invalid("schedule %q: firing without a due time", id)
+	}
+	if len(fires) == 0 {
+		return false, sqlenc.Invalid("schedule %q: firing no fire", id)
+	}
+	enc := make([]*sqlenc.Msg, len(fires))
+	early := make([]error, len(fires)) // refused before the transaction
+	for i, f := range fires {
+		if f.Settle == nil {
+			return false, sqlenc.Invalid("schedule %q: fire %d has no Settle", id, i)
+		}
+		if f.Start == nil {
+			continue
+		}
+		if f.Start.Create == nil {
+			return false, sqlenc.Invalid("schedule %q: fire %d: a start must create its instance", id, i)
+		}
+		m, err := sqlenc.EncodeMessage(f.Start)
+		if err != nil {
+			if _, _, ok := f.Settle(err); !ok {
+				return false, err
+			}
+			early[i] = err
+			continue
+		}
+		enc[i] = m
+	}
+	last := fires[len(fires)-1]
+	var claimed bool
+	err := db.WriteTx(ctx, op, func(tx ScheduleTx) error {
+		claimed = false
+		n, err := tx.ExecSchedule(SQClaim, id, due.UnixMilli(), nullMs(next), nullMs(last.FireAt), "", "", tx.Now())
+		if err != nil || n == 0 {
+			return err
+		}
+		var inst, outcome string
+		for i, f := range fires {
+			startErr := early[i]
+			if enc[i] != nil {
+				startErr = InsertMessage(tx, enc[i])
+			}
+			var ok bool
+			if inst, outcome, ok = f.Settle(startErr); !ok {
+				return startErr
+			}
+		}
+		if _, err := tx.ExecSchedule(SQSetLast, id, inst, outcome); err != nil {
+			return err
+		}
+		claimed = true
+		return nil
+	})
+	return claimed, err
+}
+
 // NoteScheduleFire is the body of provider.ScheduleStore.NoteScheduleFire.
 func NoteScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string, f provider.ScheduleFire) (bool, error) {
 	if err := checkScheduleID(id); err != nil {
@@ -238,6 +328,12 @@ func (s Schedules) DeleteSchedule(ctx context.Context, id string) (bool, error) 
 // ClaimScheduleFire records a due fire; see provider.ScheduleStore.
 func (s Schedules) ClaimScheduleFire(ctx context.Context, id string, due, next time.Time, f provider.ScheduleFire) (bool, error) {
 	return ClaimScheduleFire(ctx, s.DB, s.Now(), id, due, next, f)
+}
+
+// FireSchedule claims a due fire and starts its instances in one
+// transaction; see provider.ScheduleStore.
+func (s Schedules) FireSchedule(ctx context.Context, id string, due, next time.Time, fires []provider.ScheduleStart) (bool, error) {
+	return FireSchedule(ctx, s.DB, id, due, next, fires)
 }
 
 // NoteScheduleFire records a fire out of turn; see provider.ScheduleStore.
