@@ -1,11 +1,14 @@
 package duroxide
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
@@ -133,7 +136,8 @@ func (c *Client) GetSchedule(ctx context.Context, id string) (*ScheduleInfo, err
 	return scheduleInfo(s)
 }
 
-// ListSchedules returns every schedule, ordered by ID.
+// ListSchedules returns every schedule, ordered by ID, in one read; for
+// many schedules, ListSchedulesPage reads them a page at a time.
 func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleInfo, error) {
 	st, err := c.scheduleStore()
 	if err != nil {
@@ -152,6 +156,89 @@ func (c *Client) ListSchedules(ctx context.Context) ([]ScheduleInfo, error) {
 		out = append(out, *info)
 	}
 	return out, nil
+}
+
+// Schedule list pages.
+const (
+	// DefaultScheduleListLimit is the page size of ListSchedulesPage
+	// without a Limit.
+	DefaultScheduleListLimit = 100
+	// MaxScheduleListLimit caps the page size of ListSchedulesPage: a
+	// larger Limit reads this many.
+	MaxScheduleListLimit = 1000
+)
+
+// ScheduleListOptions selects a page of ListSchedulesPage.
+type ScheduleListOptions struct {
+	// Limit is the page size (default DefaultScheduleListLimit, capped at
+	// MaxScheduleListLimit; negative is ErrInvalidArgument).
+	Limit int
+	// Cursor continues from a previous page's NextCursor ("": the first
+	// page). A cursor not made by ListSchedulesPage is ErrInvalidArgument.
+	Cursor string
+}
+
+// SchedulePage is one page of schedules, ordered by ID.
+type SchedulePage struct {
+	Schedules []ScheduleInfo
+	// NextCursor reads the next page; "" on the last one.
+	NextCursor string
+}
+
+// scheduleCursor is the cursor after the schedule id: its ID, encoded so
+// that it reads as opaque.
+func scheduleCursor(id string) string {
+	return "s1." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// parseScheduleCursor returns the ID a cursor continues after.
+func parseScheduleCursor(cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	rest, ok := strings.CutPrefix(cursor, "s1.")
+	id, err := base64.RawURLEncoding.DecodeString(rest)
+	if !ok || err != nil || len(id) == 0 || len(id) > MaxScheduleIDLength {
+		return "", fmt.Errorf("%w: invalid schedule list cursor %q", ErrInvalidArgument, cursor)
+	}
+	return string(id), nil
+}
+
+// ListSchedulesPage returns a page of schedules, ordered by ID; follow
+// NextCursor for the next one.
+func (c *Client) ListSchedulesPage(ctx context.Context, opts *ScheduleListOptions) (*SchedulePage, error) {
+	st, err := c.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if opts == nil {
+		opts = &ScheduleListOptions{}
+	}
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("%w: schedule list limit %d is negative", ErrInvalidArgument, opts.Limit)
+	}
+	limit := min(cmp.Or(opts.Limit, DefaultScheduleListLimit), MaxScheduleListLimit)
+	after, err := parseScheduleCursor(opts.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	list, err := st.ListSchedulesPage(ctx, after, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("listing schedules: %w", err)
+	}
+	page := &SchedulePage{Schedules: make([]ScheduleInfo, 0, min(len(list), limit))}
+	if len(list) > limit {
+		list = list[:limit]
+		page.NextCursor = scheduleCursor(list[limit-1].ID)
+	}
+	for i := range list {
+		info, err := scheduleInfo(&list[i])
+		if err != nil {
+			return nil, err
+		}
+		page.Schedules = append(page.Schedules, *info)
+	}
+	return page, nil
 }
 
 // changeSchedule applies change to the stored schedule id and writes it

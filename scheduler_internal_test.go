@@ -96,3 +96,63 @@ func TestSchedulerRetriesAfterStoreErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestListSchedulesPage pages through schedules by ID: limits, the cursor,
+// a huge limit capped, and bad input refused.
+func TestListSchedulesPage(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := sqlite.Open(ctx, "", &sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	c := NewClient(db)
+	ids := []string{"a", "b", "c", "d", "e"}
+	for _, id := range ids {
+		if _, err := c.CreateSchedule(ctx, id, &ScheduleDefinition{Cron: "@daily", Orchestration: "o"}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	opts := &ScheduleListOptions{Limit: 2}
+	pages := 0
+	for {
+		page, err := c.ListSchedulesPage(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(page.Schedules) > 2 {
+			t.Fatalf("page of %d, want at most 2", len(page.Schedules))
+		}
+		for _, s := range page.Schedules {
+			got = append(got, s.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	if pages != 3 || len(got) != len(ids) {
+		t.Fatalf("%d pages of %v, want 3 pages of %v", pages, got, ids)
+	}
+	for i := range ids {
+		if got[i] != ids[i] {
+			t.Fatalf("paged %v, want %v", got, ids)
+		}
+	}
+	all, err := c.ListSchedulesPage(ctx, &ScheduleListOptions{Limit: 1 << 30})
+	if err != nil || len(all.Schedules) != len(ids) || all.NextCursor != "" {
+		t.Fatalf("huge limit: %+v, %v", all, err)
+	}
+	def, err := c.ListSchedulesPage(ctx, nil)
+	if err != nil || len(def.Schedules) != len(ids) {
+		t.Fatalf("default page: %+v, %v", def, err)
+	}
+	for _, bad := range []*ScheduleListOptions{{Limit: -1}, {Cursor: "nonsense"}, {Cursor: "s1.!!"}, {Cursor: "s1."}} {
+		if _, err := c.ListSchedulesPage(ctx, bad); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("ListSchedulesPage(%+v) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}

@@ -94,6 +94,10 @@ type ScheduleStore interface {
 	// ListSchedules returns every schedule, ordered by ID.
 	ListSchedules(ctx context.Context) ([]Schedule, error)
 
+	// ListSchedulesPage returns up to limit (at least 1) schedules whose
+	// ID sorts after after ("": from the first), ordered by ID.
+	ListSchedulesPage(ctx context.Context, after string, limit int) ([]Schedule, error)
+
 	// UpdateSchedule replaces the Spec, Paused and NextFireAt of the
 	// schedule s.ID if its revision is still s.Revision, and moves the
 	// revision on. A missing schedule is ErrNotFound; a revision that moved

@@ -56,6 +56,28 @@ var scheduleCases = []testCase{
 		e.wantErr(err, provider.ErrNotFound, "get a deleted schedule")
 	}},
 
+	{name: "list_pages_by_id", run: func(e *env) {
+		s := e.schedules()
+		for _, id := range []string{"c", "a", "d", "b"} {
+			e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: id, Spec: []byte(`{}`)}), "create "+id)
+		}
+		page := func(after string, limit int) string {
+			list, err := s.ListSchedulesPage(e.ctx, after, limit)
+			e.noErr(err, "list page")
+			out := ""
+			for _, sc := range list {
+				out += sc.ID
+			}
+			return out
+		}
+		mustEqual(e.t, "first page", page("", 2), "ab")
+		mustEqual(e.t, "second page", page("b", 2), "cd")
+		mustEqual(e.t, "after the last", page("d", 2), "")
+		mustEqual(e.t, "after an ID that is not stored", page("bb", 10), "cd")
+		_, err := s.ListSchedulesPage(e.ctx, "", 0)
+		e.wantErr(err, provider.ErrInvalidArgument, "list a page of 0")
+	}},
+
 	{name: "claim_moves_the_next_fire_once", run: func(e *env) {
 		s := e.schedules()
 		due := e.clock.Now()

@@ -159,15 +159,27 @@ func GetSchedule(ctx context.Context, db ScheduleDB, id string) (*provider.Sched
 
 // ListSchedules is the body of provider.ScheduleStore.ListSchedules.
 func ListSchedules(ctx context.Context, db ScheduleDB) ([]provider.Schedule, error) {
+	return readSchedules(ctx, db, SQList)
+}
+
+// ListSchedulesPage is the body of provider.ScheduleStore.ListSchedulesPage.
+func ListSchedulesPage(ctx context.Context, db ScheduleDB, after string, limit int) ([]provider.Schedule, error) {
+	if limit < 1 {
+		return nil, sqlenc.Invalid("schedule page limit %d must be at least 1", limit)
+	}
+	return readSchedules(ctx, db, SQListPage, after, limit)
+}
+
+func readSchedules(ctx context.Context, db ScheduleDB, q SchedQuery, args ...any) ([]provider.Schedule, error) {
 	out := []provider.Schedule{}
-	err := db.Read(ctx, "listing schedules", SQList, func(r Row) error {
+	err := db.Read(ctx, "listing schedules", q, func(r Row) error {
 		s, err := ScanSchedule(r)
 		if err != nil {
 			return err
 		}
 		out = append(out, *s)
 		return nil
-	})
+	}, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +325,11 @@ func (s Schedules) GetSchedule(ctx context.Context, id string) (*provider.Schedu
 // ListSchedules returns every schedule; see provider.ScheduleStore.
 func (s Schedules) ListSchedules(ctx context.Context) ([]provider.Schedule, error) {
 	return ListSchedules(ctx, s.DB)
+}
+
+// ListSchedulesPage returns a page of schedules; see provider.ScheduleStore.
+func (s Schedules) ListSchedulesPage(ctx context.Context, after string, limit int) ([]provider.Schedule, error) {
+	return ListSchedulesPage(ctx, s.DB, after, limit)
 }
 
 // UpdateSchedule replaces a schedule's definition; see provider.ScheduleStore.
