@@ -254,6 +254,9 @@ func (s *faultyStore) GetSchedule(context.Context, string) (*provider.Schedule, 
 	return nil, s.err
 }
 func (s *faultyStore) ListSchedules(context.Context) ([]provider.Schedule, error) { return nil, s.err }
+func (s *faultyStore) ListSchedulesPage(context.Context, string, int) ([]provider.Schedule, error) {
+	return nil, s.err
+}
 func (s *faultyStore) DeleteSchedule(context.Context, string) (bool, error)       { return false, s.err }
 func (s *faultyStore) PauseInstance(context.Context, string, provider.PauseInfo) error {
 	return s.err
@@ -559,6 +562,7 @@ func TestOpenAPIContract(t *testing.T) {
 	post("/api/schedules", `{"id": "nightly", "interval": "5m", "orchestration": "demo.Hello"}`, http.StatusConflict)
 	post("/api/schedules", `{"id": "bad", "cron": "61 * * * *", "orchestration": "demo.Hello"}`, http.StatusBadRequest)
 	get("/api/schedules", http.StatusOK)
+	get("/api/schedules?limit=0", http.StatusBadRequest)
 	get("/api/schedules/nightly", http.StatusOK)
 	get("/api/schedules/nobody", http.StatusNotFound)
 	get(longSchedule, http.StatusBadRequest)

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/duroxide/duroxide-go"
@@ -111,17 +114,36 @@ func viewSchedule(in *duroxide.ScheduleInfo) scheduleView {
 }
 
 type schedulesResponse struct {
-	Schedules []scheduleView `json:"schedules"`
+	Schedules  []scheduleView `json:"schedules"`
+	NextCursor string         `json:"nextCursor,omitempty"`
 }
 
+// listSchedules answers a page of schedules: ?limit (default
+// duroxide.DefaultScheduleListLimit, a larger one than
+// duroxide.MaxScheduleListLimit reads that many) and ?cursor.
 func (s *server) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.client.ListSchedules(r.Context())
+	q := r.URL.Query()
+	opts := &duroxide.ScheduleListOptions{Cursor: q.Get("cursor")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil && errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+			n, err = duroxide.MaxScheduleListLimit, nil // a huge limit reads the most a page holds
+		}
+		if err != nil || n < 1 {
+			return badRequest("invalid limit", "limit must be a positive integer, got %q", v)
+		}
+		opts.Limit = n
+	}
+	page, err := s.client.ListSchedulesPage(r.Context(), opts)
 	if err != nil {
+		if errors.Is(err, duroxide.ErrInvalidArgument) && opts.Cursor != "" {
+			return badRequest("invalid cursor", "cursor must be the nextCursor of a previous page, got %q", opts.Cursor)
+		}
 		return err
 	}
-	out := schedulesResponse{Schedules: make([]scheduleView, len(list))}
-	for i := range list {
-		out.Schedules[i] = viewSchedule(&list[i])
+	out := schedulesResponse{Schedules: make([]scheduleView, len(page.Schedules)), NextCursor: page.NextCursor}
+	for i := range page.Schedules {
+		out.Schedules[i] = viewSchedule(&page.Schedules[i])
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -151,3 +151,48 @@ func TestSchedulesNeedTheToken(t *testing.T) {
 		t.Fatalf("after unauthenticated calls: %+v, %v", list, err)
 	}
 }
+
+// TestSchedulesListPages pages GET /api/schedules with limit and cursor,
+// caps a huge limit and refuses a bad limit or cursor.
+func TestSchedulesListPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for _, id := range []string{"c", "a", "b"} {
+		e.expect(t, "POST", "/api/schedules", `{"id": "`+id+`", "cron": "@daily", "orchestration": "demo.Hello"}`, http.StatusCreated, nil)
+	}
+	type page struct {
+		Schedules []struct {
+			ID string `json:"id"`
+		} `json:"schedules"`
+		NextCursor string `json:"nextCursor"`
+	}
+	var got []string
+	path := "/api/schedules?limit=2"
+	for n := 0; ; n++ {
+		if n > 3 {
+			t.Fatal("too many pages")
+		}
+		var p page
+		e.expect(t, "GET", path, nil, http.StatusOK, &p)
+		for _, s := range p.Schedules {
+			got = append(got, s.ID)
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		path = "/api/schedules?limit=2&cursor=" + url.QueryEscape(p.NextCursor)
+	}
+	if strings.Join(got, ",") != "a,b,c" {
+		t.Fatalf("paged %v, want a, b, c", got)
+	}
+	for _, limit := range []string{"1000000", "99999999999999999999999"} {
+		var p page
+		e.expect(t, "GET", "/api/schedules?limit="+limit, nil, http.StatusOK, &p)
+		if len(p.Schedules) != 3 || p.NextCursor != "" {
+			t.Fatalf("limit=%s: %+v", limit, p)
+		}
+	}
+	for _, q := range []string{"limit=0", "limit=-1", "limit=ten", "limit=-99999999999999999999999", "cursor=nonsense", "cursor=s1.%21"} {
+		e.expect(t, "GET", "/api/schedules?"+q, nil, http.StatusBadRequest, nil)
+	}
+}

@@ -1508,7 +1508,9 @@ type ScheduleRequestOverlap string
 
 // SchedulesResponse defines model for SchedulesResponse.
 type SchedulesResponse struct {
-	Schedules []Schedule `json:"schedules"`
+	// NextCursor Reads the next page (the cursor parameter); absent on the last page.
+	NextCursor *string    `json:"nextCursor,omitempty"`
+	Schedules  []Schedule `json:"schedules"`
 }
 
 // SignalWithStartRequest defines model for SignalWithStartRequest.
@@ -2104,6 +2106,15 @@ type GetHistoryParams struct {
 type SignalWithStartParams struct {
 	// Traceparent A W3C trace context recorded as the started instance's trace context (as on POST /api/instances).
 	Traceparent *string `json:"traceparent,omitempty"`
+}
+
+// ListSchedulesParams defines parameters for ListSchedules.
+type ListSchedulesParams struct {
+	// Limit Page size (default 100); a larger value than 1000 reads 1000.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The nextCursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CallWebhookJSONBody defines parameters for CallWebhook.
@@ -2793,10 +2804,10 @@ type ClientInterface interface {
 	// Corresponds with GET /api/orchestrations (the `ListOrchestrations` operationId).
 	ListOrchestrations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListSchedules List every schedule, by ID, with its next and last fire
+	// ListSchedules List schedules, by ID, a page at a time, with their next and last fire
 	//
 	// Corresponds with GET /api/schedules (the `ListSchedules` operationId).
-	ListSchedules(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListSchedules(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateScheduleWithBody Create a schedule
 	//
@@ -3404,11 +3415,11 @@ func (c *Client) ListOrchestrations(ctx context.Context, reqEditors ...RequestEd
 	return c.Client.Do(req)
 }
 
-// ListSchedules List every schedule, by ID, with its next and last fire
+// ListSchedules List schedules, by ID, a page at a time, with their next and last fire
 //
 // Corresponds with GET /api/schedules (the `ListSchedules` operationId).
-func (c *Client) ListSchedules(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListSchedulesRequest(c.Server)
+func (c *Client) ListSchedules(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSchedulesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4821,7 +4832,7 @@ func NewListOrchestrationsRequest(server string) (*http.Request, error) {
 }
 
 // NewListSchedulesRequest constructs an http.Request for the ListSchedules method
-func NewListSchedulesRequest(server string) (*http.Request, error) {
+func NewListSchedulesRequest(server string, params *ListSchedulesParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4837,6 +4848,45 @@ func NewListSchedulesRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5616,12 +5666,12 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/orchestrations (the `ListOrchestrations` operationId).
 	ListOrchestrationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOrchestrationsResponse, error)
 
-	// ListSchedulesWithResponse List every schedule, by ID, with its next and last fire
+	// ListSchedulesWithResponse List schedules, by ID, a page at a time, with their next and last fire
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/schedules (the `ListSchedules` operationId).
-	ListSchedulesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error)
+	ListSchedulesWithResponse(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error)
 
 	// CreateScheduleWithBodyWithResponse Create a schedule
 	//
@@ -8147,6 +8197,8 @@ type ListSchedulesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SchedulesResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -8166,6 +8218,11 @@ type ListSchedulesResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListSchedulesResponse) GetJSON200() *SchedulesResponse {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSchedulesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -9977,13 +10034,13 @@ func (c *ClientWithResponses) ListOrchestrationsWithResponse(ctx context.Context
 	return ParseListOrchestrationsResponse(rsp)
 }
 
-// ListSchedulesWithResponse List every schedule, by ID, with its next and last fire
+// ListSchedulesWithResponse List schedules, by ID, a page at a time, with their next and last fire
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/schedules (the `ListSchedules` operationId).
-func (c *ClientWithResponses) ListSchedulesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error) {
-	rsp, err := c.ListSchedules(ctx, reqEditors...)
+func (c *ClientWithResponses) ListSchedulesWithResponse(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error) {
+	rsp, err := c.ListSchedules(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12671,6 +12728,13 @@ func ParseListSchedulesResponse(rsp *http.Response) (*ListSchedulesResponse, err
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
