@@ -257,7 +257,7 @@ func (s *faultyStore) ListSchedules(context.Context) ([]provider.Schedule, error
 func (s *faultyStore) ListSchedulesPage(context.Context, string, int) ([]provider.Schedule, error) {
 	return nil, s.err
 }
-func (s *faultyStore) DeleteSchedule(context.Context, string) (bool, error)       { return false, s.err }
+func (s *faultyStore) DeleteSchedule(context.Context, string) (bool, error) { return false, s.err }
 func (s *faultyStore) PauseInstance(context.Context, string, provider.PauseInfo) error {
 	return s.err
 }
