@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +18,7 @@ import (
 
 var scheduleCommand = &command{
 	name:     "schedule",
-	synopsis: "create ID ORCHESTRATION (--cron EXPR [--tz ZONE] | --every D) [flags] | list | show ID | pause ID | resume ID | trigger ID | delete ID [--json]",
+	synopsis: "create ID ORCHESTRATION (--cron EXPR [--tz ZONE] | --every D) [flags] | list [--limit N] [--cursor C] | show ID | pause ID | resume ID | trigger ID | delete ID [--json]",
 	summary:  "create and manage schedules (cron or fixed interval) that runtimes fire",
 	details: `A schedule starts ORCHESTRATION at the times of a cron expression (five
 fields, or @hourly, @daily, @weekly, @monthly, @yearly, read in --tz) or every
@@ -32,13 +35,16 @@ ID-<fire time>, e.g. nightly-20260305T010000Z.
       --catch-up P           fires missed while no runtime ran: none, last
                              (default) or all, within --catch-up-window (24h)
       --paused               create it paused
-  schedule list              every schedule with its next and last fire
+  schedule list              the schedules with their next and last fire, by ID,
+                             in pages of --limit (default 100, at most 1000);
+                             when there are more, it prints the --cursor that
+                             continues the listing
   schedule show ID           one schedule
   schedule pause ID          stop firing; resume ID fires again from now on
   schedule trigger ID        fire now, out of turn (even when paused)
   schedule delete ID         delete it (its instances stay)
 
---json applies to list ({"schedules": [...]}), show, create, pause, resume
+--json applies to list ({"schedules": [...], "nextCursor": "..."}), show, create, pause, resume
 and trigger, in the HTTP API's form.`,
 	run: runSchedule,
 }
@@ -48,7 +54,7 @@ and trigger, in the HTTP API's form.`,
 type scheduleBackend interface {
 	CreateSchedule(ctx context.Context, id string, def *duroxide.ScheduleDefinition, paused bool) (*duroxide.ScheduleInfo, error)
 	GetSchedule(ctx context.Context, id string) (*duroxide.ScheduleInfo, error)
-	ListSchedules(ctx context.Context) ([]duroxide.ScheduleInfo, error)
+	ListSchedulesPage(ctx context.Context, opts *duroxide.ScheduleListOptions) (*duroxide.SchedulePage, error)
 	PauseSchedule(ctx context.Context, id string) (*duroxide.ScheduleInfo, error)
 	ResumeSchedule(ctx context.Context, id string) (*duroxide.ScheduleInfo, error)
 	TriggerSchedule(ctx context.Context, id string) (*duroxide.ScheduleFire, error)
@@ -75,6 +81,8 @@ func runSchedule(ctx context.Context, inv *invocation, args []string) error {
 	catchUp := inv.fs.String("catch-up", "", "create: none, last or all (default last)")
 	window := inv.fs.Duration("catch-up-window", 0, "create: how far back catch-up looks (default 24h)")
 	paused := inv.fs.Bool("paused", false, "create: create it paused")
+	limit := inv.fs.Int("limit", duroxide.DefaultScheduleListLimit, "list: page size, 1 to 1000")
+	cursor := inv.fs.String("cursor", "", "list: continue a previous listing (printed after its last page)")
 	if err := inv.parse(args, 1, "subcommand", "schedule ID", "orchestration"); err != nil {
 		return err
 	}
@@ -102,6 +110,20 @@ func runSchedule(ctx context.Context, inv *invocation, args []string) error {
 		if stray != "" {
 			return usageErrorf("schedule %s: --%s applies to 'schedule create' only", sub, stray)
 		}
+	}
+	if sub != "list" {
+		var stray string
+		inv.fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Usage, "list:") {
+				stray = f.Name
+			}
+		})
+		if stray != "" {
+			return usageErrorf("schedule %s: --%s applies to 'schedule list' only", sub, stray)
+		}
+	}
+	if *limit < 1 || *limit > duroxide.MaxScheduleListLimit {
+		return usageErrorf("schedule list: --limit must be between 1 and %d, got %d", duroxide.MaxScheduleListLimit, *limit)
 	}
 	if inv.jsonOut && sub == "delete" {
 		return usageErrorf("schedule delete: --json does not apply")
@@ -137,22 +159,35 @@ func runSchedule(ctx context.Context, inv *invocation, args []string) error {
 	var info *duroxide.ScheduleInfo
 	switch sub {
 	case "list":
-		list, err := client.ListSchedules(ctx)
+		page, err := client.ListSchedulesPage(ctx, &duroxide.ScheduleListOptions{Limit: *limit, Cursor: *cursor})
 		if err != nil {
+			if *cursor != "" && errors.Is(err, duroxide.ErrInvalidArgument) {
+				return usageErrorf("schedule list: --cursor %q is not a cursor printed by a previous 'duroxide schedule list'", *cursor)
+			}
 			return interrupted(err)
 		}
+		list := page.Schedules
 		if inv.jsonOut {
-			out := make([]scheduleJSON, len(list))
+			out := struct {
+				Schedules  []scheduleJSON `json:"schedules"`
+				NextCursor string         `json:"nextCursor,omitempty"`
+			}{Schedules: make([]scheduleJSON, len(list)), NextCursor: page.NextCursor}
 			for i := range list {
-				out[i] = toScheduleJSON(&list[i])
+				out.Schedules[i] = toScheduleJSON(&list[i])
 			}
-			return inv.printJSON(map[string]any{"schedules": out})
+			return inv.printJSON(out)
 		}
 		if len(list) == 0 {
 			_, err := fmt.Fprintln(inv.stdout, "no schedules")
 			return err
 		}
-		return printSchedules(inv.stdout, list)
+		if err := printSchedules(inv.stdout, list); err != nil {
+			return err
+		}
+		if page.NextCursor != "" {
+			fmt.Fprintf(inv.stderr, "more schedules: continue with --cursor %s\n", safe(page.NextCursor))
+		}
+		return nil
 	case "delete":
 		ok, err := client.DeleteSchedule(ctx, id)
 		if err != nil {
@@ -390,22 +425,34 @@ func (r *remote) GetSchedule(ctx context.Context, id string) (*duroxide.Schedule
 	return r.scheduleCall(ctx, "GET", "/api/schedules/"+pathID(id), nil)
 }
 
-func (r *remote) ListSchedules(ctx context.Context) ([]duroxide.ScheduleInfo, error) {
+func (r *remote) ListSchedulesPage(ctx context.Context, opts *duroxide.ScheduleListOptions) (*duroxide.SchedulePage, error) {
 	var out struct {
-		Schedules []scheduleJSON `json:"schedules"`
+		Schedules  []scheduleJSON `json:"schedules"`
+		NextCursor string         `json:"nextCursor"`
 	}
-	if _, _, err := r.do(ctx, "GET", "/api/schedules", nil, &out); err != nil {
+	q := url.Values{}
+	if opts != nil && opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts != nil && opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	path := "/api/schedules"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	if _, _, err := r.do(ctx, "GET", path, nil, &out); err != nil {
 		return nil, err
 	}
-	list := make([]duroxide.ScheduleInfo, 0, len(out.Schedules))
+	page := &duroxide.SchedulePage{Schedules: make([]duroxide.ScheduleInfo, 0, len(out.Schedules)), NextCursor: out.NextCursor}
 	for i := range out.Schedules {
 		s, err := fromScheduleJSON(&out.Schedules[i])
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, *s)
+		page.Schedules = append(page.Schedules, *s)
 	}
-	return list, nil
+	return page, nil
 }
 
 func (r *remote) PauseSchedule(ctx context.Context, id string) (*duroxide.ScheduleInfo, error) {

@@ -69,3 +69,58 @@ func TestSchedule(t *testing.T) {
 		t.Fatalf("schedule list of an empty store printed %q", r.stdout)
 	}
 }
+
+// TestScheduleListPages pages 'duroxide schedule list' with --limit and
+// --cursor, directly and through a server, and refuses a bad limit or
+// cursor.
+func TestScheduleListPages(t *testing.T) {
+	t.Parallel()
+	db, path := tempDB(t)
+	runCLI(t, "migrate", "--db", db).wantCode(t, 0)
+	srv, _ := apiServer(t, path)
+	for _, id := range []string{"c", "a", "b"} {
+		runCLI(t, "schedule", "create", id, "demo.Hello", "--cron", "@daily", "--db", db).wantCode(t, 0)
+	}
+	modes := map[string]func(args ...string) result{
+		"direct": func(args ...string) result { return runCLI(t, append(args, "--db", db)...) },
+		"server": func(args ...string) result {
+			return runCLIEnv(t, map[string]string{envServer: srv.URL, envAuthToken: testToken}, args...)
+		},
+	}
+	for name, run := range modes {
+		var got []string
+		args := []string{"schedule", "list", "--limit", "2", "--json"}
+		for pages := 0; ; pages++ {
+			if pages > 3 {
+				t.Fatalf("%s: too many pages", name)
+			}
+			var page struct {
+				Schedules  []scheduleJSON `json:"schedules"`
+				NextCursor string         `json:"nextCursor"`
+			}
+			run(args...).wantCode(t, 0).decode(t, &page)
+			for _, s := range page.Schedules {
+				got = append(got, s.ID)
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			args = []string{"schedule", "list", "--limit", "2", "--json", "--cursor", page.NextCursor}
+		}
+		if strings.Join(got, ",") != "a,b,c" {
+			t.Fatalf("%s: paged %v, want a, b, c", name, got)
+		}
+		r := run("schedule", "list", "--limit", "1").wantCode(t, 0)
+		if !strings.Contains(r.stdout, "a") || strings.Contains(r.stdout, " b ") || !strings.Contains(r.stderr, "more schedules: continue with --cursor ") {
+			t.Fatalf("%s: a page of 1 printed %q, %q", name, r.stdout, r.stderr)
+		}
+		run("schedule", "list", "--cursor", "nonsense").wantErr(t, 2, "not a cursor")
+	}
+	for _, args := range [][]string{
+		{"schedule", "list", "--limit", "0"},
+		{"schedule", "list", "--limit", "1001"},
+		{"schedule", "show", "a", "--limit", "5"},
+	} {
+		runCLI(t, append(args, "--db", db)...).wantCode(t, 2)
+	}
+}
