@@ -2,6 +2,8 @@ package dashboard_test
 
 import (
 	"context"
+	"html"
+	"regexp"
 	"net/http"
 	"testing"
 	"time"
@@ -43,4 +45,35 @@ func TestSchedulesPage(t *testing.T) {
 	}
 	p = e.get(t, "/schedules")
 	mustContain(t, p, `<a href="/instances/`+f.InstanceID+`"><bdi>`+f.InstanceID+`</bdi></a>`, "triggered")
+}
+
+// TestSchedulesPagePages pages /schedules with ?limit and the next-page
+// link, caps a huge limit and refuses a bad limit or cursor.
+func TestSchedulesPagePages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	for _, id := range []string{"sched-c", "sched-a", "sched-b"} {
+		if _, err := e.client.CreateSchedule(ctx, id, &duroxide.ScheduleDefinition{Cron: "@daily", Orchestration: demo.Hello}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := e.get(t, "/schedules?limit=2")
+	mustContain(t, p, "<bdi>sched-a</bdi>", "<bdi>sched-b</bdi>", `id="next-page"`)
+	mustNotContain(t, p, "<bdi>sched-c</bdi>", `id="first-page"`)
+	m := regexp.MustCompile(`href="(/schedules\?[^"]*)" id="next-page"`).FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no next-page link:\n%s", p.body)
+	}
+	p = e.get(t, html.UnescapeString(m[1]))
+	mustContain(t, p, "<bdi>sched-c</bdi>", `id="first-page"`)
+	mustNotContain(t, p, "<bdi>sched-a</bdi>", `id="next-page"`)
+	p = e.get(t, "/schedules?limit=99999999999999999999999")
+	mustContain(t, p, "<bdi>sched-a</bdi>", "<bdi>sched-c</bdi>")
+	mustNotContain(t, p, `id="next-page"`)
+	for _, q := range []string{"limit=0", "limit=-1", "limit=x", "cursor=bad"} {
+		if p := e.get(t, "/schedules?"+q); p.status != http.StatusBadRequest {
+			t.Fatalf("GET /schedules?%s: %d, want 400", q, p.status)
+		}
+	}
 }
