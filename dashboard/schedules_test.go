@@ -3,8 +3,8 @@ package dashboard_test
 import (
 	"context"
 	"html"
-	"regexp"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
