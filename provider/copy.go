@@ -17,11 +17,13 @@ import (
 // are store-neutral: times are time.Time, payloads are the stored JSON
 // documents, passed through unparsed.
 //
-// What is copied: instances, executions, history events, both queues
-// (timers are orchestrator messages), execution locks with their queued
-// starts, idempotency keys (those of purged instances included) and dead
-// letters. What is not: instance locks, worker-row locks and session
-// leases. They belong to the processes serving the source; every message
+// What is copied: instances, executions, history events, instance values,
+// both queues (timers are orchestrator messages), pauses, execution locks
+// with their queued starts, idempotency keys (those of purged instances
+// included), dead letters and schedules (with their last and next fire, so
+// the target fires from where the source stopped). What is not: bulk jobs
+// (operations in progress of the process that runs them), instance locks,
+// worker-row locks and session leases. They belong to the processes serving the source; every message
 // and activity they held is exported unlocked and visible at once (as if
 // its holder had crashed and its lease expired), so the target's runtimes
 // pick the work up. Attempt counts are kept. Execution locks are copied as
@@ -40,18 +42,21 @@ const (
 	TableInstances       Table = "instances"
 	TableExecutions      Table = "executions"
 	TableHistory         Table = "history"
+	TableValues          Table = "instance_values"
 	TableOrchestratorQ   Table = "orchestrator_queue"
 	TableWorkerQ         Table = "worker_queue"
 	TableExecutionLocks  Table = "execution_locks"
 	TableQueuedStarts    Table = "queued_starts"
 	TableIdempotencyKeys Table = "idempotency_keys"
 	TableDeadLetters     Table = "dead_letters"
+	TablePauses          Table = "pauses"
+	TableSchedules       Table = "schedules"
 )
 
 // Tables lists the copied tables in export order.
 var Tables = []Table{
-	TableInstances, TableExecutions, TableHistory, TableOrchestratorQ, TableWorkerQ,
-	TableExecutionLocks, TableQueuedStarts, TableIdempotencyKeys, TableDeadLetters,
+	TableInstances, TableExecutions, TableHistory, TableValues, TableOrchestratorQ, TableWorkerQ,
+	TableExecutionLocks, TableQueuedStarts, TableIdempotencyKeys, TableDeadLetters, TablePauses, TableSchedules,
 }
 
 // Exporter is an optional capability of a store that can be copied from.
@@ -105,6 +110,9 @@ type TableCounts struct {
 	QueuedStarts    int64 `json:"queuedStarts"`
 	IdempotencyKeys int64 `json:"idempotencyKeys"`
 	DeadLetters     int64 `json:"deadLetters"`
+	Values          int64 `json:"values"`
+	Pauses          int64 `json:"pauses"`
+	Schedules       int64 `json:"schedules"`
 }
 
 // Of returns the count of table t.
@@ -128,6 +136,12 @@ func (c TableCounts) Of(t Table) int64 {
 		return c.IdempotencyKeys
 	case TableDeadLetters:
 		return c.DeadLetters
+	case TableValues:
+		return c.Values
+	case TablePauses:
+		return c.Pauses
+	case TableSchedules:
+		return c.Schedules
 	}
 	return 0
 }
@@ -156,8 +170,8 @@ func (l LiveLeases) Any() bool { return l.InstanceLocks+l.WorkerLeases+l.Session
 
 // Record is one exported row: *InstanceRecord, *ExecutionRecord,
 // *EventRecord, *OrchestratorMessageRecord, *WorkerMessageRecord,
-// *ExecutionLockRecord, *QueuedStartRecord, *IdempotencyKeyRecord or
-// *DeadLetterRecord.
+// *ExecutionLockRecord, *QueuedStartRecord, *IdempotencyKeyRecord,
+// *DeadLetterRecord, *ValueRecord, *PauseRecord or *ScheduleRecord.
 type Record interface {
 	// Table is the table the record belongs to.
 	Table() Table
@@ -181,6 +195,8 @@ type InstanceRecord struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	LastError           json.RawMessage
+	// ValuesVersion counts the turns that changed the instance's values.
+	ValuesVersion int64
 }
 
 // ExecutionRecord is an execution row.
@@ -265,6 +281,27 @@ type DeadLetterRecord struct {
 	DeadAt     time.Time
 }
 
+// ValueRecord is one instance value (OrchestrationContext.SetValue).
+type ValueRecord struct {
+	InstanceID string
+	Key        string
+	Value      json.RawMessage
+	UpdatedAt  time.Time
+}
+
+// PauseRecord holds an instance paused (Pauser): who paused it, why and
+// when. Its held activities come as worker messages visible at
+// PausedUntil.
+type PauseRecord struct {
+	InstanceID string
+	PauseInfo
+}
+
+// ScheduleRecord is a schedule (ScheduleStore), with its fire state.
+type ScheduleRecord struct {
+	Schedule
+}
+
 // Table implementations.
 
 func (*InstanceRecord) Table() Table            { return TableInstances }
@@ -276,3 +313,6 @@ func (*ExecutionLockRecord) Table() Table       { return TableExecutionLocks }
 func (*QueuedStartRecord) Table() Table         { return TableQueuedStarts }
 func (*IdempotencyKeyRecord) Table() Table      { return TableIdempotencyKeys }
 func (*DeadLetterRecord) Table() Table          { return TableDeadLetters }
+func (*ValueRecord) Table() Table               { return TableValues }
+func (*PauseRecord) Table() Table               { return TablePauses }
+func (*ScheduleRecord) Table() Table            { return TableSchedules }

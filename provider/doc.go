@@ -64,16 +64,19 @@
 // Exporter and Importer are optional capabilities for moving a whole store
 // (duroxide copy): an export streams a consistent snapshot as typed
 // records, an import writes batches of them, each in one transaction.
-// Leases are not copied; what they held is fetchable at once in the target.
+// Instance values, pauses and schedules are copied with the instances;
+// leases and bulk jobs are not; what leases held is fetchable at once in
+// the target.
 //
 // # Schedules
 //
 // ScheduleStore is the optional capability of a store that keeps
 // schedules: rows holding a runtime-encoded definition and the next fire
-// time. Runtimes sharing a store agree on each fire through
-// ClaimScheduleFire, a conditional update of the next fire time, and learn
-// of changes by watching ScheduleWatchKey. Exporter and Importer do not
-// copy schedules.
+// time. Runtimes sharing a store agree on each fire through FireSchedule,
+// which claims the fire time (a conditional update of the next fire time,
+// refused once paused) and starts the fire's instances in one transaction,
+// and learn of changes by watching ScheduleWatchKey. Exporter and Importer
+// copy schedules with their fire state.
 //
 // # The SQL stores
 //

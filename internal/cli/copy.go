@@ -21,9 +21,13 @@ var copyCommand = &command{
 	summary:  "copy a whole store into an empty one (e.g. SQLite to PostgreSQL)",
 	details: `Copies everything one store holds into another, empty one, so a deployment
 can move (typically from SQLite to PostgreSQL) without losing running work:
-every instance, execution and history event, the messages of both queues
-(timers and delayed starts included), execution locks with their queued
-starts, idempotency keys (those of purged instances too) and dead letters.
+every instance, execution and history event, instance values, the messages
+of both queues (timers and delayed starts included), pauses (a paused
+instance stays paused, with who paused it and why), execution locks with
+their queued starts, idempotency keys (those of purged instances too), dead
+letters and schedules (paused or not, with their last and next fire, so the
+target fires from where the source stopped). Bulk jobs are not copied: they
+belong to the process that runs them; wait for them to finish first.
 --from and --to take the same values as --db: sqlite:PATH, PATH.db or
 postgres://USER:PASSWORD@HOST/DB?schema=NAME. The target is created and
 migrated if needed, and must hold nothing: copy refuses a target with any
@@ -33,7 +37,8 @@ Stop serving the source first: every 'duroxide serve' and every program
 running a runtime on it. copy reads one consistent snapshot of the source;
 work done on the source after that is not copied, and would be done twice
 once runtimes start on the target. copy checks the snapshot for signs of a
-runtime: an unexpired instance lock (a turn in progress), an unexpired
+runtime: an unexpired instance lock (a turn in progress; a pause is not
+one), an unexpired
 activity lease (an activity running) or an unexpired session lease, and
 refuses if it finds any, saying how many. A runtime that stopped less than
 its lock timeouts ago (by default 10s for turns, 30s for activities) leaves

@@ -29,6 +29,7 @@ const (
 	copyParent = "copy.Parent" // runs copyWait children ID-c0 and ID-c1, returns their strings joined
 	copyEcho   = "copy.Echo"   // returns its input
 	copyFail   = "copy.Fail"   // fails with its input as the message
+	copyValued = "copy.Valued" // sets the value "stage" to its input, waits for copyEvent, returns its string
 	copyEvent  = "go"
 )
 
@@ -81,6 +82,14 @@ func copyRegistry(withAdd bool) *duroxide.Registry {
 			return "", err
 		}
 		return x + y, nil
+	})
+	duroxide.RegisterOrchestration(reg, copyValued, func(ctx *duroxide.OrchestrationContext, stage string) (string, error) {
+		if err := ctx.SetValue("stage", stage); err != nil {
+			return "", err
+		}
+		var s string
+		err := ctx.WaitForEvent(copyEvent).Await(&s)
+		return s, err
 	})
 	duroxide.RegisterOrchestration(reg, copyEcho, func(_ *duroxide.OrchestrationContext, s string) (string, error) { return s, nil })
 	duroxide.RegisterOrchestration(reg, copyFail, func(_ *duroxide.OrchestrationContext, s string) (string, error) {
@@ -210,17 +219,39 @@ func testCopyScenario(t *testing.T, src, dst string) {
 	start("failed", copyFail, "boom", nil)
 	start("idem-live", copyWait, "", &duroxide.StartOptions{IdempotencyKey: "key-live"})
 	start("idem-purged", copyEcho, "p", &duroxide.StartOptions{IdempotencyKey: "key-purged"})
+	start("valued", copyValued, "copying", nil)
+	start("paused", copyWait, "", nil)
+	// A schedule that fired (a trigger) and a paused one.
+	if _, err := sc.CreateSchedule(ctx, "nightly", &duroxide.ScheduleDefinition{Cron: "0 2 * * *", Orchestration: copyEcho,
+		Input: json.RawMessage(`"n"`)}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.CreateSchedule(ctx, "held", &duroxide.ScheduleDefinition{Cron: "@hourly", Orchestration: copyEcho}, true); err != nil {
+		t.Fatal(err)
+	}
+	fired, err := sc.TriggerSchedule(ctx, "nightly")
+	if err != nil || fired.Outcome != "triggered" {
+		t.Fatalf("TriggerSchedule: %+v, %v", fired, err)
+	}
 
 	state := func(id string) duroxide.State { return statusOf(t, sc, id).State }
-	for _, id := range []string{"done", "idem-purged"} {
+	for _, id := range []string{"done", "idem-purged", fired.InstanceID} {
 		pollUntil(t, id+" to complete", 20*time.Second, func() bool { return state(id) == duroxide.StateCompleted })
 	}
 	pollUntil(t, "failed to fail", 20*time.Second, func() bool { return state("failed") == duroxide.StateFailed })
 	if err := sc.PurgeInstance(ctx, "idem-purged", false); err != nil {
 		t.Fatalf("PurgeInstance: %v", err)
 	}
-	for _, id := range []string{"work", "event", "timer", "parent", "parent-c0", "parent-c1", "locked-a", "idem-live"} {
+	for _, id := range []string{"work", "event", "timer", "parent", "parent-c0", "parent-c1", "locked-a", "idem-live", "valued", "paused"} {
 		pollUntil(t, id+" to run", 20*time.Second, func() bool { return state(id) == duroxide.StateRunning })
+	}
+	pollUntil(t, "valued to set its value", 20*time.Second, func() bool {
+		var v string
+		ok, err := sc.GetValue(ctx, "valued", "stage", &v)
+		return err == nil && ok && v == "copying"
+	})
+	if err := sc.Pause(ctx, "paused", "held for the copy"); err != nil {
+		t.Fatalf("Pause: %v", err)
 	}
 	pollUntil(t, "loop to reach its 4th execution", 20*time.Second, func() bool {
 		st := statusOf(t, sc, "loop")
@@ -232,6 +263,18 @@ func testCopyScenario(t *testing.T, src, dst string) {
 	}
 	if got := state("delayed"); got != duroxide.StatePending {
 		t.Fatalf("delayed is %s in the source, want Pending", got)
+	}
+	sourceSchedules := map[string]*duroxide.ScheduleInfo{}
+	for _, id := range []string{"nightly", "held"} {
+		info, err := sc.GetSchedule(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sourceSchedules[id] = info
+	}
+	sourceValues, err := sc.ListValues(ctx, "valued")
+	if err != nil || len(sourceValues) != 1 {
+		t.Fatalf("the source's values of valued: %+v, %v", sourceValues, err)
 	}
 	doneHistory, err := sc.GetHistory(ctx, "done", 0)
 	if err != nil {
@@ -261,16 +304,43 @@ func testCopyScenario(t *testing.T, src, dst string) {
 	target := openTestDB(t, dst)
 	t.Cleanup(func() { _ = target.Close() })
 	tc := duroxide.NewClient(target)
+	// Schedules (with their fire state), values and pauses came along.
+	for id, want := range sourceSchedules {
+		got, err := tc.GetSchedule(ctx, id)
+		if err != nil {
+			t.Fatalf("GetSchedule(%s) on the target: %v", id, err)
+		}
+		if a, b := mustJSON(t, got), mustJSON(t, want); a != b {
+			t.Errorf("schedule %s changed in the copy:\nsource %s\ntarget %s", id, b, a)
+		}
+	}
+	if got := sourceSchedules["nightly"]; got.LastOutcome != "triggered" || got.LastInstanceID != fired.InstanceID || got.NextFireAt.IsZero() {
+		t.Fatalf("the source's nightly schedule: %+v, want a triggered last fire and a next one", got)
+	}
+	if got, err := tc.ListValues(ctx, "valued"); err != nil || mustJSON(t, got) != mustJSON(t, sourceValues) {
+		t.Errorf("values of valued on the target: %+v (%v), want %+v", got, err, sourceValues)
+	}
+	if st := statusOf(t, tc, "paused"); st.Paused == nil || st.Paused.Reason != "held for the copy" {
+		t.Fatalf("paused on the target: %+v, want paused", st.Paused)
+	}
 	startTestRuntime(t, target, copyRegistry(true), nil)
-	for id, data := range map[string]string{"event": "e", "loop": "", "parent-c0": "x", "parent-c1": "y", "locked-a": "a", "idem-live": "i"} {
+	for id, data := range map[string]string{"event": "e", "loop": "", "parent-c0": "x", "parent-c1": "y", "locked-a": "a", "idem-live": "i",
+		"valued": "v", "paused": "p"} {
 		if err := tc.RaiseEvent(ctx, id, copyEvent, data); err != nil {
 			t.Fatalf("RaiseEvent(%s): %v", id, err)
 		}
 	}
+	// The paused instance holds its event until resumed on the target.
+	if st := statusOf(t, tc, "paused"); st.State != duroxide.StateRunning || st.Paused == nil {
+		t.Fatalf("paused on the target after its event: %s %+v, want Running and paused", st.State, st.Paused)
+	}
+	if err := tc.Resume(ctx, "paused"); err != nil {
+		t.Fatalf("Resume on the target: %v", err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for id, want := range map[string]any{"work": 6, "event": "e", "timer": "woke", "loop": "looped", "parent": "xy",
-		"locked-a": "a", "locked-b": "b", "delayed": "d", "done": "done", "idem-live": "i"} {
+		"locked-a": "a", "locked-b": "b", "delayed": "d", "done": "done", "idem-live": "i", "valued": "v", "paused": "p"} {
 		st, err := tc.WaitForOrchestration(wctx, id)
 		if err != nil {
 			t.Fatalf("WaitForOrchestration(%s) on the target: %v", id, err)

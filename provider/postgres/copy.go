@@ -26,9 +26,10 @@ const (
        (SELECT count(*) FROM history), (SELECT count(*) FROM orchestrator_queue),
        (SELECT count(*) FROM worker_queue), (SELECT count(*) FROM execution_locks),
        (SELECT count(*) FROM lock_queue), (SELECT count(*) FROM idempotency_keys),
-       (SELECT count(*) FROM dead_letters)`
+       (SELECT count(*) FROM dead_letters), (SELECT count(*) FROM instance_values),
+       (SELECT count(*) FROM instance_locks WHERE pause_reason IS NOT NULL), (SELECT count(*) FROM schedules)`
 	// $1 now.
-	sqlCopyLiveLeases = `SELECT (SELECT count(*) FROM instance_locks WHERE locked_until > $1),
+	sqlCopyLiveLeases = `SELECT (SELECT count(*) FROM instance_locks WHERE locked_until > $1 AND pause_reason IS NULL),
        (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1),
        (SELECT count(*) FROM sessions WHERE locked_until > $1)`
 )
@@ -49,7 +50,8 @@ func (p *Provider) BeginExport(ctx context.Context) (provider.Snapshot, error) {
 		_, err = tx.Exec(ctx, sqlUnboundedTx)
 		if err == nil {
 			err = tx.QueryRow(ctx, sqlCopyCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents,
-				&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters)
+				&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters,
+				&c.Values, &c.Pauses, &c.Schedules)
 		}
 		if err == nil {
 			err = tx.QueryRow(ctx, sqlCopyLiveLeases, s.now).Scan(&l.InstanceLocks, &l.WorkerLeases, &l.Sessions)
@@ -105,9 +107,9 @@ FROM worker_queue ORDER BY id`)
 	importSQL = map[provider.Table]string{
 		provider.TableInstances: `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
     current_execution_id, input, output, error, custom_status, custom_status_version,
-    parent_instance_id, parent_execution_id, created_at, updated_at, last_error, last_error_at)
+    parent_instance_id, parent_execution_id, created_at, updated_at, last_error, last_error_at, values_version)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, nullif($11::text, ''), $12, $13, $14, $15,
-    CASE WHEN $15::text IS NULL THEN NULL ELSE $14::bigint END)`,
+    CASE WHEN $15::text IS NULL THEN NULL ELSE $14::bigint END, $16)`,
 		provider.TableExecutions: `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8::bigint, 0))`,
 		provider.TableHistory: `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
@@ -126,6 +128,13 @@ VALUES ($1, $2, $3, $4, $5, $6)`,
 		provider.TableIdempotencyKeys: `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at, purged_at)
 VALUES ($1, $2, $3, $4, nullif($5::bigint, 0))`,
 		provider.TableDeadLetters: `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES ($1, $2, $3, $4, $5)`,
+		provider.TableValues:      `INSERT INTO instance_values (instance_id, value_key, value, updated_at) VALUES ($1, $2, $3, $4)`,
+		// A pause is the instance's lock row that never expires (0005).
+		provider.TablePauses: `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at, pause_reason, paused_by)
+VALUES ($1, $5, $6, $2, $3, $4)`,
+		provider.TableSchedules: `INSERT INTO schedules (schedule_id, spec, paused, next_fire_at, last_fire_at, last_instance_id, last_outcome,
+    revision, created_at, updated_at)
+VALUES ($1, $2, $3, nullif($4::bigint, 0), nullif($5::bigint, 0), $6, $7, $8, $9, $10)`,
 	}
 )
 
@@ -134,7 +143,8 @@ func (p *Provider) CopyCounts(ctx context.Context) (provider.TableCounts, error)
 	var c provider.TableCounts
 	err := p.read(ctx, "counting rows", func() error {
 		return p.pool.QueryRow(ctx, sqlCopyCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents,
-			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters)
+			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters,
+			&c.Values, &c.Pauses, &c.Schedules)
 	})
 	return c, err
 }

@@ -69,6 +69,29 @@ var copyCases = []testCase{
 			e.t.Fatal("the source's parked instance has no LastErrorSince: the case does not cover it")
 		}
 		e.sameTime("LastErrorSince of parked in the copy", qb.LastErrorSince, qa.LastErrorSince)
+		// Values, pauses and schedules came along.
+		va, err := e.admin().ListValues(e.ctx, "run")
+		e.noErr(err, "ListValues on the source")
+		vb, err := dst.(provider.Admin).ListValues(e.ctx, "run")
+		e.noErr(err, "ListValues on the copy")
+		if len(va) != 2 {
+			e.t.Fatalf("the source's run has %d values, want 2", len(va))
+		}
+		mustEqual(e.t, "values of run in the copy", vb, va)
+		pa, err := e.p.(provider.Pauser).GetPause(e.ctx, "run-child")
+		e.noErr(err, "GetPause on the source")
+		pb, err := dst.(provider.Pauser).GetPause(e.ctx, "run-child")
+		e.noErr(err, "GetPause on the copy")
+		if pa == nil || pb == nil || *pa != *pb {
+			e.t.Fatalf("pause of run-child in the copy: %+v, want %+v", pb, pa)
+		}
+		for _, id := range []string{"every-5m", "held"} {
+			sa, err := e.p.(provider.ScheduleStore).GetSchedule(e.ctx, id)
+			e.noErr(err, "GetSchedule on the source")
+			sb, err := dst.(provider.ScheduleStore).GetSchedule(e.ctx, id)
+			e.noErr(err, "GetSchedule on the copy")
+			mustEqual(e.t, "schedule "+id+" in the copy", describe(sb), describe(sa))
+		}
 		la, err := e.p.GetExecutionLock(e.ctx, "w")
 		e.noErr(err, "GetExecutionLock on the source")
 		lb, err := dst.GetExecutionLock(e.ctx, "w")
@@ -226,6 +249,12 @@ func bump(c *provider.TableCounts, t provider.Table) {
 		c.IdempotencyKeys++
 	case provider.TableDeadLetters:
 		c.DeadLetters++
+	case provider.TableValues:
+		c.Values++
+	case provider.TablePauses:
+		c.Pauses++
+	case provider.TableSchedules:
+		c.Schedules++
 	}
 }
 
@@ -241,7 +270,8 @@ func withIdem(m *provider.OrchestratorMessage, key string) *provider.Orchestrato
 // fillForCopy puts a row in every copied table and a live lease of every
 // kind: a running instance holding an execution lock with a start queued
 // behind it, an activity it scheduled (leased), a pending timer and a
-// child; a completed instance; one parked with a LastError; a purged one
+// child (paused); instance values; a schedule that fired and a paused
+// one; a completed instance; one parked with a LastError; a purged one
 // whose idempotency key is kept; a turn in progress; a session activity
 // (leased); and a dead letter when the harness can corrupt messages.
 func (e *env) fillForCopy() {
@@ -263,11 +293,24 @@ func (e *env) fillForCopy() {
 	meta.CustomStatus = &provider.CustomStatusUpdate{Value: js("half-way")}
 	e.ack(&provider.TurnAck{
 		LockToken: it.LockToken, ExecutionID: 1, Metadata: meta,
-		History:           []history.Event{e.startedEvent("in"), e.scheduledEvent(2), e.timerCreatedEvent(3, fireAt), e.subOrchScheduledEvent(4, "run-child")},
+		History: []history.Event{e.startedEvent("in"), e.scheduledEvent(2), e.timerCreatedEvent(3, fireAt), e.subOrchScheduledEvent(4, "run-child"),
+			e.valueEvent(5, "stage", js("copying")), e.valueEvent(6, "count", js(2))},
 		WorkerItems:       []*provider.WorkerMessage{activityMsg("run", 2, "")},
 		OrchestratorItems: []*provider.OrchestratorMessage{timerMsg("run", 3, fireAt), childStartMsg("run", 1, 4, "run-child")},
+		Values:            []provider.ValueUpdate{{Key: "stage", Value: js("copying")}, {Key: "count", Value: js(2)}},
 	})
 	e.ackStart(e.fetchFor("run-child"))
+	e.noErr(e.p.(provider.Pauser).PauseInstance(e.ctx, "run-child", provider.PauseInfo{Reason: "held for the copy", By: "tester"}), "PauseInstance")
+
+	// A schedule that fired once, and a paused one.
+	sched := e.p.(provider.ScheduleStore)
+	due := e.clock.Now()
+	e.noErr(sched.CreateSchedule(e.ctx, &provider.Schedule{ID: "every-5m", Spec: []byte(`{"interval":300000000000}`), NextFireAt: due}), "CreateSchedule")
+	ok, err := sched.ClaimScheduleFire(e.ctx, "every-5m", due, due.Add(5*time.Minute),
+		provider.ScheduleFire{FireAt: due, InstanceID: "every-5m-1", Outcome: "started"})
+	e.noErr(err, "ClaimScheduleFire")
+	mustEqual(e.t, "claimed the schedule's fire", ok, true)
+	e.noErr(sched.CreateSchedule(e.ctx, &provider.Schedule{ID: "held", Spec: []byte(`{}`), Paused: true}), "CreateSchedule(paused)")
 
 	e.enqueue(startMsg("done"))
 	it = e.fetchFor("done")
@@ -283,7 +326,7 @@ func (e *env) fillForCopy() {
 	it = e.fetchFor("purged")
 	e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")},
 		Metadata: provider.ExecutionMetadata{OrchestrationName: testOrch, OrchestrationVersion: testVersion, Status: provider.StatusCompleted, Output: js("p")}})
-	_, err := e.admin().PurgeInstances(e.ctx, []string{"purged"}, provider.PurgeOptions{})
+	_, err = e.admin().PurgeInstances(e.ctx, []string{"purged"}, provider.PurgeOptions{})
 	e.noErr(err, "PurgeInstances")
 
 	if w := e.fetchWork(); w.InstanceID != "run" {

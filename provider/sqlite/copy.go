@@ -24,7 +24,8 @@ func (p *Provider) BeginExport(ctx context.Context) (provider.Snapshot, error) {
 		s.tx = tx
 		c := &s.counts
 		if err := tx.QueryRowContext(ctx, sqlCopyCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents,
-			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters); err != nil {
+			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters,
+			&c.Values, &c.Pauses, &c.Schedules); err != nil {
 			_ = tx.Rollback()
 			return interpretError(err, nil)
 		}
@@ -76,7 +77,8 @@ func (p *Provider) CopyCounts(ctx context.Context) (provider.TableCounts, error)
 	var c provider.TableCounts
 	err := p.read(ctx, "counting rows", func() error {
 		return interpretError(p.readers.QueryRowContext(ctx, sqlCopyCounts).Scan(&c.Instances, &c.Executions, &c.HistoryEvents,
-			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters), nil)
+			&c.OrchestratorQ, &c.WorkerQ, &c.ExecutionLocks, &c.QueuedStarts, &c.IdempotencyKeys, &c.DeadLetters,
+			&c.Values, &c.Pauses, &c.Schedules), nil)
 	})
 	return c, err
 }

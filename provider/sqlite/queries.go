@@ -742,9 +742,10 @@ const (
        (SELECT count(*) FROM history), (SELECT count(*) FROM orchestrator_queue),
        (SELECT count(*) FROM worker_queue), (SELECT count(*) FROM execution_locks),
        (SELECT count(*) FROM lock_queue), (SELECT count(*) FROM idempotency_keys),
-       (SELECT count(*) FROM dead_letters)`
+       (SELECT count(*) FROM dead_letters), (SELECT count(*) FROM instance_values),
+       (SELECT count(*) FROM instance_locks WHERE pause_reason IS NOT NULL), (SELECT count(*) FROM schedules)`
 	// ?1 now.
-	sqlCopyLiveLeases = `SELECT (SELECT count(*) FROM instance_locks WHERE locked_until > ?1),
+	sqlCopyLiveLeases = `SELECT (SELECT count(*) FROM instance_locks WHERE locked_until > ?1 AND pause_reason IS NULL),
        (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1),
        (SELECT count(*) FROM sessions WHERE locked_until > ?1)`
 )
@@ -763,9 +764,9 @@ FROM worker_queue ORDER BY id`)
 		// instance stays visible to stall reports in the copy.
 		provider.TableInstances: `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status,
     current_execution_id, input, output, error, custom_status, custom_status_version,
-    parent_instance_id, parent_execution_id, created_at, updated_at, last_error, last_error_at)
+    parent_instance_id, parent_execution_id, created_at, updated_at, last_error, last_error_at, values_version)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, nullif(?11, ''), ?12, ?13, ?14, ?15,
-    CASE WHEN ?15 IS NULL THEN NULL ELSE ?14 END)`,
+    CASE WHEN ?15 IS NULL THEN NULL ELSE ?14 END, ?16)`,
 		provider.TableExecutions: `INSERT INTO executions (instance_id, execution_id, status, input, output, error, started_at, completed_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, nullif(?8, 0))`,
 		provider.TableHistory: `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
@@ -782,5 +783,13 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
 		provider.TableIdempotencyKeys: `INSERT INTO idempotency_keys (idem_key, instance_id, created_at, expires_at, purged_at)
 VALUES (?1, ?2, ?3, ?4, nullif(?5, 0))`,
 		provider.TableDeadLetters: `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES (?1, ?2, ?3, ?4, ?5)`,
+		provider.TableValues:      `INSERT INTO instance_values (instance_id, value_key, value, updated_at) VALUES (?1, ?2, ?3, ?4)`,
+		// A pause is the instance's lock row that never expires (0009);
+		// the triggers of 0002 keep the instance out of orchestrator_ready.
+		provider.TablePauses: `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at, pause_reason, paused_by)
+VALUES (?1, ?5, ?6, ?2, ?3, ?4)`,
+		provider.TableSchedules: `INSERT INTO schedules (schedule_id, spec, paused, next_fire_at, last_fire_at, last_instance_id, last_outcome,
+    revision, created_at, updated_at)
+VALUES (?1, ?2, ?3, nullif(?4, 0), nullif(?5, 0), ?6, ?7, ?8, ?9, ?10)`,
 	}
 )

@@ -34,7 +34,8 @@ type ExportTable struct {
 //   - instances: instance_id, orchestration_name, orchestration_version,
 //     status, current_execution_id, input, output, error, custom_status,
 //     custom_status_version, parent_instance_id (” for none),
-//     parent_execution_id, created_at, updated_at, last_error;
+//     parent_execution_id, created_at, updated_at, last_error,
+//     values_version;
 //   - executions: instance_id, execution_id, status, input, output, error,
 //     started_at, completed_at (0 for none);
 //   - history: instance_id, execution_id, event_id, event_type,
@@ -49,7 +50,13 @@ type ExportTable struct {
 //     created_at;
 //   - idempotency keys: idem_key, instance_id, created_at, expires_at,
 //     purged_at (0 for none);
-//   - dead letters: queue, instance_id, payload, error, dead_at.
+//   - dead letters: queue, instance_id, payload, error, dead_at;
+//   - instance values: instance_id, value_key, value, updated_at;
+//   - pauses (the instance locks that hold instances paused): instance_id,
+//     locked_at, pause_reason, paused_by (” for none);
+//   - schedules: schedule_id, spec, paused, next_fire_at (0 for none),
+//     last_fire_at (0 for none), last_instance_id, last_outcome, revision,
+//     created_at, updated_at.
 func ExportTables(now int64) []ExportTable {
 	return []ExportTable{
 		{provider.TableInstances, nil, scanInstanceRecord},
@@ -79,6 +86,18 @@ func ExportTables(now int64) []ExportTable {
 			}
 			e.Data, e.CreatedAt = json.RawMessage(data), MsTime(created)
 			return &e, nil
+		}},
+		{provider.TableValues, nil, func(r Row) (provider.Record, error) {
+			var (
+				rec     provider.ValueRecord
+				value   string
+				updated int64
+			)
+			if err := r.Scan(&rec.InstanceID, &rec.Key, &value, &updated); err != nil {
+				return nil, err
+			}
+			rec.Value, rec.UpdatedAt = json.RawMessage(value), MsTime(updated)
+			return &rec, nil
 		}},
 		{provider.TableOrchestratorQ, nil, func(r Row) (provider.Record, error) {
 			var (
@@ -150,6 +169,32 @@ func ExportTables(now int64) []ExportTable {
 			rec.DeadAt = MsTime(at)
 			return &rec, nil
 		}},
+		{provider.TablePauses, nil, func(r Row) (provider.Record, error) {
+			var (
+				rec provider.PauseRecord
+				at  int64
+			)
+			if err := r.Scan(&rec.InstanceID, &at, &rec.Reason, &rec.By); err != nil {
+				return nil, err
+			}
+			rec.At = MsTime(at)
+			return &rec, nil
+		}},
+		{provider.TableSchedules, nil, func(r Row) (provider.Record, error) {
+			var (
+				rec                          provider.ScheduleRecord
+				spec                         string
+				next, last, created, updated int64
+			)
+			s := &rec.Schedule
+			if err := r.Scan(&s.ID, &spec, &s.Paused, &next, &last, &s.LastInstanceID, &s.LastOutcome, &s.Revision,
+				&created, &updated); err != nil {
+				return nil, err
+			}
+			s.Spec, s.NextFireAt, s.LastFireAt = []byte(spec), optTime(next), optTime(last)
+			s.CreatedAt, s.UpdatedAt = MsTime(created), MsTime(updated)
+			return &rec, nil
+		}},
 	}
 }
 
@@ -162,7 +207,7 @@ func scanInstanceRecord(r Row) (provider.Record, error) {
 	)
 	if err := r.Scan(&in.InstanceID, &in.OrchestrationName, &in.OrchestrationVersion, &status,
 		&in.CurrentExecutionID, &input, &output, &errJ, &custom, &in.CustomStatusVersion,
-		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated, &lastErr); err != nil {
+		&in.ParentInstanceID, &in.ParentExecutionID, &created, &updated, &lastErr, &in.ValuesVersion); err != nil {
 		return nil, err
 	}
 	in.Status = provider.Status(status)
@@ -178,7 +223,8 @@ var errStopped = errors.New("iteration stopped")
 // arguments of the store's import statement of that table, and the
 // sentinel a unique violation of it means (nil: none expected). The
 // arguments are, in order, the columns ExportTables reads for the table,
-// with JSON documents as nullable text and optional times as 0.
+// with JSON documents as nullable text and optional times as 0; a pause
+// adds, after them, the token and expiry of the lock that holds it.
 type ImportRow struct {
 	Table    provider.Table
 	Args     []any
@@ -193,7 +239,7 @@ func ImportArgs(rec provider.Record) (ImportRow, error) {
 		return ImportRow{provider.TableInstances, []any{r.InstanceID, r.OrchestrationName, r.OrchestrationVersion,
 			string(r.Status), r.CurrentExecutionID, nullText(r.Input), nullText(r.Output), nullText(r.Error),
 			nullText(r.CustomStatus), r.CustomStatusVersion, r.ParentInstanceID, r.ParentExecutionID,
-			r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), nullText(r.LastError)}, provider.ErrInstanceExists}, nil
+			r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), nullText(r.LastError), r.ValuesVersion}, provider.ErrInstanceExists}, nil
 	case *provider.ExecutionRecord:
 		return ImportRow{provider.TableExecutions, []any{r.InstanceID, r.ExecutionID, string(r.Status),
 			nullText(r.Input), nullText(r.Output), nullText(r.Error), r.StartedAt.UnixMilli(), optMs(r.CompletedAt)}, provider.ErrInstanceExists}, nil
@@ -213,6 +259,15 @@ func ImportArgs(rec provider.Record) (ImportRow, error) {
 		return ImportRow{provider.TableIdempotencyKeys, []any{r.Key, r.InstanceID, r.CreatedAt.UnixMilli(), r.ExpiresAt.UnixMilli(), optMs(r.PurgedAt)}, nil}, nil
 	case *provider.DeadLetterRecord:
 		return ImportRow{provider.TableDeadLetters, []any{r.Queue, r.InstanceID, r.Payload, r.Error, r.DeadAt.UnixMilli()}, nil}, nil
+	case *provider.ValueRecord:
+		return ImportRow{provider.TableValues, []any{r.InstanceID, r.Key, string(r.Value), r.UpdatedAt.UnixMilli()}, nil}, nil
+	case *provider.PauseRecord:
+		return ImportRow{provider.TablePauses, []any{r.InstanceID, r.At.UnixMilli(), r.Reason, r.By,
+			PauseToken(r.InstanceID), HeldUntil}, nil}, nil
+	case *provider.ScheduleRecord:
+		s := &r.Schedule
+		return ImportRow{provider.TableSchedules, []any{s.ID, string(s.Spec), s.Paused, optMs(s.NextFireAt), optMs(s.LastFireAt),
+			s.LastInstanceID, s.LastOutcome, s.Revision, s.CreatedAt.UnixMilli(), s.UpdatedAt.UnixMilli()}, provider.ErrScheduleExists}, nil
 	case nil:
 		return ImportRow{}, sqlenc.Invalid("a nil record")
 	default:
@@ -290,7 +345,7 @@ func ExportSQL(workerQ string) map[provider.Table]string {
 	return map[provider.Table]string{
 		provider.TableInstances: `SELECT instance_id, orchestration_name, orchestration_version, status, current_execution_id,
        input, output, error, custom_status, custom_status_version,
-       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error
+       coalesce(parent_instance_id, ''), parent_execution_id, created_at, updated_at, last_error, values_version
 FROM instances ORDER BY seq`,
 		provider.TableExecutions: `SELECT instance_id, execution_id, status, input, output, error, started_at, coalesce(completed_at, 0)
 FROM executions ORDER BY instance_id, execution_id`,
@@ -303,5 +358,11 @@ FROM orchestrator_queue ORDER BY id`,
 		provider.TableIdempotencyKeys: `SELECT idem_key, instance_id, created_at, expires_at, coalesce(purged_at, 0) FROM idempotency_keys ORDER BY idem_key`,
 		provider.TableDeadLetters:     `SELECT queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id`,
 		provider.TableWorkerQ:         workerQ,
+		provider.TableValues:          `SELECT instance_id, value_key, value, updated_at FROM instance_values ORDER BY instance_id, value_key`,
+		provider.TablePauses: `SELECT instance_id, locked_at, pause_reason, coalesce(paused_by, '')
+FROM instance_locks WHERE pause_reason IS NOT NULL ORDER BY instance_id`,
+		provider.TableSchedules: `SELECT schedule_id, spec, paused, coalesce(next_fire_at, 0), coalesce(last_fire_at, 0),
+       last_instance_id, last_outcome, revision, created_at, updated_at
+FROM schedules ORDER BY schedule_id`,
 	}
 }
