@@ -26,10 +26,10 @@ func (s *server) scheduleRoutes() []route {
 	}
 }
 
-// scheduleRequest is the body of POST /api/schedules (with id and paused)
-// and PUT /api/schedules/{scheduleId} (without).
-type scheduleRequest struct {
-	ID            string          `json:"id,omitempty"`
+// scheduleSpec is the definition of a schedule as the API reads and
+// answers it: the common part of scheduleRequest and scheduleView. Overlap
+// and catchUp are never empty in an answer (the defaults are filled in).
+type scheduleSpec struct {
 	Cron          string          `json:"cron,omitempty"`
 	TimeZone      string          `json:"timeZone,omitempty"`
 	Interval      *Duration       `json:"interval,omitempty"`
@@ -42,10 +42,17 @@ type scheduleRequest struct {
 	LockTTL       *Duration       `json:"lockTtl,omitempty"`
 	CatchUp       string          `json:"catchUp,omitempty"`
 	CatchUpWindow *Duration       `json:"catchUpWindow,omitempty"`
-	Paused        bool            `json:"paused,omitempty"`
 }
 
-func (q *scheduleRequest) definition() *duroxide.ScheduleDefinition {
+// scheduleRequest is the body of POST /api/schedules (with id and paused)
+// and PUT /api/schedules/{scheduleId} (without).
+type scheduleRequest struct {
+	ID string `json:"id,omitempty"`
+	scheduleSpec
+	Paused bool `json:"paused,omitempty"`
+}
+
+func (q *scheduleSpec) definition() *duroxide.ScheduleDefinition {
 	d := &duroxide.ScheduleDefinition{Cron: q.Cron, TimeZone: q.TimeZone, Orchestration: q.Orchestration,
 		Version: q.Version, Input: q.Input, Overlap: duroxide.ScheduleOverlap(q.Overlap), LockKey: q.LockKey,
 		CatchUp: duroxide.ScheduleCatchUp(q.CatchUp)}
@@ -64,29 +71,25 @@ func (q *scheduleRequest) definition() *duroxide.ScheduleDefinition {
 	return d
 }
 
+// specOf is the API form of a definition.
+func specOf(d *duroxide.ScheduleDefinition) scheduleSpec {
+	return scheduleSpec{Cron: d.Cron, TimeZone: d.TimeZone, Interval: optDuration(d.Interval), Start: optTime(d.Start),
+		Orchestration: d.Orchestration, Version: d.Version, Input: d.Input, Overlap: string(d.Overlap), LockKey: d.LockKey,
+		LockTTL: optDuration(d.LockTTL), CatchUp: string(d.CatchUp), CatchUpWindow: optDuration(d.CatchUpWindow)}
+}
+
 // scheduleView is a schedule as the API answers it, defaults filled in.
 type scheduleView struct {
-	ID             string          `json:"id"`
-	Cron           string          `json:"cron,omitempty"`
-	TimeZone       string          `json:"timeZone,omitempty"`
-	Interval       *Duration       `json:"interval,omitempty"`
-	Start          *time.Time      `json:"start,omitempty"`
-	Orchestration  string          `json:"orchestration"`
-	Version        string          `json:"version,omitempty"`
-	Input          json.RawMessage `json:"input,omitempty"`
-	Overlap        string          `json:"overlap"`
-	LockKey        string          `json:"lockKey,omitempty"`
-	LockTTL        *Duration       `json:"lockTtl,omitempty"`
-	CatchUp        string          `json:"catchUp"`
-	CatchUpWindow  *Duration       `json:"catchUpWindow,omitempty"`
-	Paused         bool            `json:"paused"`
-	NextFireAt     *time.Time      `json:"nextFireAt"`
-	LastFireAt     *time.Time      `json:"lastFireAt"`
-	LastInstanceID string          `json:"lastInstanceId,omitempty"`
-	LastOutcome    string          `json:"lastOutcome,omitempty"`
-	Revision       int64           `json:"revision"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	UpdatedAt      time.Time       `json:"updatedAt"`
+	ID string `json:"id"`
+	scheduleSpec
+	Paused         bool       `json:"paused"`
+	NextFireAt     *time.Time `json:"nextFireAt"`
+	LastFireAt     *time.Time `json:"lastFireAt"`
+	LastInstanceID string     `json:"lastInstanceId,omitempty"`
+	LastOutcome    string     `json:"lastOutcome,omitempty"`
+	Revision       int64      `json:"revision"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
 }
 
 func optTime(t time.Time) *time.Time {
@@ -104,13 +107,9 @@ func optDuration(d time.Duration) *Duration {
 }
 
 func viewSchedule(in *duroxide.ScheduleInfo) scheduleView {
-	v := scheduleView{ID: in.ID, Cron: in.Cron, TimeZone: in.TimeZone, Interval: optDuration(in.Interval),
-		Start: optTime(in.Start), Orchestration: in.Orchestration, Version: in.Version, Input: in.Input,
-		Overlap: string(in.Overlap), LockKey: in.LockKey, LockTTL: optDuration(in.LockTTL),
-		CatchUp: string(in.CatchUp), CatchUpWindow: optDuration(in.CatchUpWindow), Paused: in.Paused,
+	return scheduleView{ID: in.ID, scheduleSpec: specOf(&in.ScheduleDefinition), Paused: in.Paused,
 		NextFireAt: optTime(in.NextFireAt), LastFireAt: optTime(in.LastFireAt), LastInstanceID: in.LastInstanceID,
 		LastOutcome: in.LastOutcome, Revision: in.Revision, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt}
-	return v
 }
 
 type schedulesResponse struct {
