@@ -13,8 +13,10 @@ import (
 // a fixed interval. They live in the store (provider.ScheduleStore), are
 // managed by Client (CreateSchedule, UpdateSchedule, PauseSchedule,
 // ResumeSchedule, TriggerSchedule, DeleteSchedule) and fired by every
-// Runtime on the store; runtimes sharing a store fire each fire time once.
-// See docs/schedules.md.
+// Runtime on the store; runtimes sharing a store fire each fire time once:
+// a fire claims its time and starts its instance in one store transaction,
+// so a paused schedule never fires. ListSchedulesPage lists them a page at
+// a time. See docs/schedules.md.
 
 // ScheduleOverlap says what a fire does while an instance started by an
 // earlier fire of the schedule still runs. It maps on the execution locks

@@ -72,7 +72,7 @@
 //
 // Schedules (duroxide.Client's schedule calls; see docs/schedules.md):
 //
-//	GET    /api/schedules                       → {"schedules": [schedule...]}, by ID, with "nextFireAt" and "lastFireAt"
+//	GET    /api/schedules?limit=&cursor=        → {"schedules": [schedule...], "nextCursor"}, a page by ID, with "nextFireAt" and "lastFireAt"
 //	POST   /api/schedules                       {"id", "cron" + "timeZone" | "interval", "orchestration", "input", "overlap",
 //	                                              "lockKey", "catchUp", "catchUpWindow", "paused", ...} → 201 schedule;
 //	                                              409 if the ID is taken
