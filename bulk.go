@@ -102,6 +102,9 @@ const (
 	BulkJobDone BulkJobState = BulkJobState(provider.BulkJobDone)
 	// BulkJobFailed: the job stopped on an error (Error says which).
 	BulkJobFailed BulkJobState = BulkJobState(provider.BulkJobFailed)
+	// BulkJobCanceled: CancelBulkJob stopped the job; its counts are
+	// those its runner reached.
+	BulkJobCanceled BulkJobState = BulkJobState(provider.BulkJobCanceled)
 )
 
 // BulkJob is the progress of a bulk action.
@@ -127,7 +130,7 @@ type BulkJob struct {
 	Request   BulkRequest `json:"request"`
 }
 
-// Done reports whether the job ended (Done or Failed).
+// Done reports whether the job ended (Done, Failed or Canceled).
 func (j *BulkJob) Done() bool { return provider.BulkJobState(j.State).IsFinal() }
 
 // bulkLease is how long a runner holds a job between two steps.
@@ -341,6 +344,38 @@ type RunBulkJobOptions struct {
 // job's lease.
 var ErrBulkJobBusy = errors.New("bulk job is run by another runner")
 
+// ErrBulkJobEnded is returned by CancelBulkJob for a job that already
+// ended (Done, Failed or Canceled).
+var ErrBulkJobEnded = errors.New("bulk job has already ended")
+
+// CancelBulkJob cancels bulk job id, Pending or Running, and returns it,
+// now Canceled. A Pending job never runs. The runner of a Running job
+// stops at its next chunk boundary: it finishes acting on the instance
+// at hand, records its cursor and counts (Processed, Succeeded...: what
+// the job did before it stopped) and returns the job Canceled; until
+// then GetBulkJob shows it Canceled with the counts of the last chunk
+// recorded. What the job did is not undone. ErrNotFound for an unknown
+// job; ErrBulkJobEnded for a job already Done, Failed or Canceled.
+func (c *Client) CancelBulkJob(ctx context.Context, id string) (*BulkJob, error) {
+	js, err := c.jobStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkInstanceID(id); err != nil {
+		return nil, fmt.Errorf("job ID: %w", err)
+	}
+	rec, err := js.CancelBulkJob(ctx, id)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		return nil, fmt.Errorf("bulk job %q: %w", id, ErrNotFound)
+	case errors.Is(err, provider.ErrStateConflict):
+		return nil, fmt.Errorf("bulk job %q: %w", id, ErrBulkJobEnded)
+	case err != nil:
+		return nil, fmt.Errorf("canceling bulk job %q: %w", id, err)
+	}
+	return bulkJobOf(rec)
+}
+
 // RunBulkJob runs bulk job id to its end: it takes the job's lease
 // (ErrBulkJobBusy while another runner holds it) and continues from the
 // job's cursor, a chunk of instances at a time, recording the cursor and
@@ -348,7 +383,9 @@ var ErrBulkJobBusy = errors.New("bulk job is run by another runner")
 // a runner that crashes repeats at most the one event it was raising). If
 // ctx ends or the store fails, it returns with the job Running: its lease
 // expires and a later RunBulkJob (or a runtime) continues it. A job
-// already finished is returned as it is.
+// already finished is returned as it is. A job canceled (CancelBulkJob)
+// while it runs stops before its next chunk and is returned Canceled,
+// with a nil error.
 func (c *Client) RunBulkJob(ctx context.Context, id string, opts *RunBulkJobOptions) (*BulkJob, error) {
 	js, err := c.jobStore()
 	if err != nil {
@@ -377,8 +414,14 @@ func (c *Client) RunBulkJob(ctx context.Context, id string, opts *RunBulkJobOpti
 			return job, run.fail(ctx, fmt.Errorf("bulk job %q: cursor: %w", id, provider.ErrCorruptData))
 		}
 	}
-	return job, run.run(ctx)
+	if err := run.run(ctx); !errors.Is(err, errJobCanceled) {
+		return job, err
+	}
+	return job, nil
 }
+
+// errJobCanceled stops a runner whose job was canceled.
+var errJobCanceled = errors.New("bulk job canceled")
 
 type bulkRun struct {
 	c        *Client
@@ -394,7 +437,13 @@ func (r *bulkRun) run(ctx context.Context) error {
 	ctx = WithActor(ctx, cmp.Or(req.By, "bulk job "+r.job.ID))
 	f := req.Filter
 	f.Limit = min(cmp.Or(req.ChunkSize, 100), 1000)
-	for {
+	for first := true; ; first = false {
+		if !first {
+			// A chunk boundary: stop here if the job was canceled.
+			if rec, err := r.js.GetBulkJob(ctx, r.job.ID); err == nil && rec.State == provider.BulkJobCanceled {
+				return r.save(ctx, BulkJobRunning)
+			}
+		}
 		f.Cursor = r.cur.Page
 		page, err := r.c.listPage(ctx, &f)
 		if err != nil {
@@ -488,6 +537,13 @@ func (r *bulkRun) save(ctx context.Context, state BulkJobState) error {
 	err = r.js.UpdateBulkJob(context.WithoutCancel(ctx), j.ID, r.owner, bulkLease, provider.BulkJobUpdate{
 		State: provider.BulkJobState(state), Cursor: string(cur), Total: j.Total, Processed: j.Processed,
 		Succeeded: j.Succeeded, Skipped: j.Skipped, Failed: j.Failed, Error: j.Error})
+	if errors.Is(err, provider.ErrBulkJobCanceled) {
+		j.State, j.Owner = BulkJobCanceled, ""
+		if r.progress != nil {
+			r.progress(*j)
+		}
+		return errJobCanceled
+	}
 	if err != nil {
 		if errors.Is(err, provider.ErrLockLost) {
 			return fmt.Errorf("bulk job %q: %w", j.ID, ErrBulkJobBusy)

@@ -21,6 +21,7 @@ var e2eBulkCases = []e2eCase{
 	{"BulkPurgeRunByRuntime", e2eBulkPurgeByRuntime},
 	{"BulkRewindByFilterAfterAFixedDeploy", e2eBulkRewind},
 	{"BulkPauseThenResumeByFilter", e2eBulkPauseResume},
+	{"BulkJobCanceledMidJob", e2eBulkCancelJob},
 }
 
 // noBulkJobs keeps a runtime from running bulk jobs, so a scenario runs
@@ -381,5 +382,78 @@ func e2eBulkPauseResume(e *e2e) {
 		if out != "ok" {
 			e.t.Fatalf("h-%d: %q", i, out)
 		}
+	}
+}
+
+// e2eBulkCancelJob cancels a bulk pause job after its first chunk: the
+// runner stops at the chunk boundary, the job ends Canceled with the
+// first chunk's counts, and the instances after it are untouched. A
+// finished job cannot be canceled.
+func e2eBulkCancelJob(e *e2e) {
+	// No runtime: pausing needs none, and nothing else moves.
+	for i := range 7 {
+		e.start(fmt.Sprintf("c-%d", i), "Hold", nil)
+	}
+	res, err := e.c.BulkAction(e.ctx, &duroxide.BulkRequest{Action: duroxide.BulkPause, Reason: "incident",
+		Filter: duroxide.ListOptions{IDPrefix: "c-"}, ChunkSize: 3})
+	if err != nil {
+		e.t.Fatalf("BulkAction: %v", err)
+	}
+	id := res.Job.ID
+	var steps []string
+	job, err := e.c.RunBulkJob(e.ctx, id, &duroxide.RunBulkJobOptions{Progress: func(j duroxide.BulkJob) {
+		steps = append(steps, fmt.Sprintf("%s %d", j.State, j.Processed))
+		if j.Processed == 3 && j.State == duroxide.BulkJobRunning {
+			c, err := e.c.CancelBulkJob(e.ctx, id)
+			if err != nil || c.State != duroxide.BulkJobCanceled {
+				e.t.Errorf("CancelBulkJob: %+v, %v", c, err)
+			}
+		}
+	}})
+	if err != nil {
+		e.t.Fatalf("RunBulkJob: %v", err)
+	}
+	mustEqual(e.t, "progress", steps, []string{"Running 3", "Canceled 3"})
+	if job.State != duroxide.BulkJobCanceled || job.Processed != 3 || job.Succeeded != 3 || job.Total != 7 {
+		e.t.Fatalf("job %+v, want Canceled after 3 of 7", job)
+	}
+	got, err := e.c.GetBulkJob(e.ctx, id)
+	if err != nil || got.State != duroxide.BulkJobCanceled || got.Processed != 3 || got.Owner != "" {
+		e.t.Fatalf("GetBulkJob: %+v, %v", got, err)
+	}
+	paused := 0
+	for i := range 7 {
+		if e.status(fmt.Sprintf("c-%d", i)).Paused != nil {
+			paused++
+		}
+	}
+	if paused != 3 {
+		e.t.Fatalf("%d instances paused, want the first chunk's 3", paused)
+	}
+	// Running it again does nothing; canceling it again is refused.
+	if j, err := e.c.RunBulkJob(e.ctx, id, nil); err != nil || j.State != duroxide.BulkJobCanceled || j.Processed != 3 {
+		e.t.Fatalf("RunBulkJob of the canceled job: %+v, %v", j, err)
+	}
+	if _, err := e.c.CancelBulkJob(e.ctx, id); !errors.Is(err, duroxide.ErrBulkJobEnded) {
+		e.t.Fatalf("CancelBulkJob of a canceled job: %v, want ErrBulkJobEnded", err)
+	}
+	if _, err := e.c.CancelBulkJob(e.ctx, "nope"); !errors.Is(err, duroxide.ErrNotFound) {
+		e.t.Fatalf("CancelBulkJob of an unknown job: %v, want ErrNotFound", err)
+	}
+	// A pending job canceled before it runs never runs.
+	res, err = e.c.BulkAction(e.ctx, &duroxide.BulkRequest{Action: duroxide.BulkResume, Filter: duroxide.ListOptions{IDPrefix: "c-"}})
+	if err != nil {
+		e.t.Fatalf("BulkAction resume: %v", err)
+	}
+	if c, err := e.c.CancelBulkJob(e.ctx, res.Job.ID); err != nil || c.State != duroxide.BulkJobCanceled {
+		e.t.Fatalf("CancelBulkJob of a pending job: %+v, %v", c, err)
+	}
+	if j, err := e.c.RunBulkJob(e.ctx, res.Job.ID, nil); err != nil || j.State != duroxide.BulkJobCanceled || j.Processed != 0 {
+		e.t.Fatalf("RunBulkJob of the canceled pending job: %+v, %v", j, err)
+	}
+	// A finished job cannot be canceled.
+	job = e.runBulk(duroxide.BulkRequest{Action: duroxide.BulkResume, Filter: duroxide.ListOptions{IDPrefix: "c-"}}, 3)
+	if _, err := e.c.CancelBulkJob(e.ctx, job.ID); !errors.Is(err, duroxide.ErrBulkJobEnded) {
+		e.t.Fatalf("CancelBulkJob of a done job: %v, want ErrBulkJobEnded", err)
 	}
 }
