@@ -452,7 +452,14 @@ func e2eBulkCancelJob(e *e2e) {
 		e.t.Fatalf("RunBulkJob of the canceled pending job: %+v, %v", j, err)
 	}
 	// A finished job cannot be canceled.
-	job = e.runBulk(duroxide.BulkRequest{Action: duroxide.BulkResume, Filter: duroxide.ListOptions{IDPrefix: "c-"}}, 3)
+	res, err = e.c.BulkAction(e.ctx, &duroxide.BulkRequest{Action: duroxide.BulkResume, Filter: duroxide.ListOptions{IDPrefix: "c-"}})
+	if err != nil {
+		e.t.Fatalf("BulkAction resume: %v", err)
+	}
+	job, err = e.c.RunBulkJob(e.ctx, res.Job.ID, nil)
+	if err != nil || job.State != duroxide.BulkJobDone || job.Succeeded != 3 {
+		e.t.Fatalf("resume job: %+v, %v", job, err)
+	}
 	if _, err := e.c.CancelBulkJob(e.ctx, job.ID); !errors.Is(err, duroxide.ErrBulkJobEnded) {
 		e.t.Fatalf("CancelBulkJob of a done job: %v, want ErrBulkJobEnded", err)
 	}
