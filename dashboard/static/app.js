@@ -87,6 +87,8 @@
         return { method: "POST", url: "/api/schedules/" + enc(form.dataset.schedule) + "/" + form.dataset.action.slice("schedule-".length) };
       case "bulk":
         return { method: "POST", url: "/api/bulk", body: JSON.stringify(bulkBody(form)) };
+      case "bulk-cancel":
+        return { method: "POST", url: "/api/bulk/" + enc(form.dataset.job) + "/cancel" };
     }
     throw new Error("unknown action");
   }
@@ -166,7 +168,7 @@
       const line = "Job " + job.id + " " + job.state + ": " + job.processed + " of " + job.total + " instances, " +
         job.succeeded + " succeeded, " + job.skipped + " skipped, " + job.failed + " failed.";
       show(form, job.state !== "Failed" && job.failed === 0, line);
-      if (job.state === "Done" || job.state === "Failed") { refresh(); return; }
+      if (job.state === "Done" || job.state === "Failed" || job.state === "Canceled") { refresh(); return; }
       await new Promise((r) => setTimeout(r, 1000));
     }
   }
@@ -194,6 +196,7 @@
         if (!body.instanceId) return { ok: true, text: "Fired: " + body.outcome };
         return { ok: true, text: "Fired: started " + body.instanceId, link: "/instances/" + enc(body.instanceId) };
       case "bulk": return { ok: true, text: "Job " + body.job.id + " started on " + body.count + " instances." };
+      case "bulk-cancel": return { ok: true, text: "Canceled after " + body.processed + " of " + body.total + " instances; a running job stops at its next chunk." };
     }
     return { ok: true, text: "Done." };
   }
