@@ -376,11 +376,22 @@ func (c *Client) CancelBulkJob(ctx context.Context, id string) (*BulkJob, error)
 	return bulkJobOf(rec)
 }
 
+// bulkDedupKey is the deduplication key (provider.OrchestratorMessage.
+// DedupKey, "bulk:" and the job's ID) of the events bulk job jobID
+// raises: each instance receives the job's event once, even when a
+// runner that crashed before recording its progress raises it again.
+func bulkDedupKey(jobID string) string { return "bulk:" + jobID }
+
 // RunBulkJob runs bulk job id to its end: it takes the job's lease
 // (ErrBulkJobBusy while another runner holds it) and continues from the
 // job's cursor, a chunk of instances at a time, recording the cursor and
-// the counts after each chunk (raiseEvent: after each instance, so that
-// a runner that crashes repeats at most the one event it was raising). If
+// the counts after each chunk. A runner that stops before recording a
+// chunk leaves it to be repeated: cancel, pause, resume, rewind and purge
+// find the instances it already handled changed and skip them (the
+// counts may then show them as skipped), and raiseEvent raises each
+// event with a deduplication key naming the job (provider.
+// OrchestratorMessage.DedupKey "bulk:<job ID>"), so an instance receives
+// it once. If
 // ctx ends or the store fails, it returns with the job Running: its lease
 // expires and a later RunBulkJob (or a runtime) continues it. A job
 // already finished is returned as it is. A job canceled (CancelBulkJob)
@@ -462,11 +473,6 @@ func (r *bulkRun) run(ctx context.Context) error {
 			}
 			r.apply(ctx, st)
 			r.cur.Done = append(r.cur.Done, st.InstanceID)
-			if req.Action == BulkRaiseEvent {
-				if err := r.save(ctx, BulkJobRunning); err != nil {
-					return err
-				}
-			}
 		}
 		r.cur = bulkCursor{Page: page.NextCursor}
 		state := BulkJobRunning
@@ -497,7 +503,9 @@ func (r *bulkRun) apply(ctx context.Context, st *Status) {
 	case BulkPurge:
 		err = r.c.PurgeInstance(ctx, st.InstanceID, req.Force)
 	case BulkRaiseEvent:
-		err = r.c.RaiseEvent(ctx, st.InstanceID, req.EventName, rawJSON(req.EventData))
+		// Once per (job, instance): a runner that repeats the raise
+		// after a crash, before the job recorded it, raises nothing.
+		err = r.c.raiseEvent(ctx, st.InstanceID, req.EventName, rawJSON(req.EventData), bulkDedupKey(r.job.ID))
 	case BulkRewind:
 		err = r.c.Rewind(ctx, st.InstanceID, req.Reason)
 	case BulkPause:

@@ -459,6 +459,13 @@ type OrchestratorMessage struct {
 	Item history.WorkItem
 	// Create, when set, creates InstanceID (state Pending) with the message.
 	Create *NewInstance
+	// DedupKey, when set, makes the message once-only for its instance:
+	// Enqueue records the key with the message, in the same transaction,
+	// and skips (inserting nothing, failing nothing) a later message for
+	// the same InstanceID with a key already recorded. Keys are kept until
+	// the instance is purged. At most 512 bytes; not with Create
+	// (ErrInvalidArgument).
+	DedupKey string
 }
 
 // NewInstance describes an instance created by a message.

@@ -22,6 +22,7 @@ var e2eBulkCases = []e2eCase{
 	{"BulkRewindByFilterAfterAFixedDeploy", e2eBulkRewind},
 	{"BulkPauseThenResumeByFilter", e2eBulkPauseResume},
 	{"BulkJobCanceledMidJob", e2eBulkCancelJob},
+	{"BulkRaiseExactlyOnceAcrossACrash", e2eBulkRaiseCrash},
 }
 
 // noBulkJobs keeps a runtime from running bulk jobs, so a scenario runs
@@ -225,10 +226,10 @@ func e2eBulkRaiseResume(e *e2e) {
 	if err != nil {
 		e.t.Fatalf("BulkAction: %v", err)
 	}
-	// The first runner stops (a crash) after three events.
+	// The first runner stops (a crash) after its first chunk.
 	ctx, cancel := context.WithCancel(e.ctx)
 	_, err = e.c.RunBulkJob(ctx, res.Job.ID, &duroxide.RunBulkJobOptions{Owner: "first", Progress: func(j duroxide.BulkJob) {
-		if j.Processed == 3 {
+		if j.Processed == 2 {
 			cancel()
 		}
 	}})
@@ -463,4 +464,83 @@ func e2eBulkCancelJob(e *e2e) {
 	if _, err := e.c.CancelBulkJob(e.ctx, job.ID); !errors.Is(err, duroxide.ErrBulkJobEnded) {
 		e.t.Fatalf("CancelBulkJob of a done job: %v, want ErrBulkJobEnded", err)
 	}
+}
+
+// crashingJobs is the store with a runner that "crashes" when it records
+// its progress: UpdateBulkJob fails, as if the process died after acting
+// on the chunk and before its cursor advanced.
+type crashingJobs struct {
+	provider.Provider
+	provider.BulkJobStore
+}
+
+func (crashingJobs) UpdateBulkJob(context.Context, string, string, time.Duration, provider.BulkJobUpdate) error {
+	return fmt.Errorf("crash before recording: %w", provider.ErrUnavailable)
+}
+
+// e2eBulkRaiseCrash raises an event by filter with a runner that crashes
+// after raising the first chunk's events and before recording them; a
+// second runner repeats that chunk from the job's cursor. Every instance
+// holds the event once, and a second job raising the same event raises
+// it again (the key is the job's).
+func e2eBulkRaiseCrash(e *e2e) {
+	js, ok := e.store.(provider.BulkJobStore)
+	if !ok {
+		e.t.Skip("store does not implement provider.BulkJobStore")
+	}
+	// No runtime: the events stay queued, so each instance's queue shows
+	// how many were raised.
+	for i := range 5 {
+		e.start(fmt.Sprintf("x-%d", i), "Hold", nil)
+	}
+	req := duroxide.BulkRequest{Action: duroxide.BulkRaiseEvent, EventName: "release",
+		EventData: []byte(`"go"`), Filter: duroxide.ListOptions{IDPrefix: "x-"}, ChunkSize: 3}
+	res, err := e.c.BulkAction(e.ctx, &req)
+	if err != nil {
+		e.t.Fatalf("BulkAction: %v", err)
+	}
+	crashed := duroxide.NewClient(crashingJobs{e.store, js})
+	if _, err := crashed.RunBulkJob(e.ctx, res.Job.ID, &duroxide.RunBulkJobOptions{Owner: "first"}); !errors.Is(err, provider.ErrUnavailable) {
+		e.t.Fatalf("crashing runner: %v, want its crash", err)
+	}
+	queued := func() []int {
+		out := make([]int, 5)
+		for i := range 5 {
+			q, err := e.admin().InstanceQueue(e.ctx, fmt.Sprintf("x-%d", i))
+			if err != nil {
+				e.t.Fatalf("InstanceQueue: %v", err)
+			}
+			for _, m := range q.Messages {
+				if m.Item.Kind == history.WorkExternalRaised {
+					out[i]++
+				}
+			}
+		}
+		return out
+	}
+	// The crash came after the first chunk's raises (newest first: x-4,
+	// x-3, x-2) and before the job recorded them.
+	mustEqual(e.t, "events after the crash", queued(), []int{0, 0, 1, 1, 1})
+	if j, err := e.c.GetBulkJob(e.ctx, res.Job.ID); err != nil || j.Processed != 0 || j.State != duroxide.BulkJobRunning {
+		e.t.Fatalf("job after the crash: %+v, %v", j, err)
+	}
+	e.fc.Advance(2 * time.Minute) // the crashed runner's lease expires
+	job, err := e.c.RunBulkJob(e.ctx, res.Job.ID, &duroxide.RunBulkJobOptions{Owner: "second"})
+	if err != nil {
+		e.t.Fatalf("second runner: %v", err)
+	}
+	if job.State != duroxide.BulkJobDone || job.Processed != 5 || job.Succeeded != 5 {
+		e.t.Fatalf("job %+v", job)
+	}
+	mustEqual(e.t, "events after the resumed job", queued(), []int{1, 1, 1, 1, 1})
+
+	// Another job is another key: it raises again.
+	res, err = e.c.BulkAction(e.ctx, &req)
+	if err != nil {
+		e.t.Fatalf("BulkAction again: %v", err)
+	}
+	if job, err := e.c.RunBulkJob(e.ctx, res.Job.ID, nil); err != nil || job.Succeeded != 5 {
+		e.t.Fatalf("second job: %+v, %v", job, err)
+	}
+	mustEqual(e.t, "events after the second job", queued(), []int{2, 2, 2, 2, 2})
 }

@@ -2,8 +2,10 @@ package providertest
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -214,5 +216,51 @@ var maintenanceCases = []testCase{
 		unfinished, err := js.ListBulkJobs(e.ctx, provider.BulkJobListOptions{Unfinished: true})
 		e.noErr(err, "ListBulkJobs")
 		mustEqual(e.t, "no unfinished job", len(unfinished), 0)
+	}},
+
+	{name: "dedup_key_enqueues_once", run: func(e *env) {
+		e.enqueue(startMsg("a"), startMsg("b"))
+		keyed := func(inst, key string) *provider.OrchestratorMessage {
+			m := eventMsg(inst, "go", key)
+			m.DedupKey = key
+			return m
+		}
+		events := func(inst string) int {
+			e.t.Helper()
+			q, err := e.admin().InstanceQueue(e.ctx, inst)
+			e.noErr(err, "InstanceQueue "+inst)
+			n := 0
+			for _, m := range q.Messages {
+				if m.Item.Kind == history.WorkExternalRaised {
+					n++
+				}
+			}
+			return n
+		}
+		e.enqueue(keyed("a", "k1"))
+		// The same key again, alone or beside other messages: only the
+		// keyed message is dropped, and the call succeeds.
+		e.enqueue(keyed("a", "k1"))
+		e.enqueue(keyed("a", "k1"), eventMsg("a", "plain", 1), keyed("a", "k2"), keyed("b", "k1"))
+		mustEqual(e.t, "events of a and b", []int{events("a"), events("b")}, []int{3, 1})
+
+		// The key outlives the message: a consumed event is not raised again.
+		for range 2 {
+			e.ackStart(e.fetch())
+		}
+		e.enqueue(keyed("a", "k1"), keyed("b", "k1"))
+		mustEqual(e.t, "events after the turns", []int{events("a"), events("b")}, []int{0, 0})
+
+		// Bad keys are refused, writing nothing.
+		withCreate := startMsg("c")
+		withCreate.DedupKey = "k"
+		e.wantErr(e.p.Enqueue(e.ctx, withCreate), provider.ErrInvalidArgument, "DedupKey with Create")
+		e.wantErr(e.p.Enqueue(e.ctx, keyed("a", strings.Repeat("k", 513))), provider.ErrInvalidArgument, "long DedupKey")
+
+		// A purge forgets the instance's keys.
+		_, err := e.admin().PurgeInstances(e.ctx, []string{"a"}, provider.PurgeOptions{Force: true})
+		e.noErr(err, "PurgeInstances")
+		e.enqueue(startMsg("a"), keyed("a", "k1"))
+		mustEqual(e.t, "events of the new a", events("a"), 1)
 	}},
 }
