@@ -1358,6 +1358,18 @@ type ReleaseResponse struct {
 	WorkflowId string `json:"workflowId"`
 }
 
+// RewindRequest defines model for RewindRequest.
+type RewindRequest struct {
+	// By Who acts (default "http api"); a forced rewind records it with the reason.
+	By *string `json:"by,omitempty"`
+
+	// Force Rewind a stuck Running instance (not Pending, paused or mid-turn).
+	Force *bool `json:"force,omitempty"`
+
+	// Reason Why; a forced rewind records it in the error that ends the running execution.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // Schedule defines model for Schedule.
 type Schedule struct {
 	CatchUp ScheduleCatchUp `json:"catchUp"`
@@ -2134,7 +2146,7 @@ type RaiseEventJSONRequestBody = RaiseEventJSONBody
 type PauseInstanceJSONRequestBody = ActionRequest
 
 // RewindInstanceJSONRequestBody defines body for RewindInstance for application/json ContentType.
-type RewindInstanceJSONRequestBody = ActionRequest
+type RewindInstanceJSONRequestBody = RewindRequest
 
 // SignalWithStartJSONRequestBody defines body for SignalWithStart for application/json ContentType.
 type SignalWithStartJSONRequestBody = SignalWithStartRequest
@@ -2731,18 +2743,18 @@ type ClientInterface interface {
 	// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
 	ResumeInstance(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RewindInstanceWithBody Rewind a failed or canceled instance
+	// RewindInstanceWithBody Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
 	RewindInstanceWithBody(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RewindInstance Rewind a failed or canceled instance
+	// RewindInstance Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3259,9 +3271,9 @@ func (c *Client) ResumeInstance(ctx context.Context, id InstanceID, reqEditors .
 	return c.Client.Do(req)
 }
 
-// RewindInstanceWithBody Rewind a failed or canceled instance
+// RewindInstanceWithBody Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3278,9 +3290,9 @@ func (c *Client) RewindInstanceWithBody(ctx context.Context, id InstanceID, cont
 	return c.Client.Do(req)
 }
 
-// RewindInstance Rewind a failed or canceled instance
+// RewindInstance Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5602,18 +5614,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
 	ResumeInstanceWithResponse(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*ResumeInstanceResponse, error)
 
-	// RewindInstanceWithBodyWithResponse Rewind a failed or canceled instance
+	// RewindInstanceWithBodyWithResponse Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
 	RewindInstanceWithBodyWithResponse(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindInstanceResponse, error)
 
-	// RewindInstanceWithResponse Rewind a failed or canceled instance
+	// RewindInstanceWithResponse Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10030,9 +10042,9 @@ func (c *ClientWithResponses) ResumeInstanceWithResponse(ctx context.Context, id
 	return ParseResumeInstanceResponse(rsp)
 }
 
-// RewindInstanceWithBodyWithResponse Rewind a failed or canceled instance
+// RewindInstanceWithBodyWithResponse Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10045,9 +10057,9 @@ func (c *ClientWithResponses) RewindInstanceWithBodyWithResponse(ctx context.Con
 	return ParseRewindInstanceResponse(rsp)
 }
 
-// RewindInstanceWithResponse Rewind a failed or canceled instance
+// RewindInstanceWithResponse Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
