@@ -77,6 +77,9 @@
       case "rewind":
         return { method: "POST", url: "/api/instances/" + instancePath() + "/rewind",
           body: JSON.stringify({ reason: f.reason.value.trim() }) };
+      case "rewind-force":
+        return { method: "POST", url: "/api/instances/" + instancePath() + "/rewind",
+          body: JSON.stringify({ reason: f.reason.value.trim(), by: "dashboard", force: true }) };
       case "purge":
         return { method: "DELETE", url: "/api/instances/" + instancePath() + (f.force && f.force.checked ? "?force=true" : "") };
       case "release":
@@ -188,6 +191,7 @@
       case "pause": return { ok: true, text: "Paused: it takes no turn until resumed.", link: location.pathname };
       case "resume": return { ok: true, text: "Resumed.", link: location.pathname };
       case "rewind": return { ok: true, text: "Rewound: execution " + body.executionId + " resumes it.", link: location.pathname };
+      case "rewind-force": return { ok: true, text: "Rewound: execution " + body.executionId + " takes over from the stuck one.", link: location.pathname };
       case "purge": return { ok: true, text: "Purged.", link: "/" };
       case "release": return { ok: true, text: body.released ? "Lock released." : "There was no lock." };
       case "schedule-pause": return { ok: true, text: "Paused." };
