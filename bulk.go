@@ -350,8 +350,8 @@ var ErrBulkJobEnded = errors.New("bulk job has already ended")
 
 // CancelBulkJob cancels bulk job id, Pending or Running, and returns it,
 // now Canceled. A Pending job never runs. The runner of a Running job
-// stops at its next chunk boundary: it finishes acting on the instance
-// at hand, records its cursor and counts (Processed, Succeeded...: what
+// stops at its next chunk boundary: it finishes the chunk it is acting
+// on, records its cursor and counts (Processed, Succeeded...: what
 // the job did before it stopped) and returns the job Canceled; until
 // then GetBulkJob shows it Canceled with the counts of the last chunk
 // recorded. What the job did is not undone. ErrNotFound for an unknown

@@ -109,7 +109,9 @@ type Provider interface {
 	// checked again; (3) a taken instance ID is handled as above; (4) the
 	// instance row, the lock row and the key row are written. A Create with
 	// IfAbsent checks the instance ID right after the key, and skips (2)
-	// and (4) when it is taken (see NewInstance.IfAbsent).
+	// and (4) when it is taken (see NewInstance.IfAbsent). A message with a
+	// DedupKey its instance already recorded is skipped, the rest of the
+	// call going on (see OrchestratorMessage.DedupKey).
 	Enqueue(ctx context.Context, msgs ...*OrchestratorMessage) error
 
 	// FetchWorkItems locks up to opts.Max worker-queue rows that are visible
