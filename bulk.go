@@ -27,7 +27,8 @@ const (
 	// are skipped on their own.
 	BulkPurge BulkAction = "purge"
 	// BulkRaiseEvent raises BulkRequest.EventName with EventData on each
-	// live instance (RaiseEvent).
+	// live instance (RaiseEvent), once per instance even across a crash
+	// of the job's runner (see RunBulkJob).
 	BulkRaiseEvent BulkAction = "raiseEvent"
 	// BulkRewind rewinds each Failed or Canceled instance (Rewind with
 	// BulkRequest.Reason): it resumes with the code deployed now.
@@ -301,7 +302,7 @@ func (c *Client) GetBulkJob(ctx context.Context, id string) (*BulkJob, error) {
 }
 
 // ListBulkJobs returns bulk jobs, newest first, at most 100; with
-// unfinished only those not Done or Failed.
+// unfinished only those not Done, Failed or Canceled.
 func (c *Client) ListBulkJobs(ctx context.Context, unfinished bool) ([]BulkJob, error) {
 	js, err := c.jobStore()
 	if err != nil {
