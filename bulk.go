@@ -27,7 +27,8 @@ const (
 	// are skipped on their own.
 	BulkPurge BulkAction = "purge"
 	// BulkRaiseEvent raises BulkRequest.EventName with EventData on each
-	// live instance (RaiseEvent).
+	// live instance (RaiseEvent), once per instance even across a crash
+	// of the job's runner (see RunBulkJob).
 	BulkRaiseEvent BulkAction = "raiseEvent"
 	// BulkRewind rewinds each Failed or Canceled instance (Rewind with
 	// BulkRequest.Reason): it resumes with the code deployed now.
@@ -102,6 +103,9 @@ const (
 	BulkJobDone BulkJobState = BulkJobState(provider.BulkJobDone)
 	// BulkJobFailed: the job stopped on an error (Error says which).
 	BulkJobFailed BulkJobState = BulkJobState(provider.BulkJobFailed)
+	// BulkJobCanceled: CancelBulkJob stopped the job; its counts are
+	// those its runner reached.
+	BulkJobCanceled BulkJobState = BulkJobState(provider.BulkJobCanceled)
 )
 
 // BulkJob is the progress of a bulk action.
@@ -127,7 +131,7 @@ type BulkJob struct {
 	Request   BulkRequest `json:"request"`
 }
 
-// Done reports whether the job ended (Done or Failed).
+// Done reports whether the job ended (Done, Failed or Canceled).
 func (j *BulkJob) Done() bool { return provider.BulkJobState(j.State).IsFinal() }
 
 // bulkLease is how long a runner holds a job between two steps.
@@ -298,7 +302,7 @@ func (c *Client) GetBulkJob(ctx context.Context, id string) (*BulkJob, error) {
 }
 
 // ListBulkJobs returns bulk jobs, newest first, at most 100; with
-// unfinished only those not Done or Failed.
+// unfinished only those not Done, Failed or Canceled.
 func (c *Client) ListBulkJobs(ctx context.Context, unfinished bool) ([]BulkJob, error) {
 	js, err := c.jobStore()
 	if err != nil {
@@ -341,14 +345,59 @@ type RunBulkJobOptions struct {
 // job's lease.
 var ErrBulkJobBusy = errors.New("bulk job is run by another runner")
 
+// ErrBulkJobEnded is returned by CancelBulkJob for a job that already
+// ended (Done, Failed or Canceled).
+var ErrBulkJobEnded = errors.New("bulk job has already ended")
+
+// CancelBulkJob cancels bulk job id, Pending or Running, and returns it,
+// now Canceled. A Pending job never runs. The runner of a Running job
+// stops at its next chunk boundary: it finishes the chunk it is acting
+// on, records its cursor and counts (Processed, Succeeded...: what
+// the job did before it stopped) and returns the job Canceled; until
+// then GetBulkJob shows it Canceled with the counts of the last chunk
+// recorded. What the job did is not undone. ErrNotFound for an unknown
+// job; ErrBulkJobEnded for a job already Done, Failed or Canceled.
+func (c *Client) CancelBulkJob(ctx context.Context, id string) (*BulkJob, error) {
+	js, err := c.jobStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkInstanceID(id); err != nil {
+		return nil, fmt.Errorf("job ID: %w", err)
+	}
+	rec, err := js.CancelBulkJob(ctx, id)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		return nil, fmt.Errorf("bulk job %q: %w", id, ErrNotFound)
+	case errors.Is(err, provider.ErrStateConflict):
+		return nil, fmt.Errorf("bulk job %q: %w", id, ErrBulkJobEnded)
+	case err != nil:
+		return nil, fmt.Errorf("canceling bulk job %q: %w", id, err)
+	}
+	return bulkJobOf(rec)
+}
+
+// bulkDedupKey is the deduplication key (provider.OrchestratorMessage.
+// DedupKey, "bulk:" and the job's ID) of the events bulk job jobID
+// raises: each instance receives the job's event once, even when a
+// runner that crashed before recording its progress raises it again.
+func bulkDedupKey(jobID string) string { return "bulk:" + jobID }
+
 // RunBulkJob runs bulk job id to its end: it takes the job's lease
 // (ErrBulkJobBusy while another runner holds it) and continues from the
 // job's cursor, a chunk of instances at a time, recording the cursor and
-// the counts after each chunk (raiseEvent: after each instance, so that
-// a runner that crashes repeats at most the one event it was raising). If
+// the counts after each chunk. A runner that stops before recording a
+// chunk leaves it to be repeated: cancel, pause, resume, rewind and purge
+// find the instances it already handled changed and skip them (the
+// counts may then show them as skipped), and raiseEvent raises each
+// event with a deduplication key naming the job (provider.
+// OrchestratorMessage.DedupKey "bulk:<job ID>"), so an instance receives
+// it once. If
 // ctx ends or the store fails, it returns with the job Running: its lease
 // expires and a later RunBulkJob (or a runtime) continues it. A job
-// already finished is returned as it is.
+// already finished is returned as it is. A job canceled (CancelBulkJob)
+// while it runs stops before its next chunk and is returned Canceled,
+// with a nil error.
 func (c *Client) RunBulkJob(ctx context.Context, id string, opts *RunBulkJobOptions) (*BulkJob, error) {
 	js, err := c.jobStore()
 	if err != nil {
@@ -377,8 +426,14 @@ func (c *Client) RunBulkJob(ctx context.Context, id string, opts *RunBulkJobOpti
 			return job, run.fail(ctx, fmt.Errorf("bulk job %q: cursor: %w", id, provider.ErrCorruptData))
 		}
 	}
-	return job, run.run(ctx)
+	if err := run.run(ctx); !errors.Is(err, errJobCanceled) {
+		return job, err
+	}
+	return job, nil
 }
+
+// errJobCanceled stops a runner whose job was canceled.
+var errJobCanceled = errors.New("bulk job canceled")
 
 type bulkRun struct {
 	c        *Client
@@ -394,7 +449,13 @@ func (r *bulkRun) run(ctx context.Context) error {
 	ctx = WithActor(ctx, cmp.Or(req.By, "bulk job "+r.job.ID))
 	f := req.Filter
 	f.Limit = min(cmp.Or(req.ChunkSize, 100), 1000)
-	for {
+	for first := true; ; first = false {
+		if !first {
+			// A chunk boundary: stop here if the job was canceled.
+			if rec, err := r.js.GetBulkJob(ctx, r.job.ID); err == nil && rec.State == provider.BulkJobCanceled {
+				return r.save(ctx, BulkJobRunning)
+			}
+		}
 		f.Cursor = r.cur.Page
 		page, err := r.c.listPage(ctx, &f)
 		if err != nil {
@@ -413,11 +474,6 @@ func (r *bulkRun) run(ctx context.Context) error {
 			}
 			r.apply(ctx, st)
 			r.cur.Done = append(r.cur.Done, st.InstanceID)
-			if req.Action == BulkRaiseEvent {
-				if err := r.save(ctx, BulkJobRunning); err != nil {
-					return err
-				}
-			}
 		}
 		r.cur = bulkCursor{Page: page.NextCursor}
 		state := BulkJobRunning
@@ -448,7 +504,9 @@ func (r *bulkRun) apply(ctx context.Context, st *Status) {
 	case BulkPurge:
 		err = r.c.PurgeInstance(ctx, st.InstanceID, req.Force)
 	case BulkRaiseEvent:
-		err = r.c.RaiseEvent(ctx, st.InstanceID, req.EventName, rawJSON(req.EventData))
+		// Once per (job, instance): a runner that repeats the raise
+		// after a crash, before the job recorded it, raises nothing.
+		err = r.c.raiseEvent(ctx, st.InstanceID, req.EventName, rawJSON(req.EventData), bulkDedupKey(r.job.ID))
 	case BulkRewind:
 		err = r.c.Rewind(ctx, st.InstanceID, req.Reason)
 	case BulkPause:
@@ -488,6 +546,13 @@ func (r *bulkRun) save(ctx context.Context, state BulkJobState) error {
 	err = r.js.UpdateBulkJob(context.WithoutCancel(ctx), j.ID, r.owner, bulkLease, provider.BulkJobUpdate{
 		State: provider.BulkJobState(state), Cursor: string(cur), Total: j.Total, Processed: j.Processed,
 		Succeeded: j.Succeeded, Skipped: j.Skipped, Failed: j.Failed, Error: j.Error})
+	if errors.Is(err, provider.ErrBulkJobCanceled) {
+		j.State, j.Owner = BulkJobCanceled, ""
+		if r.progress != nil {
+			r.progress(*j)
+		}
+		return errJobCanceled
+	}
 	if err != nil {
 		if errors.Is(err, provider.ErrLockLost) {
 			return fmt.Errorf("bulk job %q: %w", j.ID, ErrBulkJobBusy)

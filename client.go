@@ -380,6 +380,13 @@ func startError(name, instanceID string, lock *provider.LockRequest, err error) 
 // *LimitError (matching ErrLimitExceeded and ErrInvalidArgument) if data
 // is over the client's MaxPayloadBytes. An event that arrives as the instance ends is dropped.
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
+	return c.raiseEvent(ctx, instanceID, name, data, "")
+}
+
+// raiseEvent is RaiseEvent with a deduplication key (provider.
+// OrchestratorMessage.DedupKey; "" for none): a second raise with the
+// same key on the same instance is a no-op.
+func (c *Client) raiseEvent(ctx context.Context, instanceID, name string, data any, dedupKey string) error {
 	raw, err := c.eventData(instanceID, name, data)
 	if err != nil {
 		return err
@@ -391,7 +398,12 @@ func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data a
 	if st := stateOf(info.Status); st.IsTerminal() {
 		return &InstanceTerminalError{InstanceID: instanceID, State: st}
 	}
-	return c.send(ctx, instanceID, history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw})
+	msg := &provider.OrchestratorMessage{InstanceID: instanceID, DedupKey: dedupKey,
+		Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw}}
+	if err := c.p.Enqueue(ctx, msg); err != nil {
+		return fmt.Errorf("sending %s to %s: %w", msg.Item.Kind, instanceID, err)
+	}
+	return nil
 }
 
 // eventData validates an event for instanceID and encodes its data.

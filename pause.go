@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/internal/replay"
 	"github.com/duroxide/duroxide-go/provider"
 )
@@ -18,8 +20,10 @@ var (
 	ErrNotPaused = provider.ErrNotPaused
 	// ErrStateConflict: the instance's state does not allow the call:
 	// Pause of a Completed, Failed or Canceled instance, Rewind of one
-	// that is not Failed or Canceled (or that changed while the rewind
-	// was planned), or a rewind that cannot resume the history (a
+	// that is not Failed or Canceled (nor Running, with
+	// RewindOptions.Force; nor paused or in a turn, then), or that changed
+	// while the rewind was planned, or a rewind that cannot resume the
+	// history (a
 	// sub-orchestration was in flight at the resume point). Nothing was
 	// changed. The HTTP API answers 409.
 	ErrStateConflict = provider.ErrStateConflict
@@ -165,12 +169,55 @@ func (c *Client) fillPauses(ctx context.Context, sts []Status) error {
 // no timeout (StartOptions.Timeout) any more. reason is recorded nowhere
 // but the caller's logs for now; it is validated like Pause's.
 //
+// A Running instance that is stuck is rewound only with
+// RewindWithOptions and RewindOptions.Force.
+//
 // ErrNotFound if the instance does not exist; *InstanceStateError (which
 // matches ErrStateConflict) if it is not Failed or Canceled, if it
 // changed meanwhile, or if its history cannot be resumed (a
 // sub-orchestration was in flight at the resume point); ErrNotSupported
 // if the store cannot rewind.
 func (c *Client) Rewind(ctx context.Context, instanceID, reason string) error {
+	return c.RewindWithOptions(ctx, instanceID, &RewindOptions{Reason: reason})
+}
+
+// RewindOptions tunes RewindWithOptions.
+type RewindOptions struct {
+	// Reason says why (at most MaxReasonLength bytes). A forced rewind
+	// records it in the error that ends the Running execution.
+	Reason string
+	// Force lets a Running instance be rewound: one that is stuck, such
+	// as an activity failing and retrying until a partner is fixed, or a
+	// wait for something that will never come. Its current execution
+	// ends Canceled (an OrchestrationFailed event of kind canceled, code
+	// history.CodeRewound, carrying Reason and who asked, WithActor),
+	// its queued activities are dropped (a worker running one loses its
+	// lock, as for a canceled activity), and a new execution goes on
+	// from the start of its last turn, the one that scheduled what it
+	// is stuck on, with the code deployed now: that turn's received
+	// results are given again and the activities pending before it run
+	// again; events raised and not yet consumed go to the new
+	// execution. When that turn is the first, the orchestration starts
+	// over with the same input.
+	//
+	// Only a Running instance whose current execution has started is
+	// taken: not a Pending one, not a paused one (resume it first), not
+	// one in a turn (its lock held: retry), and not one whose resume
+	// point leaves a sub-orchestration in flight. Force is the caller's
+	// judgment that the instance is stuck: nothing checks that it is
+	// stalled (Inspect tells). Without Force, Running is refused.
+	Force bool
+}
+
+// RewindWithOptions is Rewind with options: Force also takes a stuck
+// Running instance (see RewindOptions.Force). ErrNotFound if the instance
+// does not exist; *InstanceStateError (ErrStateConflict) for an instance
+// the options do not allow; ErrNotSupported if the store cannot rewind.
+func (c *Client) RewindWithOptions(ctx context.Context, instanceID string, opts *RewindOptions) error {
+	if opts == nil {
+		opts = &RewindOptions{}
+	}
+	reason := opts.Reason
 	if err := checkInstanceID(instanceID); err != nil {
 		return err
 	}
@@ -185,21 +232,43 @@ func (c *Client) Rewind(ctx context.Context, instanceID, reason string) error {
 	if err != nil {
 		return err
 	}
-	if st := stateOf(info.Status); st != StateFailed && st != StateCanceled {
+	st := stateOf(info.Status)
+	switch {
+	case st == StateRunning && !opts.Force:
 		return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind",
-			Reason: "only a Failed or Canceled instance can be rewound"}
+			Reason: "a Running instance is rewound only with force (RewindOptions.Force)"}
+	case st != StateFailed && st != StateCanceled && st != StateRunning:
+		return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind",
+			Reason: "only a Failed or Canceled instance, or a Running one with force, can be rewound"}
 	}
 	hist, err := c.p.ReadHistory(ctx, instanceID, info.CurrentExecutionID)
 	if err != nil {
 		return fmt.Errorf("rewinding %q: %w", instanceID, err)
 	}
+	var end *history.Event
+	if st == StateRunning {
+		if len(hist) == 0 {
+			return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind", Reason: "its execution has not started"}
+		}
+		msg := "rewound"
+		if by := ActorFrom(ctx); by != "" {
+			msg += " by " + by
+		}
+		if reason != "" {
+			msg += ": " + reason
+		}
+		end = &history.Event{EventID: hist[len(hist)-1].EventID + 1, Kind: history.OrchestrationFailed,
+			TimestampMs: c.now().UnixMilli(),
+			Error:       &history.ErrorDetails{Kind: history.ErrorCanceled, Code: history.CodeRewound, Message: msg}}
+		hist = append(slices.Clip(hist), *end)
+	}
 	plan, err := replay.PlanRewind(instanceID, info.CurrentExecutionID, hist)
 	if err != nil {
-		return &InstanceStateError{InstanceID: instanceID, State: stateOf(info.Status), Op: "rewind", Reason: err.Error()}
+		return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind", Reason: err.Error()}
 	}
 	next := info.CurrentExecutionID + 1
 	req := &provider.RewindRequest{InstanceID: instanceID, FromExecutionID: info.CurrentExecutionID, ExecutionID: next,
-		History: plan.History}
+		History: plan.History, End: end}
 	for _, m := range plan.Messages {
 		om := provider.OrchestratorMessage{InstanceID: instanceID, Item: m}
 		if m.FireAtMs > 0 {
@@ -217,7 +286,12 @@ func (c *Client) Rewind(ctx context.Context, instanceID, reason string) error {
 			if now, gerr := c.instance(ctx, instanceID); gerr == nil {
 				st = stateOf(now.Status)
 			}
-			return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind", Reason: "the instance changed while the rewind was planned"}
+			reason := "the instance changed while the rewind was planned"
+			if end != nil {
+				// The store says why: paused, in a turn, no longer Running.
+				reason = err.Error()
+			}
+			return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind", Reason: reason}
 		}
 		return fmt.Errorf("rewinding %q: %w", instanceID, err)
 	}

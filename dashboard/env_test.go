@@ -53,6 +53,9 @@ type envOptions struct {
 	secureCookies, trustProto bool
 	// register adds orchestrations beside the demo ones.
 	register func(*duroxide.Registry)
+	// noRuntime serves without a runtime: instances stay Pending and bulk
+	// jobs wait for a runner.
+	noRuntime bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -75,9 +78,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 		var s string
 		return s, ctx.WaitForEvent("go").Await(&s)
 	})
-	rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
+	var rt *duroxide.Runtime
+	if !o.noRuntime {
+		if rt, err = duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: discard}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	client := duroxide.NewClient(store)
 	api, err := httpapi.NewHandler(client, &httpapi.Options{Logger: discard, Registry: reg, Runtime: rt,
@@ -97,8 +102,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 		dash.Close()
 		sctx, cancel := context.WithTimeout(ctx, testTimeout)
 		defer cancel()
-		if err := rt.Shutdown(sctx); err != nil {
-			t.Errorf("runtime shutdown: %v", err)
+		if rt != nil {
+			if err := rt.Shutdown(sctx); err != nil {
+				t.Errorf("runtime shutdown: %v", err)
+			}
 		}
 		if err := store.Close(); err != nil {
 			t.Errorf("closing store: %v", err)

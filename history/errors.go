@@ -46,6 +46,10 @@ const (
 	// history events or bytes, payload bytes); Message names the limit and
 	// the value.
 	CodeLimitExceeded ErrorCode = "limit_exceeded"
+	// CodeRewound (kind ErrorCanceled) ends a Running execution that an
+	// operator rewound (duroxide.RewindOptions.Force): the next execution
+	// goes on from before its last step. Message carries the reason.
+	CodeRewound ErrorCode = "rewound"
 )
 
 // ErrorDetails describes a failure stored in history and in queue messages.

@@ -17,6 +17,7 @@ func (s *server) bulkRoutes() []route {
 		{"POST /api/bulk", s.startBulk},
 		{"GET /api/bulk", s.listBulk},
 		{"GET /api/bulk/{job}", s.getBulk},
+		{"POST /api/bulk/{job}/cancel", s.cancelBulk},
 	}
 }
 
@@ -161,6 +162,17 @@ func (s *server) startBulk(w http.ResponseWriter, r *http.Request) error {
 
 func (s *server) getBulk(w http.ResponseWriter, r *http.Request) error {
 	j, err := s.client.GetBulkJob(r.Context(), r.PathValue("job"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewOf(j))
+	return nil
+}
+
+// cancelBulk cancels a Pending or Running job (409 for one that ended)
+// and answers it, Canceled.
+func (s *server) cancelBulk(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.client.CancelBulkJob(r.Context(), r.PathValue("job"))
 	if err != nil {
 		return err
 	}

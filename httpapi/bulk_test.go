@@ -153,3 +153,47 @@ func TestBulkRouteNeedsTheToken(t *testing.T) {
 		t.Fatalf("an unauthenticated request stored jobs: %+v, %v", jobs, err)
 	}
 }
+
+// TestBulkCancelRoute cancels a pending job (it never runs), then is
+// refused a second cancel (409) and the cancel of an unknown job (404);
+// without the token the cancel is refused and the job keeps running.
+func TestBulkCancelRoute(t *testing.T) {
+	t.Parallel()
+	e := newEnvClock(t, &httpapi.Options{AuthToken: testToken}, nil, false)
+	e.token = testToken
+	e.start(t, "bc-1", demo.Approval, approvalInput(3600))
+	var res httpapi.BulkResponse
+	e.expect(t, "POST", "/api/bulk", `{"action": "pause", "filter": {"prefix": "bc-"}}`, http.StatusAccepted, &res)
+	if res.Job == nil || res.Job.State != "Pending" {
+		t.Fatalf("job answer %+v", res)
+	}
+	path := "/api/bulk/" + res.Job.ID + "/cancel"
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + testToken} {
+		h := withHeaders()
+		if auth != "" {
+			h["Authorization"] = auth
+		}
+		e.expectRaw(t, rawRequest{method: "POST", path: path, header: h}, http.StatusUnauthorized)
+	}
+	ctx := context.Background()
+	if j, err := e.client.GetBulkJob(ctx, res.Job.ID); err != nil || j.State != duroxide.BulkJobPending {
+		t.Fatalf("an unauthenticated cancel got through: %+v, %v", j, err)
+	}
+	var job httpapi.BulkJobView
+	e.expect(t, "POST", path, nil, http.StatusOK, &job)
+	if job.State != "Canceled" || job.ID != res.Job.ID || job.Processed != 0 {
+		t.Fatalf("canceled job %+v", job)
+	}
+	eb := e.expectError(t, "POST", path, nil, http.StatusConflict)
+	if eb.Error != "bulk job has already ended" {
+		t.Fatalf("second cancel: %+v", eb)
+	}
+	e.expectError(t, "POST", "/api/bulk/nope/cancel", nil, http.StatusNotFound)
+	e.expectError(t, "POST", "/api/bulk/a%01b/cancel", nil, http.StatusBadRequest)
+	if j, err := e.client.RunBulkJob(ctx, res.Job.ID, nil); err != nil || j.State != duroxide.BulkJobCanceled || j.Processed != 0 {
+		t.Fatalf("the canceled job ran: %+v, %v", j, err)
+	}
+	if st, err := e.client.GetStatus(ctx, "bc-1"); err != nil || st.Paused != nil {
+		t.Fatalf("the canceled job touched bc-1: %+v, %v", st, err)
+	}
+}

@@ -51,8 +51,9 @@
 //	POST   /api/instances/{id}/pause            body (optional): {"reason", "by"} → 200 status (with "paused");
 //	                                              409 if ended or paused (docs/operations.md)
 //	POST   /api/instances/{id}/resume           no body → 200 status; 409 if not paused
-//	POST   /api/instances/{id}/rewind           body (optional): {"reason"} → 200 status, Running at a new execution;
-//	                                              409 unless Failed or Canceled
+//	POST   /api/instances/{id}/rewind           body (optional): {"reason", "by", "force"} → 200 status, Running at a
+//	                                              new execution; 409 unless Failed or Canceled, or Running with
+//	                                              "force": true (not paused, not mid-turn)
 //	DELETE /api/instances/{id}[?force=true]     purge → 200 {"purged": true}; 409 while running unless forced
 //
 // Webhooks and execution locks:

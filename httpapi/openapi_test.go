@@ -265,6 +265,9 @@ func (s *faultyStore) ResumeInstance(context.Context, string) error { return s.e
 func (s *faultyStore) GetBulkJob(context.Context, string) (*provider.BulkJob, error) {
 	return nil, s.err
 }
+func (s *faultyStore) CancelBulkJob(context.Context, string) (*provider.BulkJob, error) {
+	return nil, s.err
+}
 func (s *faultyStore) ListBulkJobs(context.Context, provider.BulkJobListOptions) ([]provider.BulkJob, error) {
 	return nil, s.err
 }
@@ -483,6 +486,16 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	get("/api/bulk/"+started.Job.ID, http.StatusOK)
 	get("/api/bulk", http.StatusOK)
+	// A server without a runtime keeps its job Pending until canceled.
+	idle := newEnvClock(t, nil, nil, false)
+	pending, err := idle.client.BulkAction(context.Background(), &duroxide.BulkRequest{Action: duroxide.BulkPause})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.do(t, target{srv: idle.srv}, rawRequest{method: "POST", path: "/api/bulk/" + pending.Job.ID + "/cancel"}, http.StatusOK)
+	c.do(t, target{srv: idle.srv}, rawRequest{method: "POST", path: "/api/bulk/" + pending.Job.ID + "/cancel"}, http.StatusConflict)
+	post("/api/bulk/nope/cancel", "", http.StatusNotFound)
+	post("/api/bulk/a%01b/cancel", "", http.StatusBadRequest)
 	get("/api/bulk/nope", http.StatusNotFound)
 	get("/api/bulk/a%01b", http.StatusBadRequest)
 	post("/api/bulk", `{"action": "explode"}`, http.StatusBadRequest)

@@ -24,6 +24,19 @@ type ActionRequest struct {
 	By string `json:"by,omitempty"`
 }
 
+// RewindRequest is the body of POST /api/instances/{id}/rewind
+// (optional).
+type RewindRequest struct {
+	// Reason says why; a forced rewind records it in the error that ends
+	// the Running execution.
+	Reason string `json:"reason,omitempty"`
+	// By names who acts ("http api" when empty); a forced rewind records
+	// it with the reason.
+	By string `json:"by,omitempty"`
+	// Force rewinds a stuck Running instance (duroxide.RewindOptions.Force).
+	Force bool `json:"force,omitempty"`
+}
+
 // defaultActor names the HTTP API as the actor of a pause that names none.
 const defaultActor = "http api"
 
@@ -32,13 +45,18 @@ func (s *server) actionContext(r *http.Request, w http.ResponseWriter) (*http.Re
 	if _, err := s.decodeBody(w, r, &req, true); err != nil {
 		return nil, req, err
 	}
-	by := req.By
+	r, err := withActor(r, req.By)
+	return r, req, err
+}
+
+// withActor names by ("http api" when empty) as the actor of r.
+func withActor(r *http.Request, by string) (*http.Request, error) {
 	if by == "" {
 		by = defaultActor
 	} else if err := duroxide.ValidateText("by", by, duroxide.MaxNameLength); err != nil {
-		return nil, req, err
+		return nil, err
 	}
-	return r.WithContext(duroxide.WithActor(r.Context(), by)), req, nil
+	return r.WithContext(duroxide.WithActor(r.Context(), by)), nil
 }
 
 // respondStatus answers 200 with the instance's status after an action.
@@ -77,11 +95,15 @@ func (s *server) resumeInstance(w http.ResponseWriter, r *http.Request) error {
 
 func (s *server) rewindInstance(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	r, req, err := s.actionContext(r, w)
+	var req RewindRequest
+	if _, err := s.decodeBody(w, r, &req, true); err != nil {
+		return err
+	}
+	r, err := withActor(r, req.By)
 	if err != nil {
 		return err
 	}
-	if err := s.client.Rewind(r.Context(), id, req.Reason); err != nil {
+	if err := s.client.RewindWithOptions(r.Context(), id, &duroxide.RewindOptions{Reason: req.Reason, Force: req.Force}); err != nil {
 		return err
 	}
 	return s.respondStatus(w, r, id)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/httpapi"
 )
 
@@ -60,9 +61,37 @@ func TestRewindRoute(t *testing.T) {
 		t.Fatalf("rewound demo.Fail: %s at execution %d, want Failed at 2", st.State, st.ExecutionID)
 	}
 	e.start(t, "live", demo.Approval, approvalInput(3600))
-	if eb := e.expectError(t, "POST", "/api/instances/live/rewind", nil, http.StatusConflict); !strings.Contains(eb.Details, "Failed or Canceled") {
+	if eb := e.expectError(t, "POST", "/api/instances/live/rewind", nil, http.StatusConflict); !strings.Contains(eb.Details, "with force") {
 		t.Fatalf("rewind of a live instance: %+v", eb)
 	}
+	// With force, a Running instance waiting in its first turn starts over
+	// at a new execution; the old one ends Canceled, the rewind recorded.
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for etag := ""; ; {
+		live, err := e.client.WaitForStatusChange(ctx, "live", etag)
+		if err != nil {
+			t.Fatalf("waiting for live to run its first turn: %v", err)
+		}
+		if live.State == duroxide.StateRunning {
+			break // its first turn committed: it waits, holding no lock
+		}
+		etag = live.ETag
+	}
+	st = duroxide.Status{}
+	e.expect(t, "POST", "/api/instances/live/rewind", `{"reason": "stuck", "by": "ops", "force": true}`, http.StatusOK, &st)
+	if st.ExecutionID != 2 || st.State != duroxide.StateRunning {
+		t.Fatalf("forced rewind answer: %s at execution %d", st.State, st.ExecutionID)
+	}
+	old, err := e.client.GetHistory(ctx, "live", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := old[len(old)-1]; end.Kind != history.OrchestrationFailed || end.Error == nil ||
+		end.Error.Code != history.CodeRewound || end.Error.Message != "rewound by ops: stuck" {
+		t.Fatalf("the old execution's end: %+v", end)
+	}
+	e.expectError(t, "POST", "/api/instances/live/rewind", `{"force": "yes"}`, http.StatusBadRequest)
 }
 
 // TestPauseRoutesHostileInput sends bad, huge and hostile input to the
@@ -84,7 +113,7 @@ func TestPauseRoutesHostileInput(t *testing.T) {
 			name, path, body string
 			status           int
 		}{
-			{"unknown field", base, `{"force": true}`, http.StatusBadRequest},
+			{"unknown field", base, `{"everything": true}`, http.StatusBadRequest},
 			{"not an object", base, `["pause"]`, http.StatusBadRequest},
 			{"deep nesting", base, deep, http.StatusBadRequest},
 			{"trailing data", base, `{} {}`, http.StatusBadRequest},

@@ -121,6 +121,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, "instance is not paused"
 	case errors.Is(err, duroxide.ErrStateConflict):
 		return http.StatusConflict, "instance state does not allow this"
+	case errors.Is(err, duroxide.ErrBulkJobEnded):
+		return http.StatusConflict, "bulk job has already ended"
 	case errors.Is(err, duroxide.ErrScheduleExists):
 		return http.StatusConflict, "schedule already exists"
 	case errors.Is(err, duroxide.ErrNotSupported):

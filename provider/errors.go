@@ -50,9 +50,12 @@ var (
 	ErrNotPaused = permanent("instance is not paused")
 	// ErrStateConflict: the instance is not in a state that allows the
 	// call (pausing a finished instance, rewinding one that is not
-	// Failed or Canceled, or that changed since the caller read it).
-	// Nothing was written.
+	// Failed or Canceled, or that changed since the caller read it), or a
+	// bulk job is not (canceling a finished one). Nothing was written.
 	ErrStateConflict = permanent("instance state does not allow this")
+	// ErrBulkJobCanceled: UpdateBulkJob met a bulk job that was canceled
+	// (BulkJobStore.CancelBulkJob): its runner must stop.
+	ErrBulkJobCanceled = permanent("bulk job was canceled")
 	// ErrScheduleExists: a schedule with that ID already exists.
 	ErrScheduleExists = permanent("schedule already exists")
 	// ErrConflict: the record changed since the caller read it (its

@@ -85,7 +85,20 @@ type BulkJobStore interface {
 	// (unexpired), extends the lease to now + ttl, and, when u.State is a
 	// final state, releases it. ErrLockLost, changing nothing, when owner
 	// does not hold the lease.
+	//
+	// On a job canceled meanwhile (CancelBulkJob), it records u's cursor,
+	// counts and error but keeps the state Canceled, releases the lease
+	// and returns ErrBulkJobCanceled, so that the runner stops; when owner
+	// no longer holds the lease it records nothing and still returns
+	// ErrBulkJobCanceled.
 	UpdateBulkJob(ctx context.Context, id, owner string, ttl time.Duration, u BulkJobUpdate) error
+	// CancelBulkJob sets a Pending or Running job Canceled and returns it.
+	// A runner holding the job's unexpired lease keeps it, so that its
+	// next UpdateBulkJob records the counts it reached (and learns of the
+	// cancellation, ErrBulkJobCanceled); an expired lease is released.
+	// ErrNotFound for an unknown job; ErrStateConflict, changing nothing,
+	// for a job already Done, Failed or Canceled.
+	CancelBulkJob(ctx context.Context, id string) (*BulkJob, error)
 }
 
 // BulkJobState is the state of a bulk job.

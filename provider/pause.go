@@ -76,17 +76,28 @@ type RewindRequest struct {
 	// Activities are queued in the worker queue, each an ActivityExecute
 	// of the new execution. None is leased.
 	Activities []WorkerMessage
+	// End, when set, rewinds a live instance instead: the instance must be
+	// Running (not Pending, not paused, no turn in progress: its instance
+	// lock free or expired) at FromExecutionID, or the store returns
+	// ErrStateConflict. End, a terminal OrchestrationFailed whose EventID
+	// follows the execution's last event, is appended to FromExecutionID,
+	// which ends Canceled with End's error; its worker rows are deleted (a
+	// worker running one loses its lock, as for a canceled activity). Its
+	// queued messages stay: events raised go to the new execution, the
+	// results of the old one are dropped as any stale result is.
+	End *history.Event
 }
 
-// Rewinder is a store that can rewind a finished instance: in one
+// Rewinder is a store that can rewind a finished instance (or a live
+// one, RewindRequest.End): in one
 // transaction it checks RewindRequest.FromExecutionID, adds the new
 // execution with its history, makes the instance Running again (its
 // output and error cleared) and queues the messages and activities.
 // Earlier executions stay as they were. Both SQL stores implement it.
 type Rewinder interface {
 	// RewindInstance writes req. ErrNotFound if the instance does not
-	// exist; ErrStateConflict if it is not Failed or Canceled or its
-	// current execution is not req.FromExecutionID; ErrInvalidArgument for
-	// a malformed request.
+	// exist; ErrStateConflict if it is not Failed or Canceled (with End:
+	// not Running, paused, or in a turn) or its current execution is not
+	// req.FromExecutionID; ErrInvalidArgument for a malformed request.
 	RewindInstance(ctx context.Context, req *RewindRequest) error
 }

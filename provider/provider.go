@@ -109,7 +109,9 @@ type Provider interface {
 	// checked again; (3) a taken instance ID is handled as above; (4) the
 	// instance row, the lock row and the key row are written. A Create with
 	// IfAbsent checks the instance ID right after the key, and skips (2)
-	// and (4) when it is taken (see NewInstance.IfAbsent).
+	// and (4) when it is taken (see NewInstance.IfAbsent). A message with a
+	// DedupKey its instance already recorded is skipped, the rest of the
+	// call going on (see OrchestratorMessage.DedupKey).
 	Enqueue(ctx context.Context, msgs ...*OrchestratorMessage) error
 
 	// FetchWorkItems locks up to opts.Max worker-queue rows that are visible
@@ -459,6 +461,13 @@ type OrchestratorMessage struct {
 	Item history.WorkItem
 	// Create, when set, creates InstanceID (state Pending) with the message.
 	Create *NewInstance
+	// DedupKey, when set, makes the message once-only for its instance:
+	// Enqueue records the key with the message, in the same transaction,
+	// and skips (inserting nothing, failing nothing) a later message for
+	// the same InstanceID with a key already recorded. Keys are kept until
+	// the instance is purged. At most 512 bytes; not with Create
+	// (ErrInvalidArgument).
+	DedupKey string
 }
 
 // NewInstance describes an instance created by a message.

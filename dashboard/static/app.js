@@ -77,6 +77,9 @@
       case "rewind":
         return { method: "POST", url: "/api/instances/" + instancePath() + "/rewind",
           body: JSON.stringify({ reason: f.reason.value.trim() }) };
+      case "rewind-force":
+        return { method: "POST", url: "/api/instances/" + instancePath() + "/rewind",
+          body: JSON.stringify({ reason: f.reason.value.trim(), by: "dashboard", force: true }) };
       case "purge":
         return { method: "DELETE", url: "/api/instances/" + instancePath() + (f.force && f.force.checked ? "?force=true" : "") };
       case "release":
@@ -87,6 +90,8 @@
         return { method: "POST", url: "/api/schedules/" + enc(form.dataset.schedule) + "/" + form.dataset.action.slice("schedule-".length) };
       case "bulk":
         return { method: "POST", url: "/api/bulk", body: JSON.stringify(bulkBody(form)) };
+      case "bulk-cancel":
+        return { method: "POST", url: "/api/bulk/" + enc(form.dataset.job) + "/cancel" };
     }
     throw new Error("unknown action");
   }
@@ -166,7 +171,7 @@
       const line = "Job " + job.id + " " + job.state + ": " + job.processed + " of " + job.total + " instances, " +
         job.succeeded + " succeeded, " + job.skipped + " skipped, " + job.failed + " failed.";
       show(form, job.state !== "Failed" && job.failed === 0, line);
-      if (job.state === "Done" || job.state === "Failed") { refresh(); return; }
+      if (job.state === "Done" || job.state === "Failed" || job.state === "Canceled") { refresh(); return; }
       await new Promise((r) => setTimeout(r, 1000));
     }
   }
@@ -186,6 +191,7 @@
       case "pause": return { ok: true, text: "Paused: it takes no turn until resumed.", link: location.pathname };
       case "resume": return { ok: true, text: "Resumed.", link: location.pathname };
       case "rewind": return { ok: true, text: "Rewound: execution " + body.executionId + " resumes it.", link: location.pathname };
+      case "rewind-force": return { ok: true, text: "Rewound: execution " + body.executionId + " takes over from the stuck one.", link: location.pathname };
       case "purge": return { ok: true, text: "Purged.", link: "/" };
       case "release": return { ok: true, text: body.released ? "Lock released." : "There was no lock." };
       case "schedule-pause": return { ok: true, text: "Paused." };
@@ -194,6 +200,7 @@
         if (!body.instanceId) return { ok: true, text: "Fired: " + body.outcome };
         return { ok: true, text: "Fired: started " + body.instanceId, link: "/instances/" + enc(body.instanceId) };
       case "bulk": return { ok: true, text: "Job " + body.job.id + " started on " + body.count + " instances." };
+      case "bulk-cancel": return { ok: true, text: "Canceled after " + body.processed + " of " + body.total + " instances; a running job stops at its next chunk." };
     }
     return { ok: true, text: "Done." };
   }

@@ -104,7 +104,7 @@ func runPrune(ctx context.Context, inv *invocation, args []string) error {
 
 var bulkCommand = &command{
 	name:     "bulk",
-	synopsis: "ACTION [filter flags] [--dry-run] [--reason R] [--event NAME --data JSON] [--force] [--json]",
+	synopsis: "ACTION [filter flags] [--dry-run] [--reason R] [--event NAME --data JSON] [--force] [--json] | --job ID | --cancel-job ID",
 	summary:  "cancel, purge, raise an event, rewind, pause or resume every instance a filter selects",
 	details: `ACTION is cancel, purge, raiseEvent, rewind, pause or resume. The filter
 flags are those of list and combine with AND: --status, --orchestration,
@@ -118,10 +118,16 @@ chunks, with a progress bar on standard error; the job records its cursor
 after each chunk, so if this command stops, a runtime on the store continues
 the job (or run the command again with --job ID to follow it).
 
+--cancel-job ID cancels a Pending or Running job (ACTION is then not needed):
+a pending job never runs, a running one stops at its next chunk boundary and
+keeps the counts it reached. What the job did is not undone. A job that
+already ended cannot be canceled (exit status 1).
+
 Examples:
   duroxide bulk cancel --status Running --orchestration Checkout --dry-run
   duroxide bulk rewind --status Failed --orchestration Checkout --error-kind application
-  duroxide bulk raiseEvent --prefix order- --event approve --data true`,
+  duroxide bulk raiseEvent --prefix order- --event approve --data true
+  duroxide bulk --cancel-job 5f0c...`,
 	run: runBulk,
 }
 
@@ -138,13 +144,14 @@ func runBulk(ctx context.Context, inv *invocation, args []string) error {
 	force := inv.fs.Bool("force", false, "purge: delete live instances too")
 	chunk := inv.fs.Int("chunk", 100, "instances per step of the job, 1 to 1000")
 	jobID := inv.fs.String("job", "", "follow an existing job instead of starting one (ACTION is then ignored)")
+	cancelID := inv.fs.String("cancel-job", "", "cancel this Pending or Running job (ACTION is then ignored)")
 	inv.jsonFlag("the preview or the finished job")
 	inv.serverFlags()
 	if err := inv.parse(args, 0, "ACTION"); err != nil {
 		return err
 	}
 	action := duroxide.BulkAction(inv.arg(0))
-	if *jobID == "" {
+	if *jobID == "" && *cancelID == "" {
 		found := false
 		for _, a := range bulkActionNames {
 			if strings.EqualFold(string(a), string(action)) {
@@ -186,6 +193,18 @@ func runBulk(ctx context.Context, inv *invocation, args []string) error {
 		}
 		defer done()
 		b = localBulk{client}
+	}
+	if *cancelID != "" {
+		job, err := b.cancel(ctx, *cancelID)
+		if err != nil {
+			return err
+		}
+		if inv.jsonOut {
+			return inv.printJSON(job)
+		}
+		fmt.Fprintf(inv.stdout, "job %s %s: %d of %d instances: %d succeeded, %d skipped, %d failed so far\n", safe(job.ID), job.State,
+			job.Processed, job.Total, job.Succeeded, job.Skipped, job.Failed)
+		return nil
 	}
 	bar := newBulkBar(inv.stderr)
 	if *jobID != "" {
@@ -295,6 +314,8 @@ type bulkBackend interface {
 	start(ctx context.Context, req *duroxide.BulkRequest) (*duroxide.BulkResult, error)
 	// follow runs or watches the job to its end, calling progress.
 	follow(ctx context.Context, id string, progress func(duroxide.BulkJob)) (*duroxide.BulkJob, error)
+	// cancel cancels the job.
+	cancel(ctx context.Context, id string) (*duroxide.BulkJob, error)
 }
 
 type localBulk struct{ c *duroxide.Client }
@@ -312,7 +333,19 @@ func (l localBulk) follow(ctx context.Context, id string, progress func(duroxide
 	return poll(ctx, progress, func() (*duroxide.BulkJob, error) { return l.c.GetBulkJob(ctx, id) })
 }
 
+func (l localBulk) cancel(ctx context.Context, id string) (*duroxide.BulkJob, error) {
+	return l.c.CancelBulkJob(ctx, id)
+}
+
 type remoteBulk struct{ r *remote }
+
+func (rb remoteBulk) cancel(ctx context.Context, id string) (*duroxide.BulkJob, error) {
+	var v httpapi.BulkJobView
+	if _, _, err := rb.r.do(ctx, "POST", "/api/bulk/"+pathID(id)+"/cancel", nil, &v); err != nil {
+		return nil, err
+	}
+	return jobOf(&v), nil
+}
 
 // jobOf reads the API's shape of a job.
 func jobOf(v *httpapi.BulkJobView) *duroxide.BulkJob {

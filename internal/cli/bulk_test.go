@@ -204,4 +204,40 @@ func TestBulkCommandThroughServer(t *testing.T) {
 		}
 	}
 	runCLIEnv(t, map[string]string{envServer: srv.URL}, "bulk", "cancel", "--dry-run").wantErr(t, 1, "auth token")
+	// The job ended: canceling it is refused; an unknown job is not found.
+	runCLIEnv(t, env, "bulk", "--cancel-job", job.ID).wantErr(t, 1, "already ended")
+	runCLIEnv(t, env, "bulk", "--cancel-job", "nope").wantErr(t, 1, "not found")
+}
+
+// TestBulkCancelJobCommand cancels a pending job on the store (no runtime
+// runs it): it ends Canceled and never touches its instances; a second
+// cancel is refused.
+func TestBulkCancelJobCommand(t *testing.T) {
+	t.Parallel()
+	db, path := tempDB(t)
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	client := duroxide.NewClient(store)
+	if err := client.StartOrchestration(ctx, "ap", demo.Approval, demo.ApprovalInput{TimeoutSeconds: 3600}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.BulkAction(ctx, &duroxide.BulkRequest{Action: duroxide.BulkCancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "bulk", "--db", db, "--cancel-job", res.Job.ID).wantCode(t, 0)
+	if !strings.Contains(r.stdout, "Canceled: 0 of 1 instances") {
+		t.Fatalf("cancel output:\n%s", r.stdout)
+	}
+	if j, err := client.GetBulkJob(ctx, res.Job.ID); err != nil || j.State != duroxide.BulkJobCanceled {
+		t.Fatalf("job after the cancel: %+v, %v", j, err)
+	}
+	runCLI(t, "bulk", "--db", db, "--cancel-job", res.Job.ID).wantErr(t, 1, "already ended")
+	if st, err := client.GetStatus(ctx, "ap"); err != nil || st.State.IsTerminal() {
+		t.Fatalf("the canceled job touched its instance: %+v, %v", st, err)
+	}
 }

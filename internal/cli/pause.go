@@ -79,8 +79,8 @@ instance that is not paused exits 1 (the HTTP API answers 409).`,
 
 var rewindCommand = &command{
 	name:     "rewind",
-	synopsis: "ID [--reason R]",
-	summary:  "resume a Failed or Canceled instance from just before its failed step",
+	synopsis: "ID [--reason R] [--force [--by WHO]]",
+	summary:  "resume a Failed or Canceled (or, with --force, a stuck Running) instance from just before its failed step",
 	details: `A new execution resumes the instance with the code the runtimes run now,
 from the start of the turn that led to its end: the failed activity runs
 again, the results that turn had received are given again, a canceled
@@ -88,15 +88,29 @@ instance resumes from before its cancel request, and a failure in the first
 turn starts it over with the same input. The failed execution stays as it
 was ('duroxide history ID --execution 1'). Rewinding an instance that is not
 Failed or Canceled, or whose resume point leaves a sub-orchestration in
-flight, exits 1 (the HTTP API answers 409).`,
+flight, exits 1 (the HTTP API answers 409).
+
+--force also rewinds a Running instance that is stuck (an activity failing
+and retrying until a partner is fixed, a wait for something that will never
+come): its execution ends Canceled, recording --reason and --by (default:
+the OS user), its queued activities are dropped, and a new execution goes on
+from the start of its last turn with the code deployed now. A Pending or
+paused instance, or one in the middle of a turn, is refused (exit 1).`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
-		reason := inv.fs.String("reason", "", "why (for the operator's record)")
+		reason := inv.fs.String("reason", "", "why (for the operator's record; a forced rewind records it)")
+		force := inv.fs.Bool("force", false, "rewind a stuck Running instance too")
+		by := inv.fs.String("by", "", "with --force, who rewinds, recorded (default: the OS user)")
 		client, id, done, err := inv.openInstance(ctx, args)
 		if err != nil {
 			return err
 		}
 		defer done()
-		if err := client.Rewind(ctx, id, *reason); err != nil {
+		who := *by
+		if who == "" {
+			who = defaultActor()
+		}
+		opts := &duroxide.RewindOptions{Reason: *reason, Force: *force}
+		if err := client.RewindWithOptions(duroxide.WithActor(ctx, who), id, opts); err != nil {
 			if errors.Is(err, duroxide.ErrStateConflict) {
 				return fmt.Errorf("cannot rewind %s: %v", safe(id), safe(oneLine(err.Error())))
 			}
@@ -125,7 +139,14 @@ func (r *remote) Resume(ctx context.Context, instanceID string) error {
 	return err
 }
 
-func (r *remote) Rewind(ctx context.Context, instanceID, reason string) error {
-	_, _, err := r.do(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/rewind", map[string]string{"reason": reason}, nil)
+func (r *remote) RewindWithOptions(ctx context.Context, instanceID string, opts *duroxide.RewindOptions) error {
+	body := map[string]any{"reason": opts.Reason}
+	if opts.Force {
+		body["force"] = true
+	}
+	if by := duroxide.ActorFrom(ctx); by != "" {
+		body["by"] = by
+	}
+	_, _, err := r.do(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/rewind", body, nil)
 	return err
 }

@@ -82,8 +82,22 @@ func TestPauseResumeRewind(t *testing.T) {
 				t.Fatalf("rewind printed %q", r.stdout)
 			}
 			waitExecution(t, client, failing, duroxide.StateFailed, 2)
-			cli("rewind", id).wantErr(t, 1, "cannot rewind "+id, "Failed or Canceled")
+			cli("rewind", id).wantErr(t, 1, "cannot rewind "+id, "with force")
 			cli("rewind", "nope").wantErr(t, 1, `"nope" not found`)
+
+			// --force takes the Running instance: it starts over at a new
+			// execution, the old one ends with the rewind recorded.
+			r = cli("rewind", id, "--force", "--reason", "stuck", "--by", "bob").wantCode(t, 0)
+			if !strings.Contains(r.stdout, "rewound "+id+": execution 2 resumes it") {
+				t.Fatalf("forced rewind printed %q", r.stdout)
+			}
+			old, err := client.GetHistory(t.Context(), id, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := old[len(old)-1]; end.Error == nil || end.Error.Message != "rewound by bob: stuck" {
+				t.Fatalf("the old execution's end: %+v", end)
+			}
 		})
 	}
 	// With no --by, the OS user is the actor (or "duroxide cli").

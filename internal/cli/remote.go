@@ -41,7 +41,7 @@ type backend interface {
 	CancelInstance(ctx context.Context, instanceID, reason string) error
 	Pause(ctx context.Context, instanceID, reason string) error
 	Resume(ctx context.Context, instanceID string) error
-	Rewind(ctx context.Context, instanceID, reason string) error
+	RewindWithOptions(ctx context.Context, instanceID string, opts *duroxide.RewindOptions) error
 	PurgeInstance(ctx context.Context, instanceID string, force bool) error
 	GetLock(ctx context.Context, workflowID string) (*duroxide.LockStatus, error)
 	ListLocks(ctx context.Context) ([]duroxide.LockStatus, error)

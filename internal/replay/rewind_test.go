@@ -20,6 +20,8 @@ func rwHist(evs ...history.Event) []history.Event {
 var (
 	rwStarted = history.Event{Kind: history.OrchestrationStarted, Name: "O", Version: "1", Input: json.RawMessage(`"in"`)}
 	rwFailed  = history.Event{Kind: history.OrchestrationFailed, Error: &history.ErrorDetails{Kind: history.ErrorApplication, Message: "x"}}
+	rwRewound = history.Event{Kind: history.OrchestrationFailed,
+		Error: &history.ErrorDetails{Kind: history.ErrorCanceled, Code: history.CodeRewound, Message: "rewound"}}
 )
 
 func rwSched(name string) history.Event {
@@ -60,6 +62,16 @@ func TestPlanRewind(t *testing.T) {
 		{"a cancel before cleanup turns is the anchor", rwHist(rwStarted, rwSched("A"),
 			history.Event{Kind: history.OrchestrationCancelRequested}, rwSched("Undo"), rwDone(4, `0`), rwDone(2, `1`), rwFailed),
 			want{cut: 3, messages: []history.WorkItemKind{history.WorkActivityCompleted}}},
+		// A forced rewind of a Running execution plans over its history
+		// with the rewind's end appended (rwRewound).
+		{"stuck retrying: the failed attempt runs again, the retry timer goes", rwHist(rwStarted, rwSched("A"), rwDone(2, `"a"`),
+			rwSched("B"), rwFail(4), history.Event{Kind: history.TimerCreated, FireAtMs: 86_400_000}, rwRewound),
+			want{cut: 5, activities: []int64{4}}},
+		{"stuck on an activity: the turn that scheduled it runs again", rwHist(rwStarted, rwSched("A"), rwDone(2, `"a"`),
+			rwSched("B"), rwRewound),
+			want{cut: 3, messages: []history.WorkItemKind{history.WorkActivityCompleted}}},
+		{"stuck in the first turn starts over", rwHist(rwStarted, history.Event{Kind: history.ExternalSubscribed, Name: "never"}, rwRewound),
+			want{cut: 1, messages: []history.WorkItemKind{history.WorkStartOrchestration}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := PlanRewind("i", 1, tc.hist)

@@ -162,6 +162,7 @@ func (w *wtx) PurgeDelete(tree []string) (*provider.PurgeResult, error) {
 	// repeat start is still a duplicate; the freed execution locks pass to
 	// their queues.
 	b.Queue(sqlPurgeDeleteLockQueue, tree).Exec(count(&res.Messages))
+	b.Queue(sqlPurgeDeleteDedup, tree)
 	b.Queue(sqlPurgeMarkIdemKeys, tree, w.now)
 	b.Queue(sqlPurgeDeleteExecLocks, tree).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {

@@ -363,6 +363,13 @@ func (w *wtx) EnqueueMessage(m *sqlenc.Msg, visible int64) error {
 	return err
 }
 
+// ClaimDedupKey records a message's deduplication key; see
+// sqlstore.TurnTx.
+func (w *wtx) ClaimDedupKey(instance, key string) (bool, error) {
+	n, err := w.exec(sqlDedupInsert, instance, key, w.now)
+	return n > 0, err
+}
+
 // InsertMessages enqueues msgs: the plain ones (no instance to create) in
 // one multi-row insert, the others one by one. See sqlstore.TurnTx.
 func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {

@@ -395,6 +395,9 @@ FOR UPDATE`
 	sqlPurgeMarkIdemKeys = `UPDATE idempotency_keys SET purged_at = $2
 WHERE instance_id = ANY ($1::text[]) AND purged_at IS NULL`
 	sqlPurgeDeleteLockQueue = `DELETE FROM lock_queue WHERE instance_id = ANY ($1::text[])`
+	sqlPurgeDeleteDedup     = `DELETE FROM message_dedup WHERE instance_id = ANY ($1::text[])`
+	sqlDedupInsert          = `INSERT INTO message_dedup (instance_id, dedup_key, created_at) VALUES ($1, $2, $3)
+		ON CONFLICT (instance_id, dedup_key) DO NOTHING`
 	// Returns the keys, to hand each to its queue once the purge is done.
 	sqlPurgeDeleteExecLocks = `DELETE FROM execution_locks WHERE instance_id = ANY ($1::text[]) RETURNING lock_key`
 )

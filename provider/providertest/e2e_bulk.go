@@ -21,6 +21,8 @@ var e2eBulkCases = []e2eCase{
 	{"BulkPurgeRunByRuntime", e2eBulkPurgeByRuntime},
 	{"BulkRewindByFilterAfterAFixedDeploy", e2eBulkRewind},
 	{"BulkPauseThenResumeByFilter", e2eBulkPauseResume},
+	{"BulkJobCanceledMidJob", e2eBulkCancelJob},
+	{"BulkRaiseExactlyOnceAcrossACrash", e2eBulkRaiseCrash},
 }
 
 // noBulkJobs keeps a runtime from running bulk jobs, so a scenario runs
@@ -224,10 +226,10 @@ func e2eBulkRaiseResume(e *e2e) {
 	if err != nil {
 		e.t.Fatalf("BulkAction: %v", err)
 	}
-	// The first runner stops (a crash) after three events.
+	// The first runner stops (a crash) after its first chunk.
 	ctx, cancel := context.WithCancel(e.ctx)
 	_, err = e.c.RunBulkJob(ctx, res.Job.ID, &duroxide.RunBulkJobOptions{Owner: "first", Progress: func(j duroxide.BulkJob) {
-		if j.Processed == 3 {
+		if j.Processed == 2 {
 			cancel()
 		}
 	}})
@@ -382,4 +384,163 @@ func e2eBulkPauseResume(e *e2e) {
 			e.t.Fatalf("h-%d: %q", i, out)
 		}
 	}
+}
+
+// e2eBulkCancelJob cancels a bulk pause job after its first chunk: the
+// runner stops at the chunk boundary, the job ends Canceled with the
+// first chunk's counts, and the instances after it are untouched. A
+// finished job cannot be canceled.
+func e2eBulkCancelJob(e *e2e) {
+	// No runtime: pausing needs none, and nothing else moves.
+	for i := range 7 {
+		e.start(fmt.Sprintf("c-%d", i), "Hold", nil)
+	}
+	res, err := e.c.BulkAction(e.ctx, &duroxide.BulkRequest{Action: duroxide.BulkPause, Reason: "incident",
+		Filter: duroxide.ListOptions{IDPrefix: "c-"}, ChunkSize: 3})
+	if err != nil {
+		e.t.Fatalf("BulkAction: %v", err)
+	}
+	id := res.Job.ID
+	var steps []string
+	job, err := e.c.RunBulkJob(e.ctx, id, &duroxide.RunBulkJobOptions{Progress: func(j duroxide.BulkJob) {
+		steps = append(steps, fmt.Sprintf("%s %d", j.State, j.Processed))
+		if j.Processed == 3 && j.State == duroxide.BulkJobRunning {
+			c, err := e.c.CancelBulkJob(e.ctx, id)
+			if err != nil || c.State != duroxide.BulkJobCanceled {
+				e.t.Errorf("CancelBulkJob: %+v, %v", c, err)
+			}
+		}
+	}})
+	if err != nil {
+		e.t.Fatalf("RunBulkJob: %v", err)
+	}
+	mustEqual(e.t, "progress", steps, []string{"Running 3", "Canceled 3"})
+	if job.State != duroxide.BulkJobCanceled || job.Processed != 3 || job.Succeeded != 3 || job.Total != 7 {
+		e.t.Fatalf("job %+v, want Canceled after 3 of 7", job)
+	}
+	got, err := e.c.GetBulkJob(e.ctx, id)
+	if err != nil || got.State != duroxide.BulkJobCanceled || got.Processed != 3 || got.Owner != "" {
+		e.t.Fatalf("GetBulkJob: %+v, %v", got, err)
+	}
+	paused := 0
+	for i := range 7 {
+		if e.status(fmt.Sprintf("c-%d", i)).Paused != nil {
+			paused++
+		}
+	}
+	if paused != 3 {
+		e.t.Fatalf("%d instances paused, want the first chunk's 3", paused)
+	}
+	// Running it again does nothing; canceling it again is refused.
+	if j, err := e.c.RunBulkJob(e.ctx, id, nil); err != nil || j.State != duroxide.BulkJobCanceled || j.Processed != 3 {
+		e.t.Fatalf("RunBulkJob of the canceled job: %+v, %v", j, err)
+	}
+	if _, err := e.c.CancelBulkJob(e.ctx, id); !errors.Is(err, duroxide.ErrBulkJobEnded) {
+		e.t.Fatalf("CancelBulkJob of a canceled job: %v, want ErrBulkJobEnded", err)
+	}
+	if _, err := e.c.CancelBulkJob(e.ctx, "nope"); !errors.Is(err, duroxide.ErrNotFound) {
+		e.t.Fatalf("CancelBulkJob of an unknown job: %v, want ErrNotFound", err)
+	}
+	// A pending job canceled before it runs never runs.
+	res, err = e.c.BulkAction(e.ctx, &duroxide.BulkRequest{Action: duroxide.BulkResume, Filter: duroxide.ListOptions{IDPrefix: "c-"}})
+	if err != nil {
+		e.t.Fatalf("BulkAction resume: %v", err)
+	}
+	if c, err := e.c.CancelBulkJob(e.ctx, res.Job.ID); err != nil || c.State != duroxide.BulkJobCanceled {
+		e.t.Fatalf("CancelBulkJob of a pending job: %+v, %v", c, err)
+	}
+	if j, err := e.c.RunBulkJob(e.ctx, res.Job.ID, nil); err != nil || j.State != duroxide.BulkJobCanceled || j.Processed != 0 {
+		e.t.Fatalf("RunBulkJob of the canceled pending job: %+v, %v", j, err)
+	}
+	// A finished job cannot be canceled.
+	res, err = e.c.BulkAction(e.ctx, &duroxide.BulkRequest{Action: duroxide.BulkResume, Filter: duroxide.ListOptions{IDPrefix: "c-"}})
+	if err != nil {
+		e.t.Fatalf("BulkAction resume: %v", err)
+	}
+	job, err = e.c.RunBulkJob(e.ctx, res.Job.ID, nil)
+	if err != nil || job.State != duroxide.BulkJobDone || job.Succeeded != 3 {
+		e.t.Fatalf("resume job: %+v, %v", job, err)
+	}
+	if _, err := e.c.CancelBulkJob(e.ctx, job.ID); !errors.Is(err, duroxide.ErrBulkJobEnded) {
+		e.t.Fatalf("CancelBulkJob of a done job: %v, want ErrBulkJobEnded", err)
+	}
+}
+
+// crashingJobs is the store with a runner that "crashes" when it records
+// its progress: UpdateBulkJob fails, as if the process died after acting
+// on the chunk and before its cursor advanced.
+type crashingJobs struct {
+	provider.Provider
+	provider.BulkJobStore
+}
+
+func (crashingJobs) UpdateBulkJob(context.Context, string, string, time.Duration, provider.BulkJobUpdate) error {
+	return fmt.Errorf("crash before recording: %w", provider.ErrUnavailable)
+}
+
+// e2eBulkRaiseCrash raises an event by filter with a runner that crashes
+// after raising the first chunk's events and before recording them; a
+// second runner repeats that chunk from the job's cursor. Every instance
+// holds the event once, and a second job raising the same event raises
+// it again (the key is the job's).
+func e2eBulkRaiseCrash(e *e2e) {
+	js, ok := e.store.(provider.BulkJobStore)
+	if !ok {
+		e.t.Skip("store does not implement provider.BulkJobStore")
+	}
+	// No runtime: the events stay queued, so each instance's queue shows
+	// how many were raised.
+	for i := range 5 {
+		e.start(fmt.Sprintf("x-%d", i), "Hold", nil)
+	}
+	req := duroxide.BulkRequest{Action: duroxide.BulkRaiseEvent, EventName: "release",
+		EventData: []byte(`"go"`), Filter: duroxide.ListOptions{IDPrefix: "x-"}, ChunkSize: 3}
+	res, err := e.c.BulkAction(e.ctx, &req)
+	if err != nil {
+		e.t.Fatalf("BulkAction: %v", err)
+	}
+	crashed := duroxide.NewClient(crashingJobs{e.store, js})
+	if _, err := crashed.RunBulkJob(e.ctx, res.Job.ID, &duroxide.RunBulkJobOptions{Owner: "first"}); !errors.Is(err, provider.ErrUnavailable) {
+		e.t.Fatalf("crashing runner: %v, want its crash", err)
+	}
+	queued := func() []int {
+		out := make([]int, 5)
+		for i := range 5 {
+			q, err := e.admin().InstanceQueue(e.ctx, fmt.Sprintf("x-%d", i))
+			if err != nil {
+				e.t.Fatalf("InstanceQueue: %v", err)
+			}
+			for _, m := range q.Messages {
+				if m.Item.Kind == history.WorkExternalRaised {
+					out[i]++
+				}
+			}
+		}
+		return out
+	}
+	// The crash came after the first chunk's raises (newest first: x-4,
+	// x-3, x-2) and before the job recorded them.
+	mustEqual(e.t, "events after the crash", queued(), []int{0, 0, 1, 1, 1})
+	if j, err := e.c.GetBulkJob(e.ctx, res.Job.ID); err != nil || j.Processed != 0 || j.State != duroxide.BulkJobRunning {
+		e.t.Fatalf("job after the crash: %+v, %v", j, err)
+	}
+	e.fc.Advance(2 * time.Minute) // the crashed runner's lease expires
+	job, err := e.c.RunBulkJob(e.ctx, res.Job.ID, &duroxide.RunBulkJobOptions{Owner: "second"})
+	if err != nil {
+		e.t.Fatalf("second runner: %v", err)
+	}
+	if job.State != duroxide.BulkJobDone || job.Processed != 5 || job.Succeeded != 5 {
+		e.t.Fatalf("job %+v", job)
+	}
+	mustEqual(e.t, "events after the resumed job", queued(), []int{1, 1, 1, 1, 1})
+
+	// Another job is another key: it raises again.
+	res, err = e.c.BulkAction(e.ctx, &req)
+	if err != nil {
+		e.t.Fatalf("BulkAction again: %v", err)
+	}
+	if job, err := e.c.RunBulkJob(e.ctx, res.Job.ID, nil); err != nil || job.Succeeded != 5 {
+		e.t.Fatalf("second job: %+v, %v", job, err)
+	}
+	mustEqual(e.t, "events after the second job", queued(), []int{2, 2, 2, 2, 2})
 }

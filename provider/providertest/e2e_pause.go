@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
 )
 
 // Pause, resume and rewind, through the Client and real runtimes.
@@ -23,6 +25,8 @@ var e2ePauseCases = []e2eCase{
 	{"RewindNotFailedIsAConflict", e2eRewindConflict},
 	{"ConcurrentRewindsOneWins", e2eRewindRace},
 	{"RewindManyAfterAFixedDeploy", e2eRewindMany},
+	{"RewindStuckRunningWithForce", e2eRewindRunning},
+	{"RewindRunningWaiterStartsOver", e2eRewindRunningWaiter},
 }
 
 // e2ePauseHolds pauses an instance while its activity runs: the activity
@@ -472,5 +476,124 @@ func e2eRewindRace(e *e2e) {
 	var out string
 	if st := e.result("order", &out); st.ExecutionID != 2 || charges.Load() != 2 {
 		e.t.Fatalf("after the race: execution %d, Charge ran %d times; want 2 and 2", st.ExecutionID, charges.Load())
+	}
+}
+
+// e2eRewindRunning gets an instance stuck Running (its second step fails
+// and waits for a retry a day away), deploys a fixed activity and rewinds
+// it with force: the retried step runs again at once, the first does
+// not, and the old execution ends Canceled with the rewind recorded.
+func e2eRewindRunning(e *e2e) {
+	var reserves, charges atomic.Int64
+	var broken atomic.Bool
+	broken.Store(true)
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Order", func(ctx *duroxide.OrchestrationContext, n int) (string, error) {
+		var r, c string
+		if err := ctx.ScheduleActivity("Reserve", n).Await(&r); err != nil {
+			return "", err
+		}
+		err := ctx.ScheduleActivityWithRetry("Charge", n, duroxide.RetryPolicy{MaxAttempts: 100, InitialInterval: 24 * time.Hour}).Await(&c)
+		if err != nil {
+			return "", err
+		}
+		return r + "/" + c, nil
+	})
+	duroxide.RegisterActivity(reg, "Reserve", func(_ context.Context, n int) (string, error) {
+		reserves.Add(1)
+		return fmt.Sprintf("reserved %d", n), nil
+	})
+	duroxide.RegisterActivity(reg, "Charge", func(_ context.Context, n int) (string, error) {
+		charges.Add(1)
+		if broken.Load() {
+			return "", errors.New("charge: partner down")
+		}
+		return fmt.Sprintf("charged %d", n), nil
+	})
+	e.runtime(reg)
+	e.start("order", "Order", 7)
+	e.eventually("the retry wait", func() bool {
+		h := e.history("order", 0)
+		return count(h, history.ActivityFailed) == 1 && h[len(h)-1].Kind == history.TimerCreated
+	})
+	stuck := e.history("order", 1)
+
+	// Without force a Running instance is refused, changing nothing.
+	var se *duroxide.InstanceStateError
+	if err := e.c.Rewind(e.ctx, "order", ""); !errors.As(err, &se) || se.State != duroxide.StateRunning {
+		e.t.Fatalf("Rewind of a running instance without force: %v, want an *InstanceStateError", err)
+	}
+	// Nor with force while it is paused.
+	if err := e.c.Pause(e.ctx, "order", "hold"); err != nil {
+		e.t.Fatalf("Pause: %v", err)
+	}
+	err := e.c.RewindWithOptions(e.ctx, "order", &duroxide.RewindOptions{Force: true})
+	if !errors.Is(err, duroxide.ErrStateConflict) || !strings.Contains(err.Error(), "paused") {
+		e.t.Fatalf("forced rewind of a paused instance: %v, want a conflict naming the pause", err)
+	}
+	if err := e.c.Resume(e.ctx, "order"); err != nil {
+		e.t.Fatalf("Resume: %v", err)
+	}
+	mustEqual(e.t, "the stuck history after refused rewinds", eventKinds(e.history("order", 1)), eventKinds(stuck))
+
+	broken.Store(false) // the partner is fixed
+	ctx := duroxide.WithActor(e.ctx, "ops")
+	if err := e.c.RewindWithOptions(ctx, "order", &duroxide.RewindOptions{Reason: "partner fixed", Force: true}); err != nil {
+		e.t.Fatalf("forced Rewind: %v", err)
+	}
+	var out string
+	st := e.result("order", &out)
+	if out != "reserved 7/charged 7" || st.ExecutionID != 2 {
+		e.t.Fatalf("rewound instance: %q at execution %d", out, st.ExecutionID)
+	}
+	if reserves.Load() != 1 || charges.Load() != 2 {
+		e.t.Fatalf("Reserve ran %d times (want 1), Charge %d (want 2)", reserves.Load(), charges.Load())
+	}
+	old := e.history("order", 1)
+	mustEqual(e.t, "the old execution's history", eventKinds(old), append(eventKinds(stuck), history.OrchestrationFailed))
+	if end := old[len(old)-1].Error; end == nil || end.Kind != history.ErrorCanceled || end.Code != history.CodeRewound ||
+		end.Message != "rewound by ops: partner fixed" {
+		e.t.Fatalf("the old execution's end: %+v", end)
+	}
+	ex, err := e.c.ListExecutions(e.ctx, "order")
+	if err != nil || len(ex) != 2 || ex[0].Status != provider.StatusCanceled || ex[1].Status != provider.StatusCompleted {
+		e.t.Fatalf("ListExecutions: %+v, %v", ex, err)
+	}
+	// The old execution's retry timer fires into nothing.
+	e.fc.Advance(25 * time.Hour)
+	if st := e.status("order"); st.State != duroxide.StateCompleted || st.ExecutionID != 2 || charges.Load() != 2 {
+		e.t.Fatalf("after the old retry time: %s, Charge ran %d times", describeStatus(st), charges.Load())
+	}
+}
+
+// e2eRewindRunningWaiter rewinds with force an instance waiting for an
+// event that will never come: stuck in its first turn, it starts over
+// with the same input under the code deployed now.
+func e2eRewindRunningWaiter(e *e2e) {
+	var fixed atomic.Bool
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Waiter", func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
+		name := "never"
+		if fixed.Load() {
+			name = "go"
+		}
+		var s string
+		err := ctx.WaitForEvent(name).Await(&s)
+		return in + " " + s, err
+	})
+	e.runtime(reg)
+	e.start("w", "Waiter", "x")
+	e.eventually("w waits", func() bool { return len(e.history("w", 0)) >= 2 })
+	fixed.Store(true)
+	if err := e.c.RewindWithOptions(e.ctx, "w", &duroxide.RewindOptions{Force: true}); err != nil {
+		e.t.Fatalf("forced Rewind: %v", err)
+	}
+	if err := e.c.RaiseEvent(e.ctx, "w", "go", "now"); err != nil {
+		e.t.Fatalf("RaiseEvent: %v", err)
+	}
+	var out string
+	st := e.result("w", &out)
+	if out != "x now" || st.ExecutionID != 2 {
+		e.t.Fatalf("output %q at execution %d", out, st.ExecutionID)
 	}
 }

@@ -2,8 +2,10 @@ package providertest
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -150,5 +152,115 @@ var maintenanceCases = []testCase{
 		all, err := js.ListBulkJobs(e.ctx, provider.BulkJobListOptions{})
 		e.noErr(err, "ListBulkJobs all")
 		mustEqual(e.t, "all", len(all), 1)
+	}},
+
+	{name: "bulk_jobs_cancel", run: func(e *env) {
+		js, ok := e.p.(provider.BulkJobStore)
+		if !ok {
+			e.t.Skip("store does not implement provider.BulkJobStore")
+		}
+		spec := json.RawMessage(`{"action":"cancel"}`)
+		for _, id := range []string{"pending", "running", "expired", "done"} {
+			e.noErr(js.CreateBulkJob(e.ctx, &provider.BulkJob{ID: id, Spec: spec}), "CreateBulkJob "+id)
+		}
+		_, err := js.CancelBulkJob(e.ctx, "nope")
+		e.wantErr(err, provider.ErrNotFound, "CancelBulkJob unknown")
+
+		// A pending job: canceled, never claimed.
+		j, err := js.CancelBulkJob(e.ctx, "pending")
+		e.noErr(err, "CancelBulkJob pending")
+		mustEqual(e.t, "canceled pending job", []any{j.State, j.Owner}, []any{provider.BulkJobCanceled, ""})
+		j, err = js.ClaimBulkJob(e.ctx, "pending", "a", time.Minute)
+		e.noErr(err, "ClaimBulkJob of a canceled job")
+		mustEqual(e.t, "canceled job unclaimed", []any{j.State, j.Owner}, []any{provider.BulkJobCanceled, ""})
+		_, err = js.CancelBulkJob(e.ctx, "pending")
+		e.wantErr(err, provider.ErrStateConflict, "CancelBulkJob twice")
+
+		// A running job: its runner keeps the lease until it records its
+		// last progress, which keeps the state Canceled.
+		_, err = js.ClaimBulkJob(e.ctx, "running", "a", time.Minute)
+		e.noErr(err, "ClaimBulkJob running")
+		e.noErr(js.UpdateBulkJob(e.ctx, "running", "a", time.Minute, provider.BulkJobUpdate{
+			State: provider.BulkJobRunning, Cursor: "c1", Total: 10, Processed: 2, Succeeded: 2}), "UpdateBulkJob")
+		j, err = js.CancelBulkJob(e.ctx, "running")
+		e.noErr(err, "CancelBulkJob running")
+		mustEqual(e.t, "canceled running job", []any{j.State, j.Owner, j.Processed}, []any{provider.BulkJobCanceled, "a", int64(2)})
+		e.wantErr(js.UpdateBulkJob(e.ctx, "running", "a", time.Minute, provider.BulkJobUpdate{
+			State: provider.BulkJobRunning, Cursor: "c2", Total: 10, Processed: 4, Succeeded: 3, Failed: 1, Error: "x"}),
+			provider.ErrBulkJobCanceled, "UpdateBulkJob after the cancel")
+		j, err = js.GetBulkJob(e.ctx, "running")
+		e.noErr(err, "GetBulkJob running")
+		mustEqual(e.t, "last progress of the canceled job",
+			[]any{j.State, j.Owner, j.Cursor, j.Processed, j.Succeeded, j.Failed, j.Error},
+			[]any{provider.BulkJobCanceled, "", "c2", int64(4), int64(3), int64(1), "x"})
+		e.wantErr(js.UpdateBulkJob(e.ctx, "running", "a", time.Minute, provider.BulkJobUpdate{
+			State: provider.BulkJobDone, Processed: 10}), provider.ErrBulkJobCanceled, "UpdateBulkJob again")
+		j, err = js.GetBulkJob(e.ctx, "running")
+		e.noErr(err, "GetBulkJob running")
+		mustEqual(e.t, "nothing recorded after the lease went", []any{j.State, j.Processed}, []any{provider.BulkJobCanceled, int64(4)})
+
+		// A job whose runner's lease expired: the lease is released.
+		_, err = js.ClaimBulkJob(e.ctx, "expired", "b", time.Minute)
+		e.noErr(err, "ClaimBulkJob expired")
+		e.clock.Advance(2 * time.Minute)
+		j, err = js.CancelBulkJob(e.ctx, "expired")
+		e.noErr(err, "CancelBulkJob expired")
+		mustEqual(e.t, "canceled job with an expired lease", []any{j.State, j.Owner}, []any{provider.BulkJobCanceled, ""})
+
+		// A finished job cannot be canceled.
+		_, err = js.ClaimBulkJob(e.ctx, "done", "c", time.Minute)
+		e.noErr(err, "ClaimBulkJob done")
+		e.noErr(js.UpdateBulkJob(e.ctx, "done", "c", time.Minute, provider.BulkJobUpdate{State: provider.BulkJobDone}), "UpdateBulkJob done")
+		_, err = js.CancelBulkJob(e.ctx, "done")
+		e.wantErr(err, provider.ErrStateConflict, "CancelBulkJob of a done job")
+		unfinished, err := js.ListBulkJobs(e.ctx, provider.BulkJobListOptions{Unfinished: true})
+		e.noErr(err, "ListBulkJobs")
+		mustEqual(e.t, "no unfinished job", len(unfinished), 0)
+	}},
+
+	{name: "dedup_key_enqueues_once", run: func(e *env) {
+		e.enqueue(startMsg("a"), startMsg("b"))
+		keyed := func(inst, key string) *provider.OrchestratorMessage {
+			m := eventMsg(inst, "go", key)
+			m.DedupKey = key
+			return m
+		}
+		events := func(inst string) int {
+			e.t.Helper()
+			q, err := e.admin().InstanceQueue(e.ctx, inst)
+			e.noErr(err, "InstanceQueue "+inst)
+			n := 0
+			for _, m := range q.Messages {
+				if m.Item.Kind == history.WorkExternalRaised {
+					n++
+				}
+			}
+			return n
+		}
+		e.enqueue(keyed("a", "k1"))
+		// The same key again, alone or beside other messages: only the
+		// keyed message is dropped, and the call succeeds.
+		e.enqueue(keyed("a", "k1"))
+		e.enqueue(keyed("a", "k1"), eventMsg("a", "plain", 1), keyed("a", "k2"), keyed("b", "k1"))
+		mustEqual(e.t, "events of a and b", []int{events("a"), events("b")}, []int{3, 1})
+
+		// The key outlives the message: a consumed event is not raised again.
+		for range 2 {
+			e.ackStart(e.fetch())
+		}
+		e.enqueue(keyed("a", "k1"), keyed("b", "k1"))
+		mustEqual(e.t, "events after the turns", []int{events("a"), events("b")}, []int{0, 0})
+
+		// Bad keys are refused, writing nothing.
+		withCreate := startMsg("c")
+		withCreate.DedupKey = "k"
+		e.wantErr(e.p.Enqueue(e.ctx, withCreate), provider.ErrInvalidArgument, "DedupKey with Create")
+		e.wantErr(e.p.Enqueue(e.ctx, keyed("a", strings.Repeat("k", 513))), provider.ErrInvalidArgument, "long DedupKey")
+
+		// A purge forgets the instance's keys.
+		_, err := e.admin().PurgeInstances(e.ctx, []string{"a"}, provider.PurgeOptions{Force: true})
+		e.noErr(err, "PurgeInstances")
+		e.enqueue(startMsg("a"), keyed("a", "k1"))
+		mustEqual(e.t, "events of the new a", events("a"), 1)
 	}},
 }

@@ -239,4 +239,50 @@ var pauseCases = []testCase{
 		info := e.instance("a")
 		mustEqual(e.t, "instance after refused rewinds", []any{info.Status, info.CurrentExecutionID}, []any{provider.StatusFailed, int64(1)})
 	}},
+
+	{name: "rewind_running_ends_the_live_execution", run: func(e *env) {
+		r := e.rewinder()
+		e.createInstance("a")
+		start := e.readHistory("a", 1)[0]
+		e.enqueueWork(activityMsg("a", 2, "")) // stuck: failing and retried
+		act := activityMsg("a", 2, "")
+		act.ExecutionID, act.Item.ExecutionID = 2, 2
+		end := history.Event{EventID: 2, Kind: history.OrchestrationFailed, TimestampMs: ms(e.clock.Now()),
+			Error: &history.ErrorDetails{Kind: history.ErrorCanceled, Code: history.CodeRewound, Message: "rewound: stuck"}}
+		req := func() *provider.RewindRequest {
+			return &provider.RewindRequest{InstanceID: "a", FromExecutionID: 1, ExecutionID: 2, End: &end,
+				History: []history.Event{start}, Activities: []provider.WorkerMessage{*act}}
+		}
+		// Not while a turn holds the instance, nor while it is paused.
+		e.enqueue(eventMsg("a", "raised", 1))
+		it := e.fetchFor("a")
+		e.wantErr(r.RewindInstance(e.ctx, req()), provider.ErrStateConflict, "rewind during a turn")
+		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "AbandonOrchestrationItem")
+		e.pause("a", "")
+		e.wantErr(r.RewindInstance(e.ctx, req()), provider.ErrStateConflict, "rewind of a paused instance")
+		e.resume("a")
+		bad := req()
+		bad.End = &history.Event{EventID: 2, Kind: history.OrchestrationCompleted}
+		e.wantErr(r.RewindInstance(e.ctx, bad), provider.ErrInvalidArgument, "End not a failure")
+		mustEqual(e.t, "instance after refused rewinds", eventIDs(e.readHistory("a", 1)), []int64{1})
+
+		e.noErr(r.RewindInstance(e.ctx, req()), "RewindInstance of the running instance")
+		info := e.instance("a")
+		mustEqual(e.t, "instance", []any{info.Status, info.CurrentExecutionID}, []any{provider.StatusRunning, int64(2)})
+		old := e.readHistory("a", 1)
+		mustEqual(e.t, "old execution's history", eventIDs(old), []int64{1, 2})
+		mustEqual(e.t, "old execution's end", []any{old[1].Kind, old[1].Error.Code}, []any{history.OrchestrationFailed, history.CodeRewound})
+		ex, err := e.admin().GetExecution(e.ctx, "a", 1)
+		e.noErr(err, "GetExecution(a, 1)")
+		mustEqual(e.t, "old execution row", []any{ex.Status, ex.Error != nil && ex.Error.Code == history.CodeRewound},
+			[]any{provider.StatusCanceled, true})
+		// The old execution's activity is gone; the new one's is queued;
+		// the event raised before the rewind waits for the new execution.
+		w := e.fetchWork()
+		mustEqual(e.t, "activity", []any{w.ExecutionID, w.ActivityID}, []any{int64(2), int64(2)})
+		it = e.fetchFor("a")
+		mustEqual(e.t, "messages", kinds(it.Messages), []history.WorkItemKind{history.WorkExternalRaised})
+		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "AbandonOrchestrationItem")
+		e.wantErr(r.RewindInstance(e.ctx, req()), provider.ErrStateConflict, "second rewind from execution 1")
+	}},
 }

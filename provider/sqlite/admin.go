@@ -123,7 +123,7 @@ func (w *wtx) PurgeDelete(tree []string) (*provider.PurgeResult, error) {
 	if err := w.query(sPurgeCountEvents, func(r *sql.Rows) error { return r.Scan(&res.Events) }, treeJSON); err != nil {
 		return nil, err
 	}
-	for _, s := range []stmtID{sPurgeDeleteHistory, sPurgeDeleteExecutions, sPurgeDeleteOrch, sPurgeDeleteWork, sPurgeDeleteLocks, sPurgeDeleteInstances, sPurgeDeleteLockQueue} {
+	for _, s := range []stmtID{sPurgeDeleteHistory, sPurgeDeleteExecutions, sPurgeDeleteOrch, sPurgeDeleteWork, sPurgeDeleteLocks, sPurgeDeleteInstances, sPurgeDeleteLockQueue, sPurgeDeleteDedup} {
 		n, err := w.exec(s, nil, treeJSON)
 		if err != nil {
 			return nil, err

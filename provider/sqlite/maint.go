@@ -35,7 +35,14 @@ var maintSQL = [sqlstore.NumMQueries]string{
 	sqlstore.MJobUpdate: `UPDATE bulk_jobs SET updated_at = ?3, lease_until = ?4,
 		owner = CASE WHEN ?4 = 0 THEN '' ELSE owner END, state = ?5, cursor = ?6, total = ?7,
 		processed = ?8, succeeded = ?9, skipped = ?10, failed = ?11, error = ?12
-		WHERE job_id = ?1 AND owner = ?2 AND lease_until > ?3`,
+		WHERE job_id = ?1 AND owner = ?2 AND lease_until > ?3 AND state <> 'Canceled'`,
+	sqlstore.MJobCancel: `UPDATE bulk_jobs SET state = 'Canceled', updated_at = ?2,
+		owner = CASE WHEN lease_until > ?2 THEN owner ELSE '' END,
+		lease_until = CASE WHEN lease_until > ?2 THEN lease_until ELSE 0 END
+		WHERE job_id = ?1 AND state IN ('Pending', 'Running')`,
+	sqlstore.MJobCanceledProgress: `UPDATE bulk_jobs SET updated_at = ?3, owner = '', lease_until = 0,
+		cursor = ?4, total = ?5, processed = ?6, succeeded = ?7, skipped = ?8, failed = ?9, error = ?10
+		WHERE job_id = ?1 AND owner = ?2 AND state = 'Canceled'`,
 	sqlstore.MPruneCandidates: `SELECT instance_id FROM instances i WHERE current_execution_id > ?1
 		AND EXISTS (SELECT 1 FROM executions e WHERE e.instance_id = i.instance_id
 		            AND e.execution_id <= i.current_execution_id - ?1)

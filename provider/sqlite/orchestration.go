@@ -349,6 +349,13 @@ func (w *wtx) EnqueueMessage(m *sqlenc.Msg, visible int64) error {
 	return err
 }
 
+// ClaimDedupKey records a message's deduplication key; see
+// sqlstore.TurnTx.
+func (w *wtx) ClaimDedupKey(instance, key string) (bool, error) {
+	n, err := w.exec(sDedupInsert, nil, instance, key, w.now)
+	return n > 0, err
+}
+
 // InsertMessages enqueues msgs; see sqlstore.TurnTx.
 func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
 	for _, m := range msgs {

@@ -52,6 +52,9 @@ WHERE instance_id = ?1`,
 	Work: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
+	Holder:       pauseSQL.Holder,
+	EndExecution: `UPDATE executions SET status = 'Canceled', error = ?3, completed_at = ?4 WHERE instance_id = ?1 AND execution_id = ?2 AND status = 'Running'`,
+	DropWork:     `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2`,
 }
 
 // sqlTx runs the shared pause and rewind bodies on a transaction. The

@@ -132,6 +132,8 @@ const (
 	sPurgeMarkIdemKeys
 	sPurgeDeleteLockQueue
 	sPurgeDeleteExecLocks
+	sPurgeDeleteDedup
+	sDedupInsert
 
 	// Execution locks and idempotency keys.
 	sIdemGet
@@ -492,6 +494,9 @@ WHERE i.instance_id IN (SELECT value FROM json_each(?1))`,
 	sPurgeMarkIdemKeys: `UPDATE idempotency_keys SET purged_at = ?2
 WHERE instance_id IN (SELECT value FROM json_each(?1)) AND purged_at IS NULL`,
 	sPurgeDeleteLockQueue: `DELETE FROM lock_queue WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sPurgeDeleteDedup:     `DELETE FROM message_dedup WHERE instance_id IN (SELECT value FROM json_each(?1))`,
+	sDedupInsert: `INSERT INTO message_dedup (instance_id, dedup_key, created_at) VALUES (?1, ?2, ?3)
+		ON CONFLICT (instance_id, dedup_key) DO NOTHING`,
 	// Returns the keys, to hand each to its queue once the purge is done.
 	sPurgeDeleteExecLocks: `DELETE FROM execution_locks WHERE instance_id IN (SELECT value FROM json_each(?1)) RETURNING lock_key`,
 

@@ -23,6 +23,8 @@ type Msg struct {
 	// Existed is set while the message is inserted: its Create had
 	// IfAbsent and found the ID taken, so nothing was inserted for it.
 	Existed bool
+	// DedupKey is the message's provider.OrchestratorMessage.DedupKey.
+	DedupKey string
 }
 
 // Create is the instance a message creates (provider.NewInstance).
@@ -53,7 +55,13 @@ func EncodeMessage(m *provider.OrchestratorMessage) (*Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: message for %q: %w", provider.ErrInvalidArgument, m.InstanceID, err)
 	}
-	e := &Msg{InstanceID: m.InstanceID, Item: data}
+	e := &Msg{InstanceID: m.InstanceID, Item: data, DedupKey: m.DedupKey}
+	switch {
+	case m.DedupKey != "" && m.Create != nil:
+		return nil, Invalid("message for %q has both a DedupKey and a Create", m.InstanceID)
+	case len(m.DedupKey) > 512:
+		return nil, Invalid("DedupKey of the message for %q is longer than 512 bytes", m.InstanceID)
+	}
 	if !m.VisibleAt.IsZero() {
 		e.VisibleAt = m.VisibleAt.UnixMilli()
 	}

@@ -41,9 +41,16 @@ const (
 	MJobClaim
 	// MJobUpdate (job_id, owner, now, lease_until, state, cursor, total,
 	// processed, succeeded, skipped, failed, error) records progress if
-	// owner holds an unexpired lease; lease_until 0 releases it (owner
-	// set to '').
+	// owner holds an unexpired lease of a job not Canceled; lease_until 0
+	// releases it (owner set to '').
 	MJobUpdate
+	// MJobCancel (job_id, now) sets a Pending or Running job Canceled,
+	// releasing its lease unless it is unexpired at now.
+	MJobCancel
+	// MJobCanceledProgress (job_id, owner, now, cursor, total, processed,
+	// succeeded, skipped, failed, error) records the last progress of a
+	// Canceled job that owner still holds, releasing the lease.
+	MJobCanceledProgress
 	// MPruneCandidates (keep, limit) returns instance_id of instances
 	// with an execution older than their last keep, at most limit, in
 	// seq order.
@@ -221,10 +228,13 @@ func ClaimBulkJob(tx MaintTx, id, owner string, ttl time.Duration, now int64) (*
 	return job, nil
 }
 
-// UpdateBulkJob is the body of provider.BulkJobStore.UpdateBulkJob.
-func UpdateBulkJob(tx MaintTx, id, owner string, ttl time.Duration, u provider.BulkJobUpdate, now int64) error {
+// UpdateBulkJob is the body of provider.BulkJobStore.UpdateBulkJob. It
+// reports a canceled job with canceled true and a nil error, so that the
+// transaction commits the progress recorded; the caller returns
+// ErrBulkJobCanceled.
+func UpdateBulkJob(tx MaintTx, id, owner string, ttl time.Duration, u provider.BulkJobUpdate, now int64) (canceled bool, err error) {
 	if !u.State.Valid() {
-		return sqlenc.Invalid("unknown job state %q", u.State)
+		return false, sqlenc.Invalid("unknown job state %q", u.State)
 	}
 	until := now + ttl.Milliseconds()
 	if u.State.IsFinal() {
@@ -233,15 +243,37 @@ func UpdateBulkJob(tx MaintTx, id, owner string, ttl time.Duration, u provider.B
 	n, err := tx.Exec(MJobUpdate, id, owner, now, until, string(u.State), u.Cursor,
 		u.Total, u.Processed, u.Succeeded, u.Skipped, u.Failed, u.Error)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if n == 0 {
-		if _, err := GetBulkJob(tx, id); err != nil {
-			return err
+		job, err := GetBulkJob(tx, id)
+		if err != nil {
+			return false, err
 		}
-		return fmt.Errorf("bulk job %q: %s does not hold its lease: %w", id, owner, provider.ErrLockLost)
+		if job.State == provider.BulkJobCanceled {
+			_, err := tx.Exec(MJobCanceledProgress, id, owner, now, u.Cursor,
+				u.Total, u.Processed, u.Succeeded, u.Skipped, u.Failed, u.Error)
+			return err == nil, err
+		}
+		return false, fmt.Errorf("bulk job %q: %s does not hold its lease: %w", id, owner, provider.ErrLockLost)
 	}
-	return nil
+	return false, nil
+}
+
+// CancelBulkJob is the body of provider.BulkJobStore.CancelBulkJob.
+func CancelBulkJob(tx MaintTx, id string, now int64) (*provider.BulkJob, error) {
+	n, err := tx.Exec(MJobCancel, id, now)
+	if err != nil {
+		return nil, err
+	}
+	job, err := GetBulkJob(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("bulk job %q is %s: %w", id, job.State, provider.ErrStateConflict)
+	}
+	return job, nil
 }
 
 // CheckPruneArgs validates PruneExecutions' options and returns the limit.
@@ -364,6 +396,20 @@ func (m Maintenance) PruneExecutions(ctx context.Context, opts provider.PruneExe
 	return res, err
 }
 
+// CancelBulkJob implements provider.BulkJobStore.
+func (m Maintenance) CancelBulkJob(ctx context.Context, id string) (*provider.BulkJob, error) {
+	const op = "canceling bulk job"
+	if id == "" {
+		return nil, m.fail(op, sqlenc.Invalid("empty job ID"))
+	}
+	var job *provider.BulkJob
+	err := m.write(ctx, op, func(tx MaintTx, now int64) (err error) {
+		job, err = CancelBulkJob(tx, id, now)
+		return err
+	})
+	return job, err
+}
+
 // CreateBulkJob implements provider.BulkJobStore.
 func (m Maintenance) CreateBulkJob(ctx context.Context, job *provider.BulkJob) error {
 	const op = "creating bulk job"
@@ -413,7 +459,13 @@ func (m Maintenance) UpdateBulkJob(ctx context.Context, id, owner string, ttl ti
 	if err := CheckClaimArgs(id, owner, ttl); err != nil {
 		return m.fail(op, err)
 	}
-	return m.write(ctx, op, func(tx MaintTx, now int64) error {
-		return UpdateBulkJob(tx, id, owner, ttl, u, now)
+	var canceled bool
+	err := m.write(ctx, op, func(tx MaintTx, now int64) (err error) {
+		canceled, err = UpdateBulkJob(tx, id, owner, ttl, u, now)
+		return err
 	})
+	if err == nil && canceled {
+		err = fmt.Errorf("%s: bulk job %q: %w", op, id, provider.ErrBulkJobCanceled)
+	}
+	return err
 }

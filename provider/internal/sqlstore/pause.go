@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -252,12 +253,23 @@ type RewindSQL struct {
 	// Work (instance_id, execution_id, activity_id, session_id, work_item,
 	// visible_at, now) queues one worker row.
 	Work string
+	// Holder (instance_id) returns the lock_token and locked_until of the
+	// instance's lock row; no row when it has none.
+	Holder string
+	// EndExecution (instance_id, execution_id, error, now) ends a Running
+	// execution Canceled with error (JSON).
+	EndExecution string
+	// DropWork (instance_id, execution_id) deletes the execution's worker
+	// rows, locked or not.
+	DropWork string
 }
 
 // EncodedRewind is a provider.RewindRequest validated and encoded before
 // the transaction begins.
 type EncodedRewind struct {
 	req    *provider.RewindRequest
+	end    *sqlenc.Event
+	endErr string
 	events []sqlenc.Event
 	msgs   []*sqlenc.Msg
 	work   []*sqlenc.Work
@@ -278,6 +290,20 @@ func EncodeRewind(req *provider.RewindRequest) (*EncodedRewind, error) {
 		return nil, sqlenc.Invalid("rewind of %q: nothing to resume from", req.InstanceID)
 	}
 	e := &EncodedRewind{req: req}
+	if end := req.End; end != nil {
+		if end.Kind != history.OrchestrationFailed || end.Error == nil || end.EventID < 2 {
+			return nil, sqlenc.Invalid("rewind of %q: End must be an OrchestrationFailed with an error, after the start", req.InstanceID)
+		}
+		data, err := history.EncodeEvent(end)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rewind of %q: End: %w", provider.ErrInvalidArgument, req.InstanceID, err)
+		}
+		errJSON, err := json.Marshal(end.Error)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rewind of %q: End: %w", provider.ErrInvalidArgument, req.InstanceID, err)
+		}
+		e.end, e.endErr = &sqlenc.Event{ID: end.EventID, Kind: string(end.Kind), Data: data}, string(errJSON)
+	}
 	for i := range req.History {
 		ev := &req.History[i]
 		if ev.EventID != int64(i+1) {
@@ -326,10 +352,17 @@ func Rewind(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now
 		return err
 	}
 	switch st := provider.Status(status); {
-	case st != provider.StatusFailed && st != provider.StatusCanceled:
+	case e.end != nil && st != provider.StatusRunning:
+		return fmt.Errorf("instance %q is %s, not Running: %w", req.InstanceID, status, provider.ErrStateConflict)
+	case e.end == nil && st != provider.StatusFailed && st != provider.StatusCanceled:
 		return fmt.Errorf("instance %q is %s, not Failed or Canceled: %w", req.InstanceID, status, provider.ErrStateConflict)
 	case exec != req.FromExecutionID:
 		return fmt.Errorf("instance %q is at execution %d, not %d: %w", req.InstanceID, exec, req.FromExecutionID, provider.ErrStateConflict)
+	}
+	if e.end != nil {
+		if err := endRunning(ctx, tx, q, e, now); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Exec(ctx, q.Execution, req.InstanceID, req.ExecutionID, req.FromExecutionID, now); err != nil {
 		return err
@@ -361,6 +394,36 @@ func Rewind(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now
 		}
 	}
 	return nil
+}
+
+// endRunning ends the live execution a rewind takes over from: refused
+// while the instance is paused or a turn holds its lock; the end event
+// appended, the execution Canceled, its worker rows deleted.
+func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now int64) error {
+	req := e.req
+	var token string
+	var until int64
+	switch err := tx.QueryRow(ctx, q.Holder, req.InstanceID).Scan(&token, &until); {
+	case errors.Is(err, ErrNoRows):
+	case err != nil:
+		return err
+	case token == PauseToken(req.InstanceID):
+		return fmt.Errorf("instance %q is paused; resume it first: %w", req.InstanceID, provider.ErrStateConflict)
+	case until > now:
+		return fmt.Errorf("instance %q is in a turn; retry when it ends: %w", req.InstanceID, provider.ErrStateConflict)
+	}
+	if _, err := tx.Exec(ctx, q.Event, req.InstanceID, req.FromExecutionID, e.end.ID, e.end.Kind, string(e.end.Data), now); err != nil {
+		return err
+	}
+	n, err := tx.Exec(ctx, q.EndExecution, req.InstanceID, req.FromExecutionID, e.endErr, now)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("instance %q: execution %d is not Running: %w", req.InstanceID, req.FromExecutionID, provider.ErrStateConflict)
+	}
+	_, err = tx.Exec(ctx, q.DropWork, req.InstanceID, req.FromExecutionID)
+	return err
 }
 
 // HasWork reports whether e queues worker rows.

@@ -77,6 +77,9 @@ type TurnTx interface {
 	// InsertMessages enqueues msgs on the orchestrator queue, creating
 	// the instances they ask for (see provider.Provider.Enqueue).
 	InsertMessages(msgs []*sqlenc.Msg) error
+	// ClaimDedupKey records key for instance and reports true, or reports
+	// false, changing nothing, when the instance already has it.
+	ClaimDedupKey(instance, key string) (bool, error)
 }
 
 // WorkTx is the part of Tx the worker calls run on.
@@ -173,12 +176,41 @@ func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessa
 		}
 		return nil
 	}
-	err := w.DB.WriteGrouped(ctx, op, SharedLocks(nil, enc...), func(tx Tx) error { return tx.InsertMessages(enc) })
+	err := w.DB.WriteGrouped(ctx, op, SharedLocks(nil, enc...), func(tx Tx) error {
+		ins, err := dedup(tx, enc)
+		if err != nil || len(ins) == 0 {
+			return err
+		}
+		return tx.InsertMessages(ins)
+	})
 	if err != nil {
 		return err
 	}
 	sqlenc.ReportExisted(msgs, enc)
 	return nil
+}
+
+// dedup returns the messages of enc to insert: those without a DedupKey,
+// and those whose key tx records now (a key the instance already has
+// drops its message). It does not modify enc, so a re-run starts afresh.
+func dedup(tx Tx, enc []*sqlenc.Msg) ([]*sqlenc.Msg, error) {
+	if !slices.ContainsFunc(enc, func(m *sqlenc.Msg) bool { return m.DedupKey != "" }) {
+		return enc, nil
+	}
+	ins := make([]*sqlenc.Msg, 0, len(enc))
+	for _, m := range enc {
+		if m.DedupKey != "" {
+			ok, err := tx.ClaimDedupKey(m.InstanceID, m.DedupKey)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		ins = append(ins, m)
+	}
+	return ins, nil
 }
 
 // AckOrchestrationItem commits one turn; see provider.Provider.

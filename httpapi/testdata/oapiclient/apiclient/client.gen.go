@@ -106,15 +106,18 @@ func (e BulkFilterWaitKind) Valid() bool {
 
 // Defines values for BulkJobState.
 const (
-	BulkJobStateDone    BulkJobState = "Done"
-	BulkJobStateFailed  BulkJobState = "Failed"
-	BulkJobStatePending BulkJobState = "Pending"
-	BulkJobStateRunning BulkJobState = "Running"
+	BulkJobStateCanceled BulkJobState = "Canceled"
+	BulkJobStateDone     BulkJobState = "Done"
+	BulkJobStateFailed   BulkJobState = "Failed"
+	BulkJobStatePending  BulkJobState = "Pending"
+	BulkJobStateRunning  BulkJobState = "Running"
 )
 
 // Valid indicates whether the value is a known member of the BulkJobState enum.
 func (e BulkJobState) Valid() bool {
 	switch e {
+	case BulkJobStateCanceled:
+		return true
 	case BulkJobStateDone:
 		return true
 	case BulkJobStateFailed:
@@ -973,7 +976,7 @@ type BulkJob struct {
 	// Skipped Instances that needed nothing or could not take the action (ended, purged meanwhile, not paused...).
 	Skipped int `json:"skipped"`
 
-	// State Pending until a runner (a runtime on the store) takes it; Running while one works on it (a stopped runner's lease expires and another continues from the job's cursor).
+	// State Pending until a runner (a runtime on the store) takes it; Running while one works on it (a stopped runner's lease expires and another continues from the job's cursor); Canceled once POST /api/bulk/{job}/cancel stopped it.
 	State     BulkJobState `json:"state"`
 	Succeeded int          `json:"succeeded"`
 
@@ -982,7 +985,7 @@ type BulkJob struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// BulkJobState Pending until a runner (a runtime on the store) takes it; Running while one works on it (a stopped runner's lease expires and another continues from the job's cursor).
+// BulkJobState Pending until a runner (a runtime on the store) takes it; Running while one works on it (a stopped runner's lease expires and another continues from the job's cursor); Canceled once POST /api/bulk/{job}/cancel stopped it.
 type BulkJobState string
 
 // BulkJobs defines model for BulkJobs.
@@ -1353,6 +1356,18 @@ type ReleaseResponse struct {
 	// Released Whether there was a lock to release.
 	Released   bool   `json:"released"`
 	WorkflowId string `json:"workflowId"`
+}
+
+// RewindRequest defines model for RewindRequest.
+type RewindRequest struct {
+	// By Who acts (default "http api"); a forced rewind records it with the reason.
+	By *string `json:"by,omitempty"`
+
+	// Force Rewind a stuck Running instance (not Pending, paused or mid-turn).
+	Force *bool `json:"force,omitempty"`
+
+	// Reason Why; a forced rewind records it in the error that ends the running execution.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // Schedule defines model for Schedule.
@@ -2142,7 +2157,7 @@ type RaiseEventJSONRequestBody = RaiseEventJSONBody
 type PauseInstanceJSONRequestBody = ActionRequest
 
 // RewindInstanceJSONRequestBody defines body for RewindInstance for application/json ContentType.
-type RewindInstanceJSONRequestBody = ActionRequest
+type RewindInstanceJSONRequestBody = RewindRequest
 
 // SignalWithStartJSONRequestBody defines body for SignalWithStart for application/json ContentType.
 type SignalWithStartJSONRequestBody = SignalWithStartRequest
@@ -2632,6 +2647,13 @@ type ClientInterface interface {
 	// Corresponds with GET /api/bulk/{job} (the `GetBulkJob` operationId).
 	GetBulkJob(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CancelBulkJob Cancel a bulk job
+	//
+	// A Pending job never runs; the runner of a Running job stops at its next chunk boundary and records the counts it reached. The job is answered Canceled. What the job did is not undone. Canceling a job that ended (Done, Failed or Canceled) is refused (409) and changes nothing.
+	//
+	// Corresponds with POST /api/bulk/{job}/cancel (the `CancelBulkJob` operationId).
+	CancelBulkJob(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListInstances List instance summaries, newest first, one page at a time
 	//
 	// Corresponds with GET /api/instances (the `ListInstances` operationId).
@@ -2732,18 +2754,18 @@ type ClientInterface interface {
 	// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
 	ResumeInstance(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RewindInstanceWithBody Rewind a failed or canceled instance
+	// RewindInstanceWithBody Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
 	RewindInstanceWithBody(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RewindInstance Rewind a failed or canceled instance
+	// RewindInstance Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3003,6 +3025,23 @@ func (c *Client) GetBulkJob(ctx context.Context, job JobID, reqEditors ...Reques
 	return c.Client.Do(req)
 }
 
+// CancelBulkJob Cancel a bulk job
+//
+// A Pending job never runs; the runner of a Running job stops at its next chunk boundary and records the counts it reached. The job is answered Canceled. What the job did is not undone. Canceling a job that ended (Done, Failed or Canceled) is refused (409) and changes nothing.
+//
+// Corresponds with POST /api/bulk/{job}/cancel (the `CancelBulkJob` operationId).
+func (c *Client) CancelBulkJob(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelBulkJobRequest(c.Server, job)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListInstances List instance summaries, newest first, one page at a time
 //
 // Corresponds with GET /api/instances (the `ListInstances` operationId).
@@ -3243,9 +3282,9 @@ func (c *Client) ResumeInstance(ctx context.Context, id InstanceID, reqEditors .
 	return c.Client.Do(req)
 }
 
-// RewindInstanceWithBody Rewind a failed or canceled instance
+// RewindInstanceWithBody Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3262,9 +3301,9 @@ func (c *Client) RewindInstanceWithBody(ctx context.Context, id InstanceID, cont
 	return c.Client.Do(req)
 }
 
-// RewindInstance Rewind a failed or canceled instance
+// RewindInstance Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3817,6 +3856,40 @@ func NewGetBulkJobRequest(server string, job JobID) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelBulkJobRequest constructs an http.Request for the CancelBulkJob method
+func NewCancelBulkJobRequest(server string, job JobID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "job", job, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/bulk/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5470,6 +5543,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/bulk/{job} (the `GetBulkJob` operationId).
 	GetBulkJobWithResponse(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*GetBulkJobResponse, error)
 
+	// CancelBulkJobWithResponse Cancel a bulk job
+	//
+	// A Pending job never runs; the runner of a Running job stops at its next chunk boundary and records the counts it reached. The job is answered Canceled. What the job did is not undone. Canceling a job that ended (Done, Failed or Canceled) is refused (409) and changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/bulk/{job}/cancel (the `CancelBulkJob` operationId).
+	CancelBulkJobWithResponse(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*CancelBulkJobResponse, error)
+
 	// ListInstancesWithResponse List instance summaries, newest first, one page at a time
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -5582,18 +5664,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/instances/{id}/resume (the `ResumeInstance` operationId).
 	ResumeInstanceWithResponse(ctx context.Context, id InstanceID, reqEditors ...RequestEditorFn) (*ResumeInstanceResponse, error)
 
-	// RewindInstanceWithBodyWithResponse Rewind a failed or canceled instance
+	// RewindInstanceWithBodyWithResponse Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/instances/{id}/rewind (the `RewindInstance` operationId).
 	RewindInstanceWithBodyWithResponse(ctx context.Context, id InstanceID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RewindInstanceResponse, error)
 
-	// RewindInstanceWithResponse Rewind a failed or canceled instance
+	// RewindInstanceWithResponse Rewind a failed, canceled or (with force) stuck running instance
 	//
-	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+	// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6142,6 +6224,118 @@ func (r GetBulkJobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBulkJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelBulkJobResponse401Headers the declared response headers of an HTTP 401 response for CancelBulkJob
+type CancelBulkJobResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CancelBulkJobResponse500Headers the declared response headers of an HTTP 500 response for CancelBulkJob
+type CancelBulkJobResponse500Headers struct {
+	XRequestId string
+}
+
+// CancelBulkJobResponse503Headers the declared response headers of an HTTP 503 response for CancelBulkJob
+type CancelBulkJobResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type CancelBulkJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BulkJob
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelBulkJobResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CancelBulkJobResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelBulkJobResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelBulkJobResponse) GetJSON200() *BulkJob {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelBulkJobResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelBulkJobResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelBulkJobResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelBulkJobResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelBulkJobResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelBulkJobResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelBulkJobResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelBulkJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelBulkJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelBulkJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelBulkJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9694,6 +9888,21 @@ func (c *ClientWithResponses) GetBulkJobWithResponse(ctx context.Context, job Jo
 	return ParseGetBulkJobResponse(rsp)
 }
 
+// CancelBulkJobWithResponse Cancel a bulk job
+//
+// A Pending job never runs; the runner of a Running job stops at its next chunk boundary and records the counts it reached. The job is answered Canceled. What the job did is not undone. Canceling a job that ended (Done, Failed or Canceled) is refused (409) and changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/bulk/{job}/cancel (the `CancelBulkJob` operationId).
+func (c *ClientWithResponses) CancelBulkJobWithResponse(ctx context.Context, job JobID, reqEditors ...RequestEditorFn) (*CancelBulkJobResponse, error) {
+	rsp, err := c.CancelBulkJob(ctx, job, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelBulkJobResponse(rsp)
+}
+
 // ListInstancesWithResponse List instance summaries, newest first, one page at a time
 //
 // Returns a wrapper object for the known response body format(s).
@@ -9890,9 +10099,9 @@ func (c *ClientWithResponses) ResumeInstanceWithResponse(ctx context.Context, id
 	return ParseResumeInstanceResponse(rsp)
 }
 
-// RewindInstanceWithBodyWithResponse Rewind a failed or canceled instance
+// RewindInstanceWithBodyWithResponse Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9905,9 +10114,9 @@ func (c *ClientWithResponses) RewindInstanceWithBodyWithResponse(ctx context.Con
 	return ParseRewindInstanceResponse(rsp)
 }
 
-// RewindInstanceWithResponse Rewind a failed or canceled instance
+// RewindInstanceWithResponse Rewind a failed, canceled or (with force) stuck running instance
 //
-// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). Rewinding an instance that is not Failed or Canceled, or whose resume point leaves a sub-orchestration in flight, is refused (409).
+// A new execution resumes the instance, with the code deployed now, from the start of the turn that led to its end: the failed activity runs again, the results that turn had received are given again, a canceled instance resumes from before its cancel request, and a failure in the first turn starts it over with the same input. The failed execution stays as it was (GET /api/instances/{id}/executions lists both). With force, a stuck Running instance (an activity failing and retrying, a wait for something that will never come) is rewound too: its execution ends Canceled (an OrchestrationFailed event of kind canceled, code rewound, with the reason and who asked), its queued activities are dropped, and the new execution goes on from the start of its last turn. Rewinding an instance that is not Failed or Canceled (Running without force; with force, a Pending, paused or mid-turn one), or whose resume point leaves a sub-orchestration in flight, is refused (409).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10615,6 +10824,121 @@ func ParseGetBulkJobResponse(rsp *http.Response) (*GetBulkJobResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetBulkJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelBulkJobResponse parses an HTTP response from a CancelBulkJobWithResponse call
+func ParseCancelBulkJobResponse(rsp *http.Response) (*CancelBulkJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelBulkJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BulkJob
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelBulkJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers CancelBulkJobResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelBulkJobResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

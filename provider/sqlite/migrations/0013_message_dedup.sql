@@ -1,0 +1,9 @@
+-- 0013: deduplication keys of orchestrator messages
+-- (provider.OrchestratorMessage.DedupKey): a message whose key the instance
+-- already saw is not enqueued again. Kept until the instance is purged.
+CREATE TABLE message_dedup (
+    instance_id TEXT    NOT NULL,
+    dedup_key   TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (instance_id, dedup_key)
+) WITHOUT ROWID;
