@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
 	"github.com/duroxide/duroxide-go/httpapi"
 )
@@ -84,12 +85,22 @@ func TestStartInstance(t *testing.T) {
 					FireAtMs  int64     `json:"fireAtMs"`
 				} `json:"events"`
 			}
-			for deadline := time.Now().Add(testTimeout); len(h.Events) == 0; time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s did not start", id)
+			// The start event is in the history once the first turn commits:
+			// wait for the instance to leave Pending, then read it once.
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			for etag := ""; ; {
+				st, err := e.client.WaitForStatusChange(ctx, id, etag)
+				if err != nil {
+					cancel()
+					t.Fatalf("%s did not start: %v", id, err)
 				}
-				e.expect(t, "GET", "/api/instances/"+id+"/history", nil, http.StatusOK, &h)
+				if st.State != duroxide.StatePending {
+					break
+				}
+				etag = st.ETag
 			}
+			cancel()
+			e.expect(t, "GET", "/api/instances/"+id+"/history", nil, http.StatusOK, &h)
 			if ev := h.Events[0]; ev.Type != "OrchestrationStarted" || ev.FireAtMs-ev.Timestamp.UnixMilli() != (90*time.Minute).Milliseconds() {
 				t.Fatalf("%s: first event %+v, want a start with a deadline 90m after it", id, ev)
 			}

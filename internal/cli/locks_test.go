@@ -450,12 +450,23 @@ func TestStartInstanceTimeout(t *testing.T) {
 	runCLI(t, "start", "demo.Hello", "--instance-timeout", "-1s", "--db", db).wantErr(t, 2, "--instance-timeout must not be negative")
 	runCLI(t, "start", "demo.Approval", "--id", "t1", "--instance-timeout", "90m", "--input", `{"timeoutSeconds": 600}`, "--db", db).wantCode(t, 0)
 	client := startRuntime(t, path)
-	var h []history.Event
-	for deadline := time.Now().Add(10 * time.Second); len(h) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("t1 did not start")
+	// The start event is in the history once the first turn commits: wait
+	// for t1 to leave Pending, then read it once.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for etag := ""; ; {
+		st, err := client.WaitForStatusChange(ctx, "t1", etag)
+		if err != nil {
+			t.Fatalf("t1 did not start: %v", err)
 		}
-		h, _ = client.GetHistory(context.Background(), "t1", 0)
+		if st.State != duroxide.StatePending {
+			break
+		}
+		etag = st.ETag
+	}
+	h, err := client.GetHistory(ctx, "t1", 0)
+	if err != nil || len(h) == 0 {
+		t.Fatalf("t1's history: %d events, %v", len(h), err)
 	}
 	if ev := h[0]; ev.Kind != history.OrchestrationStarted || ev.FireAtMs-ev.TimestampMs != (90*time.Minute).Milliseconds() {
 		t.Fatalf("first event %+v, want a start with a deadline 90m after it", ev)
