@@ -329,6 +329,10 @@ func (a registryAdapter) Orchestration(name, version string) (replay.Func, strin
 // only those.
 func (a registryAdapter) ActivityNames() []string { return a.r.Activities() }
 
+// OrchestrationNames lists the registered orchestrations: the runtime
+// fetches only their turns.
+func (a registryAdapter) OrchestrationNames() []string { return a.r.Orchestrations() }
+
 func (a registryAdapter) Activity(name string) (dispatch.ActivityFunc, bool) {
 	fn, ok := a.r.activity(name)
 	if !ok {

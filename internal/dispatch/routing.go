@@ -28,6 +28,25 @@ func (r *Runtime) activityNames() []string {
 	return nil
 }
 
+// OrchestrationLister is a Registry that can list its orchestration
+// names; the runtime then fetches only the turns of those
+// (provider.FetchOptions.Orchestrations) and announces them. A Registry
+// without it fetches every name.
+type OrchestrationLister interface {
+	OrchestrationNames() []string
+}
+
+// orchestrationNames returns the orchestration names to fetch (nil: any).
+func (r *Runtime) orchestrationNames() []string {
+	if l, ok := r.reg.(OrchestrationLister); ok {
+		if names := l.OrchestrationNames(); names != nil {
+			return names
+		}
+		return []string{}
+	}
+	return nil
+}
+
 // serves reports whether this runtime serves queue q.
 func (r *Runtime) serves(q string) bool {
 	if len(r.o.Queues) == 0 {

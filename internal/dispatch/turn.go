@@ -13,10 +13,11 @@ import (
 
 // fetchTurns locks up to max instances and starts a turn for each. The
 // fetch tells the store what the cache holds, so it loads only newer
-// history.
+// history, and which orchestrations this runtime registers, so it locks
+// no instance of another.
 func (r *Runtime) fetchTurns(max int) (int, error) {
 	start := time.Now() // real time, even under a fake clock: metrics measure work
-	opts := provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max}
+	opts := provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max, Orchestrations: r.orchestrationNames()}
 	if r.cache != nil {
 		opts.Cached = r.cache.position
 	}

@@ -35,11 +35,11 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 }
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
-func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
-	return w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached)
+func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+	return w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
 }
 
-func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
+func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	prefix := sqlstore.NewTokenPrefix()
 	until := w.now + sqlenc.DurMs(lockTimeout)
 	var (
@@ -60,7 +60,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 				free = append(free, id)
 			}
 			return nil
-		}, w.now, skip, w.p.lockSpace, limit-len(items))
+		}, w.now, skip, w.p.lockSpace, limit-len(items), orchNamesArg(names))
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
@@ -84,6 +84,15 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		return sqlstore.Fetched{}, err
 	}
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
+}
+
+// orchNamesArg is the orchestration-names argument of the turn
+// candidate statements: a text array, or NULL for any name.
+func orchNamesArg(names []string) any {
+	if names == nil {
+		return nil
+	}
+	return names
 }
 
 // redate moves the locks of items forward when the clock passed their

@@ -54,12 +54,18 @@ const (
 	// their lock expires), each with whether this transaction got its
 	// advisory lock (tried, never waited for). An index range scan that
 	// stops at the limit, whatever the backlog. $1 now, $2 instance IDs to
-	// skip, $3 the advisory lock key prefix, $4 limit.
+	// skip, $3 the advisory lock key prefix, $4 limit, $5 the orchestration
+	// names served (NULL: any): an instance of another name is skipped in
+	// the scan (one lookup of its row by primary key); one without a row or
+	// a name is served by every fetch.
 	sqlOrchCandidates = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
 FROM (SELECT r.instance_id, r.ready_at, r.first_id
       FROM orchestrator_ready AS r
       WHERE r.ready_at <= $1
         AND NOT (r.instance_id = ANY ($2::text[]))
+        AND ($5::text[] IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
+              WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
+                AND NOT (i.orchestration_name = ANY ($5::text[]))))
       ORDER BY r.ready_at, r.first_id
       LIMIT $4) AS c
 ORDER BY c.ready_at, c.first_id`
@@ -348,7 +354,12 @@ WHERE s.locked_until <= $1
   AND NOT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.session_id = s.session_id)`
 
 	// Whether an instance has activities in the worker queue. $1 instance.
-	sqlInstanceHasWork = `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
+	// Whether a turn may not be taken with an activity's ack
+	// (WorkAck.TakeTurn): another activity of the instance is queued, or
+	// its orchestration is not one of $2 (NULL: any). $1 instance.
+	sqlInstanceHasWork = `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)
+    OR ($2::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances WHERE instance_id = $1 AND orchestration_name <> ''
+          AND NOT (orchestration_name = ANY ($2::text[]))))`
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
 	// last event of that execution, no visible message and no worker row.

@@ -129,6 +129,7 @@ func groups() []group {
 		{"Hammer", hammerCases},
 		{"Maintenance", maintenanceCases},
 		{"Routing", routingCases},
+		{"OrchestrationRouting", orchRoutingCases},
 	}
 }
 

@@ -36,12 +36,12 @@ func (w *wtx) deadLetter(queue string, del stmtID, id int64, instanceID string, 
 }
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
-func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
-	items, histories, dead, err := w.fetchTurns(limit, lockMs, cached)
+func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+	items, histories, dead, err := w.fetchTurns(limit, lockMs, cached, names)
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, err
 }
 
-func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
+func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
 	until := w.now + lockMs
 	prefix := sqlstore.NewTokenPrefix()
 	var (
@@ -59,7 +59,7 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 			}
 			cands = append(cands, id)
 			return nil
-		}, w.now, jsonStrings(skip))
+		}, w.now, jsonStrings(skip), orchNamesArg(names))
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -84,6 +84,15 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 		return nil, nil, nil, err
 	}
 	return items, histories, dead, nil
+}
+
+// orchNamesArg is the orchestration-names argument of the turn
+// candidate statements: a JSON array, or NULL for any name.
+func orchNamesArg(names []string) any {
+	if names == nil {
+		return nil
+	}
+	return jsonStrings(names)
 }
 
 // redate moves the locks of items forward when the clock passed their

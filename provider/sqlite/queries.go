@@ -208,11 +208,18 @@ var writerSQL = [numWriterStmts]string{
 	// Instances that can be taken now, in the order they became ready (see
 	// migration 0002: orchestrator_ready excludes locked instances until
 	// their lock expires). An index range scan that stops at the limit,
-	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip.
+	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip,
+	// ?3 JSON array of the orchestration names served (NULL: any): an
+	// instance of another name is skipped in the scan (one lookup of its
+	// row by the instances' unique index); one without a row or a name is
+	// served by every fetch.
 	sOrchCandidates: `SELECT r.instance_id, r.first_id
 FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
 WHERE r.ready_at <= ?1
   AND r.instance_id NOT IN (SELECT value FROM json_each(?2))
+  AND (?3 IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
+        WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
+          AND i.orchestration_name NOT IN (SELECT value FROM json_each(?3))))
 ORDER BY r.ready_at, r.first_id
 LIMIT ` + candidateLimit,
 
@@ -531,7 +538,13 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// Changes committed by other connections since this one last looked.
 	sDataVersion: sqlDataVersion,
 	// Whether an instance has activities in the worker queue. ?1 instance.
-	sInstanceHasWork: `SELECT count(*) > 0 FROM (SELECT 1 FROM worker_queue WHERE instance_id = ?1 LIMIT 1)`,
+	// Whether a turn may not be taken with an activity's ack
+	// (WorkAck.TakeTurn): another activity of the instance is queued, or
+	// its orchestration is not one of ?2 (JSON array; NULL: any).
+	// ?1 instance.
+	sInstanceHasWork: `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ?1)
+    OR (?2 IS NOT NULL AND EXISTS (SELECT 1 FROM instances WHERE instance_id = ?1 AND orchestration_name <> ''
+          AND orchestration_name NOT IN (SELECT value FROM json_each(?2))))`,
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, ?2 its current execution, ?3 the
 	// last event of that execution, no visible message and no worker row.
