@@ -75,7 +75,8 @@ ORDER BY c.ready_at, c.first_id`
 	// visible message of the instances locked with the instance's token and
 	// count the delivery. Returns the tagged messages; an instance locked
 	// without messages returns one row with a NULL id. $1 token prefix, $2
-	// instance IDs, $3 locked_until, $4 now.
+	// instance IDs, $3 locked_until, $4 now, $5 1 (or 0 to count no
+	// delivery: FetchUnservedOrchestrationItems).
 	sqlLockAndTag = `WITH locked AS (
     INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
     SELECT c.id, $1 || c.id, $3, $4 FROM unnest($2::text[]) AS c(id)
@@ -85,7 +86,7 @@ ORDER BY c.ready_at, c.first_id`
     RETURNING instance_id
 ), tagged AS (
     UPDATE orchestrator_queue AS q
-    SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + 1
+    SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + $5
     FROM locked
     WHERE q.instance_id = locked.instance_id AND q.visible_at <= $4
     RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
@@ -538,7 +539,8 @@ const (
 	sqlQueueInstance = `SELECT i.current_execution_id, i.created_at, i.last_error_at,
        (SELECT h.created_at FROM history AS h
         WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-        ORDER BY h.event_id DESC LIMIT 1)
+        ORDER BY h.event_id DESC LIMIT 1),
+       ` + orchUnservedAt2 + `
 FROM instances AS i WHERE i.instance_id = $1`
 	sqlQueueMessages = `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue WHERE instance_id = $1 ORDER BY id`
@@ -647,8 +649,17 @@ SELECT count(*) > 0 FROM w`
 	sqlWorkHeartbeat = `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
 
 	// $1 worker, $2 activities, $3 queues, $4 seen_until.
-	sqlAnnounceRoutes = `INSERT INTO worker_routes (worker_id, activities, queues, seen_until) VALUES ($1, $2, $3, $4)
-ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until`
+	sqlAnnounceRoutes = `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until,
+    orchestrations = excluded.orchestrations`
+
+	// Instances ready since $2 or earlier whose orchestration no route
+	// live at $1 registers, in the order they became ready. $3 limit.
+	sqlUnservedTurnCandidates = `SELECT r.instance_id
+FROM orchestrator_ready AS r JOIN instances AS i ON i.instance_id = r.instance_id
+WHERE r.ready_at <= $2 AND ` + orchUnservedAt1 + `
+ORDER BY r.ready_at, r.first_id
+LIMIT $3`
 
 	// $1 worker.
 	sqlWithdrawRoutes = `DELETE FROM worker_routes WHERE worker_id = $1`
@@ -669,6 +680,19 @@ UPDATE worker_queue AS u
 SET lock_token = $4 || u.id, locked_until = $5, visible_at = $5
 FROM c WHERE u.id = c.id
 RETURNING u.lock_token, u.instance_id, u.execution_id, u.activity_id, coalesce(u.session_id, ''), u.work_item, u.attempt_count`
+)
+
+// orchUnservedAt1 and orchUnservedAt2 report that no route live at the
+// time $1 (or $2) registers the orchestration of instance row i, while
+// some route is live. A route without an orchestration list (NULL)
+// registers every name; an instance without a name is never unserved.
+const (
+	orchUnservedAt1 = `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $1)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $1
+    AND (r.orchestrations IS NULL OR i.orchestration_name = ANY (r.orchestrations))))`
+	orchUnservedAt2 = `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $2)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $2
+    AND (r.orchestrations IS NULL OR i.orchestration_name = ANY (r.orchestrations))))`
 )
 
 // unservedAt1 and unservedAt2 report that no route live at the time $1

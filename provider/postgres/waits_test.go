@@ -123,7 +123,8 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 		name, sql string
 		args      []any
 	}{
-		{"queue instance", sqlQueueInstance, []any{"x"}},
+		{"queue instance", sqlQueueInstance, []any{"x", int64(1000)}},
+		{"unserved turn candidates", sqlUnservedTurnCandidates, []any{int64(1000), int64(500), 16}},
 		{"queue messages", sqlQueueMessages, []any{"x"}},
 		{"queue work", sqlQueueWork, []any{"x", int64(1000)}},
 		{"queue lock", sqlQueueLock, []any{"x"}},

@@ -1,6 +1,8 @@
 package providertest
 
 import (
+	"time"
+
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 )
@@ -130,5 +132,63 @@ var orchRoutingCases = []testCase{
 		if res.Turn == nil || res.Turn.AttemptCount != 1 {
 			e.t.Fatalf("taken turn %+v, want a's turn, delivered once", res.Turn)
 		}
+	}},
+}
+
+// orchRouteCases cover the orchestration names in route announcements:
+// an instance whose orchestration no live runtime registers is reported
+// (InstanceQueueState.OrchestrationUnserved) and can be fetched, without
+// counting a delivery, to be failed.
+var orchRouteCases = []testCase{
+	{name: "routes_mark_unserved_orchestrations_and_fetch_them_for_failing", run: func(e *env) {
+		r := e.router()
+		e.enqueue(startNamedMsg("ghost", "Ghost"), eventMsg("nobody", "late", 1))
+		unserved := func() bool {
+			e.t.Helper()
+			q, err := e.admin().InstanceQueue(e.ctx, "ghost")
+			e.noErr(err, "InstanceQueue")
+			return q.OrchestrationUnserved
+		}
+		if unserved() {
+			e.t.Fatal("an instance is unserved while no runtime announced anything")
+		}
+		e.noErr(r.AnnounceRoutes(e.ctx, provider.WorkerRoutes{WorkerID: "w1", Activities: []string{"Act"}, Orchestrations: []string{"Other"}}, time.Hour), "AnnounceRoutes")
+		if !unserved() {
+			e.t.Fatal("Ghost is served although no live runtime registers it")
+		}
+		// A runtime that announces no orchestration list serves them all.
+		e.noErr(r.AnnounceRoutes(e.ctx, provider.WorkerRoutes{WorkerID: "w0", Activities: []string{"Act"}}, time.Hour), "AnnounceRoutes")
+		if unserved() {
+			e.t.Fatal("Ghost is unserved although w0 announced no orchestration list")
+		}
+		e.noErr(r.WithdrawRoutes(e.ctx, "w0"), "WithdrawRoutes")
+
+		got, err := r.FetchUnservedOrchestrationItems(e.ctx, time.Minute, lockTimeout, 10)
+		e.noErr(err, "FetchUnservedOrchestrationItems")
+		mustEqual(e.t, "unserved instances ready for less than a minute", len(got), 0)
+		e.clock.Advance(2 * time.Minute)
+		got, err = r.FetchUnservedOrchestrationItems(e.ctx, time.Minute, lockTimeout, 10)
+		e.noErr(err, "FetchUnservedOrchestrationItems")
+		if len(got) != 1 || got[0].InstanceID != "ghost" || got[0].AttemptCount != 0 || got[0].Instance == nil ||
+			got[0].Instance.OrchestrationName != "Ghost" {
+			e.t.Fatalf("unserved instances %+v, want ghost (Ghost) with no delivery counted", got)
+		}
+		mustEqual(e.t, "its messages", kinds(got[0].Messages), []history.WorkItemKind{history.WorkStartOrchestration})
+		e.fetchForWith(orchOpts("Ghost"), "nobody", 1) // no row: never unserved, fetched by any runtime
+		e.fetchNoneWith(orchOpts("Ghost"))             // ghost is locked by the unserved fetch
+		q, err := e.admin().InstanceQueue(e.ctx, "ghost")
+		e.noErr(err, "InstanceQueue")
+		mustEqual(e.t, "deliveries counted", q.Messages[0].Attempts, 0)
+		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, got[0].LockToken, provider.AbandonOptions{}), "abandon")
+
+		// Served once a runtime announces Ghost.
+		e.noErr(r.AnnounceRoutes(e.ctx, provider.WorkerRoutes{WorkerID: "w2", Orchestrations: []string{"Ghost"}}, time.Hour), "AnnounceRoutes")
+		if unserved() {
+			e.t.Fatal("Ghost is unserved although w2 registers it")
+		}
+		got, err = r.FetchUnservedOrchestrationItems(e.ctx, time.Minute, lockTimeout, 10)
+		e.noErr(err, "FetchUnservedOrchestrationItems")
+		mustEqual(e.t, "unserved instances once w2 registers Ghost", len(got), 0)
+		e.fetchForWith(orchOpts("Ghost"), "ghost", 1)
 	}},
 }

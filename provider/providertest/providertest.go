@@ -130,6 +130,7 @@ func groups() []group {
 		{"Maintenance", maintenanceCases},
 		{"Routing", routingCases},
 		{"OrchestrationRouting", orchRoutingCases},
+		{"OrchestrationRoutes", orchRouteCases},
 	}
 }
 

@@ -51,9 +51,21 @@ func unservedExpr(now string) string {
 }
 
 var (
-	unserved    = unservedExpr("?2")
-	unservedAt1 = unservedExpr("?1")
+	unserved        = unservedExpr("?2")
+	unservedAt1     = unservedExpr("?1")
+	orchUnservedAt1 = orchUnservedExpr("?1")
+	orchUnservedAt2 = orchUnservedExpr("?2")
 )
+
+// orchUnservedExpr reports that no route live at the time parameter now
+// registers the orchestration of instance row i, while some route is
+// live. A route without an orchestration list (NULL) registers every
+// name; an instance without a name is never unserved.
+func orchUnservedExpr(now string) string {
+	return `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > ` + now + `)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > ` + now + `
+    AND (r.orchestrations IS NULL OR EXISTS (SELECT 1 FROM json_each(r.orchestrations) WHERE value = i.orchestration_name))))`
+}
 
 // stmtID names a statement prepared once per connection.
 type stmtID int
@@ -162,6 +174,7 @@ const (
 	sWithdrawRoutes
 	sUnservedCandidates
 	sLockUnserved
+	sUnservedTurnCandidates
 
 	numWriterStmts
 )
@@ -237,8 +250,9 @@ RETURNING instance_id`,
 	// Tag every visible message of the locked instances with the instance's
 	// token and count the delivery. ?1 token prefix, ?2 JSON array of
 	// instance IDs, ?3 locked_until, ?4 now.
+	// ?5 is 1, or 0 to count no delivery (FetchUnservedOrchestrationItems).
 	sTagMessages: `UPDATE orchestrator_queue
-SET lock_token = ?1 || instance_id, locked_until = ?3, attempt_count = attempt_count + 1
+SET lock_token = ?1 || instance_id, locked_until = ?3, attempt_count = attempt_count + ?5
 WHERE instance_id IN (SELECT value FROM json_each(?2)) AND visible_at <= ?4
 RETURNING id, instance_id, work_item, attempt_count`,
 
@@ -559,8 +573,18 @@ RETURNING session_id`,
 
 	// ?1 worker, ?2 JSON array of activities, ?3 JSON array of queues, ?4
 	// seen_until.
-	sAnnounceRoutes: `INSERT INTO worker_routes (worker_id, activities, queues, seen_until) VALUES (?1, ?2, ?3, ?4)
-ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until`,
+	sAnnounceRoutes: `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations) VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until,
+    orchestrations = excluded.orchestrations`,
+
+	// Instances ready since ?2 or earlier whose orchestration no route
+	// live at ?1 registers, in the order they became ready. ?3 limit.
+	sUnservedTurnCandidates: `SELECT r.instance_id
+FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
+JOIN instances AS i ON i.instance_id = r.instance_id
+WHERE r.ready_at <= ?2 AND ` + orchUnservedAt1 + `
+ORDER BY r.ready_at, r.first_id
+LIMIT ?3`,
 
 	// ?1 worker.
 	sWithdrawRoutes: `DELETE FROM worker_routes WHERE worker_id = ?1`,
@@ -653,10 +677,12 @@ var readerSQL = [numReaderStmts]string{
 	// InstanceQueue: each an index lookup by instance ID. ?1 instance.
 	// The instance row and the store time of the newest event of its
 	// current execution (NULL when it has none).
+	// ?1 instance, ?2 now (for the live routes).
 	rQueueInstance: `SELECT i.current_execution_id, i.created_at, i.last_error_at,
        (SELECT h.created_at FROM history AS h
         WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-        ORDER BY h.event_id DESC LIMIT 1)
+        ORDER BY h.event_id DESC LIMIT 1),
+       ` + orchUnservedAt2 + `
 FROM instances AS i WHERE i.instance_id = ?1`,
 	rQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue INDEXED BY orchestrator_queue_instance WHERE instance_id = ?1 ORDER BY id`,

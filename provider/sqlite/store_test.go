@@ -299,7 +299,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	for _, id := range []stmtID{
 		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sPendingStarts, sInstanceHasMessages, sInstanceHasWork, sCheckLock,
 		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sSetLastError, sRenewLock, sCancelActivity,
-		sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
+		sUnservedTurnCandidates, sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
 		sTouchSession, sRenewSessions, sPurgeTree, sPurgeDeleteHistory, sPurgeDeleteOrch, sPurgeDeleteWork,
 	} {
 		hot = append(hot, writerSQL[id])

@@ -226,7 +226,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 		return sqlstore.Fetched{}, err
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
+	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs, 1) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}

@@ -78,6 +78,11 @@ type TurnTx interface {
 	// undo 1) and records lastErr (JSON; nil for none) as the instance's
 	// last error. It reports false when token holds no lock.
 	AbandonTurn(instance, token string, delayMs int64, undo int, lastErr []byte) (bool, error)
+	// FetchUnservedTurns locks, as FetchTurns does but counting no
+	// delivery, up to limit instances ready since olderMs ago or longer
+	// whose orchestration no route live now registers (see
+	// provider.Router.FetchUnservedOrchestrationItems).
+	FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (Fetched, error)
 	// InsertMessages enqueues msgs on the orchestrator queue, creating
 	// the instances they ask for (see provider.Provider.Enqueue).
 	InsertMessages(msgs []*sqlenc.Msg) error
@@ -152,6 +157,32 @@ func (w Writes) FetchOrchestrationItems(ctx context.Context, opts provider.Fetch
 	err = w.DB.WriteGrouped(ctx, op, nil, func(tx Tx) error {
 		var err error
 		f, err = tx.FetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached, names)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.DB.LogDeadLetters(f.Dead)
+	DecodeHistories(f.Items, f.Histories)
+	return f.Items, nil
+}
+
+// FetchUnservedOrchestrationItems locks instances no live route
+// registers the orchestration of, counting no delivery; see
+// provider.Router.
+func (w Writes) FetchUnservedOrchestrationItems(ctx context.Context, olderThan, lockTimeout time.Duration, max int) ([]*provider.OrchestrationItem, error) {
+	const op = "fetching unserved orchestration items"
+	limit, err := sqlenc.FetchLimit(lockTimeout, max)
+	if err != nil {
+		return nil, w.DB.Fail(op, err)
+	}
+	if olderThan < 0 {
+		return nil, w.DB.Fail(op, sqlenc.Invalid("olderThan %v is negative", olderThan))
+	}
+	var f Fetched
+	err = w.DB.WriteGrouped(ctx, op, nil, func(tx Tx) error {
+		var err error
+		f, err = tx.FetchUnservedTurns(sqlenc.DurMs(olderThan), limit, sqlenc.DurMs(lockTimeout))
 		return err
 	})
 	if err != nil {
