@@ -350,6 +350,11 @@ type QueueDepths struct {
 	// serves (see Router), for a store that keeps routes; they wait for
 	// a runtime that does.
 	WorkerUnserved int64
+	// OrchestratorUnserved: the OrchestratorReady messages of instances
+	// whose orchestration no live runtime registers (see Router and
+	// InstanceQueueState.OrchestrationUnserved); they wait for a runtime
+	// that does.
+	OrchestratorUnserved int64
 }
 
 // Counts holds store-wide totals.

@@ -510,7 +510,11 @@ UPDATE instances SET values_version = values_version + 1 WHERE instance_id = $1`
   (SELECT count(*) FROM worker_queue WHERE visible_at <= $1),
   (SELECT count(*) FROM worker_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
   (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1),
-  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= $1 AND ` + unservedAt1 + `)`
+  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= $1 AND ` + unservedAt1 + `),
+  (SELECT count(*) FROM orchestrator_queue AS q JOIN instances AS i ON i.instance_id = q.instance_id WHERE q.visible_at <= $1
+     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1))
+     AND ` + orchUnservedAt1 + `)`
 
 	sqlCounts = `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
        (SELECT count(*) FROM execution_locks)`

@@ -156,6 +156,7 @@ var orchRouteCases = []testCase{
 		if !unserved() {
 			e.t.Fatal("Ghost is served although no live runtime registers it")
 		}
+		mustEqual(e.t, "unserved depth", e.depths().OrchestratorUnserved, int64(1))
 		// A runtime that announces no orchestration list serves them all.
 		e.noErr(r.AnnounceRoutes(e.ctx, provider.WorkerRoutes{WorkerID: "w0", Activities: []string{"Act"}}, time.Hour), "AnnounceRoutes")
 		if unserved() {
