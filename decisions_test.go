@@ -17,15 +17,23 @@ import (
 // name): it waits, counting no delivery, and fails with kind
 // configuration once UnservedTimeout has passed.
 func TestUnregisteredOrchestrationFailsAfterUnservedTimeout(t *testing.T) {
-	// The routes' ttl (WorkerLockTimeout) outlasts the clock step, so the
-	// runtime's announcement stays live across it whenever its renewal
-	// runs.
+	// The routes' ttl (WorkerLockTimeout) outlasts the test, so the
+	// runtime's announcement stays live whenever its renewal runs, and so
+	// does the failing turn's lock (OrchestratorLockTimeout) across the
+	// clock steps.
 	h := duroxidetest.New(t, duroxide.NewRegistry(), &duroxidetest.Options{
 		Runtime: &duroxide.RuntimeOptions{MaxAttempts: 3, BackoffBase: time.Second, UnservedTimeout: time.Hour,
-			WorkerLockTimeout: 3 * time.Hour},
+			WorkerLockTimeout: 3 * time.Hour, OrchestratorLockTimeout: 3 * time.Hour},
 	})
 	h.Start("Ghost", "g", nil)
-	h.Advance(time.Hour)
+	// One-minute steps: the renewal (every hour) runs after the hour has
+	// passed, within two hours whenever its timer was armed.
+	for range 150 {
+		if h.Status("g").State != duroxide.StatePending {
+			break
+		}
+		h.Advance(time.Minute)
+	}
 	st := h.Wait("g")
 	want := "no runtime registers orchestration Ghost for 1h0m0s (UnservedTimeout)"
 	if st.State != duroxide.StateFailed || st.Error == nil || st.Error.Kind != "configuration" || st.Error.Message != want {

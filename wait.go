@@ -151,6 +151,11 @@ type Wait struct {
 	// HeartbeatTimeoutMs is an activity's heartbeat timeout in
 	// milliseconds (ActivityOptions.HeartbeatTimeout; 0: none).
 	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
+	// StartToCloseTimeoutMs and ScheduleToCloseTimeoutMs are an activity's
+	// timeouts in milliseconds (ActivityOptions.StartToCloseTimeout, per
+	// attempt, and ScheduleToCloseTimeout, the whole call; 0: none).
+	StartToCloseTimeoutMs    int64 `json:"startToCloseTimeoutMs,omitempty"`
+	ScheduleToCloseTimeoutMs int64 `json:"scheduleToCloseTimeoutMs,omitempty"`
 	// HeartbeatAt is the time of the latest heartbeat of a running (or
 	// crashed) activity attempt (ActivityContext.Heartbeat), and
 	// HeartbeatDetails the details it reported.
@@ -528,7 +533,8 @@ func historyWaits(hist []history.Event, execID int64, q *provider.InstanceQueueS
 			}
 			attemptOf[ev.EventID], nameOf[ev.EventID] = attempt, ev.Name
 			open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitActivity, Name: ev.Name, ActivityID: ev.EventID,
-				Attempt: attempt, Since: at, Queue: ev.Queue, HeartbeatTimeoutMs: ev.HeartbeatTimeoutMs}}
+				Attempt: attempt, Since: at, Queue: ev.Queue, HeartbeatTimeoutMs: ev.HeartbeatTimeoutMs,
+				StartToCloseTimeoutMs: ev.StartToCloseTimeoutMs, ScheduleToCloseTimeoutMs: ev.ScheduleToCloseTimeoutMs}}
 		case history.TimerCreated:
 			fires := time.UnixMilli(ev.FireAtMs).UTC()
 			if act, ok := followedActivity(i); ok {
