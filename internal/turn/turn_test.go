@@ -449,8 +449,8 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
-			name: "unserved policy runs a registered orchestration as usual",
-			item: item(meta("Echo", "", provider.StatusPending, 0), nil, startMsg("Echo", "", `1`)),
+			name:   "unserved policy runs a registered orchestration as usual",
+			item:   item(meta("Echo", "", provider.StatusPending, 0), nil, startMsg("Echo", "", `1`)),
 			policy: func(p *Policy) { p.Unserved = "no runtime registers orchestration Echo" },
 			check: func(t *testing.T, d Decision) {
 				if ack := wantAck(t, d); ack.Metadata.Status == provider.StatusFailed {
