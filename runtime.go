@@ -61,8 +61,8 @@ type RuntimeOptions struct {
 	// not registered (the name is) is looked up on each delivery, with
 	// backoff in between (a rolling deploy may bring it); if it is still
 	// unknown at delivery MaxAttempts, it fails with kind "configuration".
-	// So does an orchestration a runtime fetches whose registry cannot
-	// list its names (a store or registry that does not filter).
+	// So does an orchestration delivered by a store that does not filter
+	// turns by name (provider.FetchOptions.Orchestrations).
 	MaxAttempts int
 	// BackoffBase and BackoffMax bound the delay before retrying an
 	// unregistered orchestration or activity and a parked instance:
