@@ -659,10 +659,10 @@ ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues =
 
 	// Instances ready since $2 or earlier whose orchestration no route
 	// live at $1 registers, in the order they became ready. $3 limit.
-	sqlUnservedTurnCandidates = `SELECT r.instance_id
-FROM orchestrator_ready AS r JOIN instances AS i ON i.instance_id = r.instance_id
-WHERE r.ready_at <= $2 AND ` + orchUnservedAt1 + `
-ORDER BY r.ready_at, r.first_id
+	sqlUnservedTurnCandidates = `SELECT o.instance_id
+FROM orchestrator_ready AS o JOIN instances AS i ON i.instance_id = o.instance_id
+WHERE o.ready_at <= $2 AND ` + orchUnservedAt1 + `
+ORDER BY o.ready_at, o.first_id
 LIMIT $3`
 
 	// $1 worker.

@@ -578,12 +578,14 @@ ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues =
     orchestrations = excluded.orchestrations`,
 
 	// Instances ready since ?2 or earlier whose orchestration no route
-	// live at ?1 registers, in the order they became ready. ?3 limit.
-	sUnservedTurnCandidates: `SELECT r.instance_id
-FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
-JOIN instances AS i ON i.instance_id = r.instance_id
-WHERE r.ready_at <= ?2 AND ` + orchUnservedAt1 + `
-ORDER BY r.ready_at, r.first_id
+	// live at ?1 registers, in the order they became ready: the ready
+	// range of the index, each instance row looked up (CROSS JOIN keeps
+	// that order, so no sort). ?3 limit.
+	sUnservedTurnCandidates: `SELECT o.instance_id
+FROM orchestrator_ready AS o INDEXED BY orchestrator_ready_order
+CROSS JOIN instances AS i ON i.instance_id = o.instance_id
+WHERE o.ready_at <= ?2 AND ` + orchUnservedAt1 + `
+ORDER BY o.ready_at, o.first_id
 LIMIT ?3`,
 
 	// ?1 worker.
