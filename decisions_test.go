@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,21 +13,60 @@ import (
 	"github.com/duroxide/duroxide-go/duroxidetest"
 )
 
-// An orchestration no runtime registers is looked up on MaxAttempts
-// deliveries (the first MaxAttempts-1 wait with backoff) and then fails
-// with kind configuration.
-func TestUnregisteredOrchestrationFailsAtMaxAttempts(t *testing.T) {
+// An orchestration no runtime registers is never delivered (routing by
+// name): it waits, counting no delivery, and fails with kind
+// configuration once UnservedTimeout has passed.
+func TestUnregisteredOrchestrationFailsAfterUnservedTimeout(t *testing.T) {
+	// The routes' ttl (WorkerLockTimeout) outlasts the test, so the
+	// runtime's announcement stays live whenever its renewal runs, and so
+	// does the failing turn's lock (OrchestratorLockTimeout) across the
+	// clock steps.
+	h := duroxidetest.New(t, duroxide.NewRegistry(), &duroxidetest.Options{
+		Runtime: &duroxide.RuntimeOptions{MaxAttempts: 3, BackoffBase: time.Second, UnservedTimeout: time.Hour,
+			WorkerLockTimeout: 3 * time.Hour, OrchestratorLockTimeout: 3 * time.Hour},
+	})
+	h.Start("Ghost", "g", nil)
+	// One-minute steps: the renewal (every hour) runs after the hour has
+	// passed, within two hours whenever its timer was armed.
+	for range 150 {
+		if h.Status("g").State != duroxide.StatePending {
+			break
+		}
+		h.Advance(time.Minute)
+	}
+	st := h.Wait("g")
+	want := "no runtime registers orchestration Ghost for 1h0m0s (UnservedTimeout)"
+	if st.State != duroxide.StateFailed || st.Error == nil || st.Error.Kind != "configuration" || st.Error.Message != want {
+		t.Fatalf("got %s %+v, want Failed, configuration: %s", st.State, st.Error, want)
+	}
+	if m := settledMetrics(t, h); m.Turns.Abandoned != 0 || m.Turns.Committed != 1 {
+		t.Fatalf("turns %+v, want none abandoned and 1 committed (the failure)", m.Turns)
+	}
+}
+
+// Without an UnservedTimeout, an orchestration no runtime registers waits
+// undelivered, and Inspect says why.
+func TestUnregisteredOrchestrationWaitsUndelivered(t *testing.T) {
 	h := duroxidetest.New(t, duroxide.NewRegistry(), &duroxidetest.Options{
 		Runtime: &duroxide.RuntimeOptions{MaxAttempts: 3, BackoffBase: time.Second},
 	})
 	h.Start("Ghost", "g", nil)
-	st := h.AdvanceUntilDone("g")
-	want := "orchestration Ghost is not registered on this runtime (looked up on 3 deliveries)"
-	if st.State != duroxide.StateFailed || st.Error == nil || st.Error.Kind != "configuration" || st.Error.Message != want {
-		t.Fatalf("got %s %+v, want Failed, configuration: %s", st.State, st.Error, want)
+	h.Advance(2 * time.Second) // within the routes' ttl (WorkerLockTimeout): the announcement is live
+	st, err := h.Client.Inspect(t.Context(), "g", &duroxide.WaitOptions{StalledAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if m := settledMetrics(t, h); m.Turns.Abandoned != 2 || m.Turns.Committed != 1 {
-		t.Fatalf("turns %+v, want 2 abandoned (waiting) and 1 committed (the failure)", m.Turns)
+	if st.State != duroxide.StatePending || len(st.WaitingFor) != 1 {
+		t.Fatalf("got %s waiting for %+v, want Pending with one wait", st.State, st.WaitingFor)
+	}
+	w := st.WaitingFor[0]
+	if w.Kind != duroxide.WaitUnregisteredOrchestration || !w.Unserved || w.Name != "Ghost" || w.Attempt != 0 ||
+		w.Message != "no runtime registers orchestration Ghost" || !w.Stalled ||
+		!strings.Contains(w.StalledReason, "no runtime registers orchestration Ghost since ") {
+		t.Fatalf("wait %+v, want Ghost unserved, undelivered, stalled", w)
+	}
+	if m := settledMetrics(t, h); m.Turns.Abandoned+m.Turns.Committed != 0 {
+		t.Fatalf("turns %+v, want none: the instance was never delivered", m.Turns)
 	}
 }
 

@@ -55,12 +55,14 @@ type RuntimeOptions struct {
 	// poisoned: the orchestration or activity fails with kind "poison". A
 	// delivery of an activity is a start of its function (see
 	// ActivityContext.Attempt): runs cut short by a crash, a lost lock or a
-	// Shutdown whose deadline passed count. An orchestration that is not
-	// registered is looked up on each delivery, with backoff in between (a
-	// rolling deploy may bring it); if it is still unknown at delivery
-	// MaxAttempts, it fails with kind "configuration". Activities are
-	// never delivered to a runtime that does not register them (see
-	// Queues and UnservedTimeout).
+	// Shutdown whose deadline passed count. Orchestrations and activities
+	// are never delivered to a runtime that does not register them (see
+	// Queues and UnservedTimeout). A version of an orchestration that is
+	// not registered (the name is) is looked up on each delivery, with
+	// backoff in between (a rolling deploy may bring it); if it is still
+	// unknown at delivery MaxAttempts, it fails with kind "configuration".
+	// So does an orchestration delivered by a store that does not filter
+	// turns by name (provider.FetchOptions.Orchestrations).
 	MaxAttempts int
 	// BackoffBase and BackoffMax bound the delay before retrying an
 	// unregistered orchestration or activity and a parked instance:
@@ -181,12 +183,17 @@ type RuntimeOptions struct {
 	// UnservedTimeout is how long an activity may wait, counted from when
 	// it was scheduled, while no live runtime serves its name and queue,
 	// before it fails with kind "configuration" and a message saying no
-	// runtime serves it (default 0: it waits until one does). Runtimes
-	// announce what they serve in the store and renew the announcement
-	// every third of WorkerLockTimeout; one that stops renewing (it shut
-	// down or crashed) no longer counts after WorkerLockTimeout. Any
-	// runtime with the option set fails such work; Client.Inspect reports
-	// it as unserved either way.
+	// runtime serves it (default 0: it waits until one does). Likewise an
+	// instance whose orchestration no live runtime registers (runtimes
+	// fetch only the turns of the orchestrations they register) fails
+	// with kind "configuration", "no runtime registers orchestration X
+	// for …", once its messages have waited that long; it was never
+	// delivered. Runtimes announce what they serve (orchestrations,
+	// activities, queues) in the store and renew the announcement every
+	// third of WorkerLockTimeout; one that stops renewing (it shut down or
+	// crashed) no longer counts after WorkerLockTimeout. Any runtime with
+	// the option set fails such work; Client.Inspect reports it as
+	// unserved either way.
 	//
 	// Work that a runtime of an earlier release queued is routed by its
 	// name too (the store reads it from the queued item), so after an
@@ -328,6 +335,10 @@ func (a registryAdapter) Orchestration(name, version string) (replay.Func, strin
 // ActivityNames lists the registered activities: the runtime fetches
 // only those.
 func (a registryAdapter) ActivityNames() []string { return a.r.Activities() }
+
+// OrchestrationNames lists the registered orchestrations: the runtime
+// fetches only their turns.
+func (a registryAdapter) OrchestrationNames() []string { return a.r.Orchestrations() }
 
 func (a registryAdapter) Activity(name string) (dispatch.ActivityFunc, bool) {
 	fn, ok := a.r.activity(name)

@@ -43,7 +43,12 @@ const (
 	// WaitUnregisteredOrchestration: no runtime that fetched the instance
 	// has its orchestration registered; deliveries are retried with
 	// backoff. Name (and Version when pinned), Attempt (deliveries so
-	// far), RetryAt, Since (first failed delivery), Message.
+	// far), RetryAt, Since (first failed delivery), Message. Runtimes of
+	// this release fetch only the orchestrations they register, so an
+	// instance whose orchestration no live runtime registers is never
+	// delivered: it is this wait with Unserved set, Since when its
+	// messages became due, and Message "no runtime registers
+	// orchestration X"; it fails after RuntimeOptions.UnservedTimeout.
 	WaitUnregisteredOrchestration WaitKind = "unregisteredOrchestration"
 	// WaitUnregisteredActivity: an activity that no runtime which fetched
 	// it has registered; deliveries are retried with backoff. Name,
@@ -146,15 +151,22 @@ type Wait struct {
 	// HeartbeatTimeoutMs is an activity's heartbeat timeout in
 	// milliseconds (ActivityOptions.HeartbeatTimeout; 0: none).
 	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
+	// StartToCloseTimeoutMs and ScheduleToCloseTimeoutMs are an activity's
+	// timeouts in milliseconds (ActivityOptions.StartToCloseTimeout, per
+	// attempt, and ScheduleToCloseTimeout, the whole call; 0: none).
+	StartToCloseTimeoutMs    int64 `json:"startToCloseTimeoutMs,omitempty"`
+	ScheduleToCloseTimeoutMs int64 `json:"scheduleToCloseTimeoutMs,omitempty"`
 	// HeartbeatAt is the time of the latest heartbeat of a running (or
 	// crashed) activity attempt (ActivityContext.Heartbeat), and
 	// HeartbeatDetails the details it reported.
 	HeartbeatAt      time.Time       `json:"heartbeatAt,omitzero"`
 	HeartbeatDetails json.RawMessage `json:"heartbeatDetails,omitempty"`
 	// Unserved reports a queued activity that no live runtime serves (none
-	// registers its name in its queue): it waits for a runtime that does,
+	// registers its name in its queue), or an instance whose
+	// orchestration no live runtime registers
+	// (WaitUnregisteredOrchestration): it waits for a runtime that does,
 	// or fails after RuntimeOptions.UnservedTimeout. Message says which
-	// name and queue.
+	// name (and queue).
 	Unserved bool `json:"unserved,omitempty"`
 
 	// Since is when the wait began (scheduled, subscribed, queued, first
@@ -388,11 +400,27 @@ func deriveWaits(in waitInput) []Wait {
 			attempts = max(attempts, m.Attempts)
 		}
 		turnRunning := q.InstanceLock != nil && q.InstanceLock.LockedUntil.After(now)
-		if due > 0 && !turnRunning {
+		switch {
+		case due > 0 && !turnRunning && q.OrchestrationUnserved:
+			name, version := unservedName(info, q)
+			waits = append(waits, Wait{Kind: WaitUnregisteredOrchestration, Name: name, Version: version, Unserved: true,
+				Message: dispatch.UnservedOrchestration(name), Since: since, Attempt: attempts})
+		case due > 0 && !turnRunning:
 			waits = append(waits, Wait{Kind: WaitTurn, Messages: due, Since: since, Attempt: attempts})
 		}
 	}
 	return markStalls(waits, in)
+}
+
+// unservedName is the orchestration an unserved instance waits to run:
+// the instance's (the name a runtime must register), with the version its
+// queued start names, if any.
+func unservedName(info *provider.InstanceInfo, q *provider.InstanceQueueState) (name, version string) {
+	name, version = info.OrchestrationName, info.OrchestrationVersion
+	if start := startMessage(q.Messages); start != nil {
+		version = start.Version
+	}
+	return name, version
 }
 
 // queuedStart is the start message of an instance's next execution.
@@ -505,7 +533,8 @@ func historyWaits(hist []history.Event, execID int64, q *provider.InstanceQueueS
 			}
 			attemptOf[ev.EventID], nameOf[ev.EventID] = attempt, ev.Name
 			open[ev.EventID] = &pending{order: ev.EventID, w: Wait{Kind: WaitActivity, Name: ev.Name, ActivityID: ev.EventID,
-				Attempt: attempt, Since: at, Queue: ev.Queue, HeartbeatTimeoutMs: ev.HeartbeatTimeoutMs}}
+				Attempt: attempt, Since: at, Queue: ev.Queue, HeartbeatTimeoutMs: ev.HeartbeatTimeoutMs,
+				StartToCloseTimeoutMs: ev.StartToCloseTimeoutMs, ScheduleToCloseTimeoutMs: ev.ScheduleToCloseTimeoutMs}}
 		case history.TimerCreated:
 			fires := time.UnixMilli(ev.FireAtMs).UTC()
 			if act, ok := followedActivity(i); ok {
@@ -675,7 +704,15 @@ func markStalls(waits []Wait, in waitInput) []Wait {
 		if l := q.InstanceLock; l != nil && l.LockedUntil.After(ready) {
 			ready = l.LockedUntil
 		}
-		if !ready.After(cutoff) {
+		switch {
+		case ready.After(cutoff):
+		case q.OrchestrationUnserved && in.Info.LastError == nil:
+			name, version := unservedName(in.Info, q)
+			stall(func(w *Wait) bool { return w.Kind == WaitUnregisteredOrchestration && w.Unserved }, func() Wait {
+				return Wait{Kind: WaitUnregisteredOrchestration, Name: name, Version: version, Unserved: true,
+					Message: dispatch.UnservedOrchestration(name), Since: ready, Attempt: maxAttempts(q.Messages)}
+			}, fmt.Sprintf("no progress for %s: %s since %s", idle, dispatch.UnservedOrchestration(name), ready.Format(time.RFC3339)))
+		default:
 			stall(func(w *Wait) bool { return w.Kind == WaitTurn }, func() Wait {
 				return Wait{Kind: WaitTurn, Messages: len(q.Messages), Since: ready, Attempt: maxAttempts(q.Messages)}
 			}, fmt.Sprintf("no progress for %s: messages due since %s and no runtime took them", idle, ready.Format(time.RFC3339)))

@@ -590,3 +590,35 @@ func TestInstancePageShowsPatches(t *testing.T) {
 	})
 	mustContain(t, e.get(t, "/instances/patched-1"), `<dt>Patches</dt><dd id="patches"><bdi>&lt;b&gt;fix-42&lt;/b&gt;</bdi></dd>`)
 }
+
+// The instance page shows a waiting activity's timeouts, and an instance
+// whose orchestration no runtime registers as unserved.
+func TestInstancePageShowsActivityTimeoutsAndUnserved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{register: func(reg *duroxide.Registry) {
+		duroxide.RegisterOrchestration(reg, "test.Timeouts", func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+			var out string
+			return out, ctx.ScheduleActivityWithOptions("test.Nowhere", nil, &duroxide.ActivityOptions{
+				StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: time.Hour}).Await(&out)
+		})
+	}})
+	ctx := context.Background()
+	for id, name := range map[string]string{"timeouts-1": "test.Timeouts", "ghost-1": "test.Ghost"} {
+		if err := e.client.StartOrchestration(ctx, id, name, struct{}{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "timeouts-1 to wait for its activity", func() bool {
+		ws, err := e.client.WaitingFor(ctx, "timeouts-1", nil)
+		return err == nil && slices.ContainsFunc(ws, func(w duroxide.Wait) bool { return w.Kind == duroxide.WaitActivity })
+	})
+	mustContain(t, e.get(t, "/instances/timeouts-1"),
+		`<span class="muted">start to close timeout ms</span> <bdi>30000</bdi>`,
+		`<span class="muted">schedule to close timeout ms</span> <bdi>3600000</bdi>`)
+	waitFor(t, "ghost-1 to be reported unserved", func() bool {
+		ws, err := e.client.WaitingFor(ctx, "ghost-1", nil)
+		return err == nil && len(ws) == 1 && ws[0].Unserved
+	})
+	mustContain(t, e.get(t, "/instances/ghost-1"), `<b class="wait-kind">unregisteredOrchestration</b>`,
+		`<span class="muted">message</span> <bdi>no runtime registers orchestration test.Ghost</bdi>`)
+}

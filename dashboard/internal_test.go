@@ -338,20 +338,23 @@ func TestErrorKindAndType(t *testing.T) {
 	}
 }
 
-// A running activity's wait shows its routing and heartbeat on the
-// instance page: queue, heartbeat timeout, last heartbeat and details, and
-// whether no runtime serves it.
+// A running activity's wait shows its routing, timeouts and heartbeat on
+// the instance page: queue, heartbeat, start-to-close and
+// schedule-to-close timeouts, last heartbeat and details, and whether no
+// runtime serves it.
 func TestViewWaitShowsActivityOptions(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 3, 1, 10, 2, 0, 0, time.UTC)
 	v := viewWait(&duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Render", ActivityState: duroxide.ActivityQueued,
 		Queue: "gpu", HeartbeatTimeoutMs: 60000, HeartbeatAt: at, HeartbeatDetails: []byte(`{"frame":12}`),
+		StartToCloseTimeoutMs: 30000, ScheduleToCloseTimeoutMs: 3600000,
 		Unserved: true, Message: `no runtime serves activity Render (queue "gpu")`})
 	got := map[string]field{}
 	for _, f := range v.Fields {
 		got[f.Name] = f
 	}
 	for name, want := range map[string]string{"queue": "gpu", "heartbeat timeout ms": "60000",
+		"start to close timeout ms": "30000", "schedule to close timeout ms": "3600000",
 		"heartbeat details": `{"frame":12}`, "unserved": "true", "message": `no runtime serves activity Render (queue "gpu")`} {
 		if got[name].Value != want {
 			t.Errorf("field %q = %q, want %q (fields %+v)", name, got[name].Value, want, v.Fields)

@@ -106,9 +106,10 @@ func (h *Harness) moveTo(t time.Time) {
 }
 
 // idle reports whether nothing in the store can run at the current time.
-// Activities no runtime serves wait for one and do not count.
+// Orchestrations no runtime registers and activities no runtime serves
+// wait for one and do not count.
 func idle(d *provider.QueueDepths) bool {
-	return d.OrchestratorReady == 0 && d.OrchestratorLocked == 0 && d.WorkerReady == d.WorkerUnserved && d.WorkerLocked == 0
+	return d.OrchestratorReady == d.OrchestratorUnserved && d.OrchestratorLocked == 0 && d.WorkerReady == d.WorkerUnserved && d.WorkerLocked == 0
 }
 
 // waitIdle polls the store until it is idle or ctx ends.
@@ -144,7 +145,7 @@ func (h *Harness) poll(ctx context.Context, changed <-chan struct{}, done func(*
 		if err != nil || ok {
 			return err
 		}
-		if d.OrchestratorReady > 0 || d.WorkerReady > d.WorkerUnserved {
+		if d.OrchestratorReady > d.OrchestratorUnserved || d.WorkerReady > d.WorkerUnserved {
 			h.Store.WakeAll()
 		}
 		t := time.NewTimer(delay)

@@ -40,9 +40,10 @@ const (
 // Activity and timer events.
 const (
 	// ActivityScheduled schedules an activity; its EventID is the activity
-	// id. Fields: Name, Input, SessionID, Queue, HeartbeatTimeoutMs, and
-	// Data: the latest heartbeat details of the call's previous attempt,
-	// handed to this one (a retry).
+	// id. Fields: Name, Input, SessionID, Queue, HeartbeatTimeoutMs,
+	// StartToCloseTimeoutMs, ScheduleToCloseTimeoutMs, and Data: the
+	// latest heartbeat details of the call's previous attempt, handed to
+	// this one (a retry).
 	ActivityScheduled EventKind = "ActivityScheduled"
 	// ActivityCompleted: SourceEventID, Output.
 	ActivityCompleted EventKind = "ActivityCompleted"
@@ -193,6 +194,13 @@ type Event struct {
 	// not heartbeated for that many milliseconds (0: no heartbeat timeout).
 	// Replay never compares it.
 	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
+	// StartToCloseTimeoutMs and ScheduleToCloseTimeoutMs, on
+	// ActivityScheduled, are the call's start-to-close (per attempt) and
+	// schedule-to-close (whole call) timeouts in milliseconds (0: none),
+	// recorded for status tools: the timeouts themselves are durable
+	// timers (TimerCreated). Replay never compares them.
+	StartToCloseTimeoutMs    int64 `json:"startToCloseTimeoutMs,omitempty"`
+	ScheduleToCloseTimeoutMs int64 `json:"scheduleToCloseTimeoutMs,omitempty"`
 }
 
 // field requirements per kind.

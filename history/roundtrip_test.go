@@ -140,7 +140,7 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 		Data: raw(`"data"`), Reason: "r", FireAtMs: ts + 1, SessionID: "s", ChildInstanceID: "c",
 		Parent:       &history.ParentRef{InstanceID: "p", ExecutionID: 4, EventID: 5},
 		CustomStatus: raw(`"cs"`), TimeMs: ts + 2, GUID: "g", Values: map[string]json.RawMessage{"k": raw(`1`)}, TraceParent: "tp",
-		Queue: "q", HeartbeatTimeoutMs: 5000,
+		Queue: "q", HeartbeatTimeoutMs: 5000, StartToCloseTimeoutMs: 6000, ScheduleToCloseTimeoutMs: 7000,
 	}
 	requireAllFieldsSet(t, &e)
 	requireAllFieldsSet(t, e.Error)
@@ -154,7 +154,7 @@ func TestEventAllFieldsEncoding(t *testing.T) {
 		`"data":"data","reason":"r","fireAtMs":1732170000001,"sessionId":"s","childInstanceId":"c",` +
 		`"parent":{"instanceId":"p","executionId":4,"eventId":5},` +
 		`"customStatus":"cs","timeMs":1732170000002,"guid":"g","values":{"k":1},"traceParent":"tp",` +
-		`"queue":"q","heartbeatTimeoutMs":5000}`
+		`"queue":"q","heartbeatTimeoutMs":5000,"startToCloseTimeoutMs":6000,"scheduleToCloseTimeoutMs":7000}`
 	b := mustEncodeEvent(t, e)
 	if string(b) != want {
 		t.Fatalf("encoding changed\n got: %s\nwant: %s", b, want)

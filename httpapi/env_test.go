@@ -38,6 +38,9 @@ const (
 	orderOrch = "test.Order"
 	// valuesOrch sets the value "greeting" to its input and completes.
 	valuesOrch = "test.Values"
+	// timeoutsOrch calls an activity no runtime registers with a
+	// start-to-close timeout of 30s and a schedule-to-close timeout of 1h.
+	timeoutsOrch = "test.Timeouts"
 )
 
 // orderUpdate is the body of an order webhook: orderOrch's input and each
@@ -50,6 +53,12 @@ type orderUpdate struct {
 }
 
 func registerTestOrchestrations(reg *duroxide.Registry) {
+	duroxide.RegisterOrchestration(reg, timeoutsOrch, func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+		var out string
+		err := ctx.ScheduleActivityWithOptions("test.Nowhere", nil, &duroxide.ActivityOptions{
+			StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: time.Hour}).Await(&out)
+		return out, err
+	})
 	duroxide.RegisterOrchestration(reg, valuesOrch, func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
 		return in, ctx.SetValue("greeting", in)
 	})

@@ -169,3 +169,24 @@ func TestStalledAfterOption(t *testing.T) {
 		t.Fatalf("NewHandler with a negative StalledAfter: %v", err)
 	}
 }
+
+// A waiting activity's options reach waitingFor: its start-to-close and
+// schedule-to-close timeouts, and that no runtime serves it.
+func TestWaitingForShowsActivityTimeouts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.start(t, "waits-timeouts", timeoutsOrch, struct{}{})
+	var act map[string]any
+	e.waitsOf(t, "waits-timeouts", func(w []map[string]any) bool {
+		for _, x := range w {
+			if x["kind"] == "activity" && x["unserved"] == true {
+				act = x
+				return true
+			}
+		}
+		return false
+	})
+	if act["name"] != "test.Nowhere" || act["startToCloseTimeoutMs"] != float64(30000) || act["scheduleToCloseTimeoutMs"] != float64(3600000) {
+		t.Fatalf("activity wait %v, want test.Nowhere with startToCloseTimeoutMs 30000 and scheduleToCloseTimeoutMs 3600000", act)
+	}
+}

@@ -129,6 +129,13 @@ type InstanceQueueState struct {
 	// QueuedStart is the instance's start waiting for an execution lock
 	// (LockRequest.Queue); nil when it is not queued.
 	QueuedStart *QueuedStart
+	// OrchestrationUnserved reports, for a store that keeps routes
+	// (Router), that no live runtime registers the instance's
+	// orchestration (WorkerRoutes.Orchestrations) while some runtime's
+	// announcement is live, so its messages wait for a runtime that does.
+	// Announcements without an orchestration list serve every name; with
+	// no live announcement nothing is known and it is false.
+	OrchestrationUnserved bool
 }
 
 // QueuedMessage is one orchestrator-queue message of an instance.
@@ -343,6 +350,11 @@ type QueueDepths struct {
 	// serves (see Router), for a store that keeps routes; they wait for
 	// a runtime that does.
 	WorkerUnserved int64
+	// OrchestratorUnserved: the OrchestratorReady messages of instances
+	// whose orchestration no live runtime registers (see Router and
+	// InstanceQueueState.OrchestrationUnserved); they wait for a runtime
+	// that does.
+	OrchestratorUnserved int64
 }
 
 // Counts holds store-wide totals.

@@ -59,6 +59,18 @@
 // polling; Waker tells an idle dispatcher how long it may sleep when only
 // delayed work (timers, retries) is queued.
 //
+// # Routing
+//
+// A fetch takes only the work its caller can run: the orchestrations
+// named in FetchOptions.Orchestrations (by the instance's name, so starts,
+// sub-orchestrations and ContinueAsNew alike), the activities and queues
+// in WorkFetchOptions.Activities and Queues; nil takes everything. Work a
+// fetch skips is neither locked nor counted. Router (optional) keeps what
+// each live runtime announces it serves, so the work no runtime serves
+// can be reported (InstanceQueueState.OrchestrationUnserved,
+// QueuedActivity.Unserved) and fetched, without counting a delivery, to be
+// failed.
+//
 // # Copying a store
 //
 // Exporter and Importer are optional capabilities for moving a whole store

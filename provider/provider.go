@@ -227,6 +227,15 @@ type FetchOptions struct {
 	// once for each instance the fetch locks, possibly while the store holds
 	// a transaction open, so it must be fast and must not call the store.
 	Cached func(instanceID string) (executionID, lastEventID int64, ok bool)
+	// Orchestrations, when not nil, limits the fetch to instances of these
+	// orchestration names (the instance's name, set by the message that
+	// created it: a start, a sub-orchestration, a ContinueAsNew keeps it):
+	// a runtime fetches only the orchestrations it registers, so an
+	// instance it cannot run is never locked by it and no delivery is
+	// counted against it. An instance the store knows no name of (messages
+	// for an unknown instance) is eligible to every fetch, so they can be
+	// consumed. An empty, non-nil list fetches only those. nil: every name.
+	Orchestrations []string
 }
 
 // WorkFetchOptions tunes FetchWorkItems.
@@ -545,7 +554,8 @@ type WorkAck struct {
 	// FetchOrchestrationItems with these options would for that instance
 	// alone (Max is ignored). A runtime that will run the turn saves the
 	// fetch. A taken turn wakes no orchestrator subscriber: it is the
-	// caller's (WorkResult.Turn).
+	// caller's (WorkResult.Turn). TakeTurn.Orchestrations applies: an
+	// instance of another orchestration is left to a fetch.
 	TakeTurn *FetchOptions
 	// Then, when set with a Completion, is the next turn of the
 	// completion's instance, computed by the caller from the execution it

@@ -47,6 +47,15 @@ type Router interface {
 	// fail them. It counts no attempt. While no announcement is live at
 	// all, nothing counts as unserved (nothing is known).
 	FetchUnservedWorkItems(ctx context.Context, olderThan, lockTimeout time.Duration, max int) ([]*WorkItemLease, error)
+	// FetchUnservedOrchestrationItems locks, as FetchOrchestrationItems
+	// does, up to max instances ready for at least olderThan whose
+	// orchestration no live announcement registers
+	// (WorkerRoutes.Orchestrations; an announcement without a list
+	// registers every name), so the caller can fail them. It counts no
+	// delivery (AttemptCount is what earlier fetches counted). While no
+	// announcement is live, nothing counts as unserved; an instance
+	// without a row or a name never does.
+	FetchUnservedOrchestrationItems(ctx context.Context, olderThan, lockTimeout time.Duration, max int) ([]*OrchestrationItem, error)
 }
 
 // WorkerRoutes is what one runtime serves.
@@ -56,4 +65,8 @@ type WorkerRoutes struct {
 	Activities []string
 	// Queues are the queues it serves ("" is the default queue).
 	Queues []string
+	// Orchestrations are the orchestration names it registers (it fetches
+	// the turns of those only: FetchOptions.Orchestrations); nil announces
+	// none, and the runtime counts as serving every orchestration.
+	Orchestrations []string
 }

@@ -85,6 +85,10 @@ func describeWait(w *duroxide.Wait) string {
 		if w.Version != "" {
 			name += "@" + w.Version
 		}
+		if w.Unserved {
+			fmt.Fprintf(&b, "%s %s, which no live runtime registers, since %s", what, quoted(name), at(w.Since))
+			break
+		}
 		fmt.Fprintf(&b, "%s %s, which no runtime that fetched it has registered, since %s (attempt %d", what, quoted(name), at(w.Since), w.Attempt)
 		if !w.RetryAt.IsZero() {
 			fmt.Fprintf(&b, ", retrying at %s", at(w.RetryAt))
@@ -120,8 +124,9 @@ func describeWait(w *duroxide.Wait) string {
 	return b.String()
 }
 
-// describeActivityOptions adds an activity's routing and heartbeat to b:
-// its queue, heartbeat timeout, latest heartbeat, and whether no runtime
+// describeActivityOptions adds an activity's routing, timeouts and
+// heartbeat to b: its queue, heartbeat, start-to-close and
+// schedule-to-close timeouts, latest heartbeat, and whether no runtime
 // serves it.
 func describeActivityOptions(b *strings.Builder, w *duroxide.Wait) {
 	if w.Queue != "" {
@@ -129,6 +134,12 @@ func describeActivityOptions(b *strings.Builder, w *duroxide.Wait) {
 	}
 	if w.HeartbeatTimeoutMs > 0 {
 		fmt.Fprintf(b, ", heartbeat timeout %s", time.Duration(w.HeartbeatTimeoutMs)*time.Millisecond)
+	}
+	if w.StartToCloseTimeoutMs > 0 {
+		fmt.Fprintf(b, ", start-to-close timeout %s", time.Duration(w.StartToCloseTimeoutMs)*time.Millisecond)
+	}
+	if w.ScheduleToCloseTimeoutMs > 0 {
+		fmt.Fprintf(b, ", schedule-to-close timeout %s", time.Duration(w.ScheduleToCloseTimeoutMs)*time.Millisecond)
 	}
 	if !w.HeartbeatAt.IsZero() {
 		fmt.Fprintf(b, ", last heartbeat %s", formatTime(w.HeartbeatAt))

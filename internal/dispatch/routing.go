@@ -28,6 +28,25 @@ func (r *Runtime) activityNames() []string {
 	return nil
 }
 
+// OrchestrationLister is a Registry that can list its orchestration
+// names; the runtime then fetches only the turns of those
+// (provider.FetchOptions.Orchestrations) and announces them. A Registry
+// without it fetches every name.
+type OrchestrationLister interface {
+	OrchestrationNames() []string
+}
+
+// orchestrationNames returns the orchestration names to fetch (nil: any).
+func (r *Runtime) orchestrationNames() []string {
+	if l, ok := r.reg.(OrchestrationLister); ok {
+		if names := l.OrchestrationNames(); names != nil {
+			return names
+		}
+		return []string{}
+	}
+	return nil
+}
+
 // serves reports whether this runtime serves queue q.
 func (r *Runtime) serves(q string) bool {
 	if len(r.o.Queues) == 0 {
@@ -54,9 +73,10 @@ func (r *Runtime) announce() {
 	if names == nil {
 		names = []string{}
 	}
-	err := rt.AnnounceRoutes(r.io, provider.WorkerRoutes{WorkerID: r.o.WorkerID, Activities: names, Queues: queues}, r.routeTTL())
+	err := rt.AnnounceRoutes(r.io, provider.WorkerRoutes{WorkerID: r.o.WorkerID, Activities: names, Queues: queues,
+		Orchestrations: r.orchestrationNames()}, r.routeTTL())
 	if err != nil {
-		r.log.Warn("announcing this runtime's activities and queues failed", logkey.Worker, r.o.WorkerID, logkey.Error, err)
+		r.log.Warn("announcing this runtime's orchestrations, activities and queues failed", logkey.Worker, r.o.WorkerID, logkey.Error, err)
 	}
 }
 
@@ -84,6 +104,7 @@ func (r *Runtime) maintainRoutes() {
 		r.announce()
 		if r.o.UnservedTimeout > 0 {
 			r.failUnserved()
+			r.failUnservedTurns()
 		}
 	}
 }
@@ -108,6 +129,40 @@ func (r *Runtime) failUnserved() {
 			Message: fmt.Sprintf("%s for %s (UnservedTimeout)", Unserved(l.Item.Name, l.Item.Queue), r.o.UnservedTimeout)}
 		r.ackActivity(l, activityCompletion(l, nil, fail, l.Item.Data))
 	}
+}
+
+// failUnservedTurns fails, as kind "configuration", the instances that
+// have been ready for UnservedTimeout with no live runtime registering
+// their orchestration. The store locks them without counting a delivery;
+// each is failed by a turn run here (turn.Policy.Unserved), or runs as
+// usual should this runtime register it after all.
+func (r *Runtime) failUnservedTurns() {
+	rt, ok := r.p.(provider.Router)
+	if !ok {
+		return
+	}
+	items, err := rt.FetchUnservedOrchestrationItems(r.io, r.o.UnservedTimeout, r.o.OrchestratorLockTimeout, r.o.FetchBatch)
+	if err != nil {
+		r.log.Warn("looking for unserved orchestrations failed", logkey.Error, err)
+		return
+	}
+	for _, it := range items {
+		var name string
+		if it.Instance != nil { // always: the store returns only instances with a name
+			name = it.Instance.OrchestrationName
+		}
+		r.log.Error("orchestration unserved; failing the instance", logkey.Instance, it.InstanceID, logkey.Orchestration, name)
+		start := time.Now() // real time, even under a fake clock: metrics measure work
+		res, leased := r.runTurnWith(it, fmt.Sprintf("%s for %s (UnservedTimeout)", UnservedOrchestration(name), r.o.UnservedTimeout))
+		r.metrics.observeTurn(res, time.Since(start))
+		r.startActivities(leased)
+	}
+}
+
+// UnservedOrchestration says that no runtime registers orchestration
+// name.
+func UnservedOrchestration(name string) string {
+	return "no runtime registers orchestration " + name
 }
 
 // Unserved says that no runtime serves activity name in queue.

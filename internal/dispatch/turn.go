@@ -13,10 +13,11 @@ import (
 
 // fetchTurns locks up to max instances and starts a turn for each. The
 // fetch tells the store what the cache holds, so it loads only newer
-// history.
+// history, and which orchestrations this runtime registers, so it locks
+// no instance of another.
 func (r *Runtime) fetchTurns(max int) (int, error) {
 	start := time.Now() // real time, even under a fake clock: metrics measure work
-	opts := provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max}
+	opts := provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max, Orchestrations: r.orchestrationNames()}
 	if r.cache != nil {
 		opts.Cached = r.cache.position
 	}
@@ -56,6 +57,11 @@ func (r *Runtime) startTurn(it *provider.OrchestrationItem, start time.Time) {
 // activities its ack leased to this runtime, for the caller to start. The
 // store notifies the dispatchers and waiters of what the commit changed.
 func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provider.WorkItemLease) {
+	return r.runTurnWith(it, "")
+}
+
+// runTurnWith is runTurn with turn.Policy.Unserved set to unserved.
+func (r *Runtime) runTurnWith(it *provider.OrchestrationItem, unserved string) (TurnResult, []*provider.WorkItemLease) {
 	rn := r.startRenewer(r.o.OrchestratorLockTimeout, func() error {
 		return r.p.RenewOrchestrationItemLock(r.io, it.LockToken, r.o.OrchestratorLockTimeout)
 	}, func(error) {})
@@ -76,7 +82,7 @@ func (r *Runtime) runTurn(it *provider.OrchestrationItem) (TurnResult, []*provid
 	d := turn.Decide(turn.Input{
 		Item: it, Cached: cached, Registry: r.reg, Now: r.clock.Now(),
 		Policy: turn.Policy{MaxAttempts: r.o.MaxAttempts, FailOnNondeterminism: r.o.FailOnNondeterminism,
-			Backoff: r.backoff, Parks: parks, Logger: r.log, Limits: r.o.Limits, CancelGrace: r.o.CancelGrace},
+			Backoff: r.backoff, Parks: parks, Logger: r.log, Limits: r.o.Limits, CancelGrace: r.o.CancelGrace, Unserved: unserved},
 	})
 	rn.stop()
 	if l := d.Log; l != nil {

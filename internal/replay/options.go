@@ -83,7 +83,8 @@ type ActivityOptions struct {
 	StartToClose, ScheduleToClose time.Duration
 	// Queue routes the activity ("" is the default queue); HeartbeatTimeout
 	// fails an attempt that has not heartbeated for that long (enforced by
-	// the worker). Neither is compared on replay.
+	// the worker). Neither is compared on replay; nor are the timeouts
+	// recorded on ActivityScheduled for status tools.
 	Queue            string
 	HeartbeatTimeout time.Duration
 }
@@ -91,7 +92,8 @@ type ActivityOptions struct {
 // scheduled is the ActivityScheduled event of one attempt.
 func (o ActivityOptions) scheduled(name string, input, details json.RawMessage) history.Event {
 	return history.Event{Kind: history.ActivityScheduled, Name: name, Input: input, SessionID: o.SessionID,
-		Queue: o.Queue, HeartbeatTimeoutMs: o.HeartbeatTimeout.Milliseconds(), Data: details}
+		Queue: o.Queue, HeartbeatTimeoutMs: o.HeartbeatTimeout.Milliseconds(), Data: details,
+		StartToCloseTimeoutMs: o.StartToClose.Milliseconds(), ScheduleToCloseTimeoutMs: o.ScheduleToClose.Milliseconds()}
 }
 
 // ScheduleActivityOptions schedules an activity with retries and

@@ -67,6 +67,12 @@ type Policy struct {
 	// CancelGrace is the grace period a new cancel request gives the code
 	// (see replay.Config.CancelGrace; zero or negative: none).
 	CancelGrace time.Duration
+	// Unserved, when set, is why the instance was fetched for failing: no
+	// live runtime registers its orchestration (RuntimeOptions.
+	// UnservedTimeout). If the orchestration is not registered here
+	// either, the execution fails at once with kind "configuration" and
+	// this message; if it is, the turn runs as usual.
+	Unserved string
 }
 
 // Input is everything Decide looks at.
@@ -208,6 +214,12 @@ func decide(in Input) Decision {
 			what += " version " + version
 		}
 		msg := fmt.Sprintf("orchestration %s is not registered on this runtime", what)
+		if pol.Unserved != "" {
+			if len(hist) == 0 {
+				started = replay.Started(name, version, input, parent)
+			}
+			return fail(it, execID, hist, started, parent, in.Now, &history.ErrorDetails{Kind: history.ErrorConfiguration, Message: pol.Unserved})
+		}
 		if Unregistered(it.AttemptCount, pol.MaxAttempts) {
 			if len(hist) == 0 {
 				started = replay.Started(name, version, input, parent)

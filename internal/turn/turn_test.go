@@ -434,6 +434,31 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
+			name: "unserved orchestration fails at once, with the unserved message",
+			item: func() *provider.OrchestrationItem {
+				it := item(meta("Ghost", "", provider.StatusPending, 0), nil, startMsg("Ghost", "", `1`))
+				it.AttemptCount = 0 // fetched for failing: never delivered
+				return it
+			}(),
+			policy: func(p *Policy) { p.Unserved = "no runtime registers orchestration Ghost for 1h0m0s (UnservedTimeout)" },
+			check: func(t *testing.T, d Decision) {
+				ack := wantFailed(t, d, history.ErrorConfiguration, "no runtime registers orchestration Ghost for 1h0m0s (UnservedTimeout)")
+				if kinds(ack.History) != "OrchestrationStarted,OrchestrationFailed" || ack.ExecutionID != 1 || ack.Metadata.OrchestrationName != "Ghost" {
+					t.Fatalf("ack %+v, want execution 1 of Ghost started and failed", ack)
+				}
+			},
+		},
+		{
+			name:   "unserved policy runs a registered orchestration as usual",
+			item:   item(meta("Echo", "", provider.StatusPending, 0), nil, startMsg("Echo", "", `1`)),
+			policy: func(p *Policy) { p.Unserved = "no runtime registers orchestration Echo" },
+			check: func(t *testing.T, d Decision) {
+				if ack := wantAck(t, d); ack.Metadata.Status == provider.StatusFailed {
+					t.Fatalf("a registered orchestration failed as unserved: %+v", ack.Metadata.Error)
+				}
+			},
+		},
+		{
 			name: "unregistered orchestration fails at MaxAttempts",
 			item: func() *provider.OrchestrationItem {
 				it := item(meta("Ghost", "", provider.StatusPending, 0), nil, startMsg("Ghost", "", `1`))

@@ -35,11 +35,11 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 }
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
-func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
-	return w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached)
+func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+	return w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
 }
 
-func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
+func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	prefix := sqlstore.NewTokenPrefix()
 	until := w.now + sqlenc.DurMs(lockTimeout)
 	var (
@@ -60,14 +60,14 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 				free = append(free, id)
 			}
 			return nil
-		}, w.now, skip, w.p.lockSpace, limit-len(items))
+		}, w.now, skip, w.p.lockSpace, limit-len(items), orchNamesArg(names))
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
 		if len(cands) == 0 {
 			break
 		}
-		got, lost, d, err := w.lockTurns(cands, free, prefix, until)
+		got, lost, d, err := w.lockTurns(cands, free, prefix, until, 1)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
@@ -84,6 +84,37 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		return sqlstore.Fetched{}, err
 	}
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
+}
+
+// FetchUnservedTurns locks instances whose orchestration no live route
+// registers, counting no delivery; see sqlstore.TurnTx.
+func (w *wtx) FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlstore.Fetched, error) {
+	cands, err := w.queryStrings(sqlUnservedTurnCandidates, w.now, w.now-olderMs, limit)
+	if err != nil || len(cands) == 0 {
+		return sqlstore.Fetched{}, err
+	}
+	prefix := sqlstore.NewTokenPrefix()
+	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0)
+	if err != nil || len(items) == 0 {
+		return sqlstore.Fetched{Dead: dead}, err
+	}
+	histories, err := w.loadTurns(items, nil)
+	if err != nil {
+		return sqlstore.Fetched{}, err
+	}
+	if err := w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
+		return sqlstore.Fetched{}, err
+	}
+	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
+}
+
+// orchNamesArg is the orchestration-names argument of the turn
+// candidate statements: a text array, or NULL for any name.
+func orchNamesArg(names []string) any {
+	if names == nil {
+		return nil
+	}
+	return names
 }
 
 // redate moves the locks of items forward when the clock passed their
@@ -110,10 +141,10 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 // lockTurns locks those of the instances cands whose lock is free or
 // expired, and whose advisory lock no other transaction holds (free, when
 // the caller tried them already), with tokens
-// prefix+ID until until, and tags their visible messages: the items of
-// their turns, without history. lost are the candidates it did not lock or
+// prefix+ID until until, and tags their visible messages, adding count (1,
+// or 0) to their deliveries: the items of their turns, without history. lost are the candidates it did not lock or
 // that had nothing deliverable.
-func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	if free == nil {
 		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
 			return nil, nil, nil, err
@@ -141,7 +172,7 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items
 			msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
 		}
 		return nil
-	}, prefix, free, until, w.now)
+	}, prefix, free, until, w.now, count)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -54,12 +54,18 @@ const (
 	// their lock expires), each with whether this transaction got its
 	// advisory lock (tried, never waited for). An index range scan that
 	// stops at the limit, whatever the backlog. $1 now, $2 instance IDs to
-	// skip, $3 the advisory lock key prefix, $4 limit.
+	// skip, $3 the advisory lock key prefix, $4 limit, $5 the orchestration
+	// names served (NULL: any): an instance of another name is skipped in
+	// the scan (one lookup of its row by primary key); one without a row or
+	// a name is served by every fetch.
 	sqlOrchCandidates = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
 FROM (SELECT r.instance_id, r.ready_at, r.first_id
       FROM orchestrator_ready AS r
       WHERE r.ready_at <= $1
         AND NOT (r.instance_id = ANY ($2::text[]))
+        AND ($5::text[] IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
+              WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
+                AND NOT (i.orchestration_name = ANY ($5::text[]))))
       ORDER BY r.ready_at, r.first_id
       LIMIT $4) AS c
 ORDER BY c.ready_at, c.first_id`
@@ -69,7 +75,8 @@ ORDER BY c.ready_at, c.first_id`
 	// visible message of the instances locked with the instance's token and
 	// count the delivery. Returns the tagged messages; an instance locked
 	// without messages returns one row with a NULL id. $1 token prefix, $2
-	// instance IDs, $3 locked_until, $4 now.
+	// instance IDs, $3 locked_until, $4 now, $5 1 (or 0 to count no
+	// delivery: FetchUnservedOrchestrationItems).
 	sqlLockAndTag = `WITH locked AS (
     INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
     SELECT c.id, $1 || c.id, $3, $4 FROM unnest($2::text[]) AS c(id)
@@ -79,7 +86,7 @@ ORDER BY c.ready_at, c.first_id`
     RETURNING instance_id
 ), tagged AS (
     UPDATE orchestrator_queue AS q
-    SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + 1
+    SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + $5
     FROM locked
     WHERE q.instance_id = locked.instance_id AND q.visible_at <= $4
     RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
@@ -348,7 +355,12 @@ WHERE s.locked_until <= $1
   AND NOT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.session_id = s.session_id)`
 
 	// Whether an instance has activities in the worker queue. $1 instance.
-	sqlInstanceHasWork = `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
+	// Whether a turn may not be taken with an activity's ack
+	// (WorkAck.TakeTurn): another activity of the instance is queued, or
+	// its orchestration is not one of $2 (NULL: any). $1 instance.
+	sqlInstanceHasWork = `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)
+    OR ($2::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances WHERE instance_id = $1 AND orchestration_name <> ''
+          AND NOT (orchestration_name = ANY ($2::text[]))))`
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
 	// last event of that execution, no visible message and no worker row.
@@ -501,7 +513,11 @@ UPDATE instances SET values_version = values_version + 1 WHERE instance_id = $1`
   (SELECT count(*) FROM worker_queue WHERE visible_at <= $1),
   (SELECT count(*) FROM worker_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
   (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1),
-  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= $1 AND ` + unservedAt1 + `)`
+  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= $1 AND ` + unservedAt1 + `),
+  (SELECT count(*) FROM orchestrator_queue AS q JOIN instances AS i ON i.instance_id = q.instance_id WHERE q.visible_at <= $1
+     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1))
+     AND ` + orchUnservedAt1 + `)`
 
 	sqlCounts = `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
        (SELECT count(*) FROM execution_locks)`
@@ -530,7 +546,8 @@ const (
 	sqlQueueInstance = `SELECT i.current_execution_id, i.created_at, i.last_error_at,
        (SELECT h.created_at FROM history AS h
         WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-        ORDER BY h.event_id DESC LIMIT 1)
+        ORDER BY h.event_id DESC LIMIT 1),
+       ` + orchUnservedAt2 + `
 FROM instances AS i WHERE i.instance_id = $1`
 	sqlQueueMessages = `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue WHERE instance_id = $1 ORDER BY id`
@@ -639,8 +656,17 @@ SELECT count(*) > 0 FROM w`
 	sqlWorkHeartbeat = `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
 
 	// $1 worker, $2 activities, $3 queues, $4 seen_until.
-	sqlAnnounceRoutes = `INSERT INTO worker_routes (worker_id, activities, queues, seen_until) VALUES ($1, $2, $3, $4)
-ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until`
+	sqlAnnounceRoutes = `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until,
+    orchestrations = excluded.orchestrations`
+
+	// Instances ready since $2 or earlier whose orchestration no route
+	// live at $1 registers, in the order they became ready. $3 limit.
+	sqlUnservedTurnCandidates = `SELECT o.instance_id
+FROM orchestrator_ready AS o JOIN instances AS i ON i.instance_id = o.instance_id
+WHERE o.ready_at <= $2 AND ` + orchUnservedAt1 + `
+ORDER BY o.ready_at, o.first_id
+LIMIT $3`
 
 	// $1 worker.
 	sqlWithdrawRoutes = `DELETE FROM worker_routes WHERE worker_id = $1`
@@ -661,6 +687,19 @@ UPDATE worker_queue AS u
 SET lock_token = $4 || u.id, locked_until = $5, visible_at = $5
 FROM c WHERE u.id = c.id
 RETURNING u.lock_token, u.instance_id, u.execution_id, u.activity_id, coalesce(u.session_id, ''), u.work_item, u.attempt_count`
+)
+
+// orchUnservedAt1 and orchUnservedAt2 report that no route live at the
+// time $1 (or $2) registers the orchestration of instance row i, while
+// some route is live. A route without an orchestration list (NULL)
+// registers every name; an instance without a name is never unserved.
+const (
+	orchUnservedAt1 = `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $1)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $1
+    AND (r.orchestrations IS NULL OR i.orchestration_name = ANY (r.orchestrations))))`
+	orchUnservedAt2 = `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $2)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $2
+    AND (r.orchestrations IS NULL OR i.orchestration_name = ANY (r.orchestrations))))`
 )
 
 // unservedAt1 and unservedAt2 report that no route live at the time $1

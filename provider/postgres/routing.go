@@ -58,12 +58,12 @@ func (p *Provider) WorkItemHeartbeat(ctx context.Context, lockToken string) (pro
 // AnnounceRoutes records what a runtime serves; see provider.Router.
 func (p *Provider) AnnounceRoutes(ctx context.Context, r provider.WorkerRoutes, ttl time.Duration) error {
 	const op = "announcing routes"
-	names, queues, err := sqlstore.CheckRoutes(r, ttl)
+	names, queues, orchs, err := sqlstore.CheckRoutes(r, ttl)
 	if err != nil {
 		return p.fail(op, err)
 	}
 	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
-		return queryRows(ctx, q, sqlAnnounceRoutes, nil, r.WorkerID, names, queues, now+sqlenc.DurMs(ttl))
+		return queryRows(ctx, q, sqlAnnounceRoutes, nil, r.WorkerID, names, queues, now+sqlenc.DurMs(ttl), orchNamesArg(orchs))
 	})
 }
 

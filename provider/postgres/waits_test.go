@@ -112,7 +112,8 @@ func TestListInstancesByteLevelPrefix(t *testing.T) {
 }
 
 // The statements behind InstanceQueue, StalledInstances, the quiet check
-// of WorkAck.Then and an ID-prefix list can each be answered from indexes:
+// of WorkAck.Then, an ID-prefix list, and the turn fetch's candidates
+// filtered by orchestration name can each be answered from indexes:
 // with sequential scans disabled, no plan reads a whole table.
 func TestWaitQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
@@ -122,7 +123,8 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 		name, sql string
 		args      []any
 	}{
-		{"queue instance", sqlQueueInstance, []any{"x"}},
+		{"queue instance", sqlQueueInstance, []any{"x", int64(1000)}},
+		{"unserved turn candidates", sqlUnservedTurnCandidates, []any{int64(1000), int64(500), 16}},
 		{"queue messages", sqlQueueMessages, []any{"x"}},
 		{"queue work", sqlQueueWork, []any{"x", int64(1000)}},
 		{"queue lock", sqlQueueLock, []any{"x"}},
@@ -130,6 +132,9 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 		{"queue start", sqlQueueStart, []any{"x"}},
 		{"stalled", sqlStalled, []any{int64(1000), 3, 101, sqlstore.MaxStalledCandidates}},
 		{"quiet", sqlInstanceQuiet, []any{"x", int64(1), int64(2), int64(1000)}},
+		{"turn candidates of named orchestrations", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, []string{"A", "B"}}},
+		{"turn candidates of any orchestration", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, nil}},
+		{"take turn check", sqlInstanceHasWork, []any{"x", []string{"A"}}},
 		{"id prefix", sqlListInstancesBase + sqlListFilterIDFrom + "$1" + sqlListFilterIDBelow + "$2" + sqlListInstancesOrderBy + "$3",
 			[]any{"order-", "order.", 101}},
 	} {

@@ -220,15 +220,16 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 // TakeTurn locks instance, if its lock is free and no other transaction
 // works on it, and loads its turn (WorkAck.TakeTurn). Nobody else is woken
 // for it: it is the caller's. See sqlstore.WorkTx.
-func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
+func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	// While other activities of the instance are queued or running, their
-	// results should reach one turn together: leave it to a fetch.
+	// results should reach one turn together: leave it to a fetch; so is
+	// the turn of an orchestration the caller does not run.
 	var busy bool
-	if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance).Scan(&busy); err != nil || busy {
+	if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance, orchNamesArg(names)).Scan(&busy); err != nil || busy {
 		return sqlstore.Fetched{}, err
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
+	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs, 1) // dated after the waits, as leaseInserted
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}

@@ -22,7 +22,7 @@ var e2eVersioningCases = []e2eCase{
 
 // Restarts, deploys, crashes and shutdown.
 var e2eRecoveryCases = []e2eCase{
-	{"UnregisteredOrchestrationParks", e2eUnregisteredParks},
+	{"UnregisteredOrchestrationWaitsForADeploy", e2eUnregisteredWaits},
 	{"NondeterminismParks", e2eNondeterminismParks},
 	{"NondeterminismFailPolicy", e2eNondeterminismFails},
 	{"PoisonActivity", e2ePoisonActivity},
@@ -143,14 +143,32 @@ func (e *e2e) waitStuck(id string, kind string) {
 	}
 }
 
-func e2eUnregisteredParks(e *e2e) {
+// An orchestration no runtime registers is never delivered (runtimes
+// fetch only the orchestrations they register): it waits, reported as
+// unserved, with no delivery counted, until a deploy registers it.
+func e2eUnregisteredWaits(e *e2e) {
 	rt1 := e.runtime(helloRegistry())
 	e.start("late", "LateComer", "x")
-	e.waitStuck("late", "configuration")
-	if st := e.status("late"); st.LastError != nil && !strings.Contains(st.LastError.Message, "LateComer") {
-		e.t.Fatalf("LastError %q does not name the orchestration", st.LastError.Message)
+	e.eventually("late to be reported unserved", func() bool {
+		st, err := e.c.Inspect(e.ctx, "late", nil)
+		if err != nil {
+			return false
+		}
+		for _, w := range st.WaitingFor {
+			if w.Kind == duroxide.WaitUnregisteredOrchestration && w.Unserved && w.Name == "LateComer" &&
+				w.Message == "no runtime registers orchestration LateComer" && w.Attempt == 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if st := e.status("late"); st.State != duroxide.StatePending || st.LastError != nil {
+		e.t.Fatalf("late is %s, want Pending without an error: it was never delivered", describeStatus(st))
 	}
 	e.shutdown(rt1)
+	if m := rt1.Metrics(); m.Turns.Abandoned+m.Turns.Committed != 0 {
+		e.t.Fatalf("turns %+v: the runtime that does not register LateComer ran it", m.Turns)
+	}
 	reg := helloRegistry()
 	duroxide.RegisterOrchestration(reg, "LateComer", func(ctx *duroxide.OrchestrationContext, s string) (string, error) {
 		var out string

@@ -17,6 +17,7 @@ var e2eRoutingCases = []e2eCase{
 	{"HeartbeatTimeoutRetriesWithDetails", e2eHeartbeatTimeoutRetries},
 	{"HeartbeatDetailsSurviveARestart", e2eHeartbeatSurvivesRestart},
 	{"DisjointRegistrationsShareAStore", e2eDisjointRegistrations},
+	{"DisjointOrchestrationsRunWhereRegistered", e2eDisjointOrchestrations},
 	{"QueueRoutesToServingRuntime", e2eQueueRouting},
 	{"RewindKeepsTheActivityQueue", e2eRewindKeepsQueue},
 	{"UnservedActivityReportedThenFailed", e2eUnservedActivity},
@@ -202,6 +203,71 @@ func e2eDisjointRegistrations(e *e2e) {
 		}
 		if k := count(e.history(id, 0), history.ActivityFailed); k != 0 {
 			e.t.Fatalf("%s: %d activities failed", id, k)
+		}
+	}
+}
+
+// Two runtimes share a store with disjoint orchestration registrations:
+// Front (node-a) calls an activity and a sub-orchestration, Back, that
+// only node-b registers, and continues as new once. Every turn runs on the
+// runtime that registers its orchestration, the activity's ack on node-b
+// takes no turn of Front, and neither runtime gives a turn back: no
+// delivery is counted against an instance a runtime cannot run.
+func e2eDisjointOrchestrations(e *e2e) {
+	stamp := duroxide.NewActivityRef[string, string]("Stamp")
+	back := duroxide.NewOrchestrationRef[string, string]("Back")
+	regA := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(regA, "Front", func(ctx *duroxide.OrchestrationContext, round int) (string, error) {
+		s, err := duroxide.CallActivity(ctx, stamp, fmt.Sprint(round), nil).Get()
+		if err != nil {
+			return "", err
+		}
+		b, err := duroxide.CallSubOrchestration(ctx, back, "", s, nil).Get()
+		if err != nil {
+			return "", err
+		}
+		if round == 0 {
+			return "", ctx.ContinueAsNew(1)
+		}
+		return "front@node-a " + b, nil
+	})
+	regB := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(regB, "Back", func(_ *duroxide.OrchestrationContext, in string) (string, error) {
+		return "back@node-b(" + in + ")", nil
+	})
+	duroxide.RegisterActivity(regB, "Stamp", func(ctx context.Context, in string) (string, error) {
+		return "stamp@" + duroxide.ActivityContextFrom(ctx).WorkerID + "(" + in + ")", nil
+	})
+	rtA := e.runtime(regA, func(o *duroxide.RuntimeOptions) { o.WorkerID = "node-a" })
+	rtB := e.runtime(regB, func(o *duroxide.RuntimeOptions) { o.WorkerID = "node-b" })
+	const instances = 4
+	for i := range instances {
+		e.start(fmt.Sprintf("front-%d", i), "Front", 0)
+	}
+	for i := range instances {
+		id := fmt.Sprintf("front-%d", i)
+		var out string
+		e.result(id, &out)
+		if want := "front@node-a back@node-b(stamp@node-b(1))"; out != want {
+			e.t.Fatalf("%s: got %q, want %q", id, out, want)
+		}
+	}
+	finished := func(rt *duroxide.Runtime) string {
+		var parts []string
+		for _, f := range rt.Metrics().Finished {
+			parts = append(parts, fmt.Sprintf("%s %s %d", f.Orchestration, f.State, f.Count))
+		}
+		return strings.Join(parts, ", ")
+	}
+	// Each runtime ended only the instances of its orchestration: node-a
+	// the Fronts, node-b their two Backs each.
+	e.eventually("each runtime's finished counts", func() bool {
+		return finished(rtA) == fmt.Sprintf("Front Completed %d", instances) &&
+			finished(rtB) == fmt.Sprintf("Back Completed %d", 2*instances)
+	})
+	for name, rt := range map[string]*duroxide.Runtime{"node-a": rtA, "node-b": rtB} {
+		if m := rt.Metrics(); m.Turns.Abandoned != 0 || m.Turns.LockLost != 0 || m.Turns.CommitFailed != 0 {
+			e.t.Fatalf("%s: turns %+v, want none given back", name, m.Turns)
 		}
 	}
 }

@@ -129,6 +129,8 @@ func groups() []group {
 		{"Hammer", hammerCases},
 		{"Maintenance", maintenanceCases},
 		{"Routing", routingCases},
+		{"OrchestrationRouting", orchRoutingCases},
+		{"OrchestrationRoutes", orchRouteCases},
 	}
 }
 

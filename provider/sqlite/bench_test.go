@@ -408,3 +408,55 @@ func queueLabel(q provider.Queue) string {
 	}
 	return "orchestrator"
 }
+
+// BenchmarkTurnFetchAckByName measures a turn (enqueue, fetch, ack) with
+// the fetch limited to the orchestration names a runtime registers
+// (FetchOptions.Orchestrations), against the same fetch without names,
+// and behind a backlog of ready starts of an orchestration the fetch does
+// not serve (queued first: every fetch scans past them).
+func BenchmarkTurnFetchAckByName(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		names    []string
+		unserved int
+	}{
+		{"any", nil, 0},
+		{"named", []string{"Bench", "Other2"}, 0},
+		{"named/unserved=100", []string{"Bench"}, 100},
+		{"named/unserved=1000", []string{"Bench"}, 1000},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := openBench(b)
+			ctx := context.Background()
+			var msgs []*provider.OrchestratorMessage
+			for i := range c.unserved {
+				m := benchStart("other-" + strconv.Itoa(i))
+				m.Item.Name, m.Create.OrchestrationName = "Other", "Other"
+				msgs = append(msgs, m)
+			}
+			for len(msgs) > 0 {
+				n := min(len(msgs), 500)
+				if err := p.Enqueue(ctx, msgs[:n]...); err != nil {
+					b.Fatal(err)
+				}
+				msgs = msgs[n:]
+			}
+			opts := provider.FetchOptions{LockTimeout: time.Minute, Orchestrations: c.names}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := p.Enqueue(ctx, benchStart("named-"+strconv.Itoa(i))); err != nil {
+					b.Fatal(err)
+				}
+				it, err := provider.FetchOrchestrationItem(ctx, p, opts)
+				if err != nil || it == nil || it.Instance.OrchestrationName != "Bench" {
+					b.Fatalf("fetch: %+v, %v", it, err)
+				}
+				if _, err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRate(b, 1, "")
+		})
+	}
+}

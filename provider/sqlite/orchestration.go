@@ -36,12 +36,12 @@ func (w *wtx) deadLetter(queue string, del stmtID, id int64, instanceID string, 
 }
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
-func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
-	items, histories, dead, err := w.fetchTurns(limit, lockMs, cached)
+func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+	items, histories, dead, err := w.fetchTurns(limit, lockMs, cached, names)
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, err
 }
 
-func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
+func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
 	until := w.now + lockMs
 	prefix := sqlstore.NewTokenPrefix()
 	var (
@@ -59,7 +59,7 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 			}
 			cands = append(cands, id)
 			return nil
-		}, w.now, jsonStrings(skip))
+		}, w.now, jsonStrings(skip), orchNamesArg(names))
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -67,7 +67,7 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 			break
 		}
 		cands = cands[:min(len(cands), limit-len(items))]
-		got, lost, d, err := w.lockTurns(cands, prefix, until)
+		got, lost, d, err := w.lockTurns(cands, prefix, until, 1)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -84,6 +84,45 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 		return nil, nil, nil, err
 	}
 	return items, histories, dead, nil
+}
+
+// FetchUnservedTurns locks instances whose orchestration no live route
+// registers, counting no delivery; see sqlstore.TurnTx.
+func (w *wtx) FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlstore.Fetched, error) {
+	var cands []string
+	err := w.query(sUnservedTurnCandidates, func(r *sql.Rows) error {
+		var id string
+		if err := r.Scan(&id); err != nil {
+			return err
+		}
+		cands = append(cands, id)
+		return nil
+	}, w.now, w.now-olderMs, limit)
+	if err != nil || len(cands) == 0 {
+		return sqlstore.Fetched{}, err
+	}
+	prefix := sqlstore.NewTokenPrefix()
+	items, _, dead, err := w.lockTurns(cands, prefix, w.now+lockMs, 0)
+	if err != nil || len(items) == 0 {
+		return sqlstore.Fetched{Dead: dead}, err
+	}
+	histories, err := w.loadTurns(items, nil)
+	if err != nil {
+		return sqlstore.Fetched{}, err
+	}
+	if err := w.redate(items, prefix, lockMs); err != nil {
+		return sqlstore.Fetched{}, err
+	}
+	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
+}
+
+// orchNamesArg is the orchestration-names argument of the turn
+// candidate statements: a JSON array, or NULL for any name.
+func orchNamesArg(names []string) any {
+	if names == nil {
+		return nil
+	}
+	return jsonStrings(names)
 }
 
 // redate moves the locks of items forward when the clock passed their
@@ -109,9 +148,10 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockMs 
 
 // lockTurns locks the instances cands (those whose lock is free or
 // expired) with tokens prefix+ID until until, and tags their visible
-// messages: the items of their turns, without history. lost are the
+// messages, adding count (1, or 0) to their deliveries: the items of their
+// turns, without history. lost are the
 // candidates it did not lock or that had nothing deliverable.
-func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+func (w *wtx) lockTurns(cands []string, prefix string, until int64, count int) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	locked := make(map[string]bool, len(cands))
 	err = w.query(sLockInstances, func(r *sql.Rows) error {
 		var id string
@@ -145,7 +185,7 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64) (items []*pr
 		}
 		msgs[inst] = append(msgs[inst], m)
 		return nil
-	}, prefix, jsonStrings(lockedIDs), until, w.now)
+	}, prefix, jsonStrings(lockedIDs), until, w.now, count)
 	if err != nil {
 		return nil, nil, nil, err
 	}

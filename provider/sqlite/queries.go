@@ -51,9 +51,21 @@ func unservedExpr(now string) string {
 }
 
 var (
-	unserved    = unservedExpr("?2")
-	unservedAt1 = unservedExpr("?1")
+	unserved        = unservedExpr("?2")
+	unservedAt1     = unservedExpr("?1")
+	orchUnservedAt1 = orchUnservedExpr("?1")
+	orchUnservedAt2 = orchUnservedExpr("?2")
 )
+
+// orchUnservedExpr reports that no route live at the time parameter now
+// registers the orchestration of instance row i, while some route is
+// live. A route without an orchestration list (NULL) registers every
+// name; an instance without a name is never unserved.
+func orchUnservedExpr(now string) string {
+	return `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > ` + now + `)
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > ` + now + `
+    AND (r.orchestrations IS NULL OR EXISTS (SELECT 1 FROM json_each(r.orchestrations) WHERE value = i.orchestration_name))))`
+}
 
 // stmtID names a statement prepared once per connection.
 type stmtID int
@@ -164,6 +176,7 @@ const (
 	sWithdrawRoutes
 	sUnservedCandidates
 	sLockUnserved
+	sUnservedTurnCandidates
 
 	numWriterStmts
 )
@@ -210,11 +223,18 @@ var writerSQL = [numWriterStmts]string{
 	// Instances that can be taken now, in the order they became ready (see
 	// migration 0002: orchestrator_ready excludes locked instances until
 	// their lock expires). An index range scan that stops at the limit,
-	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip.
+	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip,
+	// ?3 JSON array of the orchestration names served (NULL: any): an
+	// instance of another name is skipped in the scan (one lookup of its
+	// row by the instances' unique index); one without a row or a name is
+	// served by every fetch.
 	sOrchCandidates: `SELECT r.instance_id, r.first_id
 FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
 WHERE r.ready_at <= ?1
   AND r.instance_id NOT IN (SELECT value FROM json_each(?2))
+  AND (?3 IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
+        WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
+          AND i.orchestration_name NOT IN (SELECT value FROM json_each(?3))))
 ORDER BY r.ready_at, r.first_id
 LIMIT ` + candidateLimit,
 
@@ -232,8 +252,9 @@ RETURNING instance_id`,
 	// Tag every visible message of the locked instances with the instance's
 	// token and count the delivery. ?1 token prefix, ?2 JSON array of
 	// instance IDs, ?3 locked_until, ?4 now.
+	// ?5 is 1, or 0 to count no delivery (FetchUnservedOrchestrationItems).
 	sTagMessages: `UPDATE orchestrator_queue
-SET lock_token = ?1 || instance_id, locked_until = ?3, attempt_count = attempt_count + 1
+SET lock_token = ?1 || instance_id, locked_until = ?3, attempt_count = attempt_count + ?5
 WHERE instance_id IN (SELECT value FROM json_each(?2)) AND visible_at <= ?4
 RETURNING id, instance_id, work_item, attempt_count`,
 
@@ -536,7 +557,13 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// Changes committed by other connections since this one last looked.
 	sDataVersion: sqlDataVersion,
 	// Whether an instance has activities in the worker queue. ?1 instance.
-	sInstanceHasWork: `SELECT count(*) > 0 FROM (SELECT 1 FROM worker_queue WHERE instance_id = ?1 LIMIT 1)`,
+	// Whether a turn may not be taken with an activity's ack
+	// (WorkAck.TakeTurn): another activity of the instance is queued, or
+	// its orchestration is not one of ?2 (JSON array; NULL: any).
+	// ?1 instance.
+	sInstanceHasWork: `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ?1)
+    OR (?2 IS NOT NULL AND EXISTS (SELECT 1 FROM instances WHERE instance_id = ?1 AND orchestration_name <> ''
+          AND orchestration_name NOT IN (SELECT value FROM json_each(?2))))`,
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, ?2 its current execution, ?3 the
 	// last event of that execution, no visible message and no worker row.
@@ -551,8 +578,20 @@ RETURNING session_id`,
 
 	// ?1 worker, ?2 JSON array of activities, ?3 JSON array of queues, ?4
 	// seen_until.
-	sAnnounceRoutes: `INSERT INTO worker_routes (worker_id, activities, queues, seen_until) VALUES (?1, ?2, ?3, ?4)
-ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until`,
+	sAnnounceRoutes: `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations) VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until,
+    orchestrations = excluded.orchestrations`,
+
+	// Instances ready since ?2 or earlier whose orchestration no route
+	// live at ?1 registers, in the order they became ready: the ready
+	// range of the index, each instance row looked up (CROSS JOIN keeps
+	// that order, so no sort). ?3 limit.
+	sUnservedTurnCandidates: `SELECT o.instance_id
+FROM orchestrator_ready AS o INDEXED BY orchestrator_ready_order
+CROSS JOIN instances AS i ON i.instance_id = o.instance_id
+WHERE o.ready_at <= ?2 AND ` + orchUnservedAt1 + `
+ORDER BY o.ready_at, o.first_id
+LIMIT ?3`,
 
 	// ?1 worker.
 	sWithdrawRoutes: `DELETE FROM worker_routes WHERE worker_id = ?1`,
@@ -622,7 +661,11 @@ var readerSQL = [numReaderStmts]string{
   (SELECT count(*) FROM worker_queue WHERE visible_at <= ?1),
   (SELECT count(*) FROM worker_queue WHERE visible_at > ?1 AND (lock_token IS NULL OR locked_until <= ?1)),
   (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > ?1),
-  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= ?1 AND ` + unservedAt1 + `)`,
+  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= ?1 AND ` + unservedAt1 + `),
+  (SELECT count(*) FROM orchestrator_queue AS q JOIN instances AS i ON i.instance_id = q.instance_id WHERE q.visible_at <= ?1
+     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > ?1))
+     AND ` + orchUnservedAt1 + `)`,
 
 	rCounts: `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
        (SELECT count(*) FROM execution_locks)`,
@@ -645,10 +688,12 @@ var readerSQL = [numReaderStmts]string{
 	// InstanceQueue: each an index lookup by instance ID. ?1 instance.
 	// The instance row and the store time of the newest event of its
 	// current execution (NULL when it has none).
+	// ?1 instance, ?2 now (for the live routes).
 	rQueueInstance: `SELECT i.current_execution_id, i.created_at, i.last_error_at,
        (SELECT h.created_at FROM history AS h
         WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-        ORDER BY h.event_id DESC LIMIT 1)
+        ORDER BY h.event_id DESC LIMIT 1),
+       ` + orchUnservedAt2 + `
 FROM instances AS i WHERE i.instance_id = ?1`,
 	rQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue INDEXED BY orchestrator_queue_instance WHERE instance_id = ?1 ORDER BY id`,

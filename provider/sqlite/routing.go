@@ -65,12 +65,12 @@ func (p *Provider) WorkItemHeartbeat(ctx context.Context, lockToken string) (pro
 // AnnounceRoutes records what a runtime serves; see provider.Router.
 func (p *Provider) AnnounceRoutes(ctx context.Context, r provider.WorkerRoutes, ttl time.Duration) error {
 	const op = "announcing routes"
-	names, queues, err := sqlstore.CheckRoutes(r, ttl)
+	names, queues, orchs, err := sqlstore.CheckRoutes(r, ttl)
 	if err != nil {
 		return p.fail(op, err)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
-		_, err := w.exec(sAnnounceRoutes, nil, r.WorkerID, jsonStrings(names), jsonStrings(queues), w.now+sqlenc.DurMs(ttl))
+		_, err := w.exec(sAnnounceRoutes, nil, r.WorkerID, jsonStrings(names), jsonStrings(queues), w.now+sqlenc.DurMs(ttl), orchNamesArg(orchs))
 		return err
 	})
 }

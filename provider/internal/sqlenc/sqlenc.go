@@ -7,6 +7,7 @@ package sqlenc
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
@@ -359,6 +360,7 @@ type WorkAck struct {
 	Completion *Msg                              // nil: delete only
 	TakeMs     int64                             // TakeTurn's lock timeout; 0: take no turn
 	Cached     func(string) (int64, int64, bool) // TakeTurn.Cached
+	TakeNames  []string                          // TakeTurn.Orchestrations (see OrchestrationNames)
 	Then       *Ack                              // WorkAck.Then, or nil
 	ThenAfter  int64
 }
@@ -386,7 +388,7 @@ func EncodeWorkAck(a *provider.WorkAck) (*WorkAck, error) {
 		if a.Completion == nil {
 			return nil, Invalid("TakeTurn needs a Completion")
 		}
-		e.TakeMs, e.Cached = DurMs(t.LockTimeout), t.Cached
+		e.TakeMs, e.Cached, e.TakeNames = DurMs(t.LockTimeout), t.Cached, OrchestrationNames(t.Orchestrations)
 	}
 	if t := a.Then; t != nil {
 		switch {
@@ -419,6 +421,20 @@ func FetchLimit(lockTimeout time.Duration, max int) (int, error) {
 		return 1, nil
 	}
 	return max, nil
+}
+
+// OrchestrationNames returns the orchestration names a fetch of turns
+// serves (provider.FetchOptions.Orchestrations), sorted and without
+// duplicates: nil (any name) for nil, an empty list for an empty one.
+func OrchestrationNames(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := slices.Compact(slices.Sorted(slices.Values(names)))
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
 
 // WorkFetchLimit validates a FetchWorkItems call as FetchLimit does, and

@@ -26,10 +26,12 @@ const (
 	// The InstanceQueue statements, each (instance_id), each an index
 	// lookup by instance.
 	//
-	// QQueueInstance returns current_execution_id, created_at,
-	// last_error_at and the created_at of the newest event of the current
-	// execution (NULL when it has none); no row when the instance does not
-	// exist.
+	// QQueueInstance (instance_id, now) returns current_execution_id,
+	// created_at, last_error_at, the created_at of the newest event of the
+	// current execution (NULL when it has none), and whether no route live
+	// at now registers the instance's orchestration (see
+	// provider.InstanceQueueState.OrchestrationUnserved); no row when the
+	// instance does not exist.
 	QQueueInstance
 	// QQueueMessages returns the instance's orchestrator_queue rows in id
 	// order: work_item, created_at, visible_at, attempt_count, whether it

@@ -181,7 +181,7 @@ func (r Reads) QueueDepths(ctx context.Context) (*provider.QueueDepths, error) {
 		d := &provider.QueueDepths{}
 		err := q.QueryRow(ctx, QQueueDepths, r.DB.Now()).Scan(
 			&d.OrchestratorReady, &d.OrchestratorDelayed, &d.OrchestratorLocked,
-			&d.WorkerReady, &d.WorkerDelayed, &d.WorkerLocked, &d.WorkerUnserved)
+			&d.WorkerReady, &d.WorkerDelayed, &d.WorkerLocked, &d.WorkerUnserved, &d.OrchestratorUnserved)
 		if err != nil {
 			return nil, err
 		}

@@ -56,19 +56,20 @@ func UnservedLease(l *provider.WorkItemLease, data []byte, untilMs int64) bool {
 }
 
 // CheckRoutes validates an announcement (provider.Router.AnnounceRoutes)
-// and returns its lists as FetchRoutes does.
-func CheckRoutes(r provider.WorkerRoutes, ttl time.Duration) (names, queues []string, err error) {
+// and returns its lists as FetchRoutes does, and its orchestrations as
+// sqlenc.OrchestrationNames does (nil: none announced, any served).
+func CheckRoutes(r provider.WorkerRoutes, ttl time.Duration) (names, queues, orchestrations []string, err error) {
 	if r.WorkerID == "" {
-		return nil, nil, sqlenc.Invalid("routes without a WorkerID")
+		return nil, nil, nil, sqlenc.Invalid("routes without a WorkerID")
 	}
 	if ttl <= 0 {
-		return nil, nil, sqlenc.Invalid("routes ttl %v must be positive", ttl)
+		return nil, nil, nil, sqlenc.Invalid("routes ttl %v must be positive", ttl)
 	}
 	names, queues = FetchRoutes(provider.WorkFetchOptions{Activities: r.Activities, Queues: r.Queues})
 	if names == nil {
 		names = []string{}
 	}
-	return names, queues, nil
+	return names, queues, sqlenc.OrchestrationNames(r.Orchestrations), nil
 }
 
 // CheckHeartbeat validates the arguments of HeartbeatWorkItem and returns

@@ -47,8 +47,12 @@ type TurnTx interface {
 	// their visible messages (see provider.Provider.FetchOrchestrationItems),
 	// loading the history each item needs: all of the current execution,
 	// or, where cached holds the current execution up to an event the
-	// store has, the events after it (HistoryAfter set).
-	FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool)) (Fetched, error)
+	// store has, the events after it (HistoryAfter set). With names not
+	// nil it takes only instances of those orchestration names, and those
+	// whose name it does not know (see provider.FetchOptions.Orchestrations
+	// and sqlenc.OrchestrationNames), skipping the others in the same
+	// candidate query: no other instance is locked or counted.
+	FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (Fetched, error)
 	// CheckTurnLock takes the instance's per-instance lock (PostgreSQL's
 	// advisory lock; nothing under SQLite's single writer) and reports
 	// whether token holds its unexpired instance lock and whether the
@@ -74,6 +78,11 @@ type TurnTx interface {
 	// undo 1) and records lastErr (JSON; nil for none) as the instance's
 	// last error. It reports false when token holds no lock.
 	AbandonTurn(instance, token string, delayMs int64, undo int, lastErr []byte) (bool, error)
+	// FetchUnservedTurns locks, as FetchTurns does but counting no
+	// delivery, up to limit instances ready since olderMs ago or longer
+	// whose orchestration no route live now registers (see
+	// provider.Router.FetchUnservedOrchestrationItems).
+	FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (Fetched, error)
 	// InsertMessages enqueues msgs on the orchestrator queue, creating
 	// the instances they ask for (see provider.Provider.Enqueue).
 	InsertMessages(msgs []*sqlenc.Msg) error
@@ -100,9 +109,10 @@ type WorkTx interface {
 	// reporting true; otherwise it enqueues the completion.
 	AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	// TakeTurn locks instance for lockMs if its lock is free and no other
-	// activity of it is queued, and loads its turn as FetchTurns would;
-	// no item when it does not.
-	TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool)) (Fetched, error)
+	// activity of it is queued, and, with names not nil, its
+	// orchestration is one of names (or unknown), and loads its turn as
+	// FetchTurns would; no item when it does not.
+	TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool), names []string) (Fetched, error)
 	// AbandonWork unlocks the worker row id held by token, visible after
 	// delayMs (undoing its attempt with undo 1), recording lastErr (JSON;
 	// nil clears it). It reports false when token holds no lock.
@@ -146,9 +156,36 @@ func (w Writes) FetchOrchestrationItems(ctx context.Context, opts provider.Fetch
 		return nil, w.DB.Fail(op, err)
 	}
 	var f Fetched
+	names := sqlenc.OrchestrationNames(opts.Orchestrations)
 	err = w.DB.WriteGrouped(ctx, op, nil, func(tx Tx) error {
 		var err error
-		f, err = tx.FetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached)
+		f, err = tx.FetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached, names)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.DB.LogDeadLetters(f.Dead)
+	DecodeHistories(f.Items, f.Histories)
+	return f.Items, nil
+}
+
+// FetchUnservedOrchestrationItems locks instances no live route
+// registers the orchestration of, counting no delivery; see
+// provider.Router.
+func (w Writes) FetchUnservedOrchestrationItems(ctx context.Context, olderThan, lockTimeout time.Duration, max int) ([]*provider.OrchestrationItem, error) {
+	const op = "fetching unserved orchestration items"
+	limit, err := sqlenc.FetchLimit(lockTimeout, max)
+	if err != nil {
+		return nil, w.DB.Fail(op, err)
+	}
+	if olderThan < 0 {
+		return nil, w.DB.Fail(op, sqlenc.Invalid("olderThan %v is negative", olderThan))
+	}
+	var f Fetched
+	err = w.DB.WriteGrouped(ctx, op, nil, func(tx Tx) error {
+		var err error
+		f, err = tx.FetchUnservedTurns(sqlenc.DurMs(olderThan), limit, sqlenc.DurMs(lockTimeout))
 		return err
 	})
 	if err != nil {
@@ -393,7 +430,7 @@ func applyWorkAck(tx Tx, e *sqlenc.WorkAck) (res workAckResult, err error) {
 		return res, err
 	}
 	if e.TakeMs > 0 {
-		res.taken, err = tx.TakeTurn(e.Completion.InstanceID, e.TakeMs, e.Cached)
+		res.taken, err = tx.TakeTurn(e.Completion.InstanceID, e.TakeMs, e.Cached, e.TakeNames)
 	}
 	return res, err
 }

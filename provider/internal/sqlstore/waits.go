@@ -35,10 +35,10 @@ func InstanceQueue(ctx context.Context, q Querier, instanceID string, now time.T
 		return s
 	}
 	err := q.Batch(ctx, []Stmt{
-		stmt(QQueueInstance, func(r Row) error {
+		withNow(stmt(QQueueInstance, func(r Row) error {
 			var execID, created int64
 			var errSince, last *int64
-			if err := r.Scan(&execID, &created, &errSince, &last); err != nil {
+			if err := r.Scan(&execID, &created, &errSince, &last, &s.OrchestrationUnserved); err != nil {
 				return err
 			}
 			found = true
@@ -50,7 +50,7 @@ func InstanceQueue(ctx context.Context, q Querier, instanceID string, now time.T
 				s.LastErrorSince = MsTime(*errSince)
 			}
 			return nil
-		}),
+		}), now),
 		stmt(QQueueMessages, func(r Row) error {
 			var m provider.QueuedMessage
 			var item []byte

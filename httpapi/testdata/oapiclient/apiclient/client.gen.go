@@ -1157,12 +1157,18 @@ type Event struct {
 	} `json:"parent,omitempty"`
 
 	// Queue The queue an ActivityScheduled routes its activity to (ActivityOptions.Queue; absent: the default queue).
-	Queue     *string `json:"queue,omitempty"`
-	Reason    *string `json:"reason,omitempty"`
-	SessionId *string `json:"sessionId,omitempty"`
+	Queue  *string `json:"queue,omitempty"`
+	Reason *string `json:"reason,omitempty"`
+
+	// ScheduleToCloseTimeoutMs An ActivityScheduled's schedule-to-close timeout (the whole call) in milliseconds, recorded for status (absent: none).
+	ScheduleToCloseTimeoutMs *int    `json:"scheduleToCloseTimeoutMs,omitempty"`
+	SessionId                *string `json:"sessionId,omitempty"`
 
 	// SourceEventId The scheduling event a completion belongs to.
 	SourceEventId *int `json:"sourceEventId,omitempty"`
+
+	// StartToCloseTimeoutMs An ActivityScheduled's start-to-close timeout (per attempt) in milliseconds, recorded for status (absent: none).
+	StartToCloseTimeoutMs *int `json:"startToCloseTimeoutMs,omitempty"`
 
 	// TimeMs The value of a NowRecorded event, epoch milliseconds.
 	TimeMs *int `json:"timeMs,omitempty"`
@@ -1835,7 +1841,7 @@ type ValuesResponse struct {
 	Values []Value `json:"values"`
 }
 
-// Wait One thing a live instance waits for. Which fields are set depends on kind; unset fields are omitted. activity: name, activityId, attempt, state (queued, running, retrying, completed), since, deliveries, retryAt (a durable retry or a delayed redelivery), lockedUntil (running). timer: firesAt, since. event: name, since. child: name, instanceId, childState, since. lock: lockKey, holder, queuePosition, since. delayedStart: at. unregisteredOrchestration: name, version, attempt, retryAt, since (first failed delivery), message. unregisteredActivity: name, activityId, attempt, deliveries, retryAt, since (first failed delivery), message. An activity may also carry queue, heartbeatTimeoutMs, heartbeatAt, heartbeatDetails and unserved (with message). parked: eventId, expected, found, message, since, retryAt. paused: message (the reason), by, since (the instance is paused: nothing it waits for counts as stalled meanwhile). turn: messages, since, attempt, message (due messages no runtime has taken). Any kind may carry stalled and stalledReason.
+// Wait One thing a live instance waits for. Which fields are set depends on kind; unset fields are omitted. activity: name, activityId, attempt, state (queued, running, retrying, completed), since, deliveries, retryAt (a durable retry or a delayed redelivery), lockedUntil (running). timer: firesAt, since. event: name, since. child: name, instanceId, childState, since. lock: lockKey, holder, queuePosition, since. delayedStart: at. unregisteredOrchestration: name, version, attempt, retryAt, since (first failed delivery), message; or, with unserved, name, version, since (when its messages became due), message (no live runtime registers the orchestration: it is never delivered, and fails after the runtime's UnservedTimeout). unregisteredActivity: name, activityId, attempt, deliveries, retryAt, since (first failed delivery), message. An activity may also carry queue, heartbeatTimeoutMs, startToCloseTimeoutMs, scheduleToCloseTimeoutMs, heartbeatAt, heartbeatDetails and unserved (with message). parked: eventId, expected, found, message, since, retryAt. paused: message (the reason), by, since (the instance is paused: nothing it waits for counts as stalled meanwhile). turn: messages, since, attempt, message (due messages no runtime has taken). Any kind may carry stalled and stalledReason.
 type Wait struct {
 	// ActivityId The activity's ActivityScheduled event ID.
 	ActivityId *int       `json:"activityId,omitempty"`
@@ -1901,6 +1907,9 @@ type Wait struct {
 	// RetryAt When the next attempt or delivery is due.
 	RetryAt *time.Time `json:"retryAt,omitempty"`
 
+	// ScheduleToCloseTimeoutMs An activity's schedule-to-close timeout (the whole call, retries included) in milliseconds (absent: none).
+	ScheduleToCloseTimeoutMs *int `json:"scheduleToCloseTimeoutMs,omitempty"`
+
 	// Since When the wait began.
 	Since *time.Time `json:"since,omitempty"`
 
@@ -1908,10 +1917,13 @@ type Wait struct {
 	Stalled       *bool   `json:"stalled,omitempty"`
 	StalledReason *string `json:"stalledReason,omitempty"`
 
+	// StartToCloseTimeoutMs An activity's start-to-close timeout (per attempt) in milliseconds (absent: none).
+	StartToCloseTimeoutMs *int `json:"startToCloseTimeoutMs,omitempty"`
+
 	// State Where an activity stands.
 	State *WaitState `json:"state,omitempty"`
 
-	// Unserved A queued activity no live runtime serves (none registers its name in its queue): it waits for one, or fails after the runtime's UnservedTimeout; message names the activity and queue.
+	// Unserved A queued activity no live runtime serves (none registers its name in its queue), or an instance whose orchestration no live runtime registers (unregisteredOrchestration): it waits for one, or fails after the runtime's UnservedTimeout; message names the activity and queue, or the orchestration.
 	Unserved *bool   `json:"unserved,omitempty"`
 	Version  *string `json:"version,omitempty"`
 }

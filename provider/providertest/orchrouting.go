@@ -1,0 +1,195 @@
+package providertest
+
+import (
+	"time"
+
+	"github.com/duroxide/duroxide-go/history"
+	"github.com/duroxide/duroxide-go/provider"
+)
+
+// orchOpts are fetch options limited to the orchestration names given
+// (provider.FetchOptions.Orchestrations).
+func orchOpts(names ...string) provider.FetchOptions {
+	o := fetchOpts()
+	o.Orchestrations = append([]string{}, names...)
+	return o
+}
+
+// fetchWith fetches one orchestration item with opts; nil when none.
+func (e *env) fetchWith(opts provider.FetchOptions) *provider.OrchestrationItem {
+	e.t.Helper()
+	it, err := provider.FetchOrchestrationItem(e.ctx, e.p, opts)
+	e.noErr(err, "FetchOrchestrationItem")
+	return it
+}
+
+// fetchForWith fetches one item with opts and fails unless it is for
+// instanceID, delivered attempt times.
+func (e *env) fetchForWith(opts provider.FetchOptions, instanceID string, attempt int) *provider.OrchestrationItem {
+	e.t.Helper()
+	it := e.fetchWith(opts)
+	if it == nil {
+		e.t.Fatalf("fetch for %q returned nothing, want %s", opts.Orchestrations, instanceID)
+	}
+	mustEqual(e.t, "fetched for "+instanceID, []any{it.InstanceID, it.AttemptCount}, []any{instanceID, attempt})
+	return it
+}
+
+// fetchNoneWith asserts that a fetch with opts returns nothing.
+func (e *env) fetchNoneWith(opts provider.FetchOptions) {
+	e.t.Helper()
+	if it := e.fetchWith(opts); it != nil {
+		e.t.Fatalf("fetch for %q returned %s, want nothing", opts.Orchestrations, it.InstanceID)
+	}
+}
+
+// namedMeta is runningMeta for orchestration name.
+func namedMeta(name string) provider.ExecutionMetadata {
+	m := runningMeta()
+	m.OrchestrationName = name
+	return m
+}
+
+// orchRoutingCases cover the turn fetch's filter by orchestration name
+// (provider.FetchOptions.Orchestrations): a runtime takes only the
+// instances it can run, and the others are neither locked nor counted.
+var orchRoutingCases = []testCase{
+	{name: "fetch_takes_only_the_named_orchestrations", run: func(e *env) {
+		e.enqueue(startNamedMsg("a", "A"), startNamedMsg("b", "B"))
+		b := e.fetchForWith(orchOpts("B", "C"), "b", 1)
+		e.fetchNoneWith(orchOpts("B", "C"))
+		e.fetchNoneWith(orchOpts())   // an empty list serves no name
+		e.fetchNoneWith(orchOpts("")) // nor does the empty name
+		items, err := e.p.FetchOrchestrationItems(e.ctx, provider.FetchOptions{LockTimeout: lockTimeout, Max: 5, Orchestrations: []string{"C"}})
+		e.noErr(err, "FetchOrchestrationItems for C")
+		mustEqual(e.t, "items for C", len(items), 0)
+		// nil: any name; a's start was never delivered before.
+		a := e.fetchForWith(fetchOpts(), "a", 1)
+		mustEqual(e.t, "a's message", kinds(a.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
+		e.ack(&provider.TurnAck{LockToken: b.LockToken, ExecutionID: 1, History: []history.Event{e.startedEvent("in")}, Metadata: namedMeta("B")})
+
+		// A later message of a running instance is routed by its name.
+		e.enqueue(eventMsg("b", "go", 1))
+		e.fetchNoneWith(orchOpts("A"))
+		e.fetchForWith(orchOpts("A", "B"), "b", 1)
+	}},
+
+	{name: "messages_for_unknown_instances_are_fetched_by_every_runtime", run: func(e *env) {
+		e.enqueue(eventMsg("nobody", "late", 1), startMsgNoCreate("rowless"))
+		got := map[string]bool{}
+		for range 2 {
+			it := e.fetchWith(orchOpts("Other"))
+			if it == nil {
+				e.t.Fatalf("fetched %v, want both instances without a row", got)
+			}
+			if it.Instance != nil || it.AttemptCount != 1 {
+				e.t.Fatalf("%s: Instance %+v attempt %d, want no row, 1", it.InstanceID, it.Instance, it.AttemptCount)
+			}
+			got[it.InstanceID] = true
+		}
+		mustEqual(e.t, "instances", got, map[string]bool{"nobody": true, "rowless": true})
+	}},
+
+	{name: "sub_orchestrations_and_continue_as_new_are_routed_by_name", run: func(e *env) {
+		e.enqueue(startNamedMsg("p", "Parent"))
+		it := e.fetchForWith(orchOpts("Parent"), "p", 1)
+		child := childStartMsg("p", 1, 2, "c")
+		child.Item.Name, child.Create.OrchestrationName = "Child", "Child"
+		next := continueAsNewMsg("p", 2, "again")
+		next.Item.Name = "Parent"
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+			History: []history.Event{e.startedEvent("in"), e.subOrchScheduledEvent(2, "c"),
+				{EventID: 3, Kind: history.OrchestrationContinuedAsNew, TimestampMs: ms(e.clock.Now()), Input: js("again")}},
+			Metadata:          provider.ExecutionMetadata{OrchestrationName: "Parent", OrchestrationVersion: testVersion, Status: provider.StatusContinuedAsNew, Input: js("in")},
+			OrchestratorItems: []*provider.OrchestratorMessage{child, next}})
+
+		c := e.fetchForWith(orchOpts("Child"), "c", 1)
+		mustEqual(e.t, "child's message", kinds(c.Messages), []history.WorkItemKind{history.WorkStartOrchestration})
+		e.fetchNoneWith(orchOpts("Child")) // p's ContinueAsNew is not Child's
+		p := e.fetchForWith(orchOpts("Parent"), "p", 1)
+		mustEqual(e.t, "parent's message", kinds(p.Messages), []history.WorkItemKind{history.WorkContinueAsNew})
+	}},
+
+	{name: "take_turn_leaves_other_orchestrations_to_a_fetch", run: func(e *env) {
+		e.createInstance("a") // orchestration testOrch
+		e.enqueueWork(activityMsg("a", 2, ""))
+		l := e.fetchWork()
+		res := e.ackWork(&provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 2, "ok"),
+			TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout, Orchestrations: []string{"Other"}}})
+		if res.Turn != nil {
+			e.t.Fatalf("the ack took the turn of %s for a runtime that does not run %s", res.Turn.InstanceID, testOrch)
+		}
+		e.fetchNoneWith(orchOpts("Other"))
+		it := e.fetchForWith(orchOpts(testOrch), "a", 1)
+		mustEqual(e.t, "messages", kinds(it.Messages), []history.WorkItemKind{history.WorkActivityCompleted})
+		e.ack(turnAck(it, 1, e.completedEvent(2, "ok")))
+
+		// A runtime that runs it takes it.
+		e.enqueueWork(activityMsg("a", 3, ""))
+		l = e.fetchWork()
+		res = e.ackWork(&provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 3, "ok"),
+			TakeTurn: &provider.FetchOptions{LockTimeout: lockTimeout, Orchestrations: []string{testOrch}}})
+		if res.Turn == nil || res.Turn.AttemptCount != 1 {
+			e.t.Fatalf("taken turn %+v, want a's turn, delivered once", res.Turn)
+		}
+	}},
+}
+
+// orchRouteCases cover the orchestration names in route announcements:
+// an instance whose orchestration no live runtime registers is reported
+// (InstanceQueueState.OrchestrationUnserved) and can be fetched, without
+// counting a delivery, to be failed.
+var orchRouteCases = []testCase{
+	{name: "routes_mark_unserved_orchestrations_and_fetch_them_for_failing", run: func(e *env) {
+		r := e.router()
+		e.enqueue(startNamedMsg("ghost", "Ghost"), eventMsg("nobody", "late", 1))
+		unserved := func() bool {
+			e.t.Helper()
+			q, err := e.admin().InstanceQueue(e.ctx, "ghost")
+			e.noErr(err, "InstanceQueue")
+			return q.OrchestrationUnserved
+		}
+		if unserved() {
+			e.t.Fatal("an instance is unserved while no runtime announced anything")
+		}
+		e.noErr(r.AnnounceRoutes(e.ctx, provider.WorkerRoutes{WorkerID: "w1", Activities: []string{"Act"}, Orchestrations: []string{"Other"}}, time.Hour), "AnnounceRoutes")
+		if !unserved() {
+			e.t.Fatal("Ghost is served although no live runtime registers it")
+		}
+		mustEqual(e.t, "unserved depth", e.depths().OrchestratorUnserved, int64(1))
+		// A runtime that announces no orchestration list serves them all.
+		e.noErr(r.AnnounceRoutes(e.ctx, provider.WorkerRoutes{WorkerID: "w0", Activities: []string{"Act"}}, time.Hour), "AnnounceRoutes")
+		if unserved() {
+			e.t.Fatal("Ghost is unserved although w0 announced no orchestration list")
+		}
+		e.noErr(r.WithdrawRoutes(e.ctx, "w0"), "WithdrawRoutes")
+
+		got, err := r.FetchUnservedOrchestrationItems(e.ctx, time.Minute, lockTimeout, 10)
+		e.noErr(err, "FetchUnservedOrchestrationItems")
+		mustEqual(e.t, "unserved instances ready for less than a minute", len(got), 0)
+		e.clock.Advance(2 * time.Minute)
+		got, err = r.FetchUnservedOrchestrationItems(e.ctx, time.Minute, lockTimeout, 10)
+		e.noErr(err, "FetchUnservedOrchestrationItems")
+		if len(got) != 1 || got[0].InstanceID != "ghost" || got[0].AttemptCount != 0 || got[0].Instance == nil ||
+			got[0].Instance.OrchestrationName != "Ghost" {
+			e.t.Fatalf("unserved instances %+v, want ghost (Ghost) with no delivery counted", got)
+		}
+		mustEqual(e.t, "its messages", kinds(got[0].Messages), []history.WorkItemKind{history.WorkStartOrchestration})
+		e.fetchForWith(orchOpts("Ghost"), "nobody", 1) // no row: never unserved, fetched by any runtime
+		e.fetchNoneWith(orchOpts("Ghost"))             // ghost is locked by the unserved fetch
+		q, err := e.admin().InstanceQueue(e.ctx, "ghost")
+		e.noErr(err, "InstanceQueue")
+		mustEqual(e.t, "deliveries counted", q.Messages[0].Attempts, 0)
+		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, got[0].LockToken, provider.AbandonOptions{}), "abandon")
+
+		// Served once a runtime announces Ghost.
+		e.noErr(r.AnnounceRoutes(e.ctx, provider.WorkerRoutes{WorkerID: "w2", Orchestrations: []string{"Ghost"}}, time.Hour), "AnnounceRoutes")
+		if unserved() {
+			e.t.Fatal("Ghost is unserved although w2 registers it")
+		}
+		got, err = r.FetchUnservedOrchestrationItems(e.ctx, time.Minute, lockTimeout, 10)
+		e.noErr(err, "FetchUnservedOrchestrationItems")
+		mustEqual(e.t, "unserved instances once w2 registers Ghost", len(got), 0)
+		e.fetchForWith(orchOpts("Ghost"), "ghost", 1)
+	}},
+}
