@@ -1,4 +1,4 @@
--- 0013: routing turns by orchestration name.
+-- 0014: routing turns by orchestration name.
 --
 -- A runtime fetches only the turns of the orchestrations it registers
 -- (provider.FetchOptions.Orchestrations) and announces their names with
