@@ -126,7 +126,8 @@ func TestCommandHonoursCancelWhileWaitingOnServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(t.Context(), `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, "duroxide:"+schema+":i1"); err != nil {
+	key := "duroxide:" + schema + ":i1"
+	if _, err := tx.Exec(t.Context(), `SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))`, key); err != nil {
 		t.Fatal(err)
 	}
 
@@ -136,7 +137,13 @@ func TestCommandHonoursCancelWhileWaitingOnServer(t *testing.T) {
 	done := runCLIAsync(ctx, "raise", "i1", "ev", "--db", db+"&lock_timeout=0")
 	pollUntil(t, "the raise to wait for the instance's lock", time.Minute, func() bool {
 		var waiting int
-		err := holder.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting)
+		// Only a wait for this lock counts: other tests share the database
+		// and take advisory locks of their own. A bigint advisory key shows
+		// in pg_locks as its high (classid) and low (objid) 32 bits.
+		err := holder.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+			  AND classid::bigint = (hashtextextended($1::text, 0) >> 32) & 4294967295
+			  AND objid::bigint = hashtextextended($1::text, 0) & 4294967295`, key).Scan(&waiting)
 		if err != nil {
 			t.Fatal(err)
 		}
