@@ -13,12 +13,6 @@ import (
 // The maintenance calls (leases, execution pruning, bulk job records):
 // the bodies are sqlstore's, over maintSQL.
 
-var (
-	_ provider.Leaser          = (*Provider)(nil)
-	_ provider.ExecutionPruner = (*Provider)(nil)
-	_ provider.BulkJobStore    = (*Provider)(nil)
-)
-
 var maintSQL = [sqlstore.NumMQueries]string{
 	sqlstore.MLeaseAcquire: `INSERT INTO leases (name, owner, expires_at) VALUES ($1, $2, $3)
 		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at

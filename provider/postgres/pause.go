@@ -9,11 +9,6 @@ import (
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
-var (
-	_ provider.Pauser   = (*Provider)(nil)
-	_ provider.Rewinder = (*Provider)(nil)
-)
-
 // pauseSQL is the SQL text of the pause statements (see sqlstore.PauseSQL).
 var pauseSQL = sqlstore.PauseSQL{
 	Status: `SELECT status, current_execution_id FROM instances WHERE instance_id = $1`,

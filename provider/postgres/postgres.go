@@ -808,14 +808,6 @@ func (s sharedQuerier) Batch(ctx context.Context, stmts []sqlstore.Stmt) error {
 	return s.q.SendBatch(ctx, b).Close()
 }
 
-// Compile-time checks of what a Provider implements.
-var (
-	_ provider.Provider = (*Provider)(nil)
-	_ provider.Waker    = (*Provider)(nil)
-
-	_ provider.Migrator        = (*Provider)(nil)
-	_ provider.WritableChecker = (*Provider)(nil)
-	_ provider.StatsReporter   = (*Provider)(nil)
-	_ provider.Exporter        = (*Provider)(nil)
-	_ provider.Importer        = (*Provider)(nil)
-)
+// What a Provider implements (provider.Provider and every optional store
+// interface) is checked at compile time for both SQL stores together, in
+// the provider package's tests (implements_test.go).

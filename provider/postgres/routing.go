@@ -12,11 +12,6 @@ import (
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
-var (
-	_ provider.Heartbeater = (*Provider)(nil)
-	_ provider.Router      = (*Provider)(nil)
-)
-
 // routeArgs are the activity-name and queue arguments of the worker
 // candidate statements: text arrays.
 func routeArgs(names, queues []string) [2]any {

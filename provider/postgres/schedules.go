@@ -12,8 +12,6 @@ import (
 // Schedules (migration 0004); see provider.ScheduleStore. The logic is
 // sqlstore's; this file holds the SQL text and runs it.
 
-var _ provider.ScheduleStore = (*Provider)(nil)
-
 // schedules is the embedded implementation of provider.ScheduleStore
 // (an alias, so that the field stays unexported).
 type schedules = sqlstore.Schedules
@@ -40,16 +38,6 @@ updated_at = $5, revision = revision + 1 WHERE schedule_id = $1`,
 // scheduleDB runs the schedule statements: writes in a write
 // transaction, reads on the pool.
 type scheduleDB struct{ p *Provider }
-
-func (d scheduleDB) Write(ctx context.Context, op string, q sqlstore.SchedQuery, args ...any) (int64, error) {
-	var n int64
-	err := d.p.write(ctx, op, func(w *wtx) error {
-		var err error
-		n, err = scheduleTx{w}.ExecSchedule(q, args...)
-		return err
-	})
-	return n, err
-}
 
 func (d scheduleDB) WriteTx(ctx context.Context, op string, fn func(sqlstore.ScheduleTx) error) error {
 	return d.p.write(ctx, op, func(w *wtx) error { return fn(scheduleTx{w}) })

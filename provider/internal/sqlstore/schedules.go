@@ -52,22 +52,31 @@ const (
 	NumSchedQueries
 )
 
-// ScheduleDB is how the shared schedule code reaches a store: one
-// statement per call, each atomic on its own (Write, Read), or several in
-// one write transaction (WriteTx).
+// ScheduleDB is how the shared schedule code reaches a store: statements
+// in one write transaction (WriteTx), or a read (Read).
 type ScheduleDB interface {
-	// WriteTx runs fn in one write transaction (as Write does: group
-	// commit, notifications, errors) and commits what it did unless it
-	// returns an error. fn may run more than once.
+	// WriteTx runs fn in one write transaction (the store's group commit)
+	// and commits what it did unless it returns an error; fn may run more
+	// than once. When a statement affected rows, the store signals the
+	// watchers of provider.ScheduleWatchKey once it committed (in every
+	// process the store notifies). Errors come back translated to the
+	// provider sentinels and wrapped with op.
 	WriteTx(ctx context.Context, op string, fn func(ScheduleTx) error) error
-	// Write runs q in a write transaction and returns the rows it
-	// affected. When it affected any, the store signals the watchers of
-	// provider.ScheduleWatchKey once it committed (in every process the
-	// store notifies). Errors come back translated to the provider
-	// sentinels and wrapped with op.
-	Write(ctx context.Context, op string, q SchedQuery, args ...any) (int64, error)
-	// Read runs q and calls scan for each row, translating errors as Write.
+	// Read runs q and calls scan for each row, translating errors as
+	// WriteTx.
 	Read(ctx context.Context, op string, q SchedQuery, scan func(Row) error, args ...any) error
+}
+
+// writeSchedule runs q alone in a write transaction and returns the rows
+// it affected.
+func writeSchedule(ctx context.Context, db ScheduleDB, op string, q SchedQuery, args ...any) (int64, error) {
+	var n int64
+	err := db.WriteTx(ctx, op, func(tx ScheduleTx) error {
+		var err error
+		n, err = tx.ExecSchedule(q, args...)
+		return err
+	})
+	return n, err
 }
 
 // ScheduleTx is a store's write transaction as a fire sees it: the steps
@@ -126,7 +135,7 @@ func CreateSchedule(ctx context.Context, db ScheduleDB, now int64, s *provider.S
 	if len(s.Spec) == 0 {
 		return sqlenc.Invalid("schedule %q: empty spec", s.ID)
 	}
-	n, err := db.Write(ctx, op, SQInsert, s.ID, string(s.Spec), s.Paused, nullMs(s.NextFireAt), now)
+	n, err := writeSchedule(ctx, db, op, SQInsert, s.ID, string(s.Spec), s.Paused, nullMs(s.NextFireAt), now)
 	if err != nil {
 		return err
 	}
@@ -195,7 +204,7 @@ func UpdateSchedule(ctx context.Context, db ScheduleDB, now int64, s *provider.S
 	if len(s.Spec) == 0 {
 		return sqlenc.Invalid("schedule %q: empty spec", s.ID)
 	}
-	n, err := db.Write(ctx, op, SQUpdate, s.ID, string(s.Spec), s.Paused, nullMs(s.NextFireAt), now, s.Revision)
+	n, err := writeSchedule(ctx, db, op, SQUpdate, s.ID, string(s.Spec), s.Paused, nullMs(s.NextFireAt), now, s.Revision)
 	if err != nil || n > 0 {
 		return err
 	}
@@ -210,7 +219,7 @@ func DeleteSchedule(ctx context.Context, db ScheduleDB, id string) (bool, error)
 	if err := checkScheduleID(id); err != nil {
 		return false, err
 	}
-	n, err := db.Write(ctx, "deleting schedule", SQDelete, id)
+	n, err := writeSchedule(ctx, db, "deleting schedule", SQDelete, id)
 	return n > 0, err
 }
 
@@ -222,7 +231,7 @@ func ClaimScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string,
 	if due.IsZero() {
 		return false, sqlenc.Invalid("schedule %q: claiming a fire without a due time", id)
 	}
-	n, err := db.Write(ctx, "claiming schedule fire", SQClaim, id, due.UnixMilli(), nullMs(next),
+	n, err := writeSchedule(ctx, db, "claiming schedule fire", SQClaim, id, due.UnixMilli(), nullMs(next),
 		nullMs(f.FireAt), f.InstanceID, f.Outcome, now)
 	return n > 0, err
 }
@@ -299,7 +308,7 @@ func NoteScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string, 
 	if err := checkScheduleID(id); err != nil {
 		return false, err
 	}
-	n, err := db.Write(ctx, "recording schedule fire", SQNote, id, nullMs(f.FireAt), f.InstanceID, f.Outcome, now)
+	n, err := writeSchedule(ctx, db, "recording schedule fire", SQNote, id, nullMs(f.FireAt), f.InstanceID, f.Outcome, now)
 	return n > 0, err
 }
 
