@@ -225,6 +225,9 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 	} {
 		m.sample("duroxide_queue_messages", q.n, "queue", q.queue, "state", q.state)
 	}
+	m.family("duroxide_queue_unserved", "gauge", "Ready messages that no live runtime serves, by queue: turns of orchestrations no runtime registers, activities no runtime registers or whose queue none serves (counted in duroxide_queue_messages{state=\"ready\"} too; they wait for a runtime that does, or fail after RuntimeOptions.UnservedTimeout).")
+	m.sample("duroxide_queue_unserved", depths.OrchestratorUnserved, "queue", "orchestrator")
+	m.sample("duroxide_queue_unserved", depths.WorkerUnserved, "queue", "worker")
 	if rm, ok := s.runtimeMetrics(); ok {
 		if s.reg != nil {
 			rm.Finished = withZeroFinished(rm.Finished, s.reg.Orchestrations())

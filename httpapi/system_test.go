@@ -228,6 +228,10 @@ func TestMetrics(t *testing.T) {
 	e.wait(t, "metrics-hello")
 	e.wait(t, "metrics-fail")
 	e.expect(t, "POST", "/api/instances", `{"orchestration": "demo.Hello", "instanceId": "metrics-later", "startAt": "2999-01-01T00:00:00Z"}`, http.StatusCreated, nil)
+	// An orchestration no runtime registers: its start waits, unserved.
+	if err := e.client.StartOrchestration(context.Background(), "metrics-unserved", "nobody.Registers", nil, nil); err != nil {
+		t.Fatal(err)
+	}
 
 	res := e.expect(t, "GET", "/metrics", nil, http.StatusOK, nil)
 	if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
@@ -242,6 +246,7 @@ func TestMetrics(t *testing.T) {
 		"duroxide_executions":           dto.MetricType_GAUGE,
 		"duroxide_history_events":       dto.MetricType_GAUGE,
 		"duroxide_queue_messages":       dto.MetricType_GAUGE,
+		"duroxide_queue_unserved":       dto.MetricType_GAUGE,
 		"duroxide_lock_conflicts_total": dto.MetricType_COUNTER,
 		// From the runtime (Options.Runtime).
 		"duroxide_turn_duration_seconds":     dto.MetricType_HISTOGRAM,
@@ -257,14 +262,16 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	want := map[string]float64{
-		`duroxide_instances{status="Pending"}`:                          1,
+		`duroxide_instances{status="Pending"}`:                          2,
 		`duroxide_instances{status="Running"}`:                          0,
 		`duroxide_instances{status="Completed"}`:                        1,
 		`duroxide_instances{status="Failed"}`:                           1,
 		`duroxide_instances{status="Canceled"}`:                         0,
 		`duroxide_executions`:                                           2,
 		`duroxide_queue_messages{queue="orchestrator",state="delayed"}`: 1,
-		`duroxide_queue_messages{queue="orchestrator",state="ready"}`:   0,
+		`duroxide_queue_messages{queue="orchestrator",state="ready"}`:   1,
+		`duroxide_queue_unserved{queue="orchestrator"}`:                 1,
+		`duroxide_queue_unserved{queue="worker"}`:                       0,
 		`duroxide_queue_messages{queue="worker",state="ready"}`:         0,
 		`duroxide_activities_total{outcome="completed"}`:                1,
 		`duroxide_activities_total{outcome="failed"}`:                   1,

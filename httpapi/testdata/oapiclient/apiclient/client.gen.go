@@ -2954,7 +2954,7 @@ type ClientInterface interface {
 
 	// Metrics Metrics in the Prometheus text format
 	//
-	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
+	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_queue_unserved{queue}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3742,7 +3742,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Metrics Metrics in the Prometheus text format
 //
-// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
+// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_queue_unserved{queue}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5896,7 +5896,7 @@ type ClientWithResponsesInterface interface {
 
 	// MetricsWithResponse Metrics in the Prometheus text format
 	//
-	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
+	// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_queue_unserved{queue}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10487,7 +10487,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // MetricsWithResponse Metrics in the Prometheus text format
 //
-// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
+// Gauges: duroxide_instances{status}, duroxide_executions, duroxide_history_events, duroxide_queue_messages{queue,state}, duroxide_queue_unserved{queue}, duroxide_execution_locks. Counters: duroxide_lock_conflicts_total{kind} (kind locked or concurrent: starts answered 409 by an execution lock). With Options.Runtime (duroxide serve --demo): histograms duroxide_turn_duration_seconds and duroxide_activity_duration_seconds{outcome}, counters duroxide_turns_total{result} (committed, abandoned, lock_lost, commit_failed) and duroxide_activities_total{outcome} (completed, failed, canceled), and the retention counters duroxide_retention_passes_total{result} (ran, skipped, failed) and duroxide_retention_deleted_total{what} (instances, executions, events).
 //
 // Returns a wrapper object for the known response body format(s).
 //
