@@ -621,4 +621,10 @@ func TestInstancePageShowsActivityTimeoutsAndUnserved(t *testing.T) {
 	})
 	mustContain(t, e.get(t, "/instances/ghost-1"), `<b class="wait-kind">unregisteredOrchestration</b>`,
 		`<span class="muted">message</span> <bdi>no runtime registers orchestration test.Ghost</bdi>`)
+	// The health page counts both as unserved: ghost-1's start and the
+	// activity no runtime registers.
+	waitFor(t, "the health page to count them unserved", func() bool {
+		b := e.get(t, "/health").body
+		return strings.Contains(b, `id="unserved-orchestrator">1<`) && strings.Contains(b, `id="unserved-worker">1<`)
+	})
 }
