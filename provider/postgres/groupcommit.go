@@ -252,10 +252,7 @@ func (p *Provider) runAlone(r sqlstore.Request[*groupOp]) error {
 // errCommitFailed: then the outcome is unknown).
 func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp]) ([]error, []*wtx, error) {
 	ctx := context.Background()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
+	tx := newLazyTx(conn.Conn())
 	fail := func(err error) ([]error, []*wtx, error) {
 		_ = tx.Rollback(ctx)
 		return nil, nil, err

@@ -68,25 +68,35 @@ func channelName(schema string) string {
 	return name
 }
 
-// sendNotify queues the notification of w's changes in its transaction.
+// sendNotify sends the notification of w's changes in its transaction.
 func (p *Provider) sendNotify(w *wtx) error {
+	b := &pgx.Batch{}
+	if err := p.queueNotifyAll(w, b); err != nil || b.Len() == 0 {
+		return err
+	}
+	return w.tx.SendBatch(w.ctx, b).Close()
+}
+
+// queueNotifyAll queues on b the notification of w's changes (sendNotify),
+// if any: a lone transaction sends it with its COMMIT.
+func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
 	c := &w.changes
 	if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
 		return nil // nothing, or nothing the ack's own notification did not cover
 	}
 	pl := payload{Node: p.node, Orch: c.orch, Work: c.work, Instances: c.instances}
-	b, err := json.Marshal(pl)
+	raw, err := json.Marshal(pl)
 	if err != nil {
 		return err
 	}
-	if len(b) > maxNotifyPayload {
+	if len(raw) > maxNotifyPayload {
 		pl.Instances, pl.All = nil, true
-		if b, err = json.Marshal(pl); err != nil {
+		if raw, err = json.Marshal(pl); err != nil {
 			return err
 		}
 	}
-	_, err = w.tx.Exec(w.ctx, `SELECT pg_notify($1, $2)`, p.channel, string(b))
-	return err
+	b.Queue(`SELECT pg_notify($1, $2)`, p.channel, string(raw))
+	return nil
 }
 
 // queueNotify queues on b the notification of what w changed so far;

@@ -2,11 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -48,6 +51,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		skip  = []string{} // candidates lost or emptied by dead-lettering
 	)
 	for len(items) < limit {
+		want := limit - len(items)
 		cands, free := []string{}, []string{}
 		err := w.query(sqlOrchCandidates, func(r pgx.Rows) error {
 			var id string
@@ -60,7 +64,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 				free = append(free, id)
 			}
 			return nil
-		}, w.now, skip, w.p.lockSpace, limit-len(items))
+		}, w.now, skip, w.p.lockSpace, want)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
@@ -72,6 +76,11 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 			return sqlstore.Fetched{}, err
 		}
 		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
+		if len(cands) < want && len(lost) == 0 {
+			// The query saw every ready instance and took them all: another
+			// would find none.
+			break
+		}
 	}
 	if len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, nil
@@ -355,12 +364,11 @@ func (w *wtx) RecordExisted(m *sqlenc.Msg) error {
 // EnqueueMessage inserts m on the orchestrator queue; see
 // sqlstore.MessageTx.
 func (w *wtx) EnqueueMessage(m *sqlenc.Msg, visible int64) error {
-	if err := w.lockInstancesShared(nil, []string{m.InstanceID}); err != nil {
-		return err
-	}
-	_, err := w.exec(sqlInsertMessage, m.InstanceID, string(m.Item), visible, w.now)
+	b := &pgx.Batch{}
+	_ = w.lockInstancesShared(b, []string{m.InstanceID})
+	b.Queue(sqlInsertMessage, m.InstanceID, string(m.Item), visible, w.now)
 	w.changes.orch = true
-	return err
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // InsertMessages enqueues msgs: the plain ones (no instance to create) in
@@ -394,10 +402,7 @@ func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
 // LeaseInserted leases the worker rows ApplyTurn inserted to lease; see
 // sqlstore.TurnTx.
 func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
-	if len(w.leaseIDs) == 0 {
-		return nil, nil
-	}
-	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, lockMs)
+	return w.leases, nil
 }
 
 // CheckTurnLock takes the instance's advisory lock and reads its lock row
@@ -423,28 +428,66 @@ func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst,
 // whose advisory lock the transaction holds; see sqlstore.TurnTx.
 func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
+	b := &pgx.Batch{}
+	t := w.queueTurn(b, inst, e)
+	return w.afterTurn(inst, e, t, w.tx.SendBatch(w.ctx, b).Close())
+}
+
+// ApplyLockedTurn performs steps (a) to (k) of a turn ack that creates
+// its instance if it is missing, in one round trip: the instance's
+// advisory lock, the check of the turn's lock (which fails the batch
+// before any write when the lock is lost) and the writes of ApplyTurn.
+// See sqlstore.LockedTurnApplier.
+func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
+	b := &pgx.Batch{}
+	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
+	t := w.queueTurn(b, inst, e)
+	err := w.tx.SendBatch(w.ctx, b).Close()
+	if checkFailed(err, codeLockLost) {
+		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
+	}
+	return w.afterTurn(inst, e, t, err)
+}
+
+// checkFailed reports whether err is the failure of a check of an ack's
+// batch with SQLSTATE code (duroxide_check).
+func checkFailed(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+// queuedTurn is what the batch of a turn ack reports back for the steps
+// that follow it (afterTurn).
+type queuedTurn struct {
+	status  string        // the instance's status after the ack
+	creates []*sqlenc.Msg // messages that create instances, inserted after the batch
+}
+
+// queueTurn queues on b steps (b) to (k) of a turn ack, as ApplyTurn
+// performs them, except the starts of new instances and the release of a
+// terminal instance's execution locks, which afterTurn performs.
+func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
+	t := &queuedTurn{}
 	// (b) to (f) and (g), (h) in one round trip.
 	var completed any
 	if e.Terminal {
 		completed = w.now
 	}
-	var instStatus string
-	b := &pgx.Batch{}
+	ids := make([]int64, len(e.Events))
+	kinds := make([]string, len(e.Events))
+	datas := make([]string, len(e.Events))
+	for i, ev := range e.Events {
+		ids[i], kinds[i], datas[i] = ev.ID, ev.Kind, string(ev.Data)
+	}
+	// The execution, the instance, the history and the execution locks of
+	// a live instance, in one statement.
 	b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
-		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&instStatus)
+		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&t.status)
 	})
 	if e.HasValues() {
 		b.Queue(sqlValuesApply, inst, e.SetKeys, e.SetValues, e.ClearKeys, w.now)
-	}
-	if len(e.Events) > 0 {
-		ids := make([]int64, len(e.Events))
-		kinds := make([]string, len(e.Events))
-		datas := make([]string, len(e.Events))
-		for i, ev := range e.Events {
-			ids[i], kinds[i], datas[i] = ev.ID, ev.Kind, string(ev.Data)
-		}
-		b.Queue(sqlInsertEvents, inst, e.ExecutionID, ids, kinds, datas, w.now)
 	}
 	var plain, leased []*sqlenc.Work
 	for _, wk := range e.Work {
@@ -459,14 +502,8 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 		w.changes.work = true
 	}
 	if len(leased) > 0 {
-		// Inserted not yet visible, and leased below: nobody is woken.
-		w.queueWork(b, leased, func(id int64, k int) {
-			if w.leaseMsgs == nil {
-				w.leaseMsgs = map[int64]*provider.WorkerMessage{}
-			}
-			w.leaseIDs = append(w.leaseIDs, id)
-			w.leaseMsgs[id] = leased[k].Msg
-		})
+		// Inserted locked to the caller: nobody is woken.
+		w.queueLeasedWork(b, leased, e.Canceled, e.LeaseMs)
 	}
 	if len(e.Canceled) > 0 {
 		is := make([]string, len(e.Canceled))
@@ -480,17 +517,13 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	// (i) Orchestrator items that create nothing (timers, completions to a
 	// parent, continue-as-new) go in the same round trip; starts of new
 	// instances follow it.
-	var creates []*sqlenc.Msg
 	if plain := w.queuePlainMessages(b, e.Msgs); len(plain) < len(e.Msgs) {
 		for _, m := range e.Msgs {
 			if m.Create != nil {
-				creates = append(creates, m)
+				t.creates = append(t.creates, m)
 			}
 		}
 	}
-	// A live instance extends its execution lock ((f) decided whether it
-	// is live); a terminal one settles its locks below.
-	b.Queue(sqlXLockExtendLive, inst, w.now)
 	// (j) Delete exactly the messages of this turn, (k) release the lock.
 	if e.Token != "" {
 		w.queueFinishTurn(b, inst, e.Token)
@@ -498,11 +531,19 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	w.changes.addInstance(inst)
 	// The notification other nodes get, decided in SQL (are messages left
 	// for the instance?), unless starts or lock hand-overs follow.
-	inline := len(creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
+	inline := len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
 		w.queueAckNotify(b, inst)
 	}
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+	return t
+}
+
+// afterTurn completes a turn ack whose batch (queueTurn) returned err:
+// it reports a duplicate event as such, inserts the starts of new
+// instances, settles the execution locks of a terminal instance, and
+// re-dates the leases of the ack's worker rows if the batch ran long.
+func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) error {
+	if err != nil {
 		if len(e.Events) > 0 {
 			if ie := interpretError(err, nil); isDuplicateEvent(ie) {
 				return fmt.Errorf("appending history to %q execution %d: %w", inst, e.ExecutionID, ie)
@@ -510,12 +551,12 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 		}
 		return err
 	}
-	for _, m := range creates {
+	for _, m := range t.creates {
 		if err := w.insertMessage(m); err != nil {
 			return err
 		}
 	}
-	if provider.Status(instStatus).IsTerminal() {
+	if provider.Status(t.status).IsTerminal() {
 		keys, err := w.queryStrings(sqlXLockReleaseInstance, inst)
 		if err != nil {
 			return err
@@ -524,7 +565,7 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 			return err
 		}
 	}
-	return nil
+	return w.redateLeases(e.LeaseMs)
 }
 
 // queuePlainMessages queues on b the insertion, in one statement, of the
@@ -605,6 +646,73 @@ func (w *wtx) queueWork(b *pgx.Batch, ws []*sqlenc.Work, leased func(id int64, k
 			})
 		})
 	}
+}
+
+// queueLeasedWork queues on b the insertion of worker rows locked to the
+// acking caller for lockMs, dated from the clock read now (after the lock
+// waits of the ack, which come before its ApplyTurn), and notes their
+// leases for LeaseInserted, in insertion order; rows that the same ack
+// cancels (canceled) are deleted by it and not leased.
+func (w *wtx) queueLeasedWork(b *pgx.Batch, ws []*sqlenc.Work, canceled []provider.ActivityRef, lockMs int64) {
+	prefix := sqlstore.NewTokenPrefix()
+	w.leasePrefix, w.leaseFrom = prefix, w.p.now()
+	until := w.leaseFrom + lockMs
+	n := len(ws)
+	is, ss, items := make([]string, n), make([]*string, n), make([]string, n)
+	es, as := make([]int64, n), make([]int64, n)
+	for i, wk := range ws {
+		is[i], es[i], as[i], items[i] = wk.InstanceID, wk.ExecutionID, wk.ActivityID, string(wk.Item)
+		if s, ok := wk.SessionID.(string); ok {
+			ss[i] = &s
+		}
+	}
+	b.Queue(sqlInsertWorkLeased, is, es, as, ss, items, until, w.now, prefix).Query(func(r pgx.Rows) error {
+		k := 0
+		return forEach(r, func() error {
+			var id int64
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			wk := ws[k]
+			k++
+			if slices.ContainsFunc(canceled, func(c provider.ActivityRef) bool {
+				return c.InstanceID == wk.InstanceID && c.ExecutionID == wk.ExecutionID && c.ActivityID == wk.ActivityID
+			}) {
+				return nil
+			}
+			sess, _ := wk.SessionID.(string)
+			w.leases = append(w.leases, &provider.WorkItemLease{
+				LockToken: prefix + strconv.FormatInt(id, 10), LockedUntil: msTime(until), AttemptCount: 1,
+				InstanceID: wk.InstanceID, ExecutionID: wk.ExecutionID, ActivityID: wk.ActivityID,
+				SessionID: sess, Item: wk.Msg.Item,
+			})
+			return nil
+		})
+	})
+}
+
+// redateLeases moves the leases of the worker rows the ack inserted locked
+// (queueLeasedWork) forward when more than a tenth of their lifetime
+// passed while the ack's batch ran (it waited for the instance's lock, or
+// the clock jumped): a lease is dated from when its rows were locked, so
+// that the caller gets the lifetime it asked for.
+func (w *wtx) redateLeases(lockMs int64) error {
+	if len(w.leases) == 0 {
+		return nil
+	}
+	now := w.p.now()
+	if now-w.leaseFrom <= lockMs/10 {
+		return nil
+	}
+	until := now + lockMs
+	ids := make([]int64, len(w.leases))
+	for i, l := range w.leases {
+		ids[i], _ = sqlstore.TokenRow(l.LockToken)
+		l.LockedUntil = msTime(until)
+	}
+	w.leaseFrom = now
+	_, err := w.exec(sqlRedateWork, ids, w.leasePrefix, until)
+	return err
 }
 
 // FinishTurn consumes the turn's messages and releases the instance lock

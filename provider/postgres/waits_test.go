@@ -129,7 +129,7 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 		{"queue held locks", sqlQueueHeldLocks, []any{"x"}},
 		{"queue start", sqlQueueStart, []any{"x"}},
 		{"stalled", sqlStalled, []any{int64(1000), 3, 101, sqlstore.MaxStalledCandidates}},
-		{"quiet", sqlInstanceQuiet, []any{"x", int64(1), int64(2), int64(1000)}},
+		{"quiet", sqlInstanceQuiet, []any{"x", int64(1), int64(2), int64(1000), int64(0)}},
 		{"id prefix", sqlListInstancesBase + sqlListFilterIDFrom + "$1" + sqlListFilterIDBelow + "$2" + sqlListInstancesOrderBy + "$3",
 			[]any{"order-", "order.", 101}},
 	} {

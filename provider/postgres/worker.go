@@ -39,28 +39,6 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 	return rows, err
 }
 
-// leaseInserted locks the rows ids (inserted by a turn ack to lease to its
-// caller; those the same ack canceled are gone) for lockMs, as a fetch
-// does, and returns their leases in insertion order. byID gives each row's
-// message.
-//
-// The lease is dated from the clock read now, after every lock the ack
-// waited for, not from the transaction's start: an ack delayed longer than
-// lockMs still hands out a live lease (see sqlenc.UnexpiredLeases for the
-// commit itself).
-func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	rows, err := w.lockWork(sqlstore.NewTokenPrefix(), ids, w.p.now()+lockMs)
-	if err != nil {
-		return nil, err
-	}
-	leases := make([]*provider.WorkItemLease, len(rows))
-	for i := range rows {
-		rows[i].Lease.Item = byID[rows[i].ID].Item
-		leases[i] = &rows[i].Lease
-	}
-	return leases, nil
-}
-
 // FetchWork locks up to limit worker rows, oldest first, each with its
 // own token; rows another transaction is locking are skipped (FOR UPDATE
 // SKIP LOCKED), never waited for. Only rows of the given activity names
@@ -199,22 +177,25 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 // neither two acks of one session nor this ack and a turn ack canceling
 // its activity wait for each other in a cycle.
 func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error) {
+	// One round trip: the advisory lock, the quiet check, the row's
+	// deletion and the turn's writes. A check that fails fails the batch
+	// before any write: a lost lock as ErrLockLost, an instance that is
+	// not quiet as sqlstore.ErrThenNotApplied (the ack then runs again
+	// without its turn and enqueues the completion).
 	inst := e.Completion.InstanceID
-	var found, quiet bool
 	b := &pgx.Batch{}
 	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
-	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
-	b.Queue(sqlInstanceQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
-		return false, err
-	}
-	if !found {
+	b.Queue(sqlCheckQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id)
+	b.Queue(sqlAckWorkChecked, id, e.Token, w.now)
+	t := w.queueTurn(b, inst, e.Then)
+	err = w.tx.SendBatch(w.ctx, b).Close()
+	switch {
+	case checkFailed(err, codeLockLost):
 		return false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
+	case checkFailed(err, codeNotQuiet):
+		return false, fmt.Errorf("work ack for %q: %w", inst, sqlstore.ErrThenNotApplied)
 	}
-	if !quiet {
-		return false, w.InsertMessages([]*sqlenc.Msg{e.Completion})
-	}
-	return true, w.ApplyTurn(inst, e.Then)
+	return true, w.afterTurn(inst, e.Then, t, err)
 }
 
 // TakeTurn locks instance, if its lock is free and no other transaction
@@ -228,7 +209,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 		return sqlstore.Fetched{}, err
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leaseInserted
+	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
