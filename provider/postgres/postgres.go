@@ -130,7 +130,7 @@ type Options struct {
 	// a further lane opens only once a quarter of GroupCommitMax are
 	// queued. More lanes run more transactions in parallel under load;
 	// fewer make bigger groups and fewer commits. At most MaxConns.
-	// Default: 4 (or MaxConns, if smaller).
+	// Default: 2 (or MaxConns, if smaller).
 	GroupCommitLanes int
 
 	// tracer, if set, traces every statement and batch of the pool's
@@ -156,9 +156,9 @@ const (
 	// DefaultKeepAlive is the default of Options.KeepAlive.
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultGroupCommitMax is the default of Options.GroupCommitMax.
-	DefaultGroupCommitMax = 8
+	DefaultGroupCommitMax = 32
 	// DefaultGroupCommitLanes is the default of Options.GroupCommitLanes.
-	DefaultGroupCommitLanes = 8
+	DefaultGroupCommitLanes = 2
 )
 
 // maxGroupCommit is the largest Options.GroupCommitMax: PostgreSQL caches
@@ -490,6 +490,9 @@ type wtx struct {
 	// Their tokens' prefix, and when they were dated (Unix ms).
 	leasePrefix string
 	leaseFrom   int64
+	// Whether other worker rows of the acked activity's instance are
+	// queued, read by AckWork's batch for TakeTurn.
+	hasWork *instanceWork
 }
 
 // errCallLimit is the cause of a store call cut off by Options.StatementTimeout

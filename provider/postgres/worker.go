@@ -148,6 +148,17 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
 		w.queueNotify(b)
+		if e.TakeMs > 0 {
+			// TakeTurn's first question, asked in this round trip: the
+			// shared advisory lock keeps any turn ack of the instance (the
+			// only writer of its worker rows) out until the transaction
+			// ends.
+			inst := e.Completion.InstanceID
+			b.Queue(sqlInstanceHasWork, inst).QueryRow(func(r pgx.Row) error {
+				w.hasWork = &instanceWork{instance: inst}
+				return r.Scan(&w.hasWork.busy)
+			})
+		}
 	}
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return err
@@ -159,6 +170,13 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 		return w.insertMessage(e.Completion)
 	}
 	return nil
+}
+
+// instanceWork says whether worker rows of an instance were queued, as
+// AckWork found right after deleting its own (for TakeTurn).
+type instanceWork struct {
+	instance string
+	busy     bool
 }
 
 // AckWorkThen acks the worker row of a work ack that carries the turn its
@@ -204,9 +222,15 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool)) (sqlstore.Fetched, error) {
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch.
-	var busy bool
-	if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance).Scan(&busy); err != nil || busy {
-		return sqlstore.Fetched{}, err
+	if k := w.hasWork; k != nil && k.instance == instance {
+		if k.busy {
+			return sqlstore.Fetched{}, nil
+		}
+	} else {
+		var busy bool
+		if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance).Scan(&busy); err != nil || busy {
+			return sqlstore.Fetched{}, err
+		}
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leased work
