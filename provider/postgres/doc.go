@@ -76,9 +76,11 @@
 //
 // Writes are set-based and pipelined (pgx batches: many statements, one
 // round trip). A transaction's BEGIN rides at the head of its first batch,
-// and a lone transaction's notification rides with its COMMIT. A fetch
-// finds its candidates and tries their advisory locks in one statement,
-// locks and tags them in a second and loads them in a third. A turn ack is
+// and a transaction's notification rides with its COMMIT (a group's calls
+// share one). A fetch finds its candidates and tries their advisory locks
+// in one statement, then locks and tags them and loads their instance rows
+// and histories in one batch. A plain start creates its instance and
+// queues its message in one statement. A turn ack is
 // two round trips: one batch with the advisory lock, the lock check, the
 // instance, execution and history writes (one statement, the events a
 // multi-row insert from arrays), the worker items (those leased to the

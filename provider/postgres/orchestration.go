@@ -49,6 +49,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
 		skip  = []string{} // candidates lost or emptied by dead-lettering
+		load  = newTurnLoad(cached)
 	)
 	for len(items) < limit {
 		want := limit - len(items)
@@ -71,7 +72,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		if len(cands) == 0 {
 			break
 		}
-		got, lost, d, err := w.lockTurns(cands, free, prefix, until)
+		got, lost, d, err := w.lockTurns(cands, free, prefix, until, load)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
@@ -85,7 +86,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 	if len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, nil
 	}
-	histories, err := w.loadTurns(items, cached)
+	histories, err := w.finishLoad(items, load)
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
@@ -120,9 +121,10 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 // expired, and whose advisory lock no other transaction holds (free, when
 // the caller tried them already), with tokens
 // prefix+ID until until, and tags their visible messages: the items of
-// their turns, without history. lost are the candidates it did not lock or
+// their turns, without history, which it reads into load in the same round
+// trip (finishLoad). lost are the candidates it did not lock or
 // that had nothing deliverable.
-func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, load *turnLoad) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	if free == nil {
 		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
 			return nil, nil, nil, err
@@ -138,20 +140,26 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items
 	}
 	msgs := make(map[string][]sqlstore.TaggedMessage, len(free))
 	locked := make(map[string]bool, len(free))
-	err = w.query(sqlLockAndTag, func(r pgx.Rows) error {
-		var inst string
-		var id, attempts *int64
-		var data []byte
-		if err := r.Scan(&inst, &id, &data, &attempts); err != nil {
-			return err
-		}
-		locked[inst] = true
-		if id != nil {
-			msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
-		}
-		return nil
-	}, prefix, free, until, w.now)
-	if err != nil {
+	b := &pgx.Batch{}
+	b.Queue(sqlLockAndTag, prefix, free, until, w.now).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var inst string
+			var id, attempts *int64
+			var data []byte
+			if err := r.Scan(&inst, &id, &data, &attempts); err != nil {
+				return err
+			}
+			locked[inst] = true
+			if id != nil {
+				msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
+			}
+			return nil
+		})
+	})
+	// The turns' reads, in the same round trip; what belongs to the
+	// instances not locked is not used.
+	w.queueLoad(b, load, free)
+	if err = w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return nil, nil, nil, err
 	}
 	for _, inst := range free {
@@ -179,27 +187,38 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64) (items
 	return items, lost, dead, nil
 }
 
-// loadTurns loads, in one round trip, the instance rows of the locked
-// items, the history each needs (only what cached does not hold, setting
-// HistoryAfter) and when pending starts come due. The histories are
-// decoded after the commit (sqlstore.DecodeHistories).
-func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) (map[string][]sqlstore.StoredEvent, error) {
-	n := len(items)
-	ids := make([]string, n)
+// turnLoad is what a fetch reads for the turns it locks (queueLoad), by
+// instance: the instance rows, the history each needs (only what cached
+// does not hold) and when pending starts come due.
+type turnLoad struct {
+	cached func(string) (int64, int64, bool)
+	// The cached position asked for, by instance.
+	exs, afters map[string]int64
+	metas       map[string]*provider.InstanceMeta
+	rows        map[string][]sqlstore.StoredEvent
+	starts      map[string]int64
+}
+
+func newTurnLoad(cached func(string) (int64, int64, bool)) *turnLoad {
+	return &turnLoad{cached: cached, exs: map[string]int64{}, afters: map[string]int64{},
+		metas: map[string]*provider.InstanceMeta{}, rows: map[string][]sqlstore.StoredEvent{}, starts: map[string]int64{}}
+}
+
+// queueLoad queues on b the reads of the turns of instances ids (about to
+// be locked by the statement queued before, or locked), in one round trip
+// with it: finishLoad then keeps what the locked items need.
+func (w *wtx) queueLoad(b *pgx.Batch, l *turnLoad, ids []string) {
+	n := len(ids)
 	exs := make([]int64, n)
 	afters := make([]int64, n)
-	byID := make(map[string]*provider.OrchestrationItem, n)
-	for i, it := range items {
-		ids[i] = it.InstanceID
-		byID[it.InstanceID] = it
-		if cached != nil {
-			if ex, last, ok := cached(it.InstanceID); ok && last > 0 {
+	for i, id := range ids {
+		if l.cached != nil {
+			if ex, last, ok := l.cached(id); ok && last > 0 {
 				exs[i], afters[i] = ex, last
 			}
 		}
+		l.exs[id], l.afters[id] = exs[i], afters[i]
 	}
-	rows := make(map[string][]sqlstore.StoredEvent, n)
-	b := &pgx.Batch{}
 	b.Queue(sqlInstanceMetas, ids).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var id, status string
@@ -209,9 +228,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 				return err
 			}
 			m.Status = provider.Status(status)
-			if it := byID[id]; it != nil {
-				it.Instance = m
-			}
+			l.metas[id] = m
 			return nil
 		})
 	})
@@ -222,64 +239,61 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
 				return err
 			}
-			rows[id] = append(rows[id], ev)
+			l.rows[id] = append(l.rows[id], ev)
 			return nil
 		})
 	})
-	type start struct {
-		id              string
-		delayed, queued int64
-	}
-	var starts []start
 	b.Queue(sqlPendingStarts, ids, w.now).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
-			var s start
-			if err := r.Scan(&s.id, &s.delayed, &s.queued); err != nil {
+			var id string
+			var delayed, queued int64
+			if err := r.Scan(&id, &delayed, &queued); err != nil {
 				return err
 			}
-			starts = append(starts, s)
+			if at := max(delayed, queued); at > 0 {
+				l.starts[id] = at
+			}
 			return nil
 		})
 	})
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
-		return nil, err
-	}
-	for _, s := range starts {
-		if it := byID[s.id]; it != nil && it.Instance != nil {
-			if at := max(s.delayed, s.queued); at > 0 {
-				it.Instance.StartAt = msTime(at)
-			}
-		}
-	}
-	var reload []int
-	for i, it := range items {
-		m := it.Instance
+}
+
+// finishLoad sets the instance of each locked item from what queueLoad
+// read, and returns the history each needs (setting HistoryAfter where the
+// cached part is left out), reading whole again the histories whose cached
+// position the store does not have. The histories are decoded after the
+// commit (sqlstore.DecodeHistories).
+func (w *wtx) finishLoad(items []*provider.OrchestrationItem, l *turnLoad) (map[string][]sqlstore.StoredEvent, error) {
+	rows := make(map[string][]sqlstore.StoredEvent, len(items))
+	var reload []string
+	for _, it := range items {
+		id := it.InstanceID
+		m := l.metas[id]
+		it.Instance = m
 		if m == nil || m.CurrentExecutionID == 0 {
-			delete(rows, it.InstanceID)
+			if m != nil {
+				if at := l.starts[id]; at > 0 {
+					m.StartAt = msTime(at)
+				}
+			}
 			continue
 		}
-		evs := rows[it.InstanceID]
-		if afters[i] > 0 && exs[i] == m.CurrentExecutionID {
+		evs := l.rows[id]
+		if after := l.afters[id]; after > 0 && l.exs[id] == m.CurrentExecutionID {
 			// A cached position is usable only if the store has that
 			// event: the query returned it first. Otherwise (the instance
 			// was purged and recreated) load the whole history.
-			if len(evs) == 0 || evs[0].ID != afters[i] {
-				reload = append(reload, i)
+			if len(evs) == 0 || evs[0].ID != after {
+				reload = append(reload, id)
 				continue
 			}
-			it.HistoryAfter = afters[i]
-			rows[it.InstanceID] = evs[1:]
+			it.HistoryAfter = after
+			evs = evs[1:]
 		}
+		rows[id] = evs
 	}
 	if len(reload) > 0 {
-		rids := make([]string, len(reload))
 		zeros := make([]int64, len(reload))
-		for k, i := range reload {
-			rids[k] = items[i].InstanceID
-		}
-		for _, i := range reload {
-			delete(rows, items[i].InstanceID)
-		}
 		err := w.query(sqlHistoriesOf, func(r pgx.Rows) error {
 			var id string
 			var ev sqlstore.StoredEvent
@@ -288,7 +302,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 			}
 			rows[id] = append(rows[id], ev)
 			return nil
-		}, rids, zeros, zeros)
+		}, reload, zeros, zeros)
 		if err != nil {
 			return nil, err
 		}
@@ -306,8 +320,34 @@ func forEach(r pgx.Rows, fn func() error) error {
 	return r.Err()
 }
 
-// insertMessage enqueues m (see sqlstore.InsertMessage).
-func (w *wtx) insertMessage(m *sqlenc.Msg) error { return sqlstore.InsertMessage(w, m) }
+// insertMessage enqueues m (see sqlstore.InsertMessage). A plain start
+// (no idempotency key, execution lock, start-if-absent or OnExists)
+// creates its instance and enqueues its message in one round trip.
+func (w *wtx) insertMessage(m *sqlenc.Msg) error {
+	c := m.Create
+	if c == nil || c.IdemKey != "" || c.LockKey != "" || c.IfAbsent || c.OnExists != nil {
+		return sqlstore.InsertMessage(w, m)
+	}
+	m.Existed = false
+	visible := m.VisibleAt
+	if visible == 0 {
+		visible = w.now
+	}
+	var created bool
+	b := &pgx.Batch{}
+	_ = w.lockInstancesShared(b, []string{m.InstanceID})
+	b.Queue(sqlCreateAndEnqueue, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now,
+		string(m.Item), visible).QueryRow(func(r pgx.Row) error { return r.Scan(&created) })
+	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+		return err
+	}
+	if !created {
+		return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
+	}
+	w.changes.addInstance(m.InstanceID)
+	w.changes.orch = true
+	return nil
+}
 
 // Now is the transaction's time; see sqlstore.MessageTx.
 func (w *wtx) Now() int64 { return w.now }
@@ -462,6 +502,10 @@ func checkFailed(err error, code string) bool {
 type queuedTurn struct {
 	status  string        // the instance's status after the ack
 	creates []*sqlenc.Msg // messages that create instances, inserted after the batch
+	// released: the batch released the execution locks of an instance
+	// that ended, freeing keys.
+	released bool
+	keys     []string
 }
 
 // queueTurn queues on b steps (b) to (k) of a turn ack, as ApplyTurn
@@ -524,6 +568,21 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 			}
 		}
 	}
+	if e.Terminal && e.Status != string(provider.StatusContinuedAsNew) {
+		// An instance that ended releases its execution locks (and
+		// leaves the queues of others); afterTurn hands them over.
+		t.released = true
+		b.Queue(sqlXLockReleaseEnded, inst).Query(func(r pgx.Rows) error {
+			return forEach(r, func() error {
+				var k string
+				if err := r.Scan(&k); err != nil {
+					return err
+				}
+				t.keys = append(t.keys, k)
+				return nil
+			})
+		})
+	}
 	// (j) Delete exactly the messages of this turn, (k) release the lock.
 	if e.Token != "" {
 		w.queueFinishTurn(b, inst, e.Token)
@@ -556,11 +615,14 @@ func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) er
 			return err
 		}
 	}
-	if provider.Status(t.status).IsTerminal() {
-		keys, err := w.queryStrings(sqlXLockReleaseInstance, inst)
-		if err != nil {
+	keys := t.keys
+	if provider.Status(t.status).IsTerminal() && !t.released {
+		var err error
+		if keys, err = w.queryStrings(sqlXLockReleaseInstance, inst); err != nil {
 			return err
 		}
+	}
+	if len(keys) > 0 {
 		if err := w.promoteAll(keys); err != nil {
 			return err
 		}

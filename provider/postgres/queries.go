@@ -243,6 +243,21 @@ WHERE q.instance_id = c.i AND q.execution_id = c.e AND q.activity_id = c.a`
 VALUES ($1, $2, $3, 'Pending', $4, $5, $6, $7, $7)
 ON CONFLICT (instance_id) DO NOTHING`
 
+	// sqlCreateInstance and, if it created the instance, the insertion of
+	// its start message, in one statement; returns whether it did. $1 to
+	// $7 as sqlCreateInstance, $8 work item, $9 visible_at.
+	sqlCreateAndEnqueue = `WITH c AS (
+    INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, input,
+        parent_instance_id, parent_execution_id, created_at, updated_at)
+    VALUES ($1, $2, $3, 'Pending', $4, $5, $6, $7, $7)
+    ON CONFLICT (instance_id) DO NOTHING
+    RETURNING instance_id
+), m AS (
+    INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+    SELECT instance_id, $8, $9, $7 FROM c
+)
+SELECT EXISTS (SELECT 1 FROM c)`
+
 	// $1 instance, $2 work item, $3 visible_at, $4 now.
 	sqlInsertMessage = `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ($1, $2, $3, $4)`
 
@@ -484,6 +499,12 @@ FOR UPDATE OF l`
 	// it waited in. $1 instance.
 	sqlXLockReleaseInstance = `WITH q AS (DELETE FROM lock_queue WHERE instance_id = $1)
 DELETE FROM execution_locks WHERE instance_id = $1 RETURNING lock_key`
+	// The same, in a terminal turn's batch, if the instance did end (a turn
+	// of an older execution leaves its status alone). $1 instance.
+	sqlXLockReleaseEnded = `WITH ended AS (
+    SELECT 1 FROM instances WHERE instance_id = $1 AND status IN ('Completed', 'Failed', 'Canceled')
+), q AS (DELETE FROM lock_queue WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM ended))
+DELETE FROM execution_locks WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM ended) RETURNING lock_key`
 	// $1 key, $2 instance, $3 work item, $4 visible_at, $5 ttl_ms, $6 now.
 	sqlXLockQueueInsert = `INSERT INTO lock_queue (lock_key, instance_id, work_item, visible_at, ttl_ms, created_at)
 VALUES ($1, $2, $3, $4, $5, $6)`

@@ -103,26 +103,40 @@ func (t *lazyTx) Commit(ctx context.Context) error {
 // rolled back: the error is then that statement's, and nothing was
 // committed. An error of the COMMIT itself leaves the outcome unknown.
 func (t *lazyTx) CommitBatch(ctx context.Context, b *pgx.Batch) error {
+	_, err := t.commitBatch(ctx, b)
+	return err
+}
+
+// commitBatch is CommitBatch, also reporting whether the error (if any)
+// may be the COMMIT's (committing: the outcome is unknown) rather than a
+// statement's of b (nothing was committed).
+func (t *lazyTx) commitBatch(ctx context.Context, b *pgx.Batch) (committing bool, err error) {
 	if b.Len() == 0 {
-		return t.Commit(ctx)
+		return true, t.Commit(ctx)
+	}
+	if !t.begun {
+		return true, nil // nothing was written: nothing to notify
 	}
 	var tag pgconn.CommandTag
-	committed := false
-	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag, committed = ct, true; return nil })
-	err := t.SendBatch(ctx, b).Close()
+	n := b.Len()
+	done := 0
+	for _, q := range b.QueuedQueries {
+		q.Exec(func(pgconn.CommandTag) error { done++; return nil })
+	}
+	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	err = t.conn.SendBatch(ctx, b).Close()
 	t.begun = false
 	switch {
-	case err != nil && !committed:
-		if !t.conn.IsClosed() && t.conn.PgConn().TxStatus() != 'I' {
-			_, _ = t.conn.Exec(ctx, "ROLLBACK")
-		}
-		return err
+	case err != nil && done < n && !t.conn.IsClosed():
+		// A statement of b failed: the pipeline skipped the COMMIT.
+		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+		return false, err
 	case err != nil:
-		return err
+		return true, err
 	case tag.String() == "ROLLBACK":
-		return pgx.ErrTxCommitRollback
+		return true, pgx.ErrTxCommitRollback
 	}
-	return nil
+	return true, nil
 }
 
 // Rollback rolls back what the transaction sent.

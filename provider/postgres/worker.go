@@ -233,11 +233,12 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 		}
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs) // dated after the waits, as leased work
+	load := newTurnLoad(cached)
+	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs, load) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
-	histories, err := w.loadTurns(items, cached)
+	histories, err := w.finishLoad(items, load)
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
