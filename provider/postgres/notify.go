@@ -68,17 +68,8 @@ func channelName(schema string) string {
 	return name
 }
 
-// sendNotify sends the notification of w's changes in its transaction.
-func (p *Provider) sendNotify(w *wtx) error {
-	b := &pgx.Batch{}
-	if err := p.queueNotifyAll(w, b); err != nil || b.Len() == 0 {
-		return err
-	}
-	return w.tx.SendBatch(w.ctx, b).Close()
-}
-
-// queueNotifyAll queues on b the notification of w's changes (sendNotify),
-// if any: a lone transaction sends it with its COMMIT.
+// queueNotifyAll queues on b the notification of w's changes, if any: a
+// transaction sends it with its COMMIT.
 func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
 	c := &w.changes
 	if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
@@ -100,20 +91,20 @@ func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
 }
 
 // queueNotify queues on b the notification of what w changed so far;
-// sendNotify then sends another one only if the transaction goes on to
+// queueNotifyAll then queues another one only if the transaction goes on to
 // touch other instances.
 func (w *wtx) queueNotify(b *pgx.Batch) {
 	c := &w.changes
 	raw, err := json.Marshal(payload{Node: w.p.node, Orch: c.orch, Work: c.work, Instances: c.instances})
 	if err != nil || len(raw) > maxNotifyPayload {
-		return // sendNotify sends it
+		return // queueNotifyAll queues it
 	}
 	b.Queue(`SELECT pg_notify($1, $2)`, w.p.channel, string(raw))
 	w.inlineSent, w.inlineInstances = true, len(c.instances)
 }
 
 // queueAckNotify queues on b the notification of a turn ack of inst, with
-// what w changed so far; sendNotify then sends another one only if the
+// what w changed so far; queueNotifyAll then queues another one only if the
 // transaction goes on to touch other instances.
 func (w *wtx) queueAckNotify(b *pgx.Batch, inst string) {
 	b.Queue(sqlAckNotify, w.p.channel, w.p.node, w.changes.orch, w.changes.work, inst)
