@@ -182,9 +182,9 @@ type instanceWork struct {
 // AckWorkThen acks the worker row of a work ack that carries the turn its
 // result causes (WorkAck.Then) and, if the instance is quiet (nothing
 // happened to it since the caller's copy), applies that turn instead of
-// enqueueing the completion: applied is then true. Otherwise it enqueues
-// the completion, as a plain ack does, and the caller goes on (TakeTurn).
-// See sqlstore.WorkTx.
+// enqueueing the completion: applied is then true. Otherwise it fails with
+// sqlstore.ErrThenNotApplied, having written nothing, and the call runs
+// again without the turn (a plain ack, then TakeTurn). See sqlstore.WorkTx.
 //
 // It takes the instance's advisory lock before the quiet check, as a turn
 // ack does before its lock check: no fetch can lock the instance and no
