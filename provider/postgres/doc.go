@@ -75,20 +75,27 @@
 // nodes are serialized: the second sees the first's lock or key.
 //
 // Writes are set-based and pipelined (pgx batches: many statements, one
-// round trip). A fetch finds its candidates and tries their advisory locks
-// in one statement, locks and tags them in a second and loads them in a
-// third. A turn ack is four round trips: BEGIN; the advisory lock
-// and the lock check; one batch with the instance and execution upsert,
-// the history (one multi-row insert from arrays), the worker items, the
-// cancellations, the messages, the release and the notification; COMMIT.
-// Starts of new sub-orchestrations and execution-lock hand-overs add one
-// round trip each. An activity's ack is BEGIN, one batch, COMMIT; a lock
-// renewal is one statement. An activity's ack that carries the turn its
-// result causes (WorkAck.Then) takes the instance's advisory lock, deletes
-// the worker row and checks that the instance is quiet in one batch, then
-// applies the turn as a turn ack does (one batch, and one more statement
-// to lease the activities it schedules); an instance that is not quiet
-// gets the completion enqueued instead.
+// round trip). A transaction's BEGIN rides at the head of its first batch,
+// and a transaction's notification rides with its COMMIT (a group's calls
+// share one). A fetch finds its candidates and tries their advisory locks
+// in one statement, then locks and tags them and loads their instance rows
+// and histories in one batch. A plain start creates its instance and
+// queues its message in one statement. A turn ack is
+// two round trips: one batch with the advisory lock, the lock check, the
+// instance, execution and history writes (one statement, the events a
+// multi-row insert from arrays), the worker items (those leased to the
+// caller inserted already locked), the cancellations, the messages, the
+// release and the notification; then COMMIT. The lock check fails the
+// batch (duroxide_check, migration 0011) before any write of it runs, so
+// an ack whose lock was lost writes nothing. Starts of new
+// sub-orchestrations and execution-lock hand-overs add one round trip
+// each. An activity's ack is one batch and COMMIT; a lock renewal is one
+// statement. An activity's ack that carries the turn its result causes
+// (WorkAck.Then) sends the instance's advisory lock, the check that the
+// instance is quiet, the worker row's deletion and the turn's writes in
+// one batch; an instance that is not quiet fails the check before any
+// write, and the ack runs again without the turn, enqueueing the
+// completion.
 //
 // # Group commit
 //
@@ -98,11 +105,11 @@
 // (sqlstore.GroupCommit, shared with the SQLite store): a call that finds
 // no group running runs at once in a transaction of its own; calls that
 // arrive while one runs queue up, and the next group runs them (up to
-// Options.GroupCommitMax, default 8) in one transaction on one connection,
+// Options.GroupCommitMax, default 32) in one transaction on one connection,
 // each in a savepoint of its own, and commits once. A call that fails rolls
 // back to its savepoint, releasing what it locked, and only its caller sees
 // the error; results and notifications follow the commit. Up to
-// Options.GroupCommitLanes groups (default 8, at most MaxConns) run at once, a further one
+// Options.GroupCommitLanes groups (default 2, at most MaxConns) run at once, a further one
 // opening only while a quarter of GroupCommitMax calls wait, so groups stay
 // big unless the load needs parallel transactions. Each call declares the
 // instance advisory locks it takes, and a group takes all of them first,

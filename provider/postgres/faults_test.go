@@ -569,7 +569,7 @@ func TestQuietCheckReadsOneEventWithoutStatistics(t *testing.T) {
 	mustExec(t, p, `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
 SELECT 'long', 1, g, 'ActivityCompleted', repeat('x', 200), 0 FROM generate_series(3, 3000) AS g`)
 	var planJSON []byte
-	err := p.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sqlInstanceQuiet, "long", int64(1), int64(3000), int64(0)).Scan(&planJSON)
+	err := p.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sqlInstanceQuiet, "long", int64(1), int64(3000), int64(0), int64(0)).Scan(&planJSON)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,10 @@ import (
 // In a group each call runs in a savepoint of its own: one that fails
 // rolls back to it (releasing what it locked) and the others go on; its
 // caller gets its error. Results and the in-process notifications are
-// delivered after the commit; the notifications to other nodes
-// (pg_notify) are sent inside each call's savepoint, so a failed call's
-// are discarded with it.
+// delivered after the commit; the notification to other nodes (pg_notify)
+// of what the calls that succeeded changed is sent with the COMMIT, one for
+// the group (a turn ack's own, sent in its batch, inside its savepoint, is
+// discarded with it if the call fails).
 //
 // Lock order. A group holds the advisory locks of all its calls until it
 // commits, so two groups (here or on other nodes) taking them call by call
@@ -252,10 +253,7 @@ func (p *Provider) runAlone(r sqlstore.Request[*groupOp]) error {
 // errCommitFailed: then the outcome is unknown).
 func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp]) ([]error, []*wtx, error) {
 	ctx := context.Background()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
+	tx := newLazyTx(conn.Conn())
 	fail := func(err error) ([]error, []*wtx, error) {
 		_ = tx.Rollback(ctx)
 		return nil, nil, err
@@ -281,10 +279,9 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		// Dated after the group's lock waits, as a lone call's is after
 		// its own.
 		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: stx, p: p, now: p.now()}
+		// The call's notification, unless its batch carried it, is sent
+		// with the group's COMMIT (below).
 		err := runOp(r.Op.fn, w)
-		if err == nil {
-			err = p.sendNotify(w)
-		}
 		if stx.sp != nil {
 			// The call sent nothing: its savepoint is still to open.
 			if err != nil {
@@ -304,10 +301,40 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		}
 		ws[i] = w
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
+	// One notification for the calls that committed, with the COMMIT: one
+	// round trip. If it fails, nothing was committed and each call runs
+	// again alone (with its own).
+	b := &pgx.Batch{}
+	if err := p.queueNotifyAll(groupChanges(ws), b); err != nil {
+		return fail(err)
+	}
+	if committing, err := tx.commitBatch(ctx, b); err != nil {
+		if committing {
+			return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
+		}
+		return nil, nil, err
 	}
 	return errs, ws, nil
+}
+
+// groupChanges returns a transaction holding, as changes still to notify,
+// what the calls of a group (ws, nil for a call that failed) changed and
+// did not notify in their own batches.
+func groupChanges(ws []*wtx) *wtx {
+	all := &wtx{}
+	for _, w := range ws {
+		if w == nil {
+			continue
+		}
+		c := &w.changes
+		if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
+			continue
+		}
+		all.changes.orch = all.changes.orch || c.orch
+		all.changes.work = all.changes.work || c.work
+		all.changes.addInstance(c.instances...)
+	}
+	return all
 }
 
 // runOp calls fn, turning a panic into an error, so that one call cannot

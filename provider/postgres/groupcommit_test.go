@@ -181,3 +181,31 @@ func TestGroupCommitOff(t *testing.T) {
 		t.Fatalf("FetchOrchestrationItems = %d items, %v; want %d", len(items), err, n)
 	}
 }
+
+// TestGroupCommitNotifiesOtherNodes: the calls of a group notify other
+// nodes with one notification sent with the group's COMMIT, naming the
+// instances of the calls that committed.
+func TestGroupCommitNotifiesOtherNodes(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	p := openSchema(t, schema, nil)
+	other := openSchema(t, schema, nil)
+	orch, stop := other.Subscribe(provider.QueueOrchestrator)
+	defer stop()
+	watchA, stopA := other.WatchInstance("a")
+	defer stopA()
+	watchC, stopC := other.WatchInstance("c")
+	defer stopC()
+	ctx := t.Context()
+	errs := p.runGroup([]sqlstore.Request[*groupOp]{
+		startOp(t, ctx, "a", nil),
+		startOp(t, ctx, "b", errors.New("boom")),
+		startOp(t, ctx, "c", nil),
+	})
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+		t.Fatalf("outcomes = %v, want [nil boom nil]", errs)
+	}
+	waitFor(t, orch, 10*time.Second, "the other node's orchestrator subscriber after the group")
+	waitFor(t, watchA, 10*time.Second, "the other node's watcher of a")
+	waitFor(t, watchC, 10*time.Second, "the other node's watcher of c")
+}

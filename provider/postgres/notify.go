@@ -68,42 +68,43 @@ func channelName(schema string) string {
 	return name
 }
 
-// sendNotify queues the notification of w's changes in its transaction.
-func (p *Provider) sendNotify(w *wtx) error {
+// queueNotifyAll queues on b the notification of w's changes, if any: a
+// transaction sends it with its COMMIT.
+func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
 	c := &w.changes
 	if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
 		return nil // nothing, or nothing the ack's own notification did not cover
 	}
 	pl := payload{Node: p.node, Orch: c.orch, Work: c.work, Instances: c.instances}
-	b, err := json.Marshal(pl)
+	raw, err := json.Marshal(pl)
 	if err != nil {
 		return err
 	}
-	if len(b) > maxNotifyPayload {
+	if len(raw) > maxNotifyPayload {
 		pl.Instances, pl.All = nil, true
-		if b, err = json.Marshal(pl); err != nil {
+		if raw, err = json.Marshal(pl); err != nil {
 			return err
 		}
 	}
-	_, err = w.tx.Exec(w.ctx, `SELECT pg_notify($1, $2)`, p.channel, string(b))
-	return err
+	b.Queue(`SELECT pg_notify($1, $2)`, p.channel, string(raw))
+	return nil
 }
 
 // queueNotify queues on b the notification of what w changed so far;
-// sendNotify then sends another one only if the transaction goes on to
+// queueNotifyAll then queues another one only if the transaction goes on to
 // touch other instances.
 func (w *wtx) queueNotify(b *pgx.Batch) {
 	c := &w.changes
 	raw, err := json.Marshal(payload{Node: w.p.node, Orch: c.orch, Work: c.work, Instances: c.instances})
 	if err != nil || len(raw) > maxNotifyPayload {
-		return // sendNotify sends it
+		return // queueNotifyAll queues it
 	}
 	b.Queue(`SELECT pg_notify($1, $2)`, w.p.channel, string(raw))
 	w.inlineSent, w.inlineInstances = true, len(c.instances)
 }
 
 // queueAckNotify queues on b the notification of a turn ack of inst, with
-// what w changed so far; sendNotify then sends another one only if the
+// what w changed so far; queueNotifyAll then queues another one only if the
 // transaction goes on to touch other instances.
 func (w *wtx) queueAckNotify(b *pgx.Batch, inst string) {
 	b.Queue(sqlAckNotify, w.p.channel, w.p.node, w.changes.orch, w.changes.work, inst)

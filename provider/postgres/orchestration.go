@@ -2,11 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -46,8 +49,10 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
 		skip  = []string{} // candidates lost or emptied by dead-lettering
+		load  = newTurnLoad(cached)
 	)
 	for len(items) < limit {
+		want := limit - len(items)
 		cands, free := []string{}, []string{}
 		err := w.query(sqlOrchCandidates, func(r pgx.Rows) error {
 			var id string
@@ -60,23 +65,28 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 				free = append(free, id)
 			}
 			return nil
-		}, w.now, skip, w.p.lockSpace, limit-len(items), orchNamesArg(names))
+		}, w.now, skip, w.p.lockSpace, want, orchNamesArg(names))
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
 		if len(cands) == 0 {
 			break
 		}
-		got, lost, d, err := w.lockTurns(cands, free, prefix, until, 1)
+		got, lost, d, err := w.lockTurns(cands, free, prefix, until, 1, load)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
 		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
+		if len(cands) < want && len(lost) == 0 {
+			// The query saw every ready instance and took them all: another
+			// would find none.
+			break
+		}
 	}
 	if len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, nil
 	}
-	histories, err := w.loadTurns(items, cached)
+	histories, err := w.finishLoad(items, load)
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
@@ -94,11 +104,12 @@ func (w *wtx) FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 		return sqlstore.Fetched{}, err
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0)
+	load := newTurnLoad(nil)
+	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0, load)
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
-	histories, err := w.loadTurns(items, nil)
+	histories, err := w.finishLoad(items, load)
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
@@ -142,9 +153,10 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 // expired, and whose advisory lock no other transaction holds (free, when
 // the caller tried them already), with tokens
 // prefix+ID until until, and tags their visible messages, adding count (1,
-// or 0) to their deliveries: the items of their turns, without history. lost are the candidates it did not lock or
-// that had nothing deliverable.
-func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+// or 0) to their deliveries: the items of their turns, without history,
+// which it reads into load in the same round trip (finishLoad). lost are
+// the candidates it did not lock or that had nothing deliverable.
+func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int, load *turnLoad) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	if free == nil {
 		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
 			return nil, nil, nil, err
@@ -160,20 +172,26 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	}
 	msgs := make(map[string][]sqlstore.TaggedMessage, len(free))
 	locked := make(map[string]bool, len(free))
-	err = w.query(sqlLockAndTag, func(r pgx.Rows) error {
-		var inst string
-		var id, attempts *int64
-		var data []byte
-		if err := r.Scan(&inst, &id, &data, &attempts); err != nil {
-			return err
-		}
-		locked[inst] = true
-		if id != nil {
-			msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
-		}
-		return nil
-	}, prefix, free, until, w.now, count)
-	if err != nil {
+	b := &pgx.Batch{}
+	b.Queue(sqlLockAndTag, prefix, free, until, w.now, count).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var inst string
+			var id, attempts *int64
+			var data []byte
+			if err := r.Scan(&inst, &id, &data, &attempts); err != nil {
+				return err
+			}
+			locked[inst] = true
+			if id != nil {
+				msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
+			}
+			return nil
+		})
+	})
+	// The turns' reads, in the same round trip; what belongs to the
+	// instances not locked is not used.
+	w.queueLoad(b, load, free)
+	if err = w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return nil, nil, nil, err
 	}
 	for _, inst := range free {
@@ -201,27 +219,38 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	return items, lost, dead, nil
 }
 
-// loadTurns loads, in one round trip, the instance rows of the locked
-// items, the history each needs (only what cached does not hold, setting
-// HistoryAfter) and when pending starts come due. The histories are
-// decoded after the commit (sqlstore.DecodeHistories).
-func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string) (int64, int64, bool)) (map[string][]sqlstore.StoredEvent, error) {
-	n := len(items)
-	ids := make([]string, n)
+// turnLoad is what a fetch reads for the turns it locks (queueLoad), by
+// instance: the instance rows, the history each needs (only what cached
+// does not hold) and when pending starts come due.
+type turnLoad struct {
+	cached func(string) (int64, int64, bool)
+	// The cached position asked for, by instance.
+	exs, afters map[string]int64
+	metas       map[string]*provider.InstanceMeta
+	rows        map[string][]sqlstore.StoredEvent
+	starts      map[string]int64
+}
+
+func newTurnLoad(cached func(string) (int64, int64, bool)) *turnLoad {
+	return &turnLoad{cached: cached, exs: map[string]int64{}, afters: map[string]int64{},
+		metas: map[string]*provider.InstanceMeta{}, rows: map[string][]sqlstore.StoredEvent{}, starts: map[string]int64{}}
+}
+
+// queueLoad queues on b the reads of the turns of instances ids (about to
+// be locked by the statement queued before, or locked), in one round trip
+// with it: finishLoad then keeps what the locked items need.
+func (w *wtx) queueLoad(b *pgx.Batch, l *turnLoad, ids []string) {
+	n := len(ids)
 	exs := make([]int64, n)
 	afters := make([]int64, n)
-	byID := make(map[string]*provider.OrchestrationItem, n)
-	for i, it := range items {
-		ids[i] = it.InstanceID
-		byID[it.InstanceID] = it
-		if cached != nil {
-			if ex, last, ok := cached(it.InstanceID); ok && last > 0 {
+	for i, id := range ids {
+		if l.cached != nil {
+			if ex, last, ok := l.cached(id); ok && last > 0 {
 				exs[i], afters[i] = ex, last
 			}
 		}
+		l.exs[id], l.afters[id] = exs[i], afters[i]
 	}
-	rows := make(map[string][]sqlstore.StoredEvent, n)
-	b := &pgx.Batch{}
 	b.Queue(sqlInstanceMetas, ids).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var id, status string
@@ -231,9 +260,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 				return err
 			}
 			m.Status = provider.Status(status)
-			if it := byID[id]; it != nil {
-				it.Instance = m
-			}
+			l.metas[id] = m
 			return nil
 		})
 	})
@@ -244,64 +271,61 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
 				return err
 			}
-			rows[id] = append(rows[id], ev)
+			l.rows[id] = append(l.rows[id], ev)
 			return nil
 		})
 	})
-	type start struct {
-		id              string
-		delayed, queued int64
-	}
-	var starts []start
 	b.Queue(sqlPendingStarts, ids, w.now).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
-			var s start
-			if err := r.Scan(&s.id, &s.delayed, &s.queued); err != nil {
+			var id string
+			var delayed, queued int64
+			if err := r.Scan(&id, &delayed, &queued); err != nil {
 				return err
 			}
-			starts = append(starts, s)
+			if at := max(delayed, queued); at > 0 {
+				l.starts[id] = at
+			}
 			return nil
 		})
 	})
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
-		return nil, err
-	}
-	for _, s := range starts {
-		if it := byID[s.id]; it != nil && it.Instance != nil {
-			if at := max(s.delayed, s.queued); at > 0 {
-				it.Instance.StartAt = msTime(at)
-			}
-		}
-	}
-	var reload []int
-	for i, it := range items {
-		m := it.Instance
+}
+
+// finishLoad sets the instance of each locked item from what queueLoad
+// read, and returns the history each needs (setting HistoryAfter where the
+// cached part is left out), reading whole again the histories whose cached
+// position the store does not have. The histories are decoded after the
+// commit (sqlstore.DecodeHistories).
+func (w *wtx) finishLoad(items []*provider.OrchestrationItem, l *turnLoad) (map[string][]sqlstore.StoredEvent, error) {
+	rows := make(map[string][]sqlstore.StoredEvent, len(items))
+	var reload []string
+	for _, it := range items {
+		id := it.InstanceID
+		m := l.metas[id]
+		it.Instance = m
 		if m == nil || m.CurrentExecutionID == 0 {
-			delete(rows, it.InstanceID)
+			if m != nil {
+				if at := l.starts[id]; at > 0 {
+					m.StartAt = msTime(at)
+				}
+			}
 			continue
 		}
-		evs := rows[it.InstanceID]
-		if afters[i] > 0 && exs[i] == m.CurrentExecutionID {
+		evs := l.rows[id]
+		if after := l.afters[id]; after > 0 && l.exs[id] == m.CurrentExecutionID {
 			// A cached position is usable only if the store has that
 			// event: the query returned it first. Otherwise (the instance
 			// was purged and recreated) load the whole history.
-			if len(evs) == 0 || evs[0].ID != afters[i] {
-				reload = append(reload, i)
+			if len(evs) == 0 || evs[0].ID != after {
+				reload = append(reload, id)
 				continue
 			}
-			it.HistoryAfter = afters[i]
-			rows[it.InstanceID] = evs[1:]
+			it.HistoryAfter = after
+			evs = evs[1:]
 		}
+		rows[id] = evs
 	}
 	if len(reload) > 0 {
-		rids := make([]string, len(reload))
 		zeros := make([]int64, len(reload))
-		for k, i := range reload {
-			rids[k] = items[i].InstanceID
-		}
-		for _, i := range reload {
-			delete(rows, items[i].InstanceID)
-		}
 		err := w.query(sqlHistoriesOf, func(r pgx.Rows) error {
 			var id string
 			var ev sqlstore.StoredEvent
@@ -310,7 +334,7 @@ func (w *wtx) loadTurns(items []*provider.OrchestrationItem, cached func(string)
 			}
 			rows[id] = append(rows[id], ev)
 			return nil
-		}, rids, zeros, zeros)
+		}, reload, zeros, zeros)
 		if err != nil {
 			return nil, err
 		}
@@ -328,8 +352,34 @@ func forEach(r pgx.Rows, fn func() error) error {
 	return r.Err()
 }
 
-// insertMessage enqueues m (see sqlstore.InsertMessage).
-func (w *wtx) insertMessage(m *sqlenc.Msg) error { return sqlstore.InsertMessage(w, m) }
+// insertMessage enqueues m (see sqlstore.InsertMessage). A plain start
+// (no idempotency key, execution lock, start-if-absent or OnExists)
+// creates its instance and enqueues its message in one round trip.
+func (w *wtx) insertMessage(m *sqlenc.Msg) error {
+	c := m.Create
+	if c == nil || c.IdemKey != "" || c.LockKey != "" || c.IfAbsent || c.OnExists != nil {
+		return sqlstore.InsertMessage(w, m)
+	}
+	m.Existed = false
+	visible := m.VisibleAt
+	if visible == 0 {
+		visible = w.now
+	}
+	var created bool
+	b := &pgx.Batch{}
+	_ = w.lockInstancesShared(b, []string{m.InstanceID})
+	b.Queue(sqlCreateAndEnqueue, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now,
+		string(m.Item), visible).QueryRow(func(r pgx.Row) error { return r.Scan(&created) })
+	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+		return err
+	}
+	if !created {
+		return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
+	}
+	w.changes.addInstance(m.InstanceID)
+	w.changes.orch = true
+	return nil
+}
 
 // Now is the transaction's time; see sqlstore.MessageTx.
 func (w *wtx) Now() int64 { return w.now }
@@ -386,12 +436,11 @@ func (w *wtx) RecordExisted(m *sqlenc.Msg) error {
 // EnqueueMessage inserts m on the orchestrator queue; see
 // sqlstore.MessageTx.
 func (w *wtx) EnqueueMessage(m *sqlenc.Msg, visible int64) error {
-	if err := w.lockInstancesShared(nil, []string{m.InstanceID}); err != nil {
-		return err
-	}
-	_, err := w.exec(sqlInsertMessage, m.InstanceID, string(m.Item), visible, w.now)
+	b := &pgx.Batch{}
+	_ = w.lockInstancesShared(b, []string{m.InstanceID})
+	b.Queue(sqlInsertMessage, m.InstanceID, string(m.Item), visible, w.now)
 	w.changes.orch = true
-	return err
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // ClaimDedupKey records a message's deduplication key; see
@@ -432,10 +481,7 @@ func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
 // LeaseInserted leases the worker rows ApplyTurn inserted to lease; see
 // sqlstore.TurnTx.
 func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
-	if len(w.leaseIDs) == 0 {
-		return nil, nil
-	}
-	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, lockMs)
+	return w.leases, nil
 }
 
 // CheckTurnLock takes the instance's advisory lock and reads its lock row
@@ -461,28 +507,70 @@ func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst,
 // whose advisory lock the transaction holds; see sqlstore.TurnTx.
 func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
+	b := &pgx.Batch{}
+	t := w.queueTurn(b, inst, e)
+	return w.afterTurn(inst, e, t, w.tx.SendBatch(w.ctx, b).Close())
+}
+
+// ApplyLockedTurn performs steps (a) to (k) of a turn ack that creates
+// its instance if it is missing, in one round trip: the instance's
+// advisory lock, the check of the turn's lock (which fails the batch
+// before any write when the lock is lost) and the writes of ApplyTurn.
+// See sqlstore.LockedTurnApplier.
+func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
+	b := &pgx.Batch{}
+	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
+	t := w.queueTurn(b, inst, e)
+	err := w.tx.SendBatch(w.ctx, b).Close()
+	if checkFailed(err, codeLockLost) {
+		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
+	}
+	return w.afterTurn(inst, e, t, err)
+}
+
+// checkFailed reports whether err is the failure of a check of an ack's
+// batch with SQLSTATE code (duroxide_check).
+func checkFailed(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+// queuedTurn is what the batch of a turn ack reports back for the steps
+// that follow it (afterTurn).
+type queuedTurn struct {
+	status  string        // the instance's status after the ack
+	creates []*sqlenc.Msg // messages that create instances, inserted after the batch
+	// released: the batch released the execution locks of an instance
+	// that ended, freeing keys.
+	released bool
+	keys     []string
+}
+
+// queueTurn queues on b steps (b) to (k) of a turn ack, as ApplyTurn
+// performs them, except the starts of new instances and the release of a
+// terminal instance's execution locks, which afterTurn performs.
+func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
+	t := &queuedTurn{}
 	// (b) to (f) and (g), (h) in one round trip.
 	var completed any
 	if e.Terminal {
 		completed = w.now
 	}
-	var instStatus string
-	b := &pgx.Batch{}
+	ids := make([]int64, len(e.Events))
+	kinds := make([]string, len(e.Events))
+	datas := make([]string, len(e.Events))
+	for i, ev := range e.Events {
+		ids[i], kinds[i], datas[i] = ev.ID, ev.Kind, string(ev.Data)
+	}
+	// The execution, the instance, the history and the execution locks of
+	// a live instance, in one statement.
 	b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
-		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&instStatus)
+		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&t.status)
 	})
 	if e.HasValues() {
 		b.Queue(sqlValuesApply, inst, e.SetKeys, e.SetValues, e.ClearKeys, w.now)
-	}
-	if len(e.Events) > 0 {
-		ids := make([]int64, len(e.Events))
-		kinds := make([]string, len(e.Events))
-		datas := make([]string, len(e.Events))
-		for i, ev := range e.Events {
-			ids[i], kinds[i], datas[i] = ev.ID, ev.Kind, string(ev.Data)
-		}
-		b.Queue(sqlInsertEvents, inst, e.ExecutionID, ids, kinds, datas, w.now)
 	}
 	var plain, leased []*sqlenc.Work
 	for _, wk := range e.Work {
@@ -497,14 +585,8 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 		w.changes.work = true
 	}
 	if len(leased) > 0 {
-		// Inserted not yet visible, and leased below: nobody is woken.
-		w.queueWork(b, leased, func(id int64, k int) {
-			if w.leaseMsgs == nil {
-				w.leaseMsgs = map[int64]*provider.WorkerMessage{}
-			}
-			w.leaseIDs = append(w.leaseIDs, id)
-			w.leaseMsgs[id] = leased[k].Msg
-		})
+		// Inserted locked to the caller: nobody is woken.
+		w.queueLeasedWork(b, leased, e.Canceled, e.LeaseMs)
 	}
 	if len(e.Canceled) > 0 {
 		is := make([]string, len(e.Canceled))
@@ -518,17 +600,28 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	// (i) Orchestrator items that create nothing (timers, completions to a
 	// parent, continue-as-new) go in the same round trip; starts of new
 	// instances follow it.
-	var creates []*sqlenc.Msg
 	if plain := w.queuePlainMessages(b, e.Msgs); len(plain) < len(e.Msgs) {
 		for _, m := range e.Msgs {
 			if m.Create != nil {
-				creates = append(creates, m)
+				t.creates = append(t.creates, m)
 			}
 		}
 	}
-	// A live instance extends its execution lock ((f) decided whether it
-	// is live); a terminal one settles its locks below.
-	b.Queue(sqlXLockExtendLive, inst, w.now)
+	if e.Terminal && e.Status != string(provider.StatusContinuedAsNew) {
+		// An instance that ended releases its execution locks (and
+		// leaves the queues of others); afterTurn hands them over.
+		t.released = true
+		b.Queue(sqlXLockReleaseEnded, inst).Query(func(r pgx.Rows) error {
+			return forEach(r, func() error {
+				var k string
+				if err := r.Scan(&k); err != nil {
+					return err
+				}
+				t.keys = append(t.keys, k)
+				return nil
+			})
+		})
+	}
 	// (j) Delete exactly the messages of this turn, (k) release the lock.
 	if e.Token != "" {
 		w.queueFinishTurn(b, inst, e.Token)
@@ -536,11 +629,19 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	w.changes.addInstance(inst)
 	// The notification other nodes get, decided in SQL (are messages left
 	// for the instance?), unless starts or lock hand-overs follow.
-	inline := len(creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
+	inline := len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
 		w.queueAckNotify(b, inst)
 	}
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+	return t
+}
+
+// afterTurn completes a turn ack whose batch (queueTurn) returned err:
+// it reports a duplicate event as such, inserts the starts of new
+// instances, settles the execution locks of a terminal instance, and
+// re-dates the leases of the ack's worker rows if the batch ran long.
+func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) error {
+	if err != nil {
 		if len(e.Events) > 0 {
 			if ie := interpretError(err, nil); isDuplicateEvent(ie) {
 				return fmt.Errorf("appending history to %q execution %d: %w", inst, e.ExecutionID, ie)
@@ -548,21 +649,24 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 		}
 		return err
 	}
-	for _, m := range creates {
+	for _, m := range t.creates {
 		if err := w.insertMessage(m); err != nil {
 			return err
 		}
 	}
-	if provider.Status(instStatus).IsTerminal() {
-		keys, err := w.queryStrings(sqlXLockReleaseInstance, inst)
-		if err != nil {
+	keys := t.keys
+	if provider.Status(t.status).IsTerminal() && !t.released {
+		var err error
+		if keys, err = w.queryStrings(sqlXLockReleaseInstance, inst); err != nil {
 			return err
 		}
+	}
+	if len(keys) > 0 {
 		if err := w.promoteAll(keys); err != nil {
 			return err
 		}
 	}
-	return nil
+	return w.redateLeases(e.LeaseMs)
 }
 
 // queuePlainMessages queues on b the insertion, in one statement, of the
@@ -643,6 +747,73 @@ func (w *wtx) queueWork(b *pgx.Batch, ws []*sqlenc.Work, leased func(id int64, k
 			})
 		})
 	}
+}
+
+// queueLeasedWork queues on b the insertion of worker rows locked to the
+// acking caller for lockMs, dated from the clock read now (after the lock
+// waits of the ack, which come before its ApplyTurn), and notes their
+// leases for LeaseInserted, in insertion order; rows that the same ack
+// cancels (canceled) are deleted by it and not leased.
+func (w *wtx) queueLeasedWork(b *pgx.Batch, ws []*sqlenc.Work, canceled []provider.ActivityRef, lockMs int64) {
+	prefix := sqlstore.NewTokenPrefix()
+	w.leasePrefix, w.leaseFrom = prefix, w.p.now()
+	until := w.leaseFrom + lockMs
+	n := len(ws)
+	is, ss, items := make([]string, n), make([]*string, n), make([]string, n)
+	es, as := make([]int64, n), make([]int64, n)
+	for i, wk := range ws {
+		is[i], es[i], as[i], items[i] = wk.InstanceID, wk.ExecutionID, wk.ActivityID, string(wk.Item)
+		if s, ok := wk.SessionID.(string); ok {
+			ss[i] = &s
+		}
+	}
+	b.Queue(sqlInsertWorkLeased, is, es, as, ss, items, until, w.now, prefix).Query(func(r pgx.Rows) error {
+		k := 0
+		return forEach(r, func() error {
+			var id int64
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			wk := ws[k]
+			k++
+			if slices.ContainsFunc(canceled, func(c provider.ActivityRef) bool {
+				return c.InstanceID == wk.InstanceID && c.ExecutionID == wk.ExecutionID && c.ActivityID == wk.ActivityID
+			}) {
+				return nil
+			}
+			sess, _ := wk.SessionID.(string)
+			w.leases = append(w.leases, &provider.WorkItemLease{
+				LockToken: prefix + strconv.FormatInt(id, 10), LockedUntil: msTime(until), AttemptCount: 1,
+				InstanceID: wk.InstanceID, ExecutionID: wk.ExecutionID, ActivityID: wk.ActivityID,
+				SessionID: sess, Item: wk.Msg.Item,
+			})
+			return nil
+		})
+	})
+}
+
+// redateLeases moves the leases of the worker rows the ack inserted locked
+// (queueLeasedWork) forward when more than a tenth of their lifetime
+// passed while the ack's batch ran (it waited for the instance's lock, or
+// the clock jumped): a lease is dated from when its rows were locked, so
+// that the caller gets the lifetime it asked for.
+func (w *wtx) redateLeases(lockMs int64) error {
+	if len(w.leases) == 0 {
+		return nil
+	}
+	now := w.p.now()
+	if now-w.leaseFrom <= lockMs/10 {
+		return nil
+	}
+	until := now + lockMs
+	ids := make([]int64, len(w.leases))
+	for i, l := range w.leases {
+		ids[i], _ = sqlstore.TokenRow(l.LockToken)
+		l.LockedUntil = msTime(until)
+	}
+	w.leaseFrom = now
+	_, err := w.exec(sqlRedateWork, ids, w.leasePrefix, until)
+	return err
 }
 
 // FinishTurn consumes the turn's messages and releases the instance lock

@@ -130,8 +130,12 @@ type Options struct {
 	// a further lane opens only once a quarter of GroupCommitMax are
 	// queued. More lanes run more transactions in parallel under load;
 	// fewer make bigger groups and fewer commits. At most MaxConns.
-	// Default: 4 (or MaxConns, if smaller).
+	// Default: 2 (or MaxConns, if smaller).
 	GroupCommitLanes int
+
+	// tracer, if set, traces every statement and batch of the pool's
+	// connections (tests count round trips with it).
+	tracer pgx.QueryTracer
 }
 
 // Defaults of Options.
@@ -152,9 +156,9 @@ const (
 	// DefaultKeepAlive is the default of Options.KeepAlive.
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultGroupCommitMax is the default of Options.GroupCommitMax.
-	DefaultGroupCommitMax = 8
+	DefaultGroupCommitMax = 32
 	// DefaultGroupCommitLanes is the default of Options.GroupCommitLanes.
-	DefaultGroupCommitLanes = 8
+	DefaultGroupCommitLanes = 2
 )
 
 // maxGroupCommit is the largest Options.GroupCommitMax: PostgreSQL caches
@@ -346,6 +350,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 	cfg.MinConns = 0
 	// Every connection works in the store's schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
+	}
 	applyLimits(&cfg.ConnConfig.Config, &o)
 	p := &Provider{
 		schema:    o.Schema,
@@ -477,9 +484,15 @@ type wtx struct {
 	// covering the instances changed until then (inlineInstances).
 	inlineSent      bool
 	inlineInstances int
-	// Worker rows a turn ack inserted to lease to its caller.
-	leaseIDs  []int64
-	leaseMsgs map[int64]*provider.WorkerMessage
+	// The leases of the worker rows a turn ack inserted locked to its
+	// caller.
+	leases []*provider.WorkItemLease
+	// Their tokens' prefix, and when they were dated (Unix ms).
+	leasePrefix string
+	leaseFrom   int64
+	// Whether other worker rows of the acked activity's instance are
+	// queued, read by AckWork's batch for TakeTurn.
+	hasWork *instanceWork
 }
 
 // errCallLimit is the cause of a store call cut off by Options.StatementTimeout
@@ -567,20 +580,19 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 // writeOn is write's transaction on conn.
 func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *wtx) error) error {
 	tctx := context.WithoutCancel(ctx)
-	tx, err := conn.Begin(tctx)
-	if err != nil {
-		return err
-	}
+	tx := newLazyTx(conn.Conn())
 	w := &wtx{ctx: tctx, tx: tx, p: p, now: p.now()}
 	if err := fn(w); err != nil {
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	if err := p.sendNotify(w); err != nil {
+	// The notification rides with the COMMIT: one round trip.
+	b := &pgx.Batch{}
+	if err := p.queueNotifyAll(w, b); err != nil {
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	if err := tx.Commit(tctx); err != nil {
+	if err := tx.CommitBatch(tctx, b); err != nil {
 		return err
 	}
 	p.commits.Add(1)
@@ -652,9 +664,13 @@ func (w *wtx) exec(sql string, args ...any) (int64, error) {
 	return ct.RowsAffected(), nil
 }
 
-// query runs a statement returning rows; scan is called for each.
+// query runs a statement returning rows; scan is called for each. It is
+// sent as a batch of one, so that it carries the statements a transaction
+// has queued to open (its BEGIN, a group's savepoint).
 func (w *wtx) query(sql string, scan func(pgx.Rows) error, args ...any) error {
-	return queryRows(w.ctx, w.tx, sql, scan, args...)
+	b := &pgx.Batch{}
+	b.Queue(sql, args...).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scan(r) }) })
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // queryStrings runs a statement returning one text column and collects it.

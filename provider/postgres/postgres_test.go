@@ -54,8 +54,8 @@ func TestGroupCommitOptions(t *testing.T) {
 	if err != nil || o.GroupCommitMax != DefaultGroupCommitMax || o.GroupCommitLanes != DefaultGroupCommitLanes {
 		t.Fatalf("defaults = max %d, lanes %d, %v", o.GroupCommitMax, o.GroupCommitLanes, err)
 	}
-	if o, err := (&Options{MaxConns: 2}).withDefaults(); err != nil || o.GroupCommitLanes != 2 {
-		t.Fatalf("lanes with MaxConns 2 = %d, %v; want 2", o.GroupCommitLanes, err)
+	if o, err := (&Options{MaxConns: 1}).withDefaults(); err != nil || o.GroupCommitLanes != 1 {
+		t.Fatalf("lanes with MaxConns 1 = %d, %v; want 1", o.GroupCommitLanes, err)
 	}
 	if o, err := (&Options{GroupCommitMax: 1, GroupCommitLanes: 1}).withDefaults(); err != nil || o.GroupCommitMax != 1 || o.GroupCommitLanes != 1 {
 		t.Fatalf("explicit values = %d, %d, %v", o.GroupCommitMax, o.GroupCommitLanes, err)

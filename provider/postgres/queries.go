@@ -157,11 +157,15 @@ FROM instance_locks AS l WHERE l.instance_id = $1 FOR UPDATE`
 	// create or update the instance with the status that follows from the
 	// execution's. Fields of an older execution than the current one leave
 	// the instance alone. A committed turn clears the last error an abandon
-	// recorded. Returns the instance's status.
+	// recorded. In the same statement: the turn's history events are
+	// appended, and a live instance (by its status after the turn)
+	// extends its execution locks; a terminal one settles them after (see
+	// ApplyTurn). Returns the instance's status.
 	// $1 instance, $2 execution, $3 status (NULL: unchanged, Running when
 	// new), $4 input, $5 output, $6 error, $7 now, $8 completed_at (NULL
 	// unless terminal), $9 name, $10 version, $11 custom status, $12 1 when
-	// the custom status is set, $13 parent instance, $14 parent execution.
+	// the custom status is set, $13 parent instance, $14 parent execution,
+	// $15 event IDs, $16 event types, $17 event data.
 	sqlUpsertTurn = `WITH e AS (
     INSERT INTO executions AS x (instance_id, execution_id, status, input, output, error, started_at, completed_at)
     VALUES ($1, $2, coalesce($3, 'Running'), $4, $5, $6, $7, $8)
@@ -172,7 +176,7 @@ FROM instance_locks AS l WHERE l.instance_id = $1 FOR UPDATE`
         error = coalesce($6, x.error),
         completed_at = coalesce($8, x.completed_at)
     RETURNING CASE WHEN x.status = 'ContinuedAsNew' THEN 'Running' ELSE x.status END AS status
-)
+), u AS (
 INSERT INTO instances AS i (instance_id, orchestration_name, orchestration_version, status,
     current_execution_id, input, output, error, custom_status, custom_status_version,
     parent_instance_id, parent_execution_id, created_at, updated_at)
@@ -190,11 +194,15 @@ SET orchestration_name = coalesce($9, i.orchestration_name),
     last_error = NULL,
     last_error_at = NULL,
     updated_at = $7
-RETURNING i.status`
-
-	// $1 instance, $2 execution, $3 event ids, $4 types, $5 data, $6 now.
-	sqlInsertEvents = `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
-SELECT $1, $2, e.id, e.kind, e.data, $6 FROM unnest($3::bigint[], $4::text[], $5::text[]) AS e(id, kind, data)`
+RETURNING i.status
+), h AS (
+    INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+    SELECT $1, $2, v.id, v.kind, v.data, $7 FROM unnest($15::bigint[], $16::text[], $17::text[]) AS v(id, kind, data)
+), x AS (
+    UPDATE execution_locks SET expires_at = $7 + ttl_ms
+    WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
+)
+SELECT status FROM u`
 
 	// $1 instances, $2 executions, $3 activities, $4 sessions (NULL: none),
 	// $5 work items, $6 visible_at, $7 now.
@@ -206,6 +214,28 @@ SELECT w.i, w.e, w.a, w.s, w.item, w.v, $7, w.item::jsonb ->> 'name', coalesce(w
 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS w(i, e, a, s, item, v, ord)
 ORDER BY w.ord
 RETURNING id`
+
+	// Worker rows a turn ack leases to its caller, inserted already
+	// locked: each row takes its ID from the table's sequence first, so
+	// that its token (prefix || id, which names the row) is written with
+	// it, and a lease costs no statement after the insert. $1 to $5 and $7
+	// as sqlInsertWork, $6 locked_until (also visible_at, as a fetch sets
+	// it), $8 token prefix. Returns the IDs in the order given.
+	sqlInsertWorkLeased = `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, visible_at,
+    created_at, activity_name, queue, lock_token, locked_until, attempt_count)
+OVERRIDING SYSTEM VALUE
+SELECT w.id, w.i, w.e, w.a, w.s, w.item, $6, $7, w.item::jsonb ->> 'name', coalesce(w.item::jsonb ->> 'queue', ''),
+    $8 || w.id, $6, 1
+FROM (SELECT nextval((SELECT pg_get_serial_sequence('worker_queue', 'id'))) AS id, u.*
+      FROM (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
+                 WITH ORDINALITY AS u(i, e, a, s, item, ord) ORDER BY u.ord) AS u) AS w
+ORDER BY w.ord
+RETURNING id`
+
+	// Re-date leased worker rows (redateLeases). $1 ids, $2 token prefix,
+	// $3 locked_until.
+	sqlRedateWork = `UPDATE worker_queue SET locked_until = $3, visible_at = $3
+WHERE id = ANY ($1::bigint[]) AND lock_token = $2 || id`
 
 	// $1 instances, $2 executions, $3 activities.
 	sqlCancelActivities = `DELETE FROM worker_queue AS q
@@ -219,6 +249,21 @@ WHERE q.instance_id = c.i AND q.execution_id = c.e AND q.activity_id = c.a`
     parent_instance_id, parent_execution_id, created_at, updated_at)
 VALUES ($1, $2, $3, 'Pending', $4, $5, $6, $7, $7)
 ON CONFLICT (instance_id) DO NOTHING`
+
+	// sqlCreateInstance and, if it created the instance, the insertion of
+	// its start message, in one statement; returns whether it did. $1 to
+	// $7 as sqlCreateInstance, $8 work item, $9 visible_at.
+	sqlCreateAndEnqueue = `WITH c AS (
+    INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, input,
+        parent_instance_id, parent_execution_id, created_at, updated_at)
+    VALUES ($1, $2, $3, 'Pending', $4, $5, $6, $7, $7)
+    ON CONFLICT (instance_id) DO NOTHING
+    RETURNING instance_id
+), m AS (
+    INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+    SELECT instance_id, $8, $9, $7 FROM c
+)
+SELECT EXISTS (SELECT 1 FROM c)`
 
 	// $1 instance, $2 work item, $3 visible_at, $4 now.
 	sqlInsertMessage = `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ($1, $2, $3, $4)`
@@ -354,7 +399,26 @@ WHERE owner_id = ANY ($1::text[]) AND locked_until > $2 AND last_activity_at > $
 WHERE s.locked_until <= $1
   AND NOT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.session_id = s.session_id)`
 
-	// Whether an instance has activities in the worker queue. $1 instance.
+	// The checks of an ack sent in one batch with its writes: each fails
+	// its statement (duroxide_check, migration 0011) with its own SQLSTATE
+	// unless it holds, so that the writes queued after it never run.
+	//
+	// The token holds the instance's unexpired lock (the row locked, as
+	// sqlCheckLock does). $1 instance, $2 token, $3 now.
+	sqlCheckTurnLock = `SELECT duroxide_check(EXISTS (SELECT 1 FROM instance_locks
+    WHERE instance_id = $1 AND lock_token = $2 AND locked_until > $3 FOR UPDATE), '` + codeLockLost + `', 'turn lock lost')`
+	// sqlAckWork, failing unless the row was deleted. $1 id, $2 token, $3 now.
+	sqlAckWorkChecked = `WITH d AS (
+    DELETE FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3 RETURNING session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $3
+    WHERE session_id = (SELECT session_id FROM d) AND locked_until > $3
+)
+SELECT duroxide_check(count(*) > 0, '` + codeLockLost + `', 'work lock lost') FROM d`
+	// sqlInstanceQuiet, failing unless the instance is quiet. Same
+	// arguments.
+	sqlCheckQuiet = `SELECT duroxide_check((` + sqlInstanceQuiet + `), '` + codeNotQuiet + `', 'instance not quiet')`
+
 	// Whether a turn may not be taken with an activity's ack
 	// (WorkAck.TakeTurn): another activity of the instance is queued, or
 	// its orchestration is not one of $2 (NULL: any). $1 instance.
@@ -363,7 +427,8 @@ WHERE s.locked_until <= $1
           AND NOT (orchestration_name = ANY ($2::text[]))))`
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
-	// last event of that execution, no visible message and no worker row.
+	// last event of that execution, no visible message and no worker row
+	// but $5 (the acked activity's, deleted after the check).
 	// Each term is an index lookup by instance ID. The last event is read
 	// as the first row of a backward scan of history's primary key, not
 	// as max(event_id): without planner statistics (a table never
@@ -375,7 +440,13 @@ WHERE s.locked_until <= $1
     AND coalesce((SELECT event_id FROM history WHERE instance_id = $1 AND execution_id = $2
                   ORDER BY event_id DESC LIMIT 1), 0) = $3
     AND NOT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $1 AND visible_at <= $4)
-    AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)`
+    AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1 AND id <> $5)`
+)
+
+// The SQLSTATEs of the checks above (class DX is not PostgreSQL's).
+const (
+	codeLockLost = "DX001"
+	codeNotQuiet = "DX002"
 )
 
 // Purge.
@@ -432,11 +503,6 @@ FOR UPDATE OF l`
 	sqlXLockDelete = `DELETE FROM execution_locks WHERE lock_key = $1`
 	// $1 key, $2 instance, $3 now, $4 ttl_ms.
 	sqlXLockInsert = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms) VALUES ($1, $2, $3::bigint, $3::bigint + $4::bigint, $4::bigint)`
-	// A committed turn of a holder that is still live extends its lock.
-	// $1 instance, $2 now.
-	sqlXLockExtendLive = `UPDATE execution_locks SET expires_at = $2 + ttl_ms
-WHERE instance_id = $1
-  AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = $1 AND i.status NOT IN ('Completed', 'Failed', 'Canceled'))`
 	// The notification of a turn ack, sent in its batch: the orchestrator
 	// queue has news if the ack queued messages ($3) or messages still
 	// wait for the instance. $1 channel, $2 node, $3 orch, $4 work, $5 instance.
@@ -447,6 +513,12 @@ WHERE instance_id = $1
 	// it waited in. $1 instance.
 	sqlXLockReleaseInstance = `WITH q AS (DELETE FROM lock_queue WHERE instance_id = $1)
 DELETE FROM execution_locks WHERE instance_id = $1 RETURNING lock_key`
+	// The same, in a terminal turn's batch, if the instance did end (a turn
+	// of an older execution leaves its status alone). $1 instance.
+	sqlXLockReleaseEnded = `WITH ended AS (
+    SELECT 1 FROM instances WHERE instance_id = $1 AND status IN ('Completed', 'Failed', 'Canceled')
+), q AS (DELETE FROM lock_queue WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM ended))
+DELETE FROM execution_locks WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM ended) RETURNING lock_key`
 	// $1 key, $2 instance, $3 work item, $4 visible_at, $5 ttl_ms, $6 now.
 	sqlXLockQueueInsert = `INSERT INTO lock_queue (lock_key, instance_id, work_item, visible_at, ttl_ms, created_at)
 VALUES ($1, $2, $3, $4, $5, $6)`

@@ -39,28 +39,6 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 	return rows, err
 }
 
-// leaseInserted locks the rows ids (inserted by a turn ack to lease to its
-// caller; those the same ack canceled are gone) for lockMs, as a fetch
-// does, and returns their leases in insertion order. byID gives each row's
-// message.
-//
-// The lease is dated from the clock read now, after every lock the ack
-// waited for, not from the transaction's start: an ack delayed longer than
-// lockMs still hands out a live lease (see sqlenc.UnexpiredLeases for the
-// commit itself).
-func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	rows, err := w.lockWork(sqlstore.NewTokenPrefix(), ids, w.p.now()+lockMs)
-	if err != nil {
-		return nil, err
-	}
-	leases := make([]*provider.WorkItemLease, len(rows))
-	for i := range rows {
-		rows[i].Lease.Item = byID[rows[i].ID].Item
-		leases[i] = &rows[i].Lease
-	}
-	return leases, nil
-}
-
 // FetchWork locks up to limit worker rows, oldest first, each with its
 // own token; rows another transaction is locking are skipped (FOR UPDATE
 // SKIP LOCKED), never waited for. Only rows of the given activity names
@@ -170,6 +148,17 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
 		w.queueNotify(b)
+		if e.TakeMs > 0 {
+			// TakeTurn's first question, asked in this round trip: the
+			// shared advisory lock keeps any turn ack of the instance (the
+			// only writer of its worker rows) out until the transaction
+			// ends.
+			inst := e.Completion.InstanceID
+			b.Queue(sqlInstanceHasWork, inst, orchNamesArg(e.TakeNames)).QueryRow(func(r pgx.Row) error {
+				w.hasWork = &instanceWork{instance: inst}
+				return r.Scan(&w.hasWork.busy)
+			})
+		}
 	}
 	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
 		return err
@@ -183,12 +172,19 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	return nil
 }
 
+// instanceWork says whether worker rows of an instance were queued, as
+// AckWork found right after deleting its own (for TakeTurn).
+type instanceWork struct {
+	instance string
+	busy     bool
+}
+
 // AckWorkThen acks the worker row of a work ack that carries the turn its
 // result causes (WorkAck.Then) and, if the instance is quiet (nothing
 // happened to it since the caller's copy), applies that turn instead of
-// enqueueing the completion: applied is then true. Otherwise it enqueues
-// the completion, as a plain ack does, and the caller goes on (TakeTurn).
-// See sqlstore.WorkTx.
+// enqueueing the completion: applied is then true. Otherwise it fails with
+// sqlstore.ErrThenNotApplied, having written nothing, and the call runs
+// again without the turn (a plain ack, then TakeTurn). See sqlstore.WorkTx.
 //
 // It takes the instance's advisory lock before the quiet check, as a turn
 // ack does before its lock check: no fetch can lock the instance and no
@@ -199,22 +195,25 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 // neither two acks of one session nor this ack and a turn ack canceling
 // its activity wait for each other in a cycle.
 func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error) {
+	// One round trip: the advisory lock, the quiet check, the row's
+	// deletion and the turn's writes. A check that fails fails the batch
+	// before any write: a lost lock as ErrLockLost, an instance that is
+	// not quiet as sqlstore.ErrThenNotApplied (the ack then runs again
+	// without its turn and enqueues the completion).
 	inst := e.Completion.InstanceID
-	var found, quiet bool
 	b := &pgx.Batch{}
 	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
-	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
-	b.Queue(sqlInstanceQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&quiet) })
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
-		return false, err
-	}
-	if !found {
+	b.Queue(sqlCheckQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id)
+	b.Queue(sqlAckWorkChecked, id, e.Token, w.now)
+	t := w.queueTurn(b, inst, e.Then)
+	err = w.tx.SendBatch(w.ctx, b).Close()
+	switch {
+	case checkFailed(err, codeLockLost):
 		return false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
+	case checkFailed(err, codeNotQuiet):
+		return false, fmt.Errorf("work ack for %q: %w", inst, sqlstore.ErrThenNotApplied)
 	}
-	if !quiet {
-		return false, w.InsertMessages([]*sqlenc.Msg{e.Completion})
-	}
-	return true, w.ApplyTurn(inst, e.Then)
+	return true, w.afterTurn(inst, e.Then, t, err)
 }
 
 // TakeTurn locks instance, if its lock is free and no other transaction
@@ -223,17 +222,25 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch; so is
-	// the turn of an orchestration the caller does not run.
-	var busy bool
-	if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance, orchNamesArg(names)).Scan(&busy); err != nil || busy {
-		return sqlstore.Fetched{}, err
+	// the turn of an orchestration the caller does not run. AckWork may
+	// have asked this already, in its round trip, with the same names.
+	if k := w.hasWork; k != nil && k.instance == instance {
+		if k.busy {
+			return sqlstore.Fetched{}, nil
+		}
+	} else {
+		var busy bool
+		if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance, orchNamesArg(names)).Scan(&busy); err != nil || busy {
+			return sqlstore.Fetched{}, err
+		}
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs, 1) // dated after the waits, as leaseInserted
+	load := newTurnLoad(cached)
+	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
-	histories, err := w.loadTurns(items, cached)
+	histories, err := w.finishLoad(items, load)
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -91,6 +92,18 @@ type TurnTx interface {
 	ClaimDedupKey(instance, key string) (bool, error)
 }
 
+// LockedTurnApplier is implemented by a Tx that can check a turn's lock
+// and apply the turn together, in fewer round trips than CheckTurnLock
+// then ApplyTurn (PostgreSQL: one pipelined batch).
+type LockedTurnApplier interface {
+	// ApplyLockedTurn takes the instance's per-instance lock, fails with
+	// provider.ErrLockLost (having written nothing) unless e.Token holds
+	// its unexpired instance lock, and performs steps (b) to (k) as
+	// ApplyTurn does. It is used only for acks that carry the instance's
+	// name (e.Name), which create the instance if its row is missing.
+	ApplyLockedTurn(instance string, e *sqlenc.Ack) error
+}
+
 // WorkTx is the part of Tx the worker calls run on.
 type WorkTx interface {
 	// FetchWork locks up to limit worker rows for lockMs, each with its
@@ -106,7 +119,9 @@ type WorkTx interface {
 	// AckWorkThen deletes the worker row as AckWork does and, if the
 	// completion's instance is quiet (see provider.WorkAck.Then), applies
 	// e.Then as ApplyTurn does instead of enqueueing the completion,
-	// reporting true; otherwise it enqueues the completion.
+	// reporting true; otherwise it enqueues the completion, or fails with
+	// ErrThenNotApplied having written nothing (the call then runs again
+	// without e.Then).
 	AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	// TakeTurn locks instance for lockMs if its lock is free and no other
 	// activity of it is queued, and, with names not nil, its
@@ -277,6 +292,12 @@ func applyAck(tx Tx, e *sqlenc.Ack) ([]*provider.WorkItemLease, error) {
 	if !ok {
 		return nil, fmt.Errorf("turn ack: unknown token: %w", provider.ErrLockLost)
 	}
+	if a, ok := tx.(LockedTurnApplier); ok && e.Name != nil {
+		if err := a.ApplyLockedTurn(inst, e); err != nil {
+			return nil, err
+		}
+		return tx.LeaseInserted(e.LeaseMs)
+	}
 	held, exists, err := tx.CheckTurnLock(inst, e.Token)
 	if err != nil {
 		return nil, err
@@ -386,6 +407,15 @@ type workAckResult struct {
 	leased  []*provider.WorkItemLease
 }
 
+// ErrThenNotApplied is what a Tx's AckWorkThen may fail with, having
+// written nothing, when the completion's instance is not quiet: the work
+// ack then runs again, in a transaction of its own, without its Then (it
+// enqueues the completion). A store that checks the instance and applies
+// the turn in one round trip (PostgreSQL) fails rather than undo its
+// writes; the check rarely fails, since the runtime fuses a step only when
+// it knows of nothing else happening to the instance.
+var ErrThenNotApplied = errors.New("the instance is not quiet: the work ack's turn was not applied")
+
 // AckWorkItem completes one activity; see provider.Provider.
 func (w Writes) AckWorkItem(ctx context.Context, ack *provider.WorkAck) (provider.WorkResult, error) {
 	const op = "acking work item"
@@ -394,11 +424,18 @@ func (w Writes) AckWorkItem(ctx context.Context, ack *provider.WorkAck) (provide
 		return provider.WorkResult{}, w.DB.Fail(op, err)
 	}
 	var res workAckResult
-	err = w.DB.WriteGrouped(ctx, op, WorkAckLocks(e), func(tx Tx) error {
-		var err error
-		res, err = applyWorkAck(tx, e)
-		return err
-	})
+	run := func() error {
+		return w.DB.WriteGrouped(ctx, op, WorkAckLocks(e), func(tx Tx) error {
+			var err error
+			res, err = applyWorkAck(tx, e)
+			return err
+		})
+	}
+	err = run()
+	if errors.Is(err, ErrThenNotApplied) {
+		e.Then = nil
+		err = run()
+	}
 	if err != nil {
 		return provider.WorkResult{}, err
 	}

@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// lazyTx is a write transaction whose BEGIN is not sent on its own: it
+// rides at the head of the transaction's first batch (or of its first
+// Exec, sent as a batch of two), so a transaction costs no round trip for
+// its start. A transaction that sent nothing has nothing to commit or roll
+// back.
+//
+// It implements what the store's write transactions use of pgx.Tx
+// (Exec, Query, QueryRow, SendBatch, CopyFrom, Commit, Rollback, Conn);
+// the embedded pgx.Tx is nil and its other methods are not called.
+type lazyTx struct {
+	pgx.Tx
+	conn  *pgx.Conn
+	begun bool // BEGIN was sent
+}
+
+const sqlBegin = `BEGIN`
+
+func newLazyTx(conn *pgx.Conn) *lazyTx { return &lazyTx{conn: conn} }
+
+// begin sends BEGIN on its own, before a statement that is not a batch.
+func (t *lazyTx) begin(ctx context.Context) error {
+	if t.begun {
+		return nil
+	}
+	t.begun = true
+	_, err := t.conn.Exec(ctx, sqlBegin)
+	return err
+}
+
+func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if !t.begun {
+		t.begun = true
+		b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: sqlBegin}}, b.QueuedQueries...)
+	}
+	return t.conn.SendBatch(ctx, b)
+}
+
+func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.begun {
+		return t.conn.Exec(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	var tag pgconn.CommandTag
+	b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	err := t.SendBatch(ctx, b).Close()
+	return tag, err
+}
+
+func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.begin(ctx); err != nil {
+		return errRow{err}
+	}
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+func (t *lazyTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.begin(ctx); err != nil {
+		return 0, err
+	}
+	return t.conn.CopyFrom(ctx, table, cols, src)
+}
+
+func (t *lazyTx) Conn() *pgx.Conn { return t.conn }
+
+// Commit commits what the transaction sent; it fails with
+// pgx.ErrTxCommitRollback when the server rolled the transaction back
+// instead (a statement of it had failed).
+func (t *lazyTx) Commit(ctx context.Context) error {
+	if !t.begun {
+		return nil
+	}
+	t.begun = false
+	tag, err := t.conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// CommitBatch sends the statements of b (the transaction's notification)
+// and COMMIT in one round trip. When a statement of b fails, the COMMIT
+// is skipped (a pipeline stops at its first error) and the transaction is
+// rolled back: the error is then that statement's, and nothing was
+// committed. An error of the COMMIT itself leaves the outcome unknown.
+func (t *lazyTx) CommitBatch(ctx context.Context, b *pgx.Batch) error {
+	_, err := t.commitBatch(ctx, b)
+	return err
+}
+
+// commitBatch is CommitBatch, also reporting whether the error (if any)
+// may be the COMMIT's (committing: the outcome is unknown) rather than a
+// statement's of b (nothing was committed).
+func (t *lazyTx) commitBatch(ctx context.Context, b *pgx.Batch) (committing bool, err error) {
+	if b.Len() == 0 {
+		return true, t.Commit(ctx)
+	}
+	if !t.begun {
+		return true, nil // nothing was written: nothing to notify
+	}
+	var tag pgconn.CommandTag
+	n := b.Len()
+	done := 0
+	for _, q := range b.QueuedQueries {
+		q.Exec(func(pgconn.CommandTag) error { done++; return nil })
+	}
+	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	err = t.conn.SendBatch(ctx, b).Close()
+	t.begun = false
+	switch {
+	case err != nil && done < n && !t.conn.IsClosed():
+		// A statement of b failed: the pipeline skipped the COMMIT.
+		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+		return false, err
+	case err != nil:
+		return true, err
+	case tag.String() == "ROLLBACK":
+		return true, pgx.ErrTxCommitRollback
+	}
+	return true, nil
+}
+
+// Rollback rolls back what the transaction sent.
+func (t *lazyTx) Rollback(ctx context.Context) error {
+	if !t.begun {
+		return nil
+	}
+	t.begun = false
+	if t.conn.IsClosed() {
+		return errors.New("rolling back: the connection is closed")
+	}
+	_, err := t.conn.Exec(ctx, "ROLLBACK")
+	return err
+}
