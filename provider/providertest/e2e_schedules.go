@@ -144,6 +144,16 @@ func (e *e2e) wantIDs(what string, got, want []string) {
 	e.t.Fatalf("%s: %d instances, want %d", what, len(got), len(want))
 }
 
+// outliveClockSteps gives a runtime locks that outlive the scenario's
+// clock steps. The scenarios step the fake clock minutes at a time, as
+// soon as the schedules moved, while the instances fired may still be in
+// a turn: with the default lock timeouts each step would expire those
+// locks, the other runtime (or this one) would take the turn again, and
+// an instance caught by ten steps in a row would fail as poison.
+func outliveClockSteps(o *duroxide.RuntimeOptions) {
+	o.OrchestratorLockTimeout, o.WorkerLockTimeout = 24*time.Hour, 24*time.Hour
+}
+
 // e2eScheduleWeekWithOutage runs a week of three 5-minute schedules (one
 // per catch-up policy; one of them cron, two intervals) through the fake
 // clock, with every runtime down for an hour on the third day, and checks
@@ -171,7 +181,10 @@ func e2eScheduleWeekWithOutage(e *e2e) {
 
 	// Notifications drive the dispatchers; without lock cleanup and with a
 	// long poll interval, the clock's steps wake nothing else.
-	quiet := func(o *duroxide.RuntimeOptions) { o.LockCleanupInterval, o.PollInterval = -1, 24*time.Hour }
+	quiet := func(o *duroxide.RuntimeOptions) {
+		o.LockCleanupInterval, o.PollInterval = -1, 24*time.Hour
+		outliveClockSteps(o)
+	}
 	rt := e.runtime(reg, quiet)
 	end := first.Add(7 * 24 * time.Hour)
 	outage := first.Add(2*24*time.Hour + 4*time.Hour) // day 3, 10:00: the last fire before the outage
@@ -219,8 +232,8 @@ func e2eScheduleTwoRuntimesFireOnce(e *e2e) {
 	first := e2eStart.Truncate(time.Hour).Add(time.Hour)
 	e.createSchedule(c, "both", duroxide.ScheduleDefinition{Interval: 5 * time.Minute, Start: first, Orchestration: "Tick",
 		Overlap: duroxide.OverlapAllow, CatchUp: duroxide.CatchUpAll})
-	e.runtime(reg)
-	e.runtime(reg)
+	e.runtime(reg, outliveClockSteps)
+	e.runtime(reg, outliveClockSteps)
 	var times []time.Time
 	for t := first; t.Before(first.Add(24 * time.Hour)); t = t.Add(5 * time.Minute) {
 		e.advanceTo(t)
