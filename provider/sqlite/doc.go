@@ -26,6 +26,10 @@
 // fails on its own, and none returns before its writes are committed.
 // Callers never see SQLITE_BUSY from contention inside one process: every
 // write transaction starts with BEGIN IMMEDIATE on that one connection.
+// A file store holds that connection for its whole life and runs its
+// statements, prepared once, directly on it (not through a database/sql
+// transaction, which would wrap each statement and start a goroutine per
+// query).
 // Several processes (or several Providers) may share one file; a write then
 // waits up to Options.BusyTimeout for the other's transaction and fails with
 // provider.ErrBusy (retryable) only after that. Instance and row locks stay
