@@ -101,6 +101,9 @@ type Provider struct {
 	writer   writerConn
 	writerDB *sql.DB
 	wconn    *sql.Conn // nil for in-memory stores
+	// ckpt checkpoints the WAL off the writer (checkpoint.go); nil for
+	// in-memory stores.
+	ckpt *checkpointer
 	readers  *sql.DB   // read-only pool; == writerDB for in-memory stores
 
 	prepMu  sync.Mutex
@@ -255,6 +258,7 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 		"foreign_keys(0)",
 		"temp_store(memory)",
 		"cache_size(-32768)",
+		"wal_autocheckpoint(0)", // see checkpoint.go
 	}, map[string]string{"_txlock": "immediate"}))
 	if err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
@@ -293,6 +297,9 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
 	}
+	if err := p.openCheckpointer(ctx, busy); err != nil {
+		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
+	}
 	return nil
 }
 
@@ -325,6 +332,10 @@ func (p *Provider) Close() error {
 
 func (p *Provider) closeDBs() error {
 	var errs []error
+	if p.ckpt != nil {
+		errs = append(errs, p.ckpt.close())
+		p.ckpt = nil
+	}
 	if p.readers != nil && p.readers != p.writerDB {
 		errs = append(errs, p.readers.Close())
 	}

@@ -185,6 +185,7 @@ func (p *Provider) commit(tx sqlTxRunner) error {
 		p.rollback(tx)
 		return err
 	}
+	p.ckpt.committed()
 	return nil
 }
 
