@@ -103,8 +103,8 @@ type Provider struct {
 	wconn    *sql.Conn // nil for in-memory stores
 	// ckpt checkpoints the WAL off the writer (checkpoint.go); nil for
 	// in-memory stores.
-	ckpt *checkpointer
-	readers  *sql.DB   // read-only pool; == writerDB for in-memory stores
+	ckpt    *checkpointer
+	readers *sql.DB // read-only pool; == writerDB for in-memory stores
 
 	prepMu  sync.Mutex
 	prepped atomic.Bool
