@@ -101,6 +101,9 @@ type Provider struct {
 	writer   writerConn
 	writerDB *sql.DB
 	wconn    *sql.Conn // nil for in-memory stores
+	// connMu is held for each transaction on wconn (begin to commit or
+	// rollback), and by Migrate, whose statements must not run inside one.
+	connMu sync.Mutex
 	// ckpt checkpoints the WAL off the writer (checkpoint.go); nil for
 	// in-memory stores.
 	ckpt    *checkpointer

@@ -168,7 +168,9 @@ func (p *Provider) begin() (tx sqlTxRunner, stmts *txStmts, err error) {
 		}
 		return t, new(txStmts), nil
 	}
+	p.connMu.Lock()
 	if _, err := p.wstmts[sBegin].Exec(); err != nil {
+		p.connMu.Unlock()
 		return nil, nil, err
 	}
 	return p.wconn, nil, nil
@@ -179,10 +181,11 @@ func (p *Provider) commit(tx sqlTxRunner) error {
 	if t, ok := tx.(*sql.Tx); ok {
 		return t.Commit()
 	}
+	defer p.connMu.Unlock()
 	if _, err := p.wstmts[sCommit].Exec(); err != nil {
 		// SQLite may keep the transaction open after a failed COMMIT (a
 		// busy one): end it, so the next begin does not find it.
-		p.rollback(tx)
+		_, _ = p.wstmts[sRollback].Exec()
 		return err
 	}
 	p.ckpt.committed()
@@ -198,6 +201,7 @@ func (p *Provider) rollback(tx sqlTxRunner) {
 		return
 	}
 	_, _ = p.wstmts[sRollback].Exec()
+	p.connMu.Unlock()
 }
 
 // run calls fn, turning a panic into an error: a request must never leave
