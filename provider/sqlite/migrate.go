@@ -31,6 +31,10 @@ func (p *Provider) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// On a file store the writer's connection is pinned: wait for the
+	// transaction it may be running (see writer.go).
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
 	if _, err := p.writer.ExecContext(ctx, sqlCreateMigrationsTable); err != nil {
 		return p.fail("migrating", err)
 	}

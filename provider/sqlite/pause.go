@@ -54,7 +54,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
 
 // sqlTx runs the shared pause and rewind bodies on a transaction. The
 // single writer serializes every write, so LockInstance has nothing to do.
-type sqlTx struct{ tx *sql.Tx }
+type sqlTx struct{ tx sqlTxRunner }
 
 func (t sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	res, err := t.tx.ExecContext(ctx, q, args...)

@@ -76,6 +76,12 @@ const (
 	sGroupRelease
 	sGroupRollbackTo
 
+	// The transaction itself, on a file store's pinned writer connection
+	// (see writer.go).
+	sBegin
+	sCommit
+	sRollback
+
 	// Fetching turns.
 	sOrchCandidates
 	sLockInstances
@@ -219,6 +225,9 @@ var writerSQL = [numWriterStmts]string{
 	sGroupSavepoint:  `SAVEPOINT request`,
 	sGroupRelease:    `RELEASE request`,
 	sGroupRollbackTo: `ROLLBACK TO request`,
+	sBegin:           `BEGIN IMMEDIATE`,
+	sCommit:          `COMMIT`,
+	sRollback:        `ROLLBACK`,
 
 	// Instances that can be taken now, in the order they became ready (see
 	// migration 0002: orchestrator_ready excludes locked instances until

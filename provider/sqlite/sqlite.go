@@ -94,8 +94,20 @@ type Provider struct {
 	clock  func() time.Time
 	log    *slog.Logger
 
-	writer  *sql.DB // one connection; every transaction is BEGIN IMMEDIATE
-	readers *sql.DB // read-only pool; == writer for in-memory stores
+	// writer runs the writer's statements: for a file store, the writer
+	// pool's one connection, pinned for the store's life (wconn); for an
+	// in-memory store, the pool itself (writerDB). Every transaction is
+	// BEGIN IMMEDIATE.
+	writer   writerConn
+	writerDB *sql.DB
+	wconn    *sql.Conn // nil for in-memory stores
+	// connMu is held for each transaction on wconn (begin to commit or
+	// rollback), and by Migrate, whose statements must not run inside one.
+	connMu sync.Mutex
+	// ckpt checkpoints the WAL off the writer (checkpoint.go); nil for
+	// in-memory stores.
+	ckpt    *checkpointer
+	readers *sql.DB // read-only pool; == writerDB for in-memory stores
 
 	prepMu  sync.Mutex
 	prepped atomic.Bool
@@ -235,7 +247,7 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 		db.SetMaxIdleConns(1)
 		db.SetConnMaxLifetime(0)
 		db.SetConnMaxIdleTime(0)
-		p.writer, p.readers = db, db
+		p.writer, p.writerDB, p.readers = db, db, db
 		if err := db.PingContext(ctx); err != nil {
 			return fmt.Errorf("sqlite: opening in-memory store: %w", interpretError(err, nil))
 		}
@@ -249,6 +261,7 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 		"foreign_keys(0)",
 		"temp_store(memory)",
 		"cache_size(-32768)",
+		"wal_autocheckpoint(0)", // see checkpoint.go
 	}, map[string]string{"_txlock": "immediate"}))
 	if err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
@@ -257,9 +270,14 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	p.writer = w
+	p.writerDB = w
+	c, err := w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
+	}
+	p.wconn, p.writer = c, c
 	var mode string
-	if err := w.QueryRowContext(ctx, sqlJournalMode).Scan(&mode); err != nil {
+	if err := c.QueryRowContext(ctx, sqlJournalMode).Scan(&mode); err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
 	}
 	if !strings.EqualFold(mode, "wal") {
@@ -281,6 +299,9 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 	p.readers = r
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
+	}
+	if err := p.openCheckpointer(ctx, busy); err != nil {
+		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
 	}
 	return nil
 }
@@ -314,11 +335,18 @@ func (p *Provider) Close() error {
 
 func (p *Provider) closeDBs() error {
 	var errs []error
-	if p.readers != nil && p.readers != p.writer {
+	if p.ckpt != nil {
+		errs = append(errs, p.ckpt.close())
+		p.ckpt = nil
+	}
+	if p.readers != nil && p.readers != p.writerDB {
 		errs = append(errs, p.readers.Close())
 	}
-	if p.writer != nil {
-		errs = append(errs, p.writer.Close())
+	if p.wconn != nil {
+		errs = append(errs, p.wconn.Close())
+	}
+	if p.writerDB != nil {
+		errs = append(errs, p.writerDB.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -378,11 +406,12 @@ func (p *Provider) fail(op string, err error) error {
 // connection.
 type wtx struct {
 	ctx context.Context
-	tx  *sql.Tx
+	tx  sqlTxRunner // the pinned connection in a transaction, or a *sql.Tx
 	p   *Provider
 	now int64
-	// stmts caches the statements bound to tx, shared by the requests of
-	// one transaction.
+	// stmts caches the statements bound to a *sql.Tx, shared by the
+	// requests of one transaction; nil on the pinned connection, whose
+	// prepared statements run as they are.
 	stmts *txStmts
 	// What the request changed, for the notifications sent once it has
 	// committed (see notify.go).
@@ -395,12 +424,32 @@ type wtx struct {
 type txStmts [numWriterStmts]*sql.Stmt
 
 func (w *wtx) stmt(id stmtID) *sql.Stmt {
+	if w.stmts == nil {
+		return w.p.wstmts[id]
+	}
 	if s := w.stmts[id]; s != nil {
 		return s
 	}
-	s := w.tx.StmtContext(w.ctx, w.p.wstmts[id])
+	s := w.tx.(*sql.Tx).StmtContext(w.ctx, w.p.wstmts[id])
 	w.stmts[id] = s
 	return s
+}
+
+// writerConn is what the writer's statements run on: a *sql.Conn (a file
+// store's pinned connection) or a *sql.DB (an in-memory store's pool of
+// one).
+type writerConn interface {
+	sqlTxRunner
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// sqlTxRunner runs statements in a write transaction: a *sql.Tx, or the
+// pinned writer connection while it holds one.
+type sqlTxRunner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // exec runs a statement and returns the rows it affected. conflict is what

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -72,19 +73,19 @@ func (p *Provider) runAlone(r sqlstore.Request[func(w *wtx) error]) error {
 	if err := r.Ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := p.writer.BeginTx(context.Background(), nil)
+	tx, stmts, err := p.begin()
 	if err != nil {
 		return interpretError(err, nil)
 	}
 	// The statements ignore cancellation: interrupting a statement can roll
 	// back the whole transaction, and a request runs for milliseconds.
-	w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: tx, p: p, now: p.now(), stmts: new(txStmts)}
+	w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: tx, p: p, now: p.now(), stmts: stmts}
 	p.checkForeignCommits(w)
 	if err := run(r.Op, w); err != nil {
-		_ = tx.Rollback()
+		p.rollback(tx)
 		return err
 	}
-	err = interpretError(p.counted(tx.Commit()), nil)
+	err = interpretError(p.counted(p.commit(tx)), nil)
 	if err == nil {
 		p.notify(&w.changes)
 	}
@@ -95,7 +96,7 @@ func (p *Provider) runAlone(r sqlstore.Request[func(w *wtx) error]) error {
 func (p *Provider) runGroup(group []sqlstore.Request[func(w *wtx) error]) []error {
 	p.groups.Add(1)
 	results := make([]error, len(group))
-	tx, err := p.writer.BeginTx(context.Background(), nil)
+	tx, stmts, err := p.begin()
 	if err != nil {
 		err = interpretError(err, nil)
 		for i := range results {
@@ -104,7 +105,6 @@ func (p *Provider) runGroup(group []sqlstore.Request[func(w *wtx) error]) []erro
 		return results
 	}
 	broken := false
-	stmts := new(txStmts)
 	p.checkForeignCommits(&wtx{ctx: context.Background(), tx: tx, p: p, stmts: stmts})
 	txs := make([]*wtx, len(group))
 	for i, r := range group {
@@ -131,12 +131,12 @@ func (p *Provider) runGroup(group []sqlstore.Request[func(w *wtx) error]) []erro
 		}
 	}
 	if !broken {
-		if err := p.counted(tx.Commit()); err != nil {
+		if err := p.counted(p.commit(tx)); err != nil {
 			// Nothing of the group was written; let each request try alone.
 			broken = true
 		}
 	} else {
-		_ = tx.Rollback()
+		p.rollback(tx)
 	}
 	if broken {
 		p.brokenGroups.Add(1)
@@ -151,6 +151,57 @@ func (p *Provider) runGroup(group []sqlstore.Request[func(w *wtx) error]) []erro
 		}
 	}
 	return results
+}
+
+// begin starts a write transaction. A file store runs BEGIN IMMEDIATE on
+// its pinned writer connection and then the prepared statements as they
+// are: unlike a *sql.Tx, which wraps every statement for the transaction
+// and starts a goroutine per query to watch the transaction's context,
+// this costs nothing per statement. stmts is nil then. An in-memory
+// store, whose one connection the readers share, uses a *sql.Tx: its
+// readers wait for the connection until the transaction ends.
+func (p *Provider) begin() (tx sqlTxRunner, stmts *txStmts, err error) {
+	if p.wconn == nil {
+		t, err := p.writerDB.BeginTx(context.Background(), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, new(txStmts), nil
+	}
+	p.connMu.Lock()
+	if _, err := p.wstmts[sBegin].Exec(); err != nil {
+		p.connMu.Unlock()
+		return nil, nil, err
+	}
+	return p.wconn, nil, nil
+}
+
+// commit commits a transaction of begin.
+func (p *Provider) commit(tx sqlTxRunner) error {
+	if t, ok := tx.(*sql.Tx); ok {
+		return t.Commit()
+	}
+	defer p.connMu.Unlock()
+	if _, err := p.wstmts[sCommit].Exec(); err != nil {
+		// SQLite may keep the transaction open after a failed COMMIT (a
+		// busy one): end it, so the next begin does not find it.
+		_, _ = p.wstmts[sRollback].Exec()
+		return err
+	}
+	p.ckpt.committed()
+	return nil
+}
+
+// rollback rolls back a transaction of begin. On the pinned connection,
+// a transaction SQLite rolled back itself (after an I/O error, say) makes
+// ROLLBACK fail harmlessly: there is nothing left to end.
+func (p *Provider) rollback(tx sqlTxRunner) {
+	if t, ok := tx.(*sql.Tx); ok {
+		_ = t.Rollback()
+		return
+	}
+	_, _ = p.wstmts[sRollback].Exec()
+	p.connMu.Unlock()
 }
 
 // run calls fn, turning a panic into an error: a request must never leave

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
@@ -176,5 +178,59 @@ func TestCloseDuringWrites(t *testing.T) {
 	wg.Wait()
 	if _, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: 1}); !errors.Is(err, provider.ErrClosed) {
 		t.Fatalf("fetch after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestWriterTransactionsEndCleanly runs, alone, requests that fail, that
+// end the transaction themselves (as SQLite does after an I/O error) and
+// that panic: each must leave the pinned writer connection outside any
+// transaction, so the next write commits and readers see it.
+func TestWriterTransactionsEndCleanly(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "clean.db"), nil)
+	ctx := t.Context()
+	failErr := errors.New("request failed")
+	bad := []func(w *wtx) error{
+		func(w *wtx) error {
+			if _, ok := w.tx.(*sql.Conn); !ok || w.stmts != nil {
+				return fmt.Errorf("file store transaction on %T, want the pinned *sql.Conn", w.tx)
+			}
+			return nil
+		},
+		func(w *wtx) error {
+			m, err := sqlenc.EncodeMessage(providertest.HammerStart("rolled-back"))
+			if err != nil {
+				return err
+			}
+			if err := w.insertMessage(m); err != nil {
+				return err
+			}
+			return failErr
+		},
+		func(w *wtx) error {
+			_, _ = w.tx.ExecContext(w.ctx, "ROLLBACK")
+			return failErr
+		},
+		func(w *wtx) error { panic("request panicked") },
+	}
+	for i, fn := range bad {
+		err := p.write(ctx, "testing", fn)
+		if i == 0 {
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err == nil {
+			t.Fatalf("request %d: no error", i)
+		}
+		id := fmt.Sprintf("after-%d", i)
+		if err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
+			t.Fatalf("write after request %d: %v", i, err)
+		}
+		if _, err := p.GetInstance(ctx, id); err != nil {
+			t.Fatalf("GetInstance(%s) after request %d: %v", id, i, err)
+		}
+	}
+	if _, err := p.GetInstance(ctx, "rolled-back"); !errors.Is(err, provider.ErrNotFound) {
+		t.Fatalf("GetInstance(rolled-back) = %v, want ErrNotFound: a failed request's write survived", err)
 	}
 }
