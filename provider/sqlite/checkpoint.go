@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"sync/atomic"
+	"time"
 )
 
 // Checkpoints.
@@ -15,16 +17,30 @@ import (
 // never checkpoints (wal_autocheckpoint 0). Instead, every checkpointEvery
 // commits wake a goroutine that runs a PASSIVE checkpoint on a connection
 // of its own: it copies what no reader still needs, without waiting for
-// the writer or the readers, while the writer goes on committing. Once a
+// the writer or the readers. It waits for a pause in the writer's commits
+// (checkpointIdle) before it starts, up to checkpointForce commits: on a
+// 2-core machine a checkpoint running beside a burst of commits (a thousand
+// timers due at once) takes CPU from the turns of that burst and makes
+// them late, while in a pause it costs nobody anything. Once a
 // checkpoint copied the whole WAL, the writer starts it again from the
 // beginning at its next transaction, so the file stays bounded as with
 // SQLite's own checkpoints. The last connection to close checkpoints what
 // is left. Checkpoints change nothing a reader or a crash can see: the
 // pages they copy are committed already.
 
-// checkpointEvery is how many commits of the writer wake the checkpointer
-// (a small commit writes a few pages: about SQLite's 1000-page default).
-const checkpointEvery = 64
+const (
+	// checkpointEvery is how many commits of the writer wake the
+	// checkpointer (a small commit writes a few pages: about SQLite's
+	// 1000-page default).
+	checkpointEvery = 64
+	// checkpointIdle is the pause in the writer's commits the checkpointer
+	// waits for once woken.
+	checkpointIdle = 10 * time.Millisecond
+	// checkpointForce is how many commits since the last checkpoint make
+	// the checkpointer start without waiting for a pause: the bound on the
+	// WAL under a load that never pauses.
+	checkpointForce = 16 * checkpointEvery
+)
 
 // checkpointer is the state of a file store's checkpoint goroutine.
 type checkpointer struct {
@@ -33,6 +49,11 @@ type checkpointer struct {
 	stop    chan struct{}
 	done    chan struct{}
 	commits int64 // commits since the last kick; the writer's only
+	// pending counts the commits since the last checkpoint began, and
+	// last is when the latest one committed (since epoch, monotonic).
+	pending atomic.Int64
+	last    atomic.Int64
+	epoch   time.Time
 	// testHook, if set, gets each checkpoint's result: the WAL's frames
 	// and how many of them are in the database file now.
 	testHook func(busy bool, log, checkpointed int64, err error)
@@ -53,7 +74,7 @@ func (p *Provider) openCheckpointer(ctx context.Context, busy string) error {
 		_ = db.Close()
 		return interpretError(err, nil)
 	}
-	c := &checkpointer{db: db, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	c := &checkpointer{db: db, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), epoch: time.Now()}
 	p.ckpt = c
 	go c.run()
 	return nil
@@ -65,6 +86,8 @@ func (c *checkpointer) committed() {
 	if c == nil {
 		return
 	}
+	c.pending.Add(1)
+	c.last.Store(int64(time.Since(c.epoch)))
 	if c.commits++; c.commits < checkpointEvery {
 		return
 	}
@@ -83,6 +106,10 @@ func (c *checkpointer) run() {
 			return
 		case <-c.kick:
 		}
+		if !c.waitForPause() {
+			return
+		}
+		c.pending.Store(0)
 		var busy, log, done int64
 		err := c.db.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
 		if c.testHook != nil {
@@ -90,6 +117,34 @@ func (c *checkpointer) run() {
 		}
 		// A failed checkpoint is tried again at the next kick; the WAL
 		// only grows meanwhile.
+	}
+}
+
+// waitForPause waits until the writer made no commit for checkpointIdle,
+// or checkpointForce commits are pending. It returns false when the
+// checkpointer is stopped meanwhile.
+func (c *checkpointer) waitForPause() bool {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		quiet := time.Since(c.epoch) - time.Duration(c.last.Load())
+		if quiet >= checkpointIdle || c.pending.Load() >= checkpointForce {
+			return true
+		}
+		if timer == nil {
+			timer = time.NewTimer(checkpointIdle - quiet)
+		} else {
+			timer.Reset(checkpointIdle - quiet)
+		}
+		select {
+		case <-c.stop:
+			return false
+		case <-timer.C:
+		}
 	}
 }
 
