@@ -610,7 +610,9 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	if e.Terminal && e.Status != string(provider.StatusContinuedAsNew) {
 		// An instance that ended releases its execution locks (and
 		// leaves the queues of others); afterTurn hands them over.
+		// The keys' advisory locks come first (see sqlXLockKeysOf).
 		t.released = true
+		b.Queue(sqlXLockKeysOfEnded, w.p.lockSpace, inst)
 		b.Queue(sqlXLockReleaseEnded, inst).Query(func(r pgx.Rows) error {
 			return forEach(r, func() error {
 				var k string
@@ -657,6 +659,9 @@ func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) er
 	keys := t.keys
 	if provider.Status(t.status).IsTerminal() && !t.released {
 		var err error
+		if _, err = w.exec(sqlXLockKeysOf, w.p.lockSpace, []string{inst}); err != nil {
+			return err
+		}
 		if keys, err = w.queryStrings(sqlXLockReleaseInstance, inst); err != nil {
 			return err
 		}
