@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -852,22 +851,10 @@ func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr [
 	return true, err
 }
 
-// RenewOrchestrationItemLock extends a valid instance lock; see
-// provider.Provider.
-func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	const op = "renewing turn lock"
-	inst, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenInstance)
-	if err != nil {
-		return p.fail(op, err)
-	}
-	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
-		var held bool
-		if err := q.QueryRow(ctx, sqlRenewLock, inst, lockToken, now, now+sqlenc.DurMs(extendFor)).Scan(&held); err != nil {
-			return err
-		}
-		if !held {
-			return provider.ErrLockLost
-		}
-		return nil
-	})
+// RenewTurn extends the instance lock token holds and its tagged
+// messages in one statement; see sqlstore.TurnTx.
+func (w *wtx) RenewTurn(inst, token string, extendMs int64) (bool, error) {
+	var held bool
+	err := w.tx.QueryRow(w.ctx, sqlRenewLock, inst, token, w.now, w.now+extendMs).Scan(&held)
+	return held, err
 }
