@@ -151,6 +151,9 @@ func (w *wtx) PurgeDelete(tree []string) (*provider.PurgeResult, error) {
 	}
 	var keys []string
 	b := &pgx.Batch{}
+	// The advisory locks of the keys tree holds come before any row goes
+	// (see sqlXLockKeysOf).
+	b.Queue(sqlXLockKeysOf, w.p.lockSpace, tree)
 	b.Queue(sqlPurgeCountExecutions, tree).QueryRow(func(r pgx.Row) error { return r.Scan(&res.Executions) })
 	b.Queue(sqlPurgeDeleteHistory, tree).QueryRow(func(r pgx.Row) error { return r.Scan(&res.Events) })
 	b.Queue(sqlPurgeDeleteExecs, tree)

@@ -72,7 +72,14 @@
 // locks, so concurrent children completing into one parent only share its
 // lock and never deadlock on it. Execution lock keys and idempotency keys
 // have advisory locks of their own, so two starts with one key on two
-// nodes are serialized: the second sees the first's lock or key.
+// nodes are serialized: the second sees the first's lock or key. A key's
+// advisory lock always comes before its execution_locks row: a start takes
+// the key's lock and then reads the row FOR UPDATE, so a terminal ack,
+// a purge, a cleanup or a force release takes the advisory locks of the
+// keys it is about to free (in key order) before it deletes their rows.
+// Deleting first and taking the key after would wait for a start that
+// waits for the deleted row, a deadlock the server breaks by aborting
+// one of them (40P01).
 //
 // Writes are set-based and pipelined (pgx batches: many statements, one
 // round trip). A transaction's BEGIN rides at the head of its first batch,

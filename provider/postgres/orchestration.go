@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -610,7 +609,9 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	if e.Terminal && e.Status != string(provider.StatusContinuedAsNew) {
 		// An instance that ended releases its execution locks (and
 		// leaves the queues of others); afterTurn hands them over.
+		// The keys' advisory locks come first (see sqlXLockKeysOf).
 		t.released = true
+		b.Queue(sqlXLockKeysOfEnded, w.p.lockSpace, inst)
 		b.Queue(sqlXLockReleaseEnded, inst).Query(func(r pgx.Rows) error {
 			return forEach(r, func() error {
 				var k string
@@ -657,6 +658,9 @@ func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) er
 	keys := t.keys
 	if provider.Status(t.status).IsTerminal() && !t.released {
 		var err error
+		if _, err = w.exec(sqlXLockKeysOf, w.p.lockSpace, []string{inst}); err != nil {
+			return err
+		}
 		if keys, err = w.queryStrings(sqlXLockReleaseInstance, inst); err != nil {
 			return err
 		}
@@ -847,22 +851,10 @@ func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr [
 	return true, err
 }
 
-// RenewOrchestrationItemLock extends a valid instance lock; see
-// provider.Provider.
-func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	const op = "renewing turn lock"
-	inst, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenInstance)
-	if err != nil {
-		return p.fail(op, err)
-	}
-	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
-		var held bool
-		if err := q.QueryRow(ctx, sqlRenewLock, inst, lockToken, now, now+sqlenc.DurMs(extendFor)).Scan(&held); err != nil {
-			return err
-		}
-		if !held {
-			return provider.ErrLockLost
-		}
-		return nil
-	})
+// RenewTurn extends the instance lock token holds and its tagged
+// messages in one statement; see sqlstore.TurnTx.
+func (w *wtx) RenewTurn(inst, token string, extendMs int64) (bool, error) {
+	var held bool
+	err := w.tx.QueryRow(w.ctx, sqlRenewLock, inst, token, w.now, w.now+extendMs).Scan(&held)
+	return held, err
 }

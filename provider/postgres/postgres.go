@@ -624,6 +624,32 @@ func (p *Provider) single(ctx context.Context, op string, fn func(ctx context.Co
 	return nil
 }
 
+// writeAlone runs fn, whose one statement is atomic on its own and
+// changes nothing that needs a notification, as single does: on a pooled
+// connection without an explicit transaction (the statement commits by
+// itself), one round trip. fn gets a wtx whose transaction counts as
+// begun, so its statements go to the connection as they are.
+func (p *Provider) writeAlone(ctx context.Context, op string, fn func(w *wtx) error) error {
+	if p.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return p.fail(op, err)
+	}
+	defer conn.Release()
+	guard := p.guardConn(ctx, conn.Conn())
+	w := &wtx{ctx: context.WithoutCancel(ctx), tx: &lazyTx{conn: conn.Conn(), begun: true}, p: p, now: p.now()}
+	if err := guard(fn(w)); err != nil {
+		return p.fail(op, err)
+	}
+	p.commits.Add(1)
+	return nil
+}
+
 // read runs fn (reads on the pool) with the usual closed check and error
 // translation.
 func (p *Provider) read(ctx context.Context, op string, fn func() error) error {
@@ -791,6 +817,10 @@ func (r db) Write(ctx context.Context, op string, fn func(sqlstore.Tx) error) er
 
 func (r db) WriteGrouped(ctx context.Context, op string, locks []sqlstore.Lock, fn func(sqlstore.Tx) error) error {
 	return r.p.writeGrouped(ctx, op, locks, func(w *wtx) error { return fn(w) })
+}
+
+func (r db) WriteAlone(ctx context.Context, op string, fn func(sqlstore.Tx) error) error {
+	return r.p.writeAlone(ctx, op, func(w *wtx) error { return fn(w) })
 }
 
 func (r db) Fail(op string, err error) error { return r.p.fail(op, err) }

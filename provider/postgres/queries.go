@@ -509,6 +509,19 @@ FOR UPDATE OF l`
 	sqlAckNotify = `SELECT pg_notify($1::text, json_build_object('n', $2::text,
     'o', $3::bool OR EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $5::text),
     'w', $4::bool, 'i', json_build_array($5::text))::text)`
+	// The advisory locks of the keys whose execution locks instances $2
+	// hold, in key order ($1 the lock space). A transaction that deletes
+	// execution_locks rows takes them first, as a start takes the key's
+	// advisory lock before it reads (FOR UPDATE) the key's row: deleting
+	// first and taking the key after would wait for a start that waits
+	// for the deleted row (a deadlock, 40P01).
+	sqlXLockKeysOf = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || 'xlock:' || l.lock_key, 0))
+FROM (SELECT lock_key FROM execution_locks WHERE instance_id = ANY ($2::text[]) ORDER BY lock_key) AS l`
+	// The same, for sqlXLockReleaseEnded: only if instance $2 did end.
+	sqlXLockKeysOfEnded = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || 'xlock:' || l.lock_key, 0))
+FROM (SELECT lock_key FROM execution_locks WHERE instance_id = $2
+    AND EXISTS (SELECT 1 FROM instances WHERE instance_id = $2 AND status IN ('Completed', 'Failed', 'Canceled'))
+    ORDER BY lock_key) AS l`
 	// The holder ended: its locks go (to their queues); it leaves any queue
 	// it waited in. $1 instance.
 	sqlXLockReleaseInstance = `WITH q AS (DELETE FROM lock_queue WHERE instance_id = $1)

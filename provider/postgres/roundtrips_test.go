@@ -7,10 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 // countingTracer counts the round trips (a statement sent alone, or a
@@ -147,5 +150,44 @@ func TestRoundTripsPerSequentialOrchestration(t *testing.T) {
 	}
 	if per := float64(commits) / n; per > 9 {
 		t.Errorf("%.1f commits per orchestration, want at most 9", per)
+	}
+}
+
+// TestRenewalsAreOneStatement: a turn lock's and a work item lock's
+// renewal each send one statement, outside an explicit transaction (no
+// BEGIN, no COMMIT): one round trip.
+func TestRenewalsAreOneStatement(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
+	ctx := t.Context()
+	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.enqueueWork(ctx, providertest.HammerActivity("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil {
+		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
+	}
+	leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute})
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
+	}
+	for _, renew := range []struct {
+		name string
+		call func() error
+	}{
+		{"RenewOrchestrationItemLock", func() error { return p.RenewOrchestrationItemLock(ctx, it.LockToken, time.Hour) }},
+		{"RenewWorkItemLock", func() error { return p.RenewWorkItemLock(ctx, leases[0].LockToken, time.Hour) }},
+	} {
+		tr.snapshot()
+		if err := renew.call(); err != nil {
+			t.Fatalf("%s: %v", renew.name, err)
+		}
+		if trips, stmts, bySQL := tr.snapshot(); trips != 1 || stmts != 1 {
+			t.Errorf("%s: %d round trips, %d statements (%v), want 1 and 1", renew.name, trips, stmts, bySQL)
+		}
 	}
 }

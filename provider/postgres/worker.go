@@ -261,24 +261,12 @@ func (w *wtx) AbandonWork(id int64, token string, delayMs int64, undo int, lastE
 	return true, nil
 }
 
-// RenewWorkItemLock extends a valid worker lock and refreshes its
-// session's activity time; see provider.Provider.
-func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	const op = "renewing work item lock"
-	id, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenRow)
-	if err != nil {
-		return p.fail(op, err)
-	}
-	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
-		var held bool
-		if err := q.QueryRow(ctx, sqlRenewWork, id, lockToken, now, now+sqlenc.DurMs(extendFor)).Scan(&held); err != nil {
-			return err
-		}
-		if !held {
-			return provider.ErrLockLost
-		}
-		return nil
-	})
+// RenewWork extends the worker lock token holds and touches its session
+// in one statement; see sqlstore.WorkTx.
+func (w *wtx) RenewWork(id int64, token string, extendMs int64) (bool, error) {
+	var held bool
+	err := w.tx.QueryRow(w.ctx, sqlRenewWork, id, token, w.now, w.now+extendMs).Scan(&held)
+	return held, err
 }
 
 // enqueueWork inserts worker messages atomically, all or none. The

@@ -1,13 +1,11 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -563,26 +561,16 @@ func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr [
 	return true, err
 }
 
-// RenewOrchestrationItemLock extends a valid instance lock; see
-// provider.Provider.
-func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	const op = "renewing turn lock"
-	inst, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenInstance)
-	if err != nil {
-		return p.fail(op, err)
+// RenewTurn extends the instance lock token holds and then its tagged
+// messages; see sqlstore.TurnTx.
+func (w *wtx) RenewTurn(inst, token string, extendMs int64) (bool, error) {
+	until := w.now + extendMs
+	n, err := w.exec(sRenewLock, nil, inst, token, w.now, until)
+	if err != nil || n == 0 {
+		return false, err
 	}
-	return p.write(ctx, op, func(w *wtx) error {
-		until := w.now + sqlenc.DurMs(extendFor)
-		n, err := w.exec(sRenewLock, nil, inst, lockToken, w.now, until)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return provider.ErrLockLost
-		}
-		_, err = w.exec(sRenewTagged, nil, inst, lockToken, until)
-		return err
-	})
+	_, err = w.exec(sRenewTagged, nil, inst, token, until)
+	return true, err
 }
 
 // applyValues writes an ack's value changes (part of step f).

@@ -601,6 +601,12 @@ func (r db) WriteGrouped(ctx context.Context, op string, _ []sqlstore.Lock, fn f
 	return r.Write(ctx, op, fn)
 }
 
+// WriteAlone is Write: the single writer's transactions are what makes
+// SQLite's writes atomic and cheap (they share its group commit).
+func (r db) WriteAlone(ctx context.Context, op string, fn func(sqlstore.Tx) error) error {
+	return r.Write(ctx, op, fn)
+}
+
 func (r db) Fail(op string, err error) error { return r.p.fail(op, err) }
 func (r db) Now() int64                      { return r.p.now() }
 func (r db) Closed() bool                    { return r.p.closed.Load() }

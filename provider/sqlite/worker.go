@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -251,32 +250,22 @@ func (w *wtx) AbandonWork(id int64, token string, delayMs int64, undo int, lastE
 	return true, nil
 }
 
-// RenewWorkItemLock extends a valid worker lock and refreshes its
-// session's activity time; see provider.Provider.
-func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	const op = "renewing work item lock"
-	id, err := sqlstore.RenewArgs(lockToken, extendFor, sqlstore.TokenRow)
-	if err != nil {
-		return p.fail(op, err)
+// RenewWork extends the worker lock token holds and then touches its
+// session; see sqlstore.WorkTx.
+func (w *wtx) RenewWork(id int64, token string, extendMs int64) (bool, error) {
+	found := false
+	var sess sql.NullString
+	err := w.query(sRenewWork, func(r *sql.Rows) error {
+		found = true
+		return r.Scan(&sess)
+	}, id, token, w.now, w.now+extendMs)
+	if err != nil || !found {
+		return false, err
 	}
-	return p.write(ctx, op, func(w *wtx) error {
-		found := false
-		var sess sql.NullString
-		err := w.query(sRenewWork, func(r *sql.Rows) error {
-			found = true
-			return r.Scan(&sess)
-		}, id, lockToken, w.now, w.now+sqlenc.DurMs(extendFor))
-		if err != nil {
-			return err
-		}
-		if !found {
-			return provider.ErrLockLost
-		}
-		if sess.Valid {
-			_, err = w.exec(sTouchSession, nil, sess.String, w.now)
-		}
-		return err
-	})
+	if sess.Valid {
+		_, err = w.exec(sTouchSession, nil, sess.String, w.now)
+	}
+	return true, err
 }
 
 // enqueueWork inserts worker messages atomically, all or none. The

@@ -14,6 +14,10 @@
 //     pooled connections, several lanes); the calls that may share a
 //     transaction go through WriteGrouped, declaring the instance locks
 //     they take (Lock), which PostgreSQL takes first, in instance order.
+//     A call whose one step is a single statement atomic on its own (the
+//     lock renewals, RenewTurn and RenewWork) goes through WriteAlone,
+//     which PostgreSQL runs without an explicit transaction: one round
+//     trip.
 //   - Querier: the shared read statements (Query), each mapped to the
 //     store's SQL text, run one at a time or as a Batch (pipelined by
 //     PostgreSQL).

@@ -79,6 +79,11 @@ type TurnTx interface {
 	// undo 1) and records lastErr (JSON; nil for none) as the instance's
 	// last error. It reports false when token holds no lock.
 	AbandonTurn(instance, token string, delayMs int64, undo int, lastErr []byte) (bool, error)
+	// RenewTurn extends to the transaction's time plus extendMs the
+	// unexpired instance lock token holds on instance, and the lock of
+	// the messages tagged with it, reporting false (changing nothing)
+	// when token holds no unexpired lock. It runs as WriteAlone's step.
+	RenewTurn(instance, token string, extendMs int64) (bool, error)
 	// FetchUnservedTurns locks, as FetchTurns does but counting no
 	// delivery, up to limit instances ready since olderMs ago or longer
 	// whose orchestration no route live now registers (see
@@ -132,6 +137,12 @@ type WorkTx interface {
 	// delayMs (undoing its attempt with undo 1), recording lastErr (JSON;
 	// nil clears it). It reports false when token holds no lock.
 	AbandonWork(id int64, token string, delayMs int64, undo int, lastErr *string) (bool, error)
+	// RenewWork extends to the transaction's time plus extendMs the
+	// unexpired lock token holds on worker row id (and its visibility)
+	// and refreshes the activity time of the row's session, if any, while
+	// its lease is valid; it reports false (changing nothing) when token
+	// holds no unexpired lock. It runs as WriteAlone's step.
+	RenewWork(id int64, token string, extendMs int64) (bool, error)
 	// RenewSessions extends by extendMs the valid leases of the sessions
 	// of owners active within idleMs, returning how many.
 	RenewSessions(owners []string, extendMs, idleMs int64) (int64, error)
@@ -354,6 +365,43 @@ func (w Writes) AbandonOrchestrationItem(ctx context.Context, lockToken string, 
 	}
 	return w.DB.WriteGrouped(ctx, op, []Lock{{Instance: inst, Exclusive: true}}, func(tx Tx) error {
 		held, err := tx.AbandonTurn(inst, lockToken, sqlenc.DurMs(opts.Delay), undo, lastErr)
+		if err == nil && !held {
+			err = provider.ErrLockLost
+		}
+		return err
+	})
+}
+
+// RenewOrchestrationItemLock extends a valid instance lock and the lock of
+// its turn's messages; see provider.Provider. The lock's own conditions
+// (token, expiry) make the renewal safe without the instance's lock: an
+// ack or abandon that releases the lock first leaves nothing to renew
+// (ErrLockLost), and one that comes after sees the extended lock.
+func (w Writes) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	const op = "renewing turn lock"
+	inst, err := RenewArgs(lockToken, extendFor, TokenInstance)
+	if err != nil {
+		return w.DB.Fail(op, err)
+	}
+	return w.DB.WriteAlone(ctx, op, func(tx Tx) error {
+		held, err := tx.RenewTurn(inst, lockToken, sqlenc.DurMs(extendFor))
+		if err == nil && !held {
+			err = provider.ErrLockLost
+		}
+		return err
+	})
+}
+
+// RenewWorkItemLock extends a valid worker lock and refreshes its
+// session's activity time; see provider.Provider.
+func (w Writes) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	const op = "renewing work item lock"
+	id, err := RenewArgs(lockToken, extendFor, TokenRow)
+	if err != nil {
+		return w.DB.Fail(op, err)
+	}
+	return w.DB.WriteAlone(ctx, op, func(tx Tx) error {
+		held, err := tx.RenewWork(id, lockToken, sqlenc.DurMs(extendFor))
 		if err == nil && !held {
 			err = provider.ErrLockLost
 		}

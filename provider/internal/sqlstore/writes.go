@@ -26,6 +26,12 @@ type WriteDB interface {
 	// instance order, so that groups never wait for each other in a cycle;
 	// SQLite's single writer needs none and ignores them.
 	WriteGrouped(ctx context.Context, op string, locks []Lock, fn func(Tx) error) error
+	// WriteAlone runs fn as Write does, for a call whose one step is a
+	// single statement, atomic on its own, that changes nothing other
+	// nodes are notified of (a lock renewal): a store may run it without
+	// an explicit transaction (PostgreSQL: one round trip, no BEGIN or
+	// COMMIT).
+	WriteAlone(ctx context.Context, op string, fn func(Tx) error) error
 	// Fail translates and wraps, for the call op, an error found before
 	// the transaction began (an invalid argument).
 	Fail(op string, err error) error
