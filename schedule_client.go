@@ -362,14 +362,32 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire,
 		return nil, err
 	}
 	now := c.now().UTC().Truncate(time.Millisecond)
-	f, err := c.fire(ctx, id, cs, now, true)
+	p, err := c.planFire(ctx, id, cs, now, true)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := st.NoteScheduleFire(ctx, id, provider.ScheduleFire{FireAt: now, InstanceID: f.InstanceID, Outcome: f.Outcome}); err != nil {
-		return nil, fmt.Errorf("recording the fire of schedule %q: %w", id, err)
+	// The start and its record on the schedule commit together: a crash
+	// cannot leave an instance started that the schedule does not name.
+	var f ScheduleFire
+	found, err := st.TriggerSchedule(ctx, id, provider.ScheduleStart{FireAt: now, Start: p.msg,
+		Settle: func(err error) (string, string, bool) {
+			var ok bool
+			f, ok = p.settle(err)
+			return f.InstanceID, f.Outcome, ok
+		}})
+	if err != nil {
+		if p.msg != nil && p.msg.Create != nil {
+			err = startError(p.name, p.f.InstanceID, p.msg.Create.Lock, err)
+		}
+		return nil, fmt.Errorf("triggering schedule %q: %w", id, err)
 	}
-	return f, nil
+	if !found {
+		return nil, fmt.Errorf("schedule %q: %w", id, ErrNotFound)
+	}
+	if err := c.started(ctx, id, p, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // firePlan is one fire of a schedule, prepared: the start it makes and
@@ -476,25 +494,4 @@ func (c *Client) started(ctx context.Context, id string, p *firePlan, f *Schedul
 		f.ReplacedInstanceID = holder
 	}
 	return nil
-}
-
-// fire starts the instance of schedule id for the fire time at on its own
-// (a manual trigger: no claim of the next fire time).
-func (c *Client) fire(ctx context.Context, id string, cs *compiledSchedule, at time.Time, manual bool) (*ScheduleFire, error) {
-	p, err := c.planFire(ctx, id, cs, at, manual)
-	if err != nil {
-		return nil, err
-	}
-	var startErr error
-	if p.msg != nil {
-		startErr = c.p.Enqueue(ctx, p.msg)
-	}
-	f, ok := p.settle(startErr)
-	if !ok {
-		return nil, startError(p.name, f.InstanceID, p.msg.Create.Lock, startErr)
-	}
-	if err := c.started(ctx, id, p, &f); err != nil {
-		return nil, err
-	}
-	return &f, nil
 }

@@ -60,7 +60,7 @@ type ScheduleFire struct {
 	Outcome string
 }
 
-// ScheduleStart is one fire of FireSchedule: its time and the start it
+// ScheduleStart is one fire of FireSchedule or TriggerSchedule: its time and the start it
 // makes.
 type ScheduleStart struct {
 	// FireAt is the fire time.
@@ -124,8 +124,17 @@ type ScheduleStore interface {
 	// deleted the schedule) first.
 	ClaimScheduleFire(ctx context.Context, id string, due, next time.Time, f ScheduleFire) (bool, error)
 
+	// TriggerSchedule fires the schedule id out of turn (a manual
+	// trigger) in one transaction: only if the schedule exists, paused or
+	// not, it records f.FireAt as its last fire time, enqueues f.Start (as
+	// Provider.Enqueue would) and records the instance and outcome
+	// f.Settle gives, leaving NextFireAt as it is. It reports whether the
+	// schedule exists; false means nothing was started. Either the start
+	// and its record both commit or neither does.
+	TriggerSchedule(ctx context.Context, id string, f ScheduleStart) (bool, error)
+
 	// NoteScheduleFire records the fire f of schedule id (a fire made out
-	// of turn, such as a manual trigger), leaving NextFireAt as it is. It
+	// of turn), leaving NextFireAt as it is, without starting anything. It
 	// reports whether the schedule exists.
 	NoteScheduleFire(ctx context.Context, id string, f ScheduleFire) (bool, error)
 }

@@ -232,6 +232,65 @@ var scheduleCases = []testCase{
 		e.wantErr(err, provider.ErrInvalidArgument, "fire without fires")
 	}},
 
+	{name: "trigger_records_and_starts_in_one_transaction", run: func(e *env) {
+		s := e.schedules()
+		next := e.clock.Now().Add(time.Hour)
+		e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: "s", Spec: []byte(`{}`), NextFireAt: next}), "create")
+		at := e.clock.Now()
+
+		// A trigger starts its instance and records it, keeping the next
+		// fire, even while the schedule is paused.
+		got, err := s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get")
+		got.Paused, got.NextFireAt = true, time.Time{}
+		e.noErr(s.UpdateSchedule(e.ctx, got), "pause")
+		ok, err := s.TriggerSchedule(e.ctx, "s", fireStart("s-manual-1", at))
+		e.noErr(err, "trigger")
+		mustEqual(e.t, "triggered", ok, true)
+		e.wantInstance("s-manual-1")
+		got, err = s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after trigger")
+		e.sameTime("last fire", got.LastFireAt, at)
+		if got.LastInstanceID != "s-manual-1" || got.LastOutcome != "started" || got.Revision != 3 || !got.Paused || !got.NextFireAt.IsZero() {
+			e.t.Fatalf("after trigger: %+v", got)
+		}
+
+		// A refused start is recorded as Settle words it.
+		dup := fireStart("s-manual-1", at.Add(time.Second))
+		dup.Settle = func(err error) (string, string, bool) {
+			return "s-manual-1", "duplicate", errors.Is(err, provider.ErrInstanceExists)
+		}
+		ok, err = s.TriggerSchedule(e.ctx, "s", dup)
+		e.noErr(err, "trigger onto a taken instance ID")
+		mustEqual(e.t, "triggered onto a taken instance ID", ok, true)
+		got, err = s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after a refused start")
+		mustEqual(e.t, "outcome of a refused start", got.LastOutcome, "duplicate")
+		e.sameTime("last fire after a refused start", got.LastFireAt, at.Add(time.Second))
+
+		// A Settle that refuses the error fails the trigger: neither the
+		// record nor any start commits.
+		bad := fireStart("s-manual-1", at.Add(2*time.Second))
+		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		ok, err = s.TriggerSchedule(e.ctx, "s", bad)
+		if err == nil || ok {
+			e.t.Fatalf("trigger with a refused start = %v, %v; want an error", ok, err)
+		}
+		again, err := s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after a failed trigger")
+		if again.Revision != got.Revision || again.LastOutcome != "duplicate" {
+			e.t.Fatalf("a failed trigger changed the schedule: %+v, was %+v", again, got)
+		}
+
+		// A missing schedule starts nothing.
+		ok, err = s.TriggerSchedule(e.ctx, "missing", fireStart("missing-manual", at))
+		e.noErr(err, "trigger a missing schedule")
+		mustEqual(e.t, "triggered a missing schedule", ok, false)
+		e.wantNoInstance("missing-manual")
+		_, err = s.TriggerSchedule(e.ctx, "s", provider.ScheduleStart{FireAt: at, Start: startMsg("x")})
+		e.wantErr(err, provider.ErrInvalidArgument, "trigger without Settle")
+	}},
+
 	{name: "pause_racing_a_fire_never_starts_a_paused_schedule", run: func(e *env) {
 		s := e.schedules()
 		due := e.clock.Now()
