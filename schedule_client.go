@@ -369,7 +369,7 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire,
 	// The start and its record on the schedule commit together: a crash
 	// cannot leave an instance started that the schedule does not name.
 	var f ScheduleFire
-	found, err := st.TriggerSchedule(ctx, id, provider.ScheduleStart{FireAt: now, Start: p.msg,
+	found, err := st.TriggerSchedule(ctx, id, provider.ScheduleStart{FireAt: now, Start: p.msg, BufferOne: p.bufferOne,
 		Settle: func(err error) (string, string, bool) {
 			var ok bool
 			f, ok = p.settle(err)
@@ -400,7 +400,10 @@ type firePlan struct {
 	msg     *provider.OrchestratorMessage
 	manual  bool
 	replace bool // OverlapReplace: cancel the lock's holder once started
-	lockKey string
+	// bufferOne (OverlapBufferOne): the store skips the start when a
+	// start already waits for the held lock.
+	bufferOne bool
+	lockKey   string
 }
 
 // planFire prepares the fire at time at of schedule id under its overlap
@@ -421,15 +424,11 @@ func (c *Client) planFire(ctx context.Context, id string, cs *compiledSchedule, 
 	p.lockKey = opts.LockKey
 	switch def.Overlap {
 	case OverlapBufferOne:
+		// Whether a fire already waits for the lock is checked by the
+		// store in the fire's transaction (ScheduleStart.BufferOne), so
+		// two schedules sharing the key cannot both queue one.
 		opts.QueueIfLocked = true
-		lock, err := c.GetLock(ctx, opts.LockKey)
-		if err != nil {
-			return nil, err
-		}
-		if lock.IsLocked && !lock.IsStale && lock.Queued > 0 {
-			p.f.InstanceID, p.f.Outcome = "", "skipped: a fire already waits for lock "+opts.LockKey
-			return p, nil
-		}
+		p.bufferOne = true
 	case OverlapReplace:
 		opts.QueueIfLocked = true
 		p.replace = true
@@ -455,6 +454,11 @@ func (c *Client) planFire(ctx context.Context, id string, cs *compiledSchedule, 
 func (p *firePlan) settle(err error) (ScheduleFire, bool) {
 	f := p.f
 	if p.msg == nil || err == nil {
+		return f, true
+	}
+	var waiting *provider.StartWaitingError
+	if errors.As(err, &waiting) {
+		f.InstanceID, f.Outcome = "", "skipped: a fire already waits for lock "+waiting.Key
 		return f, true
 	}
 	err = startError(p.name, f.InstanceID, p.msg.Create.Lock, err)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -67,6 +68,13 @@ type ScheduleStart struct {
 	FireAt time.Time
 	// Start starts the fire's instance; nil when the fire starts none.
 	Start *OrchestratorMessage
+	// BufferOne asks for the overlap policy buffer_one, checked in the
+	// fire's transaction with the start: when the execution lock of Start
+	// is held by a live instance and a start already waits for it, Start is
+	// not made, and Settle gets a *StartWaitingError. Two fires sharing a
+	// lock key (of one schedule or of two) thus never queue two waiting
+	// starts.
+	BufferOne bool
 	// Settle says what the fire records, given the error of its Start
 	// (nil when the instance was created, or when Start is nil): the
 	// instance and the outcome (ScheduleFire.InstanceID and Outcome), and
@@ -78,6 +86,20 @@ type ScheduleStart struct {
 	// again); it must not have side effects. Required.
 	Settle func(startErr error) (instanceID, outcome string, ok bool)
 }
+
+// StartWaitingError is the refusal a ScheduleStart with BufferOne gets
+// when a start already waits for its held lock key. It matches
+// errors.Is(err, ErrLocked).
+type StartWaitingError struct {
+	Key string
+}
+
+func (e *StartWaitingError) Error() string {
+	return fmt.Sprintf("a start already waits for execution lock %q", e.Key)
+}
+
+// Unwrap returns ErrLocked.
+func (e *StartWaitingError) Unwrap() error { return ErrLocked }
 
 // ScheduleStore is the optional capability of a store that keeps
 // schedules; both SQL stores implement it. Every change it makes signals

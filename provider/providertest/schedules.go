@@ -364,6 +364,74 @@ var scheduleCases = []testCase{
 		}
 	}},
 
+	{name: "buffer_one_fires_sharing_a_lock_queue_at_most_one", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		bufferOne := func(inst, key string, seen *error) provider.ScheduleStart {
+			return provider.ScheduleStart{FireAt: due, Start: queuedStart(inst, key, lockTTL), BufferOne: true,
+				Settle: func(err error) (string, string, bool) {
+					*seen = err
+					var waiting *provider.StartWaitingError
+					switch {
+					case err == nil:
+						return inst, "started", true
+					case errors.As(err, &waiting):
+						return "", "skipped", waiting.Key == key && errors.Is(err, provider.ErrLocked)
+					}
+					return "", "", false
+				}}
+		}
+
+		// On a free key a buffer_one start takes the lock at once; on a
+		// held key the first one queues.
+		var seen error
+		e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: "free", Spec: []byte(`{}`), NextFireAt: due}), "create")
+		ok, err := s.FireSchedule(e.ctx, "free", due, due.Add(time.Minute), []provider.ScheduleStart{bufferOne("free-1", "kf", &seen)})
+		e.noErr(err, "fire on a free key")
+		mustEqual(e.t, "fired on a free key", ok, true)
+		e.noErr(seen, "start on a free key")
+		mustEqual(e.t, "holder of kf", e.getLock("kf").InstanceID, "free-1")
+
+		// Two schedules sharing a held key, firing at once: one start
+		// waits, the other is refused in its transaction.
+		for round := range 10 {
+			key := fmt.Sprintf("k%d", round)
+			e.enqueue(lockedStart(fmt.Sprintf("holder-%d", round), key))
+			ids := [2]string{fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round)}
+			var fired [2]bool
+			var errs, seen [2]error
+			for _, id := range ids {
+				e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: id, Spec: []byte(`{}`), NextFireAt: due}), "create")
+			}
+			var wg sync.WaitGroup
+			for i, id := range ids {
+				wg.Go(func() {
+					fired[i], errs[i] = s.FireSchedule(e.ctx, id, due, due.Add(time.Minute),
+						[]provider.ScheduleStart{bufferOne(id+"-fire", key, &seen[i])})
+				})
+			}
+			wg.Wait()
+			started := 0
+			for i, id := range ids {
+				e.noErr(errs[i], "fire "+id)
+				mustEqual(e.t, "fired "+id, fired[i], true)
+				got, err := s.GetSchedule(e.ctx, id)
+				e.noErr(err, "get "+id)
+				if seen[i] == nil {
+					started++
+					e.wantStatus(id+"-fire", provider.StatusPending)
+					mustEqual(e.t, "outcome of "+id, got.LastOutcome, "started")
+				} else {
+					e.wantErr(seen[i], provider.ErrLocked, "the refused start of "+id)
+					e.wantNoInstance(id + "-fire")
+					mustEqual(e.t, "outcome of "+id, got.LastOutcome, "skipped")
+				}
+			}
+			e.wantCount(fmt.Sprintf("round %d: starts queued", round), started, 1)
+			mustEqual(e.t, "starts waiting for "+key, e.getLock(key).Queued, 1)
+		}
+	}},
+
 	{name: "changes_wake_the_schedule_watchers", run: func(e *env) {
 		s := e.schedules()
 		w := e.watch(provider.ScheduleWatchKey)

@@ -48,6 +48,9 @@ const (
 	// SQListPage (after, limit) returns up to limit schedules whose ID
 	// sorts after the one given, by ID.
 	SQListPage
+	// SQLockQueued (lock_key) returns the number of starts waiting for
+	// the execution lock lock_key (one row, one column).
+	SQLockQueued
 	// NumSchedQueries is the number of statements: the size of a store's table.
 	NumSchedQueries
 )
@@ -88,6 +91,8 @@ type ScheduleTx interface {
 	// affected any, the watchers of provider.ScheduleWatchKey are
 	// signalled once the transaction committed.
 	ExecSchedule(q SchedQuery, args ...any) (int64, error)
+	// CountSchedule runs q, which returns one integer, and returns it.
+	CountSchedule(q SchedQuery, args ...any) (int64, error)
 }
 
 // nullMs is t in epoch milliseconds, or nil (NULL) for the zero time.
@@ -343,14 +348,44 @@ func encodeStarts(id string, fires []provider.ScheduleStart) (*scheduleStarts, e
 	return st, nil
 }
 
+// startWaits returns the refusal of the buffer_one start m of fire f when
+// its lock key is held by a live instance and a start already waits for
+// it. The store's LiveLockHolder serializes the writers of the key (on
+// PostgreSQL a transaction lock on it), so the count and the enqueue that
+// follows are atomic: of two fires sharing the key, the second sees the
+// first one's waiting start.
+func startWaits(tx ScheduleTx, f provider.ScheduleStart, m *sqlenc.Msg) (*provider.StartWaitingError, error) {
+	if !f.BufferOne || m.Create == nil || m.Create.LockKey == "" {
+		return nil, nil
+	}
+	key := m.Create.LockKey
+	holder, err := tx.LiveLockHolder(key)
+	if err != nil || holder == nil {
+		return nil, err
+	}
+	n, err := tx.CountSchedule(SQLockQueued, key)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return &provider.StartWaitingError{Key: key}, nil
+}
+
 // start makes the starts in tx, in order, and records the last one's
 // outcome on schedule id (SQSetLast).
 func (st *scheduleStarts) start(tx ScheduleTx, id string) error {
 	var inst, outcome string
 	for i, f := range st.fires {
 		startErr := st.early[i]
-		if st.enc[i] != nil {
-			startErr = InsertMessage(tx, st.enc[i])
+		if m := st.enc[i]; m != nil {
+			waiting, err := startWaits(tx, f, m)
+			switch {
+			case err != nil:
+				return err
+			case waiting != nil:
+				startErr = waiting
+			default:
+				startErr = InsertMessage(tx, m)
+			}
 		}
 		var ok bool
 		if inst, outcome, ok = f.Settle(startErr); !ok {
