@@ -203,7 +203,16 @@ type RewindOptions struct {
 	// Only a Running instance whose current execution has started is
 	// taken: not a Pending one, not a paused one (resume it first), not
 	// one in a turn (its lock held: retry), and not one whose resume
-	// point leaves a sub-orchestration in flight. Force is the caller's
+	// point leaves a sub-orchestration in flight, and not one whose cancel
+	// was requested (Client.CancelInstance, a parent's cancel, a
+	// timeout) and is in its grace period. A forced rewind resumes from
+	// the start of the last turn, which may be before the cancel
+	// request: taking such an instance would drop the cancel silently
+	// and keep alive an instance someone asked to stop. An operator who
+	// wants it to go on anyway lets the cancel end it (at the latest
+	// when RuntimeOptions.CancelGracePeriod runs out) and rewinds the
+	// Canceled instance, which resumes from before the cancel request: a
+	// deliberate undo of the cancel. Force is the caller's
 	// judgment that the instance is stuck: nothing checks that it is
 	// stalled (Inspect tells). Without Force, Running is refused.
 	Force bool
@@ -249,6 +258,10 @@ func (c *Client) RewindWithOptions(ctx context.Context, instanceID string, opts 
 	if st == StateRunning {
 		if len(hist) == 0 {
 			return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind", Reason: "its execution has not started"}
+		}
+		if slices.ContainsFunc(hist, func(ev history.Event) bool { return ev.Kind == history.OrchestrationCancelRequested }) {
+			return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind",
+				Reason: "its cancel was requested and its grace period is running; let the cancel end it, then rewind the Canceled instance (it resumes from before the cancel request)"}
 		}
 		msg := "rewound"
 		if by := ActorFrom(ctx); by != "" {

@@ -362,14 +362,32 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire,
 		return nil, err
 	}
 	now := c.now().UTC().Truncate(time.Millisecond)
-	f, err := c.fire(ctx, id, cs, now, true)
+	p, err := c.planFire(ctx, id, cs, now, true)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := st.NoteScheduleFire(ctx, id, provider.ScheduleFire{FireAt: now, InstanceID: f.InstanceID, Outcome: f.Outcome}); err != nil {
-		return nil, fmt.Errorf("recording the fire of schedule %q: %w", id, err)
+	// The start and its record on the schedule commit together: a crash
+	// cannot leave an instance started that the schedule does not name.
+	var f ScheduleFire
+	found, err := st.TriggerSchedule(ctx, id, provider.ScheduleStart{FireAt: now, Start: p.msg, BufferOne: p.bufferOne,
+		Settle: func(err error) (string, string, bool) {
+			var ok bool
+			f, ok = p.settle(err)
+			return f.InstanceID, f.Outcome, ok
+		}})
+	if err != nil {
+		if p.msg != nil && p.msg.Create != nil {
+			err = startError(p.name, p.f.InstanceID, p.msg.Create.Lock, err)
+		}
+		return nil, fmt.Errorf("triggering schedule %q: %w", id, err)
 	}
-	return f, nil
+	if !found {
+		return nil, fmt.Errorf("schedule %q: %w", id, ErrNotFound)
+	}
+	if err := c.started(ctx, id, p, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // firePlan is one fire of a schedule, prepared: the start it makes and
@@ -382,7 +400,10 @@ type firePlan struct {
 	msg     *provider.OrchestratorMessage
 	manual  bool
 	replace bool // OverlapReplace: cancel the lock's holder once started
-	lockKey string
+	// bufferOne (OverlapBufferOne): the store skips the start when a
+	// start already waits for the held lock.
+	bufferOne bool
+	lockKey   string
 }
 
 // planFire prepares the fire at time at of schedule id under its overlap
@@ -403,15 +424,11 @@ func (c *Client) planFire(ctx context.Context, id string, cs *compiledSchedule, 
 	p.lockKey = opts.LockKey
 	switch def.Overlap {
 	case OverlapBufferOne:
+		// Whether a fire already waits for the lock is checked by the
+		// store in the fire's transaction (ScheduleStart.BufferOne), so
+		// two schedules sharing the key cannot both queue one.
 		opts.QueueIfLocked = true
-		lock, err := c.GetLock(ctx, opts.LockKey)
-		if err != nil {
-			return nil, err
-		}
-		if lock.IsLocked && !lock.IsStale && lock.Queued > 0 {
-			p.f.InstanceID, p.f.Outcome = "", "skipped: a fire already waits for lock "+opts.LockKey
-			return p, nil
-		}
+		p.bufferOne = true
 	case OverlapReplace:
 		opts.QueueIfLocked = true
 		p.replace = true
@@ -437,6 +454,11 @@ func (c *Client) planFire(ctx context.Context, id string, cs *compiledSchedule, 
 func (p *firePlan) settle(err error) (ScheduleFire, bool) {
 	f := p.f
 	if p.msg == nil || err == nil {
+		return f, true
+	}
+	var waiting *provider.StartWaitingError
+	if errors.As(err, &waiting) {
+		f.InstanceID, f.Outcome = "", "skipped: a fire already waits for lock "+waiting.Key
 		return f, true
 	}
 	err = startError(p.name, f.InstanceID, p.msg.Create.Lock, err)
@@ -476,25 +498,4 @@ func (c *Client) started(ctx context.Context, id string, p *firePlan, f *Schedul
 		f.ReplacedInstanceID = holder
 	}
 	return nil
-}
-
-// fire starts the instance of schedule id for the fire time at on its own
-// (a manual trigger: no claim of the next fire time).
-func (c *Client) fire(ctx context.Context, id string, cs *compiledSchedule, at time.Time, manual bool) (*ScheduleFire, error) {
-	p, err := c.planFire(ctx, id, cs, at, manual)
-	if err != nil {
-		return nil, err
-	}
-	var startErr error
-	if p.msg != nil {
-		startErr = c.p.Enqueue(ctx, p.msg)
-	}
-	f, ok := p.settle(startErr)
-	if !ok {
-		return nil, startError(p.name, f.InstanceID, p.msg.Create.Lock, startErr)
-	}
-	if err := c.started(ctx, id, p, &f); err != nil {
-		return nil, err
-	}
-	return &f, nil
 }

@@ -192,7 +192,7 @@ func (s *scheduler) fireDue(ctx context.Context, sc *provider.Schedule, now time
 			return time.Time{}, err
 		}
 		plans[i] = p
-		starts[i] = provider.ScheduleStart{FireAt: at, Start: p.msg, Settle: func(err error) (string, string, bool) {
+		starts[i] = provider.ScheduleStart{FireAt: at, Start: p.msg, BufferOne: p.bufferOne, Settle: func(err error) (string, string, bool) {
 			f, ok := p.settle(err)
 			settled[i] = f
 			return f.InstanceID, f.Outcome, ok

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -60,13 +61,20 @@ type ScheduleFire struct {
 	Outcome string
 }
 
-// ScheduleStart is one fire of FireSchedule: its time and the start it
+// ScheduleStart is one fire of FireSchedule or TriggerSchedule: its time and the start it
 // makes.
 type ScheduleStart struct {
 	// FireAt is the fire time.
 	FireAt time.Time
 	// Start starts the fire's instance; nil when the fire starts none.
 	Start *OrchestratorMessage
+	// BufferOne asks for the overlap policy buffer_one, checked in the
+	// fire's transaction with the start: when the execution lock of Start
+	// is held by a live instance and a start already waits for it, Start is
+	// not made, and Settle gets a *StartWaitingError. Two fires sharing a
+	// lock key (of one schedule or of two) thus never queue two waiting
+	// starts.
+	BufferOne bool
 	// Settle says what the fire records, given the error of its Start
 	// (nil when the instance was created, or when Start is nil): the
 	// instance and the outcome (ScheduleFire.InstanceID and Outcome), and
@@ -78,6 +86,20 @@ type ScheduleStart struct {
 	// again); it must not have side effects. Required.
 	Settle func(startErr error) (instanceID, outcome string, ok bool)
 }
+
+// StartWaitingError is the refusal a ScheduleStart with BufferOne gets
+// when a start already waits for its held lock key. It matches
+// errors.Is(err, ErrLocked).
+type StartWaitingError struct {
+	Key string
+}
+
+func (e *StartWaitingError) Error() string {
+	return fmt.Sprintf("a start already waits for execution lock %q", e.Key)
+}
+
+// Unwrap returns ErrLocked.
+func (e *StartWaitingError) Unwrap() error { return ErrLocked }
 
 // ScheduleStore is the optional capability of a store that keeps
 // schedules; both SQL stores implement it. Every change it makes signals
@@ -124,8 +146,17 @@ type ScheduleStore interface {
 	// deleted the schedule) first.
 	ClaimScheduleFire(ctx context.Context, id string, due, next time.Time, f ScheduleFire) (bool, error)
 
+	// TriggerSchedule fires the schedule id out of turn (a manual
+	// trigger) in one transaction: only if the schedule exists, paused or
+	// not, it records f.FireAt as its last fire time, enqueues f.Start (as
+	// Provider.Enqueue would) and records the instance and outcome
+	// f.Settle gives, leaving NextFireAt as it is. It reports whether the
+	// schedule exists; false means nothing was started. Either the start
+	// and its record both commit or neither does.
+	TriggerSchedule(ctx context.Context, id string, f ScheduleStart) (bool, error)
+
 	// NoteScheduleFire records the fire f of schedule id (a fire made out
-	// of turn, such as a manual trigger), leaving NextFireAt as it is. It
+	// of turn), leaving NextFireAt as it is, without starting anything. It
 	// reports whether the schedule exists.
 	NoteScheduleFire(ctx context.Context, id string, f ScheduleFire) (bool, error)
 }

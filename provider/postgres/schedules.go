@@ -31,8 +31,9 @@ updated_at = $7, revision = revision + 1
 WHERE schedule_id = $1 AND next_fire_at = $2 AND NOT paused`,
 	sqlstore.SQNote: `UPDATE schedules SET last_fire_at = $2, last_instance_id = $3, last_outcome = $4,
 updated_at = $5, revision = revision + 1 WHERE schedule_id = $1`,
-	sqlstore.SQSetLast:  `UPDATE schedules SET last_instance_id = $2, last_outcome = $3 WHERE schedule_id = $1`,
-	sqlstore.SQListPage: `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id > $1 ORDER BY schedule_id LIMIT $2`,
+	sqlstore.SQSetLast:    `UPDATE schedules SET last_instance_id = $2, last_outcome = $3 WHERE schedule_id = $1`,
+	sqlstore.SQListPage:   `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id > $1 ORDER BY schedule_id LIMIT $2`,
+	sqlstore.SQLockQueued: `SELECT count(*) FROM lock_queue WHERE lock_key = $1`,
 }
 
 // scheduleDB runs the schedule statements: writes in a write
@@ -58,6 +59,13 @@ func (t scheduleTx) ExecSchedule(q sqlstore.SchedQuery, args ...any) (int64, err
 		w.changes.addInstance(provider.ScheduleWatchKey)
 	}
 	return n, nil
+}
+
+func (t scheduleTx) CountSchedule(q sqlstore.SchedQuery, args ...any) (int64, error) {
+	w := t.wtx
+	var n int64
+	err := w.tx.QueryRow(w.ctx, scheduleSQL[q], args...).Scan(&n)
+	return n, err
 }
 
 func (d scheduleDB) Read(ctx context.Context, op string, q sqlstore.SchedQuery, scan func(sqlstore.Row) error, args ...any) error {

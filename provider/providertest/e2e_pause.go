@@ -27,6 +27,7 @@ var e2ePauseCases = []e2eCase{
 	{"RewindManyAfterAFixedDeploy", e2eRewindMany},
 	{"RewindStuckRunningWithForce", e2eRewindRunning},
 	{"RewindRunningWaiterStartsOver", e2eRewindRunningWaiter},
+	{"ForcedRewindRefusesAPendingCancel", e2eRewindRunningCancelPending},
 }
 
 // e2ePauseHolds pauses an instance while its activity runs: the activity
@@ -596,4 +597,58 @@ func e2eRewindRunningWaiter(e *e2e) {
 	if out != "x now" || st.ExecutionID != 2 {
 		e.t.Fatalf("output %q at execution %d", out, st.ExecutionID)
 	}
+}
+
+// e2eRewindRunningCancelPending: a forced rewind of a Running instance
+// whose cancel was requested (its grace period running) is refused and
+// changes nothing, so the cancel is not lost: the instance still ends
+// Canceled at the end of its grace period, and can be rewound then.
+func e2eRewindRunningCancelPending(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Stubborn", func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
+		_ = ctx.WaitForEvent("never").Await(nil) // ignores the cancel
+		var s string
+		err := ctx.WaitForEvent("after").Await(&s)
+		return in + " " + s, err
+	})
+	e.runtime(reg, func(o *duroxide.RuntimeOptions) { o.CancelGracePeriod = time.Hour })
+	e.start("s", "Stubborn", "x")
+	e.eventually("s waits", func() bool { return len(e.history("s", 0)) >= 2 })
+	if err := e.c.CancelInstance(e.ctx, "s", "stop"); err != nil {
+		e.t.Fatalf("CancelInstance: %v", err)
+	}
+	e.eventually("the cancel request recorded", func() bool {
+		return count(e.history("s", 0), history.OrchestrationCancelRequested) == 1
+	})
+	e.eventually("s waits in its grace period", func() bool {
+		h := e.history("s", 0)
+		return count(h, history.ExternalSubscribed) == 2
+	})
+	before := e.history("s", 1)
+	if st := e.status("s"); st.State != duroxide.StateRunning {
+		e.t.Fatalf("in the grace period: %s, want Running", describeStatus(st))
+	}
+
+	err := e.c.RewindWithOptions(e.ctx, "s", &duroxide.RewindOptions{Force: true, Reason: "unstick"})
+	var se *duroxide.InstanceStateError
+	if !errors.As(err, &se) || !errors.Is(err, duroxide.ErrStateConflict) || se.State != duroxide.StateRunning ||
+		!strings.Contains(err.Error(), "cancel was requested") {
+		e.t.Fatalf("forced rewind during a cancel's grace period: %v, want an *InstanceStateError naming the cancel", err)
+	}
+	mustEqual(e.t, "history after the refused rewind", eventKinds(e.history("s", 1)), eventKinds(before))
+	if ex, err := e.c.ListExecutions(e.ctx, "s"); err != nil || len(ex) != 1 {
+		e.t.Fatalf("ListExecutions after the refused rewind: %+v, %v", ex, err)
+	}
+
+	// The cancel goes on: the instance ends Canceled at the grace deadline.
+	e.fc.Advance(time.Hour + time.Minute)
+	e.eventually("s canceled", func() bool { return e.status("s").State == duroxide.StateCanceled })
+	// Rewound now, it resumes from before the cancel request, by choice.
+	if err := e.c.Rewind(e.ctx, "s", "undo the cancel"); err != nil {
+		e.t.Fatalf("Rewind of the Canceled instance: %v", err)
+	}
+	e.eventually("s waits again", func() bool {
+		st := e.status("s")
+		return st.ExecutionID == 2 && st.State == duroxide.StateRunning
+	})
 }

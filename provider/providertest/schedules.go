@@ -232,6 +232,65 @@ var scheduleCases = []testCase{
 		e.wantErr(err, provider.ErrInvalidArgument, "fire without fires")
 	}},
 
+	{name: "trigger_records_and_starts_in_one_transaction", run: func(e *env) {
+		s := e.schedules()
+		next := e.clock.Now().Add(time.Hour)
+		e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: "s", Spec: []byte(`{}`), NextFireAt: next}), "create")
+		at := e.clock.Now()
+
+		// A trigger starts its instance and records it, keeping the next
+		// fire, even while the schedule is paused.
+		got, err := s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get")
+		got.Paused, got.NextFireAt = true, time.Time{}
+		e.noErr(s.UpdateSchedule(e.ctx, got), "pause")
+		ok, err := s.TriggerSchedule(e.ctx, "s", fireStart("s-manual-1", at))
+		e.noErr(err, "trigger")
+		mustEqual(e.t, "triggered", ok, true)
+		e.wantInstance("s-manual-1")
+		got, err = s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after trigger")
+		e.sameTime("last fire", got.LastFireAt, at)
+		if got.LastInstanceID != "s-manual-1" || got.LastOutcome != "started" || got.Revision != 3 || !got.Paused || !got.NextFireAt.IsZero() {
+			e.t.Fatalf("after trigger: %+v", got)
+		}
+
+		// A refused start is recorded as Settle words it.
+		dup := fireStart("s-manual-1", at.Add(time.Second))
+		dup.Settle = func(err error) (string, string, bool) {
+			return "s-manual-1", "duplicate", errors.Is(err, provider.ErrInstanceExists)
+		}
+		ok, err = s.TriggerSchedule(e.ctx, "s", dup)
+		e.noErr(err, "trigger onto a taken instance ID")
+		mustEqual(e.t, "triggered onto a taken instance ID", ok, true)
+		got, err = s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after a refused start")
+		mustEqual(e.t, "outcome of a refused start", got.LastOutcome, "duplicate")
+		e.sameTime("last fire after a refused start", got.LastFireAt, at.Add(time.Second))
+
+		// A Settle that refuses the error fails the trigger: neither the
+		// record nor any start commits.
+		bad := fireStart("s-manual-1", at.Add(2*time.Second))
+		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		ok, err = s.TriggerSchedule(e.ctx, "s", bad)
+		if err == nil || ok {
+			e.t.Fatalf("trigger with a refused start = %v, %v; want an error", ok, err)
+		}
+		again, err := s.GetSchedule(e.ctx, "s")
+		e.noErr(err, "get after a failed trigger")
+		if again.Revision != got.Revision || again.LastOutcome != "duplicate" {
+			e.t.Fatalf("a failed trigger changed the schedule: %+v, was %+v", again, got)
+		}
+
+		// A missing schedule starts nothing.
+		ok, err = s.TriggerSchedule(e.ctx, "missing", fireStart("missing-manual", at))
+		e.noErr(err, "trigger a missing schedule")
+		mustEqual(e.t, "triggered a missing schedule", ok, false)
+		e.wantNoInstance("missing-manual")
+		_, err = s.TriggerSchedule(e.ctx, "s", provider.ScheduleStart{FireAt: at, Start: startMsg("x")})
+		e.wantErr(err, provider.ErrInvalidArgument, "trigger without Settle")
+	}},
+
 	{name: "pause_racing_a_fire_never_starts_a_paused_schedule", run: func(e *env) {
 		s := e.schedules()
 		due := e.clock.Now()
@@ -302,6 +361,74 @@ var scheduleCases = []testCase{
 				}
 			}
 			e.wantCount("winning fires", won, 1)
+		}
+	}},
+
+	{name: "buffer_one_fires_sharing_a_lock_queue_at_most_one", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		bufferOne := func(inst, key string, seen *error) provider.ScheduleStart {
+			return provider.ScheduleStart{FireAt: due, Start: queuedStart(inst, key, lockTTL), BufferOne: true,
+				Settle: func(err error) (string, string, bool) {
+					*seen = err
+					var waiting *provider.StartWaitingError
+					switch {
+					case err == nil:
+						return inst, "started", true
+					case errors.As(err, &waiting):
+						return "", "skipped", waiting.Key == key && errors.Is(err, provider.ErrLocked)
+					}
+					return "", "", false
+				}}
+		}
+
+		// On a free key a buffer_one start takes the lock at once; on a
+		// held key the first one queues.
+		var seen error
+		e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: "free", Spec: []byte(`{}`), NextFireAt: due}), "create")
+		ok, err := s.FireSchedule(e.ctx, "free", due, due.Add(time.Minute), []provider.ScheduleStart{bufferOne("free-1", "kf", &seen)})
+		e.noErr(err, "fire on a free key")
+		mustEqual(e.t, "fired on a free key", ok, true)
+		e.noErr(seen, "start on a free key")
+		mustEqual(e.t, "holder of kf", e.getLock("kf").InstanceID, "free-1")
+
+		// Two schedules sharing a held key, firing at once: one start
+		// waits, the other is refused in its transaction.
+		for round := range 10 {
+			key := fmt.Sprintf("k%d", round)
+			e.enqueue(lockedStart(fmt.Sprintf("holder-%d", round), key))
+			ids := [2]string{fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round)}
+			var fired [2]bool
+			var errs, seen [2]error
+			for _, id := range ids {
+				e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: id, Spec: []byte(`{}`), NextFireAt: due}), "create")
+			}
+			var wg sync.WaitGroup
+			for i, id := range ids {
+				wg.Go(func() {
+					fired[i], errs[i] = s.FireSchedule(e.ctx, id, due, due.Add(time.Minute),
+						[]provider.ScheduleStart{bufferOne(id+"-fire", key, &seen[i])})
+				})
+			}
+			wg.Wait()
+			started := 0
+			for i, id := range ids {
+				e.noErr(errs[i], "fire "+id)
+				mustEqual(e.t, "fired "+id, fired[i], true)
+				got, err := s.GetSchedule(e.ctx, id)
+				e.noErr(err, "get "+id)
+				if seen[i] == nil {
+					started++
+					e.wantStatus(id+"-fire", provider.StatusPending)
+					mustEqual(e.t, "outcome of "+id, got.LastOutcome, "started")
+				} else {
+					e.wantErr(seen[i], provider.ErrLocked, "the refused start of "+id)
+					e.wantNoInstance(id + "-fire")
+					mustEqual(e.t, "outcome of "+id, got.LastOutcome, "skipped")
+				}
+			}
+			e.wantCount(fmt.Sprintf("round %d: starts queued", round), started, 1)
+			mustEqual(e.t, "starts waiting for "+key, e.getLock(key).Queued, 1)
 		}
 	}},
 

@@ -29,8 +29,9 @@ updated_at = ?7, revision = revision + 1
 WHERE schedule_id = ?1 AND next_fire_at = ?2 AND paused = 0`,
 	sqlstore.SQNote: `UPDATE schedules SET last_fire_at = ?2, last_instance_id = ?3, last_outcome = ?4,
 updated_at = ?5, revision = revision + 1 WHERE schedule_id = ?1`,
-	sqlstore.SQSetLast:  `UPDATE schedules SET last_instance_id = ?2, last_outcome = ?3 WHERE schedule_id = ?1`,
-	sqlstore.SQListPage: `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id > ?1 ORDER BY schedule_id LIMIT ?2`,
+	sqlstore.SQSetLast:    `UPDATE schedules SET last_instance_id = ?2, last_outcome = ?3 WHERE schedule_id = ?1`,
+	sqlstore.SQListPage:   `SELECT ` + schedCols + ` FROM schedules WHERE schedule_id > ?1 ORDER BY schedule_id LIMIT ?2`,
+	sqlstore.SQLockQueued: `SELECT count(*) FROM lock_queue WHERE lock_key = ?1`,
 }
 
 // scheduleDB runs the schedule statements: writes through the writer,
@@ -57,6 +58,15 @@ func (t scheduleTx) ExecSchedule(q sqlstore.SchedQuery, args ...any) (int64, err
 	}
 	if n > 0 {
 		w.changes.instances = append(w.changes.instances, provider.ScheduleWatchKey)
+	}
+	return n, nil
+}
+
+func (t scheduleTx) CountSchedule(q sqlstore.SchedQuery, args ...any) (int64, error) {
+	w := t.wtx
+	var n int64
+	if err := w.tx.QueryRowContext(w.ctx, scheduleSQL[q], args...).Scan(&n); err != nil {
+		return 0, interpretError(err, nil)
 	}
 	return n, nil
 }

@@ -48,6 +48,9 @@ const (
 	// SQListPage (after, limit) returns up to limit schedules whose ID
 	// sorts after the one given, by ID.
 	SQListPage
+	// SQLockQueued (lock_key) returns the number of starts waiting for
+	// the execution lock lock_key (one row, one column).
+	SQLockQueued
 	// NumSchedQueries is the number of statements: the size of a store's table.
 	NumSchedQueries
 )
@@ -88,6 +91,8 @@ type ScheduleTx interface {
 	// affected any, the watchers of provider.ScheduleWatchKey are
 	// signalled once the transaction committed.
 	ExecSchedule(q SchedQuery, args ...any) (int64, error)
+	// CountSchedule runs q, which returns one integer, and returns it.
+	CountSchedule(q SchedQuery, args ...any) (int64, error)
 }
 
 // nullMs is t in epoch milliseconds, or nil (NULL) for the zero time.
@@ -253,54 +258,142 @@ func FireSchedule(ctx context.Context, db ScheduleDB, id string, due, next time.
 	if len(fires) == 0 {
 		return false, sqlenc.Invalid("schedule %q: firing no fire", id)
 	}
-	enc := make([]*sqlenc.Msg, len(fires))
-	early := make([]error, len(fires)) // refused before the transaction
-	for i, f := range fires {
-		if f.Settle == nil {
-			return false, sqlenc.Invalid("schedule %q: fire %d has no Settle", id, i)
-		}
-		if f.Start == nil {
-			continue
-		}
-		if f.Start.Create == nil {
-			return false, sqlenc.Invalid("schedule %q: fire %d: a start must create its instance", id, i)
-		}
-		m, err := sqlenc.EncodeMessage(f.Start)
-		if err != nil {
-			if _, _, ok := f.Settle(err); !ok {
-				return false, err
-			}
-			early[i] = err
-			continue
-		}
-		enc[i] = m
+	st, err := encodeStarts(id, fires)
+	if err != nil {
+		return false, err
 	}
 	last := fires[len(fires)-1]
 	var claimed bool
-	err := db.WriteTx(ctx, op, func(tx ScheduleTx) error {
+	err = db.WriteTx(ctx, op, func(tx ScheduleTx) error {
 		claimed = false
 		n, err := tx.ExecSchedule(SQClaim, id, due.UnixMilli(), nullMs(next), nullMs(last.FireAt), "", "", tx.Now())
 		if err != nil || n == 0 {
 			return err
 		}
-		var inst, outcome string
-		for i, f := range fires {
-			startErr := early[i]
-			if enc[i] != nil {
-				startErr = InsertMessage(tx, enc[i])
-			}
-			var ok bool
-			if inst, outcome, ok = f.Settle(startErr); !ok {
-				return startErr
-			}
-		}
-		if _, err := tx.ExecSchedule(SQSetLast, id, inst, outcome); err != nil {
+		if err := st.start(tx, id); err != nil {
 			return err
 		}
 		claimed = true
 		return nil
 	})
 	return claimed, err
+}
+
+// TriggerSchedule is the body of provider.ScheduleStore.TriggerSchedule:
+// the record of the fire (SQNote, which leaves next_fire_at), then its
+// start (InsertMessage), then its outcome (SQSetLast), in one
+// transaction, as FireSchedule.
+func TriggerSchedule(ctx context.Context, db ScheduleDB, id string, f provider.ScheduleStart) (bool, error) {
+	const op = "triggering schedule"
+	if err := checkScheduleID(id); err != nil {
+		return false, err
+	}
+	if f.FireAt.IsZero() {
+		return false, sqlenc.Invalid("schedule %q: triggering without a fire time", id)
+	}
+	st, err := encodeStarts(id, []provider.ScheduleStart{f})
+	if err != nil {
+		return false, err
+	}
+	var found bool
+	err = db.WriteTx(ctx, op, func(tx ScheduleTx) error {
+		found = false
+		n, err := tx.ExecSchedule(SQNote, id, f.FireAt.UnixMilli(), "", "", tx.Now())
+		if err != nil || n == 0 {
+			return err
+		}
+		if err := st.start(tx, id); err != nil {
+			return err
+		}
+		found = true
+		return nil
+	})
+	return found, err
+}
+
+// scheduleStarts are the starts of one fire transaction, encoded before
+// it: enc[i] is fires[i].Start (nil for none), early[i] the error that
+// refused it before the transaction.
+type scheduleStarts struct {
+	fires []provider.ScheduleStart
+	enc   []*sqlenc.Msg
+	early []error
+}
+
+// encodeStarts checks and encodes fires. A start that cannot be encoded
+// is settled as refused when its Settle takes the error, and fails the
+// fire otherwise.
+func encodeStarts(id string, fires []provider.ScheduleStart) (*scheduleStarts, error) {
+	st := &scheduleStarts{fires: fires, enc: make([]*sqlenc.Msg, len(fires)), early: make([]error, len(fires))}
+	for i, f := range fires {
+		if f.Settle == nil {
+			return nil, sqlenc.Invalid("schedule %q: fire %d has no Settle", id, i)
+		}
+		if f.Start == nil {
+			continue
+		}
+		if f.Start.Create == nil {
+			return nil, sqlenc.Invalid("schedule %q: fire %d: a start must create its instance", id, i)
+		}
+		m, err := sqlenc.EncodeMessage(f.Start)
+		if err != nil {
+			if _, _, ok := f.Settle(err); !ok {
+				return nil, err
+			}
+			st.early[i] = err
+			continue
+		}
+		st.enc[i] = m
+	}
+	return st, nil
+}
+
+// startWaits returns the refusal of the buffer_one start m of fire f when
+// its lock key is held by a live instance and a start already waits for
+// it. The store's LiveLockHolder serializes the writers of the key (on
+// PostgreSQL a transaction lock on it), so the count and the enqueue that
+// follows are atomic: of two fires sharing the key, the second sees the
+// first one's waiting start.
+func startWaits(tx ScheduleTx, f provider.ScheduleStart, m *sqlenc.Msg) (*provider.StartWaitingError, error) {
+	if !f.BufferOne || m.Create == nil || m.Create.LockKey == "" {
+		return nil, nil
+	}
+	key := m.Create.LockKey
+	holder, err := tx.LiveLockHolder(key)
+	if err != nil || holder == nil {
+		return nil, err
+	}
+	n, err := tx.CountSchedule(SQLockQueued, key)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return &provider.StartWaitingError{Key: key}, nil
+}
+
+// start makes the starts in tx, in order, and records the last one's
+// outcome on schedule id (SQSetLast).
+func (st *scheduleStarts) start(tx ScheduleTx, id string) error {
+	var inst, outcome string
+	for i, f := range st.fires {
+		startErr := st.early[i]
+		if m := st.enc[i]; m != nil {
+			waiting, err := startWaits(tx, f, m)
+			switch {
+			case err != nil:
+				return err
+			case waiting != nil:
+				startErr = waiting
+			default:
+				startErr = InsertMessage(tx, m)
+			}
+		}
+		var ok bool
+		if inst, outcome, ok = f.Settle(startErr); !ok {
+			return startErr
+		}
+	}
+	_, err := tx.ExecSchedule(SQSetLast, id, inst, outcome)
+	return err
 }
 
 // NoteScheduleFire is the body of provider.ScheduleStore.NoteScheduleFire.
@@ -360,6 +453,12 @@ func (s Schedules) ClaimScheduleFire(ctx context.Context, id string, due, next t
 // transaction; see provider.ScheduleStore.
 func (s Schedules) FireSchedule(ctx context.Context, id string, due, next time.Time, fires []provider.ScheduleStart) (bool, error) {
 	return FireSchedule(ctx, s.DB, id, due, next, fires)
+}
+
+// TriggerSchedule records a fire out of turn and starts its instance in
+// one transaction; see provider.ScheduleStore.
+func (s Schedules) TriggerSchedule(ctx context.Context, id string, f provider.ScheduleStart) (bool, error) {
+	return TriggerSchedule(ctx, s.DB, id, f)
 }
 
 // NoteScheduleFire records a fire out of turn; see provider.ScheduleStore.
