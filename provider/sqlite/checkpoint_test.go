@@ -47,3 +47,23 @@ func TestCheckpointsRunOffTheWriter(t *testing.T) {
 		t.Fatalf("checkpoint: %+v, want the whole non-empty WAL copied", r)
 	}
 }
+
+// Under synchronous FULL the writer checkpoints itself (SQLite's default
+// autocheckpoint) and no checkpointer runs: a WAL that grows between
+// background checkpoints makes FULL's per-commit syncs dearer.
+func TestFullSyncCheckpointsOnTheWriter(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "full.db"), &Options{Synchronous: "FULL"})
+	var auto int
+	if err := p.writer.QueryRowContext(t.Context(), "PRAGMA wal_autocheckpoint").Scan(&auto); err != nil {
+		t.Fatal(err)
+	}
+	if auto != 1000 || p.ckpt != nil {
+		t.Fatalf("FULL: writer wal_autocheckpoint = %d, checkpointer %v; want SQLite's 1000 and none", auto, p.ckpt != nil)
+	}
+	for i := range 3 * checkpointEvery {
+		if err := p.Enqueue(t.Context(), providertest.HammerStart(fmt.Sprintf("f%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -29,10 +29,13 @@
 // A file store holds that connection for its whole life and runs its
 // statements, prepared once, directly on it (not through a database/sql
 // transaction, which would wrap each statement and start a goroutine per
-// query). Its commits never checkpoint the WAL: a goroutine does, on a
-// connection of its own, every few dozen commits (PASSIVE checkpoints, so
-// it never waits for the writer or the readers), so no caller's commit
-// pays for copying the WAL into the database file.
+// query). Under synchronous NORMAL its commits never checkpoint the WAL:
+// a goroutine does, on a connection of its own, every few dozen commits
+// once the writer pauses (PASSIVE checkpoints, so it never waits for the
+// writer or the readers), so no caller's commit pays for copying the WAL
+// into the database file. Under FULL the writer checkpoints itself, as
+// SQLite does by default: every commit syncs the WAL there, and a WAL
+// growing between background checkpoints makes those syncs dearer.
 // Several processes (or several Providers) may share one file; a write then
 // waits up to Options.BusyTimeout for the other's transaction and fails with
 // provider.ErrBusy (retryable) only after that. Instance and row locks stay

@@ -105,7 +105,7 @@ type Provider struct {
 	// rollback), and by Migrate, whose statements must not run inside one.
 	connMu sync.Mutex
 	// ckpt checkpoints the WAL off the writer (checkpoint.go); nil for
-	// in-memory stores.
+	// in-memory stores and under synchronous FULL.
 	ckpt    *checkpointer
 	readers *sql.DB // read-only pool; == writerDB for in-memory stores
 
@@ -254,15 +254,24 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 		return nil
 	}
 
-	w, err := sql.Open("sqlite", dsn(p.path, []string{
+	pragmas := []string{
 		busy,
 		"journal_mode(WAL)",
 		"synchronous(" + o.Synchronous + ")",
 		"foreign_keys(0)",
 		"temp_store(memory)",
 		"cache_size(-32768)",
-		"wal_autocheckpoint(0)", // see checkpoint.go
-	}, map[string]string{"_txlock": "immediate"}))
+	}
+	// Under NORMAL the checkpointer (checkpoint.go) checkpoints beside the
+	// writer. Under FULL every commit syncs the WAL, and a WAL that grows
+	// between checkpoints makes each of those syncs dearer (the file's size
+	// changes) than the checkpoints it saves: the writer checkpoints itself,
+	// as SQLite does by default.
+	background := o.Synchronous != "FULL"
+	if background {
+		pragmas = append(pragmas, "wal_autocheckpoint(0)")
+	}
+	w, err := sql.Open("sqlite", dsn(p.path, pragmas, map[string]string{"_txlock": "immediate"}))
 	if err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
 	}
@@ -299,6 +308,9 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 	p.readers = r
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
+	}
+	if !background {
+		return nil
 	}
 	if err := p.openCheckpointer(ctx, busy); err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, err)
