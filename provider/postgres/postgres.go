@@ -561,6 +561,13 @@ func (p *Provider) guardConn(ctx context.Context, conn *pgx.Conn) (done func(err
 // commit. The call ends when ctx does, or after Options.StatementTimeout
 // (guardConn).
 func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) error {
+	return p.onConn(ctx, op, func(conn *pgxpool.Conn) error { return p.writeOn(ctx, conn, fn) })
+}
+
+// onConn runs fn on a pooled connection unless the store is closed or ctx
+// ended; the call ends when ctx does, or after Options.StatementTimeout
+// (guardConn). Errors come back translated and wrapped with op.
+func (p *Provider) onConn(ctx context.Context, op string, fn func(conn *pgxpool.Conn) error) error {
 	if p.closed.Load() {
 		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
 	}
@@ -573,8 +580,7 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 	}
 	defer conn.Release()
 	guard := p.guardConn(ctx, conn.Conn())
-	err = p.writeOn(ctx, conn, fn)
-	return p.fail(op, guard(err))
+	return p.fail(op, guard(fn(conn)))
 }
 
 // writeOn is write's transaction on conn.
@@ -605,23 +611,13 @@ func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *w
 // explicit transaction: one round trip. Like write, it ends when ctx does
 // or after Options.StatementTimeout.
 func (p *Provider) single(ctx context.Context, op string, fn func(ctx context.Context, q querier, now int64) error) error {
-	if p.closed.Load() {
-		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	conn, err := p.pool.Acquire(ctx)
-	if err != nil {
-		return p.fail(op, err)
-	}
-	defer conn.Release()
-	guard := p.guardConn(ctx, conn.Conn())
-	if err := guard(fn(context.WithoutCancel(ctx), conn, p.now())); err != nil {
-		return p.fail(op, err)
-	}
-	p.commits.Add(1)
-	return nil
+	return p.onConn(ctx, op, func(conn *pgxpool.Conn) error {
+		if err := fn(context.WithoutCancel(ctx), conn, p.now()); err != nil {
+			return err
+		}
+		p.commits.Add(1)
+		return nil
+	})
 }
 
 // writeAlone runs fn, whose one statement is atomic on its own and
@@ -630,24 +626,14 @@ func (p *Provider) single(ctx context.Context, op string, fn func(ctx context.Co
 // itself), one round trip. fn gets a wtx whose transaction counts as
 // begun, so its statements go to the connection as they are.
 func (p *Provider) writeAlone(ctx context.Context, op string, fn func(w *wtx) error) error {
-	if p.closed.Load() {
-		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	conn, err := p.pool.Acquire(ctx)
-	if err != nil {
-		return p.fail(op, err)
-	}
-	defer conn.Release()
-	guard := p.guardConn(ctx, conn.Conn())
-	w := &wtx{ctx: context.WithoutCancel(ctx), tx: &lazyTx{conn: conn.Conn(), begun: true}, p: p, now: p.now()}
-	if err := guard(fn(w)); err != nil {
-		return p.fail(op, err)
-	}
-	p.commits.Add(1)
-	return nil
+	return p.onConn(ctx, op, func(conn *pgxpool.Conn) error {
+		w := &wtx{ctx: context.WithoutCancel(ctx), tx: &lazyTx{conn: conn.Conn(), begun: true}, p: p, now: p.now()}
+		if err := fn(w); err != nil {
+			return err
+		}
+		p.commits.Add(1)
+		return nil
+	})
 }
 
 // read runs fn (reads on the pool) with the usual closed check and error

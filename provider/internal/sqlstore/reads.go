@@ -235,3 +235,17 @@ func (r Reads) ListDeadLetters(ctx context.Context, limit int) ([]provider.DeadL
 		return out, nil
 	})
 }
+
+// ListValues returns an instance's values; see provider.Admin.
+func (r Reads) ListValues(ctx context.Context, instanceID string) ([]provider.Value, error) {
+	return read(ctx, r, "listing values", false, CheckInstanceID(instanceID), func(q Querier) ([]provider.Value, error) {
+		return ListValues(ctx, q, instanceID)
+	})
+}
+
+// GetValue returns one value of an instance; see provider.Admin.
+func (r Reads) GetValue(ctx context.Context, instanceID, key string) (*provider.Value, error) {
+	return read(ctx, r, "getting value", false, CheckInstanceID(instanceID), func(q Querier) (*provider.Value, error) {
+		return GetValue(ctx, q, instanceID, key)
+	})
+}

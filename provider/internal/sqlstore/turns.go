@@ -378,30 +378,25 @@ func (w Writes) AbandonOrchestrationItem(ctx context.Context, lockToken string, 
 // ack or abandon that releases the lock first leaves nothing to renew
 // (ErrLockLost), and one that comes after sees the extended lock.
 func (w Writes) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	const op = "renewing turn lock"
-	inst, err := RenewArgs(lockToken, extendFor, TokenInstance)
-	if err != nil {
-		return w.DB.Fail(op, err)
-	}
-	return w.DB.WriteAlone(ctx, op, func(tx Tx) error {
-		held, err := tx.RenewTurn(inst, lockToken, sqlenc.DurMs(extendFor))
-		if err == nil && !held {
-			err = provider.ErrLockLost
-		}
-		return err
-	})
+	return renew(ctx, w, "renewing turn lock", lockToken, extendFor, TokenInstance, Tx.RenewTurn)
 }
 
 // RenewWorkItemLock extends a valid worker lock and refreshes its
 // session's activity time; see provider.Provider.
 func (w Writes) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	const op = "renewing work item lock"
-	id, err := RenewArgs(lockToken, extendFor, TokenRow)
+	return renew(ctx, w, "renewing work item lock", lockToken, extendFor, TokenRow, Tx.RenewWork)
+}
+
+// renew is a lock renewal: its arguments checked (parse reads what the
+// token names), then step, alone; a lock no longer held is ErrLockLost.
+func renew[K any](ctx context.Context, w Writes, op, lockToken string, extendFor time.Duration,
+	parse func(string) (K, bool), step func(Tx, K, string, int64) (bool, error)) error {
+	key, err := RenewArgs(lockToken, extendFor, parse)
 	if err != nil {
 		return w.DB.Fail(op, err)
 	}
 	return w.DB.WriteAlone(ctx, op, func(tx Tx) error {
-		held, err := tx.RenewWork(id, lockToken, sqlenc.DurMs(extendFor))
+		held, err := step(tx, key, lockToken, sqlenc.DurMs(extendFor))
 		if err == nil && !held {
 			err = provider.ErrLockLost
 		}
