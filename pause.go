@@ -204,8 +204,10 @@ type RewindOptions struct {
 	// taken: not a Pending one, not a paused one (resume it first), not
 	// one in a turn (its lock held: retry), and not one whose resume
 	// point leaves a sub-orchestration in flight, and not one whose cancel
-	// was requested (Client.CancelInstance, a parent's cancel, a
-	// timeout) and is in its grace period. A forced rewind resumes from
+	// is pending (Client.CancelInstance, a parent's cancel, a timeout that
+	// is due): requested and in its grace period, or queued and not yet
+	// taken by a turn. The store checks this in the rewind's transaction,
+	// so a cancel arriving meanwhile is not missed. A forced rewind resumes from
 	// the start of the last turn, which may be before the cancel
 	// request: taking such an instance would drop the cancel silently
 	// and keep alive an instance someone asked to stop. An operator who
@@ -259,10 +261,8 @@ func (c *Client) RewindWithOptions(ctx context.Context, instanceID string, opts 
 		if len(hist) == 0 {
 			return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind", Reason: "its execution has not started"}
 		}
-		if slices.ContainsFunc(hist, func(ev history.Event) bool { return ev.Kind == history.OrchestrationCancelRequested }) {
-			return &InstanceStateError{InstanceID: instanceID, State: st, Op: "rewind",
-				Reason: "its cancel was requested and its grace period is running; let the cancel end it, then rewind the Canceled instance (it resumes from before the cancel request)"}
-		}
+		// Whether a cancel is pending (requested, or queued and not taken
+		// yet) is checked by the store in the rewind's transaction.
 		msg := "rewound"
 		if by := ActorFrom(ctx); by != "" {
 			msg += " by " + by

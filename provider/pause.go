@@ -78,8 +78,10 @@ type RewindRequest struct {
 	Activities []WorkerMessage
 	// End, when set, rewinds a live instance instead: the instance must be
 	// Running (not Pending, not paused, no turn in progress: its instance
-	// lock free or expired) at FromExecutionID, or the store returns
-	// ErrStateConflict. End, a terminal OrchestrationFailed whose EventID
+	// lock free or expired, no cancel pending: no
+	// OrchestrationCancelRequested in FromExecutionID's history and no
+	// CancelInstance message queued, but for an instance timeout not yet
+	// due) at FromExecutionID, or the store returns ErrStateConflict. End, a terminal OrchestrationFailed whose EventID
 	// follows the execution's last event, is appended to FromExecutionID,
 	// which ends Canceled with End's error; its worker rows are deleted (a
 	// worker running one loses its lock, as for a canceled activity). Its
@@ -97,7 +99,7 @@ type RewindRequest struct {
 type Rewinder interface {
 	// RewindInstance writes req. ErrNotFound if the instance does not
 	// exist; ErrStateConflict if it is not Failed or Canceled (with End:
-	// not Running, paused, or in a turn) or its current execution is not
+	// not Running, paused, in a turn, or its cancel pending) or its current execution is not
 	// req.FromExecutionID; ErrInvalidArgument for a malformed request.
 	RewindInstance(ctx context.Context, req *RewindRequest) error
 }

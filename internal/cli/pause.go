@@ -95,7 +95,9 @@ and retrying until a partner is fixed, a wait for something that will never
 come): its execution ends Canceled, recording --reason and --by (default:
 the OS user), its queued activities are dropped, and a new execution goes on
 from the start of its last turn with the code deployed now. A Pending or
-paused instance, or one in the middle of a turn, is refused (exit 1).`,
+paused instance, one in the middle of a turn, or one whose cancel is pending
+(requested, or queued and not yet taken) is refused (exit 1): let the cancel
+finish, then rewind the Canceled instance.`,
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		reason := inv.fs.String("reason", "", "why (for the operator's record; a forced rewind records it)")
 		force := inv.fs.Bool("force", false, "rewind a stuck Running instance too")

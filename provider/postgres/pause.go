@@ -48,9 +48,17 @@ WHERE instance_id = $1`,
 	Work: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue)
 VALUES ($1, $2, $3, $4, $5::text, $6, $7, $5::jsonb ->> 'name', coalesce($5::jsonb ->> 'queue', ''))`,
-	Holder:       pauseSQL.Holder,
-	EndExecution: `UPDATE executions SET status = 'Canceled', error = $3, completed_at = $4 WHERE instance_id = $1 AND execution_id = $2 AND status = 'Running'`,
-	DropWork:     `DELETE FROM worker_queue WHERE instance_id = $1 AND execution_id = $2`,
+	Holder:          pauseSQL.Holder,
+	EndExecution:    `UPDATE executions SET status = 'Canceled', error = $3, completed_at = $4 WHERE instance_id = $1 AND execution_id = $2 AND status = 'Running'`,
+	DropWork:        `DELETE FROM worker_queue WHERE instance_id = $1 AND execution_id = $2`,
+	CancelRequested: `SELECT 1 FROM history WHERE instance_id = $1 AND execution_id = $2 AND event_type = $3 LIMIT 1`,
+	// The CASE reads as JSON only the work items with the prefix (which
+	// the store encoded).
+	CancelQueued: `SELECT 1 FROM orchestrator_queue
+WHERE instance_id = $1 AND starts_with(work_item, $2::text)
+  AND (visible_at <= $3 OR CASE WHEN starts_with(work_item, $2::text)
+    THEN (work_item::jsonb #>> '{error,kind}') IS DISTINCT FROM $4::text END)
+LIMIT 1`,
 }
 
 // pgTx runs the shared pause and rewind bodies on a transaction.

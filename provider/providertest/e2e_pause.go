@@ -28,6 +28,7 @@ var e2ePauseCases = []e2eCase{
 	{"RewindStuckRunningWithForce", e2eRewindRunning},
 	{"RewindRunningWaiterStartsOver", e2eRewindRunningWaiter},
 	{"ForcedRewindRefusesAPendingCancel", e2eRewindRunningCancelPending},
+	{"ForcedRewindRefusesAQueuedCancel", e2eRewindRunningCancelQueued},
 }
 
 // e2ePauseHolds pauses an instance while its activity runs: the activity
@@ -651,4 +652,53 @@ func e2eRewindRunningCancelPending(e *e2e) {
 		st := e.status("s")
 		return st.ExecutionID == 2 && st.State == duroxide.StateRunning
 	})
+}
+
+// e2eRewindRunningCancelQueued asks to cancel a stuck instance while no
+// runtime runs: the cancel waits in the queue, not in the history. A forced
+// rewind is refused all the same (the store checks the queue in the
+// rewind's transaction), and once a runtime takes the cancel, the Canceled
+// instance can be rewound.
+func e2eRewindRunningCancelQueued(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Waiter", func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
+		var s string
+		err := ctx.WaitForEvent("go").Await(&s)
+		return in + " " + s, err
+	})
+	rt := e.runtime(reg)
+	e.start("w", "Waiter", "x")
+	e.eventually("w waits", func() bool { return count(e.history("w", 0), history.ExternalSubscribed) == 1 })
+	e.shutdown(rt)
+	if err := e.c.CancelInstance(e.ctx, "w", "stop"); err != nil {
+		e.t.Fatalf("CancelInstance: %v", err)
+	}
+	before := e.history("w", 1)
+	if count(before, history.OrchestrationCancelRequested) != 0 {
+		e.t.Fatal("the cancel is in the history with no runtime running")
+	}
+
+	err := e.c.RewindWithOptions(e.ctx, "w", &duroxide.RewindOptions{Force: true, Reason: "unstick"})
+	var se *duroxide.InstanceStateError
+	if !errors.As(err, &se) || !errors.Is(err, duroxide.ErrStateConflict) || se.State != duroxide.StateRunning ||
+		!strings.Contains(err.Error(), "cancel was requested") || !strings.Contains(err.Error(), "let the cancel finish") {
+		e.t.Fatalf("forced rewind with a cancel queued: %v, want an *InstanceStateError naming the cancel", err)
+	}
+	mustEqual(e.t, "history after the refused rewind", eventKinds(e.history("w", 1)), eventKinds(before))
+	if ex, err := e.c.ListExecutions(e.ctx, "w"); err != nil || len(ex) != 1 {
+		e.t.Fatalf("ListExecutions after the refused rewind: %+v, %v", ex, err)
+	}
+
+	e.runtime(reg)
+	e.eventually("w canceled", func() bool { return e.status("w").State == duroxide.StateCanceled })
+	if err := e.c.Rewind(e.ctx, "w", "undo the cancel"); err != nil {
+		e.t.Fatalf("Rewind of the Canceled instance: %v", err)
+	}
+	if err := e.c.RaiseEvent(e.ctx, "w", "go", "y"); err != nil {
+		e.t.Fatalf("RaiseEvent: %v", err)
+	}
+	var out string
+	if st := e.result("w", &out); out != "x y" || st.ExecutionID != 2 {
+		e.t.Fatalf("rewound instance: %q at execution %d", out, st.ExecutionID)
+	}
 }

@@ -285,4 +285,53 @@ var pauseCases = []testCase{
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "AbandonOrchestrationItem")
 		e.wantErr(r.RewindInstance(e.ctx, req()), provider.ErrStateConflict, "second rewind from execution 1")
 	}},
+	{name: "rewind_running_refuses_a_pending_cancel", run: func(e *env) {
+		// A cancel queued and not yet taken, one a turn gave back for
+		// later, one requested (in the history): each is refused in the
+		// rewind's transaction. An instance timeout not yet due is no
+		// request: the rewind goes on; a due one is refused.
+		r := e.rewinder()
+		forced := func(id string) *provider.RewindRequest {
+			h := e.readHistory(id, 1)
+			end := history.Event{EventID: h[len(h)-1].EventID + 1, Kind: history.OrchestrationFailed, TimestampMs: ms(e.clock.Now()),
+				Error: &history.ErrorDetails{Kind: history.ErrorCanceled, Code: history.CodeRewound, Message: "rewound"}}
+			return &provider.RewindRequest{InstanceID: id, FromExecutionID: 1, ExecutionID: 2, End: &end, History: h[:1]}
+		}
+		refused := func(id, what string) {
+			e.t.Helper()
+			e.wantErr(r.RewindInstance(e.ctx, forced(id)), provider.ErrStateConflict, what)
+			info := e.instance(id)
+			mustEqual(e.t, what+": instance", []any{info.Status, info.CurrentExecutionID}, []any{provider.StatusRunning, int64(1)})
+		}
+		timeout := func(id string, due time.Time) *provider.OrchestratorMessage {
+			return &provider.OrchestratorMessage{InstanceID: id, VisibleAt: due,
+				Item: history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: id, Reason: "timed out",
+					Error: &history.ErrorDetails{Kind: history.ErrorTimeout, Message: "timed out"}}}
+		}
+
+		e.createInstance("q")
+		e.enqueue(cancelMsg("q"))
+		refused("q", "rewind with a cancel queued")
+		it := e.fetchFor("q")
+		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{Delay: time.Hour}), "AbandonOrchestrationItem")
+		refused("q", "rewind with a cancel given back for later")
+		e.clock.Advance(2 * time.Hour)
+		it = e.fetchFor("q")
+		mustEqual(e.t, "messages", kinds(it.Messages), []history.WorkItemKind{history.WorkCancelInstance})
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+			History: []history.Event{{EventID: 2, Kind: history.OrchestrationCancelRequested, TimestampMs: ms(e.clock.Now())}}})
+		refused("q", "rewind with a cancel requested")
+		mustEqual(e.t, "history after refused rewinds", eventIDs(e.readHistory("q", 1)), []int64{1, 2})
+
+		e.createInstance("t")
+		e.enqueue(timeout("t", e.clock.Now().Add(time.Hour)))
+		e.noErr(r.RewindInstance(e.ctx, forced("t")), "rewind with an instance timeout not yet due")
+		info := e.instance("t")
+		mustEqual(e.t, "rewound instance", []any{info.Status, info.CurrentExecutionID}, []any{provider.StatusRunning, int64(2)})
+
+		e.createInstance("d")
+		e.enqueue(timeout("d", e.clock.Now().Add(time.Minute)))
+		e.clock.Advance(2 * time.Minute)
+		refused("d", "rewind with an instance timeout due")
+	}},
 }

@@ -47,9 +47,14 @@ WHERE instance_id = ?1`,
 	Work: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
-	Holder:       pauseSQL.Holder,
-	EndExecution: `UPDATE executions SET status = 'Canceled', error = ?3, completed_at = ?4 WHERE instance_id = ?1 AND execution_id = ?2 AND status = 'Running'`,
-	DropWork:     `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2`,
+	Holder:          pauseSQL.Holder,
+	EndExecution:    `UPDATE executions SET status = 'Canceled', error = ?3, completed_at = ?4 WHERE instance_id = ?1 AND execution_id = ?2 AND status = 'Running'`,
+	DropWork:        `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2`,
+	CancelRequested: `SELECT 1 FROM history WHERE instance_id = ?1 AND execution_id = ?2 AND event_type = ?3 LIMIT 1`,
+	CancelQueued: `SELECT 1 FROM orchestrator_queue
+WHERE instance_id = ?1 AND substr(work_item, 1, length(?2)) = ?2
+  AND (visible_at <= ?3 OR CASE WHEN json_valid(work_item) THEN json_extract(work_item, '$.error.kind') END IS NOT ?4)
+LIMIT 1`,
 }
 
 // sqlTx runs the shared pause and rewind bodies on a transaction. The

@@ -262,7 +262,22 @@ type RewindSQL struct {
 	// DropWork (instance_id, execution_id) deletes the execution's worker
 	// rows, locked or not.
 	DropWork string
+	// CancelRequested (instance_id, execution_id, event_type) returns a
+	// row when the execution's history holds an event of event_type
+	// (OrchestrationCancelRequested).
+	CancelRequested string
+	// CancelQueued (instance_id, prefix, now, kind) returns a row when
+	// the instance's orchestrator queue holds a cancel request: a message
+	// whose work item starts with prefix (CancelPrefix) that is visible at
+	// now, or whose work item's error.kind is not kind ("timeout": an
+	// instance timeout not yet due is no request yet). Only a work item
+	// with the prefix may be read as JSON.
+	CancelQueued string
 }
+
+// CancelPrefix is how the stored work item of every CancelInstance
+// message begins (history.EncodeWorkItem writes the kind first).
+const CancelPrefix = `{"type":"` + string(history.WorkCancelInstance) + `"`
 
 // EncodedRewind is a provider.RewindRequest validated and encoded before
 // the transaction begins.
@@ -397,8 +412,9 @@ func Rewind(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now
 }
 
 // endRunning ends the live execution a rewind takes over from: refused
-// while the instance is paused or a turn holds its lock; the end event
-// appended, the execution Canceled, its worker rows deleted.
+// while the instance is paused, a turn holds its lock or its cancel is
+// pending; the end event appended, the execution Canceled, its worker
+// rows deleted.
 func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now int64) error {
 	req := e.req
 	var token string
@@ -412,6 +428,9 @@ func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind,
 	case until > now:
 		return fmt.Errorf("instance %q is in a turn; retry when it ends: %w", req.InstanceID, provider.ErrStateConflict)
 	}
+	if err := noPendingCancel(ctx, tx, q, req.InstanceID, req.FromExecutionID, now); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, q.Event, req.InstanceID, req.FromExecutionID, e.end.ID, e.end.Kind, string(e.end.Data), now); err != nil {
 		return err
 	}
@@ -424,6 +443,35 @@ func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind,
 	}
 	_, err = tx.Exec(ctx, q.DropWork, req.InstanceID, req.FromExecutionID)
 	return err
+}
+
+// noPendingCancel refuses a forced rewind of an instance whose cancel is
+// pending: requested (in the execution's history, its grace period
+// running) or queued (a CancelInstance message no turn has taken yet, an
+// instance timeout that is due). A forced rewind resumes from the start of
+// the last turn, before the request: it would drop the cancel silently,
+// or have the new execution canceled at once. Checked in the rewind's
+// transaction, so a cancel cannot slip in between the check and the
+// rewind.
+func noPendingCancel(ctx context.Context, tx PauseTx, q *RewindSQL, instanceID string, exec, now int64) error {
+	var one int
+	switch err := tx.QueryRow(ctx, q.CancelRequested, instanceID, exec, string(history.OrchestrationCancelRequested)).Scan(&one); {
+	case err == nil:
+		return fmt.Errorf("instance %q: its cancel was requested and its grace period is running; "+
+			"let the cancel finish, then rewind the Canceled instance (it resumes from before the cancel request): %w",
+			instanceID, provider.ErrStateConflict)
+	case !errors.Is(err, ErrNoRows):
+		return err
+	}
+	switch err := tx.QueryRow(ctx, q.CancelQueued, instanceID, CancelPrefix, now, string(history.ErrorTimeout)).Scan(&one); {
+	case err == nil:
+		return fmt.Errorf("instance %q: its cancel was requested and is queued; "+
+			"let the cancel finish, then rewind the Canceled instance (it resumes from before the cancel request): %w",
+			instanceID, provider.ErrStateConflict)
+	case !errors.Is(err, ErrNoRows):
+		return err
+	}
+	return nil
 }
 
 // HasWork reports whether e queues worker rows.
