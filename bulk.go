@@ -506,7 +506,7 @@ func (r *bulkRun) apply(ctx context.Context, st *Status) {
 	case BulkRaiseEvent:
 		// Once per (job, instance): a runner that repeats the raise
 		// after a crash, before the job recorded it, raises nothing.
-		err = r.c.raiseEvent(ctx, st.InstanceID, req.EventName, rawJSON(req.EventData), bulkDedupKey(r.job.ID))
+		_, err = r.c.raiseEvent(ctx, st.InstanceID, req.EventName, rawJSON(req.EventData), bulkDedupKey(r.job.ID))
 	case BulkRewind:
 		err = r.c.Rewind(ctx, st.InstanceID, req.Reason)
 	case BulkPause:

@@ -380,30 +380,71 @@ func startError(name, instanceID string, lock *provider.LockRequest, err error) 
 // *LimitError (matching ErrLimitExceeded and ErrInvalidArgument) if data
 // is over the client's MaxPayloadBytes. An event that arrives as the instance ends is dropped.
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
-	return c.raiseEvent(ctx, instanceID, name, data, "")
+	_, err := c.raiseEvent(ctx, instanceID, name, data, "")
+	return err
+}
+
+// RaiseEventOptions tunes RaiseEventWithOptions. Nil means defaults.
+type RaiseEventOptions struct {
+	// IdempotencyKey makes the raise once-only for the instance: a later
+	// raise on the same instance with the same key delivers nothing and
+	// reports a duplicate, whatever its event name and data, so a sender
+	// may retry a raise whose answer it lost. The key is recorded with
+	// the event, in the same store transaction, and kept until the
+	// instance is purged; other instances may use the same key. At most
+	// MaxEventKeyLength bytes, valid UTF-8 without control characters;
+	// "" for none.
+	IdempotencyKey string
+}
+
+// MaxEventKeyLength bounds RaiseEventOptions.IdempotencyKey, in bytes:
+// the store keeps the key behind a short prefix, within MaxKeyLength.
+const MaxEventKeyLength = MaxKeyLength - len(eventKeyPrefix)
+
+// eventKeyPrefix scopes the idempotency keys of RaiseEventWithOptions
+// among an instance's deduplication keys (provider.OrchestratorMessage.
+// DedupKey), apart from those of bulk jobs ("bulk:<job ID>").
+const eventKeyPrefix = "raise:"
+
+// RaiseEventWithOptions is RaiseEvent with options. With
+// opts.IdempotencyKey it reports duplicate when the instance already
+// took a raise with that key: nothing new is delivered, and the call
+// succeeds. Concurrent raises with one key deliver once. The instance's
+// state is checked first, as by RaiseEvent: once it has ended, a repeat
+// returns *InstanceTerminalError like any raise. An invalid key matches
+// ErrInvalidArgument; the other errors are RaiseEvent's.
+func (c *Client) RaiseEventWithOptions(ctx context.Context, instanceID, name string, data any, opts *RaiseEventOptions) (duplicate bool, err error) {
+	var key string
+	if opts != nil && opts.IdempotencyKey != "" {
+		if err := ValidateText("idempotency key", opts.IdempotencyKey, MaxEventKeyLength); err != nil {
+			return false, err
+		}
+		key = eventKeyPrefix + opts.IdempotencyKey
+	}
+	return c.raiseEvent(ctx, instanceID, name, data, key)
 }
 
 // raiseEvent is RaiseEvent with a deduplication key (provider.
 // OrchestratorMessage.DedupKey; "" for none): a second raise with the
-// same key on the same instance is a no-op.
-func (c *Client) raiseEvent(ctx context.Context, instanceID, name string, data any, dedupKey string) error {
+// same key on the same instance is a no-op, reported as a duplicate.
+func (c *Client) raiseEvent(ctx context.Context, instanceID, name string, data any, dedupKey string) (duplicate bool, err error) {
 	raw, err := c.eventData(instanceID, name, data)
 	if err != nil {
-		return err
+		return false, err
 	}
 	info, err := c.instance(ctx, instanceID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if st := stateOf(info.Status); st.IsTerminal() {
-		return &InstanceTerminalError{InstanceID: instanceID, State: st}
+		return false, &InstanceTerminalError{InstanceID: instanceID, State: st}
 	}
 	msg := &provider.OrchestratorMessage{InstanceID: instanceID, DedupKey: dedupKey,
 		Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw}}
 	if err := c.p.Enqueue(ctx, msg); err != nil {
-		return fmt.Errorf("sending %s to %s: %w", msg.Item.Kind, instanceID, err)
+		return false, fmt.Errorf("sending %s to %s: %w", msg.Item.Kind, instanceID, err)
 	}
-	return nil
+	return msg.Duplicate, nil
 }
 
 // eventData validates an event for instanceID and encodes its data.

@@ -39,7 +39,11 @@
 //	GET    /api/instances/{id}/executions[?include=input,output]
 //	                                            → {"executions": [...]}, oldest first, without input and output
 //	                                              unless included (capped as in lists)
-//	POST   /api/instances/{id}/events/{name}    body: the event data (any JSON, may be empty) → 202; 409 if ended
+//	POST   /api/instances/{id}/events/{name}    body: the event data (any JSON, may be empty) → 202 {"instanceId", "event"};
+//	                                              409 if ended. An Idempotency-Key header makes the raise once-only for
+//	                                              the instance (duroxide.RaiseEventOptions): a repeat delivers nothing
+//	                                              and answers 200 with "duplicate": true; a key over
+//	                                              duroxide.MaxEventKeyLength bytes, empty, repeated or not text is 400
 //	POST   /api/instances/{id}/signal-with-start
 //	                                            body: {"orchestration", "input"?, "version"?, "event", "data"?,
 //	                                              "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?}

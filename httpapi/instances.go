@@ -436,8 +436,21 @@ type acceptedResponse struct {
 	Event      string `json:"event,omitempty"`
 }
 
+// raiseEventResponse is the answer to POST
+// /api/instances/{id}/events/{name}: 202 when the event was queued, 200
+// with Duplicate for a repeated Idempotency-Key (nothing delivered).
+type raiseEventResponse struct {
+	InstanceID string `json:"instanceId"`
+	Event      string `json:"event"`
+	Duplicate  bool   `json:"duplicate,omitempty"`
+}
+
 func (s *server) raiseEvent(w http.ResponseWriter, r *http.Request) error {
 	id, name := r.PathValue("id"), r.PathValue("name")
+	key, err := eventKeyHeader(r.Header)
+	if err != nil {
+		return err
+	}
 	b, err := s.readBody(w, r)
 	if err != nil {
 		return err
@@ -446,11 +459,38 @@ func (s *server) raiseEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.client.RaiseEvent(r.Context(), id, name, data); err != nil {
+	dup, err := s.client.RaiseEventWithOptions(r.Context(), id, name, data, &duroxide.RaiseEventOptions{IdempotencyKey: key})
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, acceptedResponse{InstanceID: id, Event: name})
+	if dup {
+		writeJSON(w, http.StatusOK, raiseEventResponse{InstanceID: id, Event: name, Duplicate: true})
+		return nil
+	}
+	writeJSON(w, http.StatusAccepted, raiseEventResponse{InstanceID: id, Event: name})
 	return nil
+}
+
+// eventKeyHeader returns the Idempotency-Key header of a raise, "" without
+// one. A repeated header, or a key over duroxide.MaxEventKeyLength or
+// breaking the text rules, is a 400 that does not quote the key back.
+func eventKeyHeader(h http.Header) (string, error) {
+	vs := h.Values(headerIdempotencyKey)
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1:
+		return "", badRequest("invalid idempotency key", "send one Idempotency-Key header, got %d", len(vs))
+	case vs[0] == "":
+		return "", badRequest("invalid idempotency key", "the Idempotency-Key header is empty; leave it out for a raise without one")
+	case len(vs[0]) > duroxide.MaxEventKeyLength:
+		return "", badRequest("invalid idempotency key",
+			"the Idempotency-Key header is %d bytes long; the limit is %d bytes", len(vs[0]), duroxide.MaxEventKeyLength)
+	}
+	if err := duroxide.ValidateText("Idempotency-Key header", vs[0], duroxide.MaxEventKeyLength); err != nil {
+		return "", badRequest("invalid idempotency key", "the Idempotency-Key header must be UTF-8 text without control characters")
+	}
+	return vs[0], nil
 }
 
 // SignalWithStartRequest is the body of POST

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -691,6 +692,73 @@ func TestRaiseEvent(t *testing.T) {
 		t.Parallel()
 		e.expectError(t, "POST", "/api/instances/event-done/events/approval", `{"approved": tru`, http.StatusBadRequest)
 	})
+}
+
+// TestRaiseEventIdempotencyKey raises an event twice with one
+// Idempotency-Key: the repeat answers 200 with duplicate true and delivers
+// nothing. Bad keys are answered 400 without quoting them back, delivering
+// nothing.
+func TestRaiseEventIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.start(t, "keyed-order", orderOrch, orderUpdate{Count: 2})
+	raise := func(body string, h http.Header) response {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/api/instances/keyed-order/events/update", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = h
+		req.Header.Set("Content-Type", "application/json")
+		res, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return response{status: res.StatusCode, header: res.Header, body: b}
+	}
+	key := func(k ...string) http.Header { return http.Header{"Idempotency-Key": k} }
+	var acc struct {
+		InstanceID, Event string
+		Duplicate         *bool
+	}
+	check := func(res response, status int, dup bool) {
+		t.Helper()
+		acc.Duplicate = nil
+		if res.status != status || json.Unmarshal(res.body, &acc) != nil || acc.InstanceID != "keyed-order" || acc.Event != "update" ||
+			(acc.Duplicate != nil) != dup || (dup && !*acc.Duplicate) {
+			t.Fatalf("raise: got %s, want %d with duplicate %v", res, status, dup)
+		}
+	}
+	check(raise(`{"amount": 1}`, key("pay-1")), http.StatusAccepted, false)
+	check(raise(`{"amount": 10}`, key("pay-1")), http.StatusOK, true)
+	huge := strings.Repeat("k", duroxide.MaxEventKeyLength+1)
+	for what, h := range map[string]http.Header{
+		"a huge key":   key(huge),
+		"an empty key": key(""),
+		"two keys":     key("pay-2", "pay-3"),
+		"a bidi key":   key("a\u202eb"),
+	} {
+		res := raise(`{"amount": 1000}`, h)
+		var eb errorBody
+		if res.status != http.StatusBadRequest || json.Unmarshal(res.body, &eb) != nil || eb.Error != "invalid idempotency key" {
+			t.Fatalf("%s: got %s, want 400 invalid idempotency key", what, res)
+		}
+		if what == "a huge key" && (!strings.Contains(eb.Details, strconv.Itoa(duroxide.MaxEventKeyLength)) || strings.Contains(eb.Details, huge)) {
+			t.Errorf("%s: details %q do not name the limit, or quote the key", what, eb.Details)
+		}
+	}
+	check(raise(`{"amount": 100}`, http.Header{}), http.StatusAccepted, false)
+	var sum int
+	if err := e.wait(t, "keyed-order").Decode(&sum); err != nil || sum != 101 {
+		t.Fatalf("the order summed %d (%v), want 101: the first keyed event and the unkeyed one", sum, err)
+	}
 }
 
 func TestCancelInstance(t *testing.T) {

@@ -439,6 +439,14 @@ func TestOpenAPIContract(t *testing.T) {
 	post("/api/instances/c-live/events/other", `{`, http.StatusBadRequest)
 	post("/api/instances/nobody/events/other", "", http.StatusNotFound)
 	post("/api/instances/c-done/events/other", "", http.StatusConflict)
+	keyed := func(key string, want int) {
+		t.Helper()
+		c.do(t, main, rawRequest{method: "POST", path: "/api/instances/c-live/events/other", body: `1`,
+			header: map[string]string{"Content-Type": "application/json", "Idempotency-Key": key}}, want)
+	}
+	keyed("e1", http.StatusAccepted)
+	keyed("e1", http.StatusOK)
+	keyed(strings.Repeat("k", duroxide.MaxEventKeyLength+1), http.StatusBadRequest)
 	sws := `{"orchestration": "demo.Approval", "input": {"timeoutSeconds": 3600}, "event": "note", "data": 1}`
 	post("/api/instances/c-sws/signal-with-start", sws, http.StatusCreated)
 	post("/api/instances/c-sws/signal-with-start", sws, http.StatusAccepted)

@@ -477,6 +477,10 @@ type OrchestratorMessage struct {
 	// the instance is purged. At most 512 bytes; not with Create
 	// (ErrInvalidArgument).
 	DedupKey string
+	// Duplicate is set by a committed Enqueue when DedupKey was already
+	// recorded for the instance, so this message was skipped. A store that
+	// does not set it reports every keyed message as inserted.
+	Duplicate bool
 }
 
 // NewInstance describes an instance created by a message.

@@ -473,22 +473,28 @@ func runValues(ctx context.Context, inv *invocation, args []string) error {
 
 var raiseCommand = &command{
 	name:     "raise",
-	synopsis: "ID EVENT [--data JSON] [--start NAME [--input JSON] [--version V] [--idempotency-key K] [--lock-key W [--lock-ttl D] [--queue-if-locked]]]",
+	synopsis: "ID EVENT [--data JSON] [--idempotency-key K] [--start NAME [--input JSON] [--version V] [--lock-key W [--lock-ttl D] [--queue-if-locked]]]",
 	summary:  "deliver an external event to an instance (or start it with the event)",
 	details: `The instance receives the event where it waits for EVENT (WaitForEvent).
 --data is the event's payload as JSON, e.g. --data true.
+--idempotency-key K makes the raise once-only for the instance: raising
+again with K on the same instance (whatever EVENT and --data) delivers
+nothing, notes on standard error that it was a duplicate, and exits 0. The
+instance keeps its keys until it is purged.
 
 With --start NAME, raise is a signal-with-start: when instance ID does not
 exist, the orchestration NAME is started as ID with --input, and the event
 is queued behind its start, in one transaction; when it exists, it gets the
 event. raise prints which happened. --version, --lock-key, --lock-ttl and
 --queue-if-locked apply to the start only, as in 'duroxide start'.
---idempotency-key K names the delivery: repeating K within 24 hours
+With --start, --idempotency-key K names the whole delivery, as the
+idempotency key of a start: repeating K within 24 hours, on any instance,
 delivers nothing, notes on standard error that it was a duplicate, and
 exits 0.
 
 Examples:
   duroxide raise order-42 approval --data true
+  duroxide raise order-42 paid --data '{"amount": 30}' --idempotency-key pay-7f3a
   duroxide raise order-42 paid --data '{"amount": 30}' --start orders.Order --input '{"id": 42}'`,
 	run: runRaise,
 }
@@ -498,7 +504,7 @@ func runRaise(ctx context.Context, inv *invocation, args []string) error {
 	start := inv.fs.String("start", "", "start this orchestration as ID, with the event queued, when ID does not exist")
 	input := inv.fs.String("input", "", "with --start, the orchestration's input as JSON (default: none)")
 	version := inv.fs.String("version", "", "with --start, pin the orchestration version")
-	idemKey := inv.fs.String("idempotency-key", "", "with --start, deliver nothing if this key was delivered in the last 24h")
+	idemKey := inv.fs.String("idempotency-key", "", "deliver nothing if this key was raised on the instance before (with --start: delivered in the last 24h)")
 	lockKey := inv.fs.String("lock-key", "", "with --start, the execution lock the start takes")
 	lockTTL := inv.fs.Duration("lock-ttl", 0, "with --lock-key, how long the lock outlives the instance's last turn (default 1h)")
 	queue := inv.fs.Bool("queue-if-locked", false, "with --lock-key, queue the start when the lock is held")
@@ -515,12 +521,17 @@ func runRaise(ctx context.Context, inv *invocation, args []string) error {
 		return err
 	}
 	switch {
-	case *start == "" && (in != nil || *version != "" || *idemKey != "" || *lockKey != ""):
-		return usageErrorf("raise: --input, --version, --idempotency-key and --lock-key only apply with --start")
+	case *start == "" && (in != nil || *version != "" || *lockKey != ""):
+		return usageErrorf("raise: --input, --version and --lock-key only apply with --start")
 	case *lockKey == "" && (*lockTTL != 0 || *queue):
 		return usageErrorf("raise: --lock-ttl and --queue-if-locked only apply with --lock-key")
 	case *lockTTL < 0:
 		return usageErrorf("raise: --lock-ttl must not be negative")
+	}
+	if *start == "" && *idemKey != "" {
+		if err := duroxide.ValidateText("--idempotency-key", *idemKey, duroxide.MaxEventKeyLength); err != nil {
+			return usageErrorf("raise: %s", safe(err.Error()))
+		}
 	}
 	client, done, err := inv.openBackend(ctx, storeurl.Existing)
 	if err != nil {
@@ -536,11 +547,17 @@ func runRaise(ctx context.Context, inv *invocation, args []string) error {
 		startInput = in
 	}
 	if *start == "" {
-		if err := client.RaiseEvent(ctx, id, event, payload); err != nil {
+		dup, err := client.RaiseEventWithOptions(ctx, id, event, payload, &duroxide.RaiseEventOptions{IdempotencyKey: *idemKey})
+		if err != nil {
 			if errors.Is(err, duroxide.ErrInstanceTerminal) {
 				return endedError(ctx, client, id, err, "an event would be ignored")
 			}
 			return inv.instanceError(id, err)
+		}
+		if dup {
+			_, err = fmt.Fprintf(inv.stderr, "duplicate: idempotency key %s was raised on %s before; nothing delivered\n",
+				safe(*idemKey), safe(id))
+			return err
 		}
 		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", safe(event), safe(id))
 		return err

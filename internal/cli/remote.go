@@ -35,7 +35,7 @@ type backend interface {
 	WaitForOrchestration(ctx context.Context, instanceID string) (*duroxide.Status, error)
 	GetHistory(ctx context.Context, instanceID string, executionID int64) ([]history.Event, error)
 	ListInstances(ctx context.Context, opts *duroxide.ListOptions) (*duroxide.InstancePage, error)
-	RaiseEvent(ctx context.Context, instanceID, name string, data any) error
+	RaiseEventWithOptions(ctx context.Context, instanceID, name string, data any, opts *duroxide.RaiseEventOptions) (bool, error)
 	ListValues(ctx context.Context, instanceID string) ([]duroxide.Value, error)
 	SignalWithStart(ctx context.Context, instanceID, orchestrationName string, input any, eventName string, eventData any, opts *duroxide.StartOptions) (bool, error)
 	CancelInstance(ctx context.Context, instanceID, reason string) error
@@ -146,6 +146,11 @@ const (
 // duroxide sentinels, as the direct mode's would; their status and body
 // are returned too, for the callers that tell conflicts apart.
 func (r *remote) do(ctx context.Context, method, path string, body, out any) (int, []byte, error) {
+	return r.doHeader(ctx, method, path, nil, body, out)
+}
+
+// doHeader is do with the request headers h (nil: none) besides the usual.
+func (r *remote) doHeader(ctx context.Context, method, path string, h http.Header, body, out any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -162,6 +167,9 @@ func (r *remote) do(ctx context.Context, method, path string, body, out any) (in
 		// The API refuses state-changing requests without it, bodyless
 		// ones included (a browser form cannot send it).
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
 	}
 	req.Header.Set("Accept", "application/json")
 	if r.token != "" {
@@ -409,12 +417,19 @@ func (r *remote) ListInstances(ctx context.Context, opts *duroxide.ListOptions) 
 	return &page, nil
 }
 
-func (r *remote) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
+func (r *remote) RaiseEventWithOptions(ctx context.Context, instanceID, name string, data any, opts *duroxide.RaiseEventOptions) (bool, error) {
 	if data == nil {
 		data = json.RawMessage("null")
 	}
-	_, _, err := r.do(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/events/"+pathID(name), data, nil)
-	return err
+	var h http.Header
+	if opts != nil && opts.IdempotencyKey != "" {
+		h = http.Header{"Idempotency-Key": {opts.IdempotencyKey}}
+	}
+	var out struct {
+		Duplicate bool `json:"duplicate"`
+	}
+	_, _, err := r.doHeader(ctx, "POST", "/api/instances/"+pathID(instanceID)+"/events/"+pathID(name), h, data, &out)
+	return out.Duplicate, err
 }
 
 func (r *remote) SignalWithStart(ctx context.Context, instanceID, name string, input any,

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +67,7 @@ func apiServer(t *testing.T, path string) (*httptest.Server, *duroxide.Client) {
 func TestClientModeSameAsDirect(t *testing.T) {
 	t.Parallel()
 	db, path := tempDB(t)
-	srv, _ := apiServer(t, path)
+	srv, client := apiServer(t, path)
 	env := map[string]string{envServer: srv.URL, envAuthToken: testToken}
 	remote := func(args ...string) result {
 		t.Helper()
@@ -176,6 +178,38 @@ func TestClientModeSameAsDirect(t *testing.T) {
 		}
 	}
 	same("raise", "h1", "note", "--start", demo.Approval).wantErr(t, 1, "instance h1 already ended (Completed)")
+	// A plain raise with an idempotency key: the repeat delivers nothing
+	// and says so, exiting 0; the instance receives one note.
+	for _, m := range []struct {
+		id  string
+		run func(...string) result
+	}{{"n-remote", remote}, {"n-direct", direct}} {
+		direct("start", "demo.Approval", "--id", m.id, "--input", `{"timeoutSeconds": 600}`).wantCode(t, 0)
+		if r := m.run("raise", m.id, "note", "--data", "1", "--idempotency-key", "n1").wantCode(t, 0); r.stdout != "raised note on "+m.id+"\n" {
+			t.Fatalf("%s: keyed raise printed %q", m.id, r.stdout)
+		}
+		r := m.run("raise", m.id, "note", "--data", "2", "--idempotency-key", "n1").wantCode(t, 0)
+		if r.stdout != "" || r.stderr != "duplicate: idempotency key n1 was raised on "+m.id+" before; nothing delivered\n" {
+			t.Fatalf("%s: repeated key: %+v", m.id, r)
+		}
+		m.run("raise", m.id, demo.ApprovalEvent, "--data", "true").wantCode(t, 0)
+		waitState(t, client, m.id, duroxide.StateCompleted)
+		hist, err := client.GetHistory(t.Context(), m.id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var notes []string
+		for _, ev := range hist {
+			if ev.Kind == history.ExternalEvent && ev.Name == "note" {
+				notes = append(notes, string(ev.Data))
+			}
+		}
+		if !slices.Equal(notes, []string{"1"}) {
+			t.Fatalf("%s received the notes %v, want [1]", m.id, notes)
+		}
+	}
+	same("raise", "h1", "note", "--idempotency-key", strings.Repeat("k", duroxide.MaxEventKeyLength+1)).
+		wantErr(t, 2, fmt.Sprintf("the limit is %d", duroxide.MaxEventKeyLength))
 	// Values: demo.Hello sets none; the output is the same in both modes.
 	if r := same("values", "h1").wantCode(t, 0); r.stdout != "" {
 		t.Fatalf("values of h1: %q", r.stdout)

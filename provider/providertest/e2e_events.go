@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,52 @@ var e2eEventCases = []e2eCase{
 	{"EventsRaisedConcurrently", e2eEventsConcurrent},
 	{"EventWaitSurvivesLostSelect", e2eEventWaitSurvivesLostSelect},
 	{"MessageForUnknownInstanceDropped", e2eUnknownInstanceMessage},
+	{"EventIdempotencyKeyDeliversOnce", e2eEventIdempotencyKey},
+}
+
+// e2eEventIdempotencyKey raises an event twice with one idempotency key:
+// the second raise succeeds, reports a duplicate and delivers nothing, so
+// the orchestration's second wait takes the next event. Another key, or
+// the same key on another instance, delivers.
+func e2eEventIdempotencyKey(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "TwoPays", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		var a, b string
+		if err := ctx.WaitForEvent("pay").Await(&a); err != nil {
+			return "", err
+		}
+		err := ctx.WaitForEvent("pay").Await(&b)
+		return a + b, err
+	})
+	e.runtime(reg)
+	e.start("p1", "TwoPays", nil)
+	e.start("p2", "TwoPays", nil)
+	raise := func(id, data, key string) bool {
+		e.t.Helper()
+		dup, err := e.c.RaiseEventWithOptions(e.ctx, id, "pay", data, &duroxide.RaiseEventOptions{IdempotencyKey: key})
+		if err != nil {
+			e.t.Fatalf("RaiseEventWithOptions(%s, %s, key %q): %v", id, data, key, err)
+		}
+		return dup
+	}
+	mustEqual(e.t, "duplicate of the raises with keys k, k, k2 on p1 and k on p2",
+		[]bool{raise("p1", "1", "k"), raise("p1", "2", "k"), raise("p1", "3", "k2"), raise("p2", "a", "k")},
+		[]bool{false, true, false, false})
+	// A key over the limit is refused, delivering nothing.
+	long := strings.Repeat("x", duroxide.MaxEventKeyLength+1)
+	if _, err := e.c.RaiseEventWithOptions(e.ctx, "p2", "pay", "bad", &duroxide.RaiseEventOptions{IdempotencyKey: long}); !errors.Is(err, duroxide.ErrInvalidArgument) {
+		e.t.Fatalf("a key of %d bytes: %v, want ErrInvalidArgument", len(long), err)
+	}
+	if err := e.c.RaiseEvent(e.ctx, "p2", "pay", "b"); err != nil {
+		e.t.Fatal(err)
+	}
+	var out1, out2 string
+	e.result("p1", &out1)
+	e.result("p2", &out2)
+	mustEqual(e.t, "outputs", []string{out1, out2}, []string{"13", "ab"})
+	if n := count(e.history("p1", 0), history.ExternalEvent); n != 2 {
+		e.t.Fatalf("p1 received %d events, want 2", n)
+	}
 }
 
 func e2eEventDelivered(e *e2e) {

@@ -237,12 +237,20 @@ var maintenanceCases = []testCase{
 			}
 			return n
 		}
-		e.enqueue(keyed("a", "k1"))
+		first := keyed("a", "k1")
+		first.Duplicate = true // an output: Enqueue sets it either way
+		e.enqueue(first)
 		// The same key again, alone or beside other messages: only the
-		// keyed message is dropped, and the call succeeds.
-		e.enqueue(keyed("a", "k1"))
-		e.enqueue(keyed("a", "k1"), eventMsg("a", "plain", 1), keyed("a", "k2"), keyed("b", "k1"))
+		// keyed message is dropped (marked Duplicate), and the call
+		// succeeds.
+		again := keyed("a", "k1")
+		e.enqueue(again)
+		batch := []*provider.OrchestratorMessage{keyed("a", "k1"), eventMsg("a", "plain", 1), keyed("a", "k2"), keyed("b", "k1")}
+		e.enqueue(batch...)
 		mustEqual(e.t, "events of a and b", []int{events("a"), events("b")}, []int{3, 1})
+		mustEqual(e.t, "Duplicate of the first, the repeat and the batch",
+			[]bool{first.Duplicate, again.Duplicate, batch[0].Duplicate, batch[1].Duplicate, batch[2].Duplicate, batch[3].Duplicate},
+			[]bool{false, true, true, false, false, false})
 
 		// The key outlives the message: a consumed event is not raised again.
 		for range 2 {

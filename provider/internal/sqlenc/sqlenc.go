@@ -26,6 +26,9 @@ type Msg struct {
 	Existed bool
 	// DedupKey is the message's provider.OrchestratorMessage.DedupKey.
 	DedupKey string
+	// Duplicate is set while the message is inserted: its DedupKey was
+	// recorded already, so nothing was inserted for it.
+	Duplicate bool
 }
 
 // Create is the instance a message creates (provider.NewInstance).
@@ -455,13 +458,15 @@ func WorkFetchLimit(opts provider.WorkFetchOptions) (int, error) {
 	return limit, nil
 }
 
-// ReportExisted copies each committed message's Existed to its
-// provider.NewInstance, once the Enqueue that inserted enc committed.
-func ReportExisted(msgs []*provider.OrchestratorMessage, enc []*Msg) {
+// ReportEnqueued copies each committed message's Existed to its
+// provider.NewInstance, and its Duplicate to the message, once the Enqueue
+// that inserted enc committed.
+func ReportEnqueued(msgs []*provider.OrchestratorMessage, enc []*Msg) {
 	for i, m := range msgs {
 		if m.Create != nil && m.Create.IfAbsent {
 			m.Create.Existed = enc[i].Existed
 		}
+		m.Duplicate = enc[i].Duplicate
 	}
 }
 

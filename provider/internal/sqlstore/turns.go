@@ -249,13 +249,14 @@ func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessa
 	if err != nil {
 		return err
 	}
-	sqlenc.ReportExisted(msgs, enc)
+	sqlenc.ReportEnqueued(msgs, enc)
 	return nil
 }
 
 // dedup returns the messages of enc to insert: those without a DedupKey,
 // and those whose key tx records now (a key the instance already has
-// drops its message). It does not modify enc, so a re-run starts afresh.
+// drops its message, marked Duplicate). It sets Duplicate on every keyed
+// message, so a re-run starts afresh.
 func dedup(tx Tx, enc []*sqlenc.Msg) ([]*sqlenc.Msg, error) {
 	if !slices.ContainsFunc(enc, func(m *sqlenc.Msg) bool { return m.DedupKey != "" }) {
 		return enc, nil
@@ -267,6 +268,7 @@ func dedup(tx Tx, enc []*sqlenc.Msg) ([]*sqlenc.Msg, error) {
 			if err != nil {
 				return nil, err
 			}
+			m.Duplicate = !ok
 			if !ok {
 				continue
 			}

@@ -1357,6 +1357,16 @@ type PurgeResponse struct {
 // PurgeResponsePurged defines model for PurgeResponse.Purged.
 type PurgeResponsePurged bool
 
+// RaiseEventResult defines model for RaiseEventResult.
+type RaiseEventResult struct {
+	// Duplicate The Idempotency-Key was used on this instance before: nothing was delivered (answer 200).
+	Duplicate *bool `json:"duplicate,omitempty"`
+
+	// Event The raised event's name.
+	Event      string `json:"event"`
+	InstanceId string `json:"instanceId"`
+}
+
 // ReleaseResponse defines model for ReleaseResponse.
 type ReleaseResponse struct {
 	// Released Whether there was a lock to release.
@@ -2117,6 +2127,12 @@ type GetInstanceParams struct {
 // RaiseEventJSONBody defines parameters for RaiseEvent.
 type RaiseEventJSONBody = interface{}
 
+// RaiseEventParams defines parameters for RaiseEvent.
+type RaiseEventParams struct {
+	// IdempotencyKey Names the delivery: a repeat on the same instance, whatever the event name and data, delivers nothing and answers 200 with duplicate true. UTF-8 text without control characters, at most 506 bytes (duroxide.MaxEventKeyLength); a longer, empty or repeated header is answered 400.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // ListExecutionsParams defines parameters for ListExecutions.
 type ListExecutionsParams struct {
 	// Include Executions are listed without input and output; include adds them (a comma-separated list of input, output), each up to 64 KiB: a larger one is left out and named in the execution's truncated list.
@@ -2715,21 +2731,21 @@ type ClientInterface interface {
 
 	// RaiseEventWithBody Raise an external event on an instance
 	//
-	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-	RaiseEventWithBody(ctx context.Context, id InstanceID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RaiseEventWithBody(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RaiseEvent Raise an external event on an instance
 	//
-	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-	RaiseEvent(ctx context.Context, id InstanceID, name string, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RaiseEvent(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListExecutions List the executions of an instance, oldest first (one more per ContinueAsNew)
 	//
@@ -3173,13 +3189,13 @@ func (c *Client) CancelInstance(ctx context.Context, id InstanceID, body CancelI
 
 // RaiseEventWithBody Raise an external event on an instance
 //
-// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-func (c *Client) RaiseEventWithBody(ctx context.Context, id InstanceID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRaiseEventRequestWithBody(c.Server, id, name, contentType, body)
+func (c *Client) RaiseEventWithBody(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRaiseEventRequestWithBody(c.Server, id, name, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3192,13 +3208,13 @@ func (c *Client) RaiseEventWithBody(ctx context.Context, id InstanceID, name str
 
 // RaiseEvent Raise an external event on an instance
 //
-// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-func (c *Client) RaiseEvent(ctx context.Context, id InstanceID, name string, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRaiseEventRequest(c.Server, id, name, body)
+func (c *Client) RaiseEvent(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRaiseEventRequest(c.Server, id, name, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4368,18 +4384,18 @@ func NewCancelInstanceRequestWithBody(server string, id InstanceID, contentType 
 }
 
 // NewRaiseEventRequest calls the generic RaiseEvent builder with application/json body
-func NewRaiseEventRequest(server string, id InstanceID, name string, body RaiseEventJSONRequestBody) (*http.Request, error) {
+func NewRaiseEventRequest(server string, id InstanceID, name string, params *RaiseEventParams, body RaiseEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRaiseEventRequestWithBody(server, id, name, "application/json", bodyReader)
+	return NewRaiseEventRequestWithBody(server, id, name, params, "application/json", bodyReader)
 }
 
 // NewRaiseEventRequestWithBody constructs an http.Request for the RaiseEvent method, with any body, and a specified content type
-func NewRaiseEventRequestWithBody(server string, id InstanceID, name string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRaiseEventRequestWithBody(server string, id InstanceID, name string, params *RaiseEventParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4417,6 +4433,21 @@ func NewRaiseEventRequestWithBody(server string, id InstanceID, name string, con
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -5619,21 +5650,21 @@ type ClientWithResponsesInterface interface {
 
 	// RaiseEventWithBodyWithResponse Raise an external event on an instance
 	//
-	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-	RaiseEventWithBodyWithResponse(ctx context.Context, id InstanceID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error)
+	RaiseEventWithBodyWithResponse(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error)
 
 	// RaiseEventWithResponse Raise an external event on an instance
 	//
-	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+	// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-	RaiseEventWithResponse(ctx context.Context, id InstanceID, name string, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error)
+	RaiseEventWithResponse(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error)
 
 	// ListExecutionsWithResponse List the executions of an instance, oldest first (one more per ContinueAsNew)
 	//
@@ -6982,8 +7013,10 @@ type RaiseEventResponse503Headers struct {
 type RaiseEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RaiseEventResult
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *Accepted
+	JSON202 *RaiseEventResult
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -7012,8 +7045,13 @@ type RaiseEventResponse struct {
 	Headers503 *RaiseEventResponse503Headers
 }
 
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RaiseEventResponse) GetJSON200() *RaiseEventResult {
+	return r.JSON200
+}
+
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r RaiseEventResponse) GetJSON202() *Accepted {
+func (r RaiseEventResponse) GetJSON202() *RaiseEventResult {
 	return r.JSON202
 }
 
@@ -10012,13 +10050,13 @@ func (c *ClientWithResponses) CancelInstanceWithResponse(ctx context.Context, id
 
 // RaiseEventWithBodyWithResponse Raise an external event on an instance
 //
-// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-func (c *ClientWithResponses) RaiseEventWithBodyWithResponse(ctx context.Context, id InstanceID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error) {
-	rsp, err := c.RaiseEventWithBody(ctx, id, name, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RaiseEventWithBodyWithResponse(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error) {
+	rsp, err := c.RaiseEventWithBody(ctx, id, name, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10027,13 +10065,13 @@ func (c *ClientWithResponses) RaiseEventWithBodyWithResponse(ctx context.Context
 
 // RaiseEventWithResponse Raise an external event on an instance
 //
-// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing.
+// The body is the event's data, any JSON value; it may be empty. An event for an instance that has ended is refused (409) and changes nothing. With an Idempotency-Key header the raise is once-only for the instance: a repeat of the key on the same instance delivers nothing and answers 200 with duplicate true (keys are kept until the instance is purged; other instances may use the same key).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/instances/{id}/events/{name} (the `RaiseEvent` operationId).
-func (c *ClientWithResponses) RaiseEventWithResponse(ctx context.Context, id InstanceID, name string, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error) {
-	rsp, err := c.RaiseEvent(ctx, id, name, body, reqEditors...)
+func (c *ClientWithResponses) RaiseEventWithResponse(ctx context.Context, id InstanceID, name string, params *RaiseEventParams, body RaiseEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RaiseEventResponse, error) {
+	rsp, err := c.RaiseEvent(ctx, id, name, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11618,8 +11656,15 @@ func ParseRaiseEventResponse(rsp *http.Response) (*RaiseEventResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RaiseEventResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest Accepted
+		var dest RaiseEventResult
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
