@@ -136,7 +136,11 @@ type BulkJob struct {
 	Total, Processed, Succeeded, Skipped, Failed int64
 	// Error is why the job failed, or the last item error.
 	Error string
-	// Owner holds the lease until LeaseUntil ("" and zero: nobody).
+	// Owner holds the lease until LeaseUntil ("" and zero: nobody). A
+	// job that has ended (Done, Failed, Canceled) has no owner once its
+	// lease has expired: a job canceled while its runner held the lease
+	// names the runner until it records its last progress or, if it
+	// died, until the lease runs out.
 	Owner      string
 	LeaseUntil time.Time
 	CreatedAt  time.Time

@@ -75,8 +75,8 @@ func (p *Provider) maintWrite(ctx context.Context, op string, fn func(tx sqlstor
 	return p.write(ctx, op, func(w *wtx) error { return fn(maintTx{w.ctx, w.tx}, w.now) })
 }
 
-func (p *Provider) maintRead(ctx context.Context, op string, fn func(tx sqlstore.MaintTx) error) error {
-	return p.read(ctx, op, func() error { return fn(maintTx{ctx, p.pool}) })
+func (p *Provider) maintRead(ctx context.Context, op string, fn func(tx sqlstore.MaintTx, now int64) error) error {
+	return p.read(ctx, op, func() error { return fn(maintTx{ctx, p.pool}, p.now()) })
 }
 
 // maintenance is the embedded implementation of the maintenance calls

@@ -207,6 +207,28 @@ var maintenanceCases = []testCase{
 		e.noErr(err, "CancelBulkJob expired")
 		mustEqual(e.t, "canceled job with an expired lease", []any{j.State, j.Owner}, []any{provider.BulkJobCanceled, ""})
 
+		// A job canceled while its runner holds the lease, the runner
+		// then dying: the job names it until the lease runs out, then
+		// nobody.
+		e.noErr(js.CreateBulkJob(e.ctx, &provider.BulkJob{ID: "orphan", Spec: spec}), "CreateBulkJob orphan")
+		_, err = js.ClaimBulkJob(e.ctx, "orphan", "dead", time.Minute)
+		e.noErr(err, "ClaimBulkJob orphan")
+		j, err = js.CancelBulkJob(e.ctx, "orphan")
+		e.noErr(err, "CancelBulkJob orphan")
+		mustEqual(e.t, "canceled job of a live lease", []any{j.State, j.Owner}, []any{provider.BulkJobCanceled, "dead"})
+		e.clock.Advance(2 * time.Minute)
+		j, err = js.GetBulkJob(e.ctx, "orphan")
+		e.noErr(err, "GetBulkJob orphan")
+		mustEqual(e.t, "canceled job after its dead runner's lease", []any{j.State, j.Owner, j.LeaseUntil.IsZero()},
+			[]any{provider.BulkJobCanceled, "", true})
+		all, err := js.ListBulkJobs(e.ctx, provider.BulkJobListOptions{})
+		e.noErr(err, "ListBulkJobs")
+		for _, j := range all {
+			if j.ID == "orphan" && (j.Owner != "" || !j.LeaseUntil.IsZero()) {
+				e.t.Fatalf("listed orphan job: owner %q until %v, want none", j.Owner, j.LeaseUntil)
+			}
+		}
+
 		// A finished job cannot be canceled.
 		_, err = js.ClaimBulkJob(e.ctx, "done", "c", time.Minute)
 		e.noErr(err, "ClaimBulkJob done")

@@ -149,12 +149,26 @@ func ScanBulkJob(r Row) (*provider.BulkJob, error) {
 	return &j, nil
 }
 
-// GetBulkJob is the body of provider.BulkJobStore.GetBulkJob.
-func GetBulkJob(tx MaintTx, id string) (*provider.BulkJob, error) {
+// settle clears the owner and lease of a job that has ended (Done,
+// Failed, Canceled) once its lease has expired at now (epoch ms). A
+// Canceled job keeps its runner's unexpired lease so that the runner, if
+// alive, records the counts it reached (UpdateBulkJob); a runner that died
+// never does, and its job, ended, must not name it as its owner for ever.
+func settle(j *provider.BulkJob, now int64) {
+	if j.State.IsFinal() && j.LeaseUntil.UnixMilli() <= now {
+		j.Owner, j.LeaseUntil = "", time.Time{}
+	}
+}
+
+// GetBulkJob is the body of provider.BulkJobStore.GetBulkJob at now
+// (epoch ms).
+func GetBulkJob(tx MaintTx, id string, now int64) (*provider.BulkJob, error) {
 	var job *provider.BulkJob
 	err := tx.Each(MJobGet, func(r Row) error {
 		var err error
-		job, err = ScanBulkJob(r)
+		if job, err = ScanBulkJob(r); err == nil {
+			settle(job, now)
+		}
 		return err
 	}, id)
 	if err != nil {
@@ -166,8 +180,9 @@ func GetBulkJob(tx MaintTx, id string) (*provider.BulkJob, error) {
 	return job, nil
 }
 
-// ListBulkJobs is the body of provider.BulkJobStore.ListBulkJobs.
-func ListBulkJobs(tx MaintTx, opts provider.BulkJobListOptions) ([]provider.BulkJob, error) {
+// ListBulkJobs is the body of provider.BulkJobStore.ListBulkJobs at now
+// (epoch ms).
+func ListBulkJobs(tx MaintTx, opts provider.BulkJobListOptions, now int64) ([]provider.BulkJob, error) {
 	limit, err := pageSize(opts.Limit)
 	if err != nil {
 		return nil, err
@@ -182,6 +197,7 @@ func ListBulkJobs(tx MaintTx, opts provider.BulkJobListOptions) ([]provider.Bulk
 		if err != nil {
 			return err
 		}
+		settle(j, now)
 		out = append(out, *j)
 		return nil
 	}, limit)
@@ -218,7 +234,7 @@ func ClaimBulkJob(tx MaintTx, id, owner string, ttl time.Duration, now int64) (*
 	if err != nil {
 		return nil, err
 	}
-	job, err := GetBulkJob(tx, id)
+	job, err := GetBulkJob(tx, id, now)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +262,7 @@ func UpdateBulkJob(tx MaintTx, id, owner string, ttl time.Duration, u provider.B
 		return false, err
 	}
 	if n == 0 {
-		job, err := GetBulkJob(tx, id)
+		job, err := GetBulkJob(tx, id, now)
 		if err != nil {
 			return false, err
 		}
@@ -266,7 +282,7 @@ func CancelBulkJob(tx MaintTx, id string, now int64) (*provider.BulkJob, error) 
 	if err != nil {
 		return nil, err
 	}
-	job, err := GetBulkJob(tx, id)
+	job, err := GetBulkJob(tx, id, now)
 	if err != nil {
 		return nil, err
 	}
@@ -343,18 +359,18 @@ func PruneExecutions(tx MaintTx, opts provider.PruneExecutionsOptions, limit int
 // methods are the store's.
 type Maintenance struct {
 	write func(ctx context.Context, op string, fn func(tx MaintTx, now int64) error) error
-	read  func(ctx context.Context, op string, fn func(tx MaintTx) error) error
+	read  func(ctx context.Context, op string, fn func(tx MaintTx, now int64) error) error
 	fail  func(op string, err error) error
 }
 
 // NewMaintenance returns the maintenance calls of a store: write runs fn
 // in a write transaction at store time now (epoch ms), read runs fn on a
-// read snapshot (or the read pool), both translating the error fn
+// read snapshot (or the read pool) at store time now, both translating the error fn
 // returns as the store's own calls do; fail translates an argument error
 // of op found before any transaction.
 func NewMaintenance(
 	write func(ctx context.Context, op string, fn func(tx MaintTx, now int64) error) error,
-	read func(ctx context.Context, op string, fn func(tx MaintTx) error) error,
+	read func(ctx context.Context, op string, fn func(tx MaintTx, now int64) error) error,
 	fail func(op string, err error) error,
 ) Maintenance {
 	return Maintenance{write: write, read: read, fail: fail}
@@ -422,8 +438,8 @@ func (m Maintenance) CreateBulkJob(ctx context.Context, job *provider.BulkJob) e
 // GetBulkJob implements provider.BulkJobStore.
 func (m Maintenance) GetBulkJob(ctx context.Context, id string) (*provider.BulkJob, error) {
 	var job *provider.BulkJob
-	err := m.read(ctx, "getting bulk job", func(tx MaintTx) (err error) {
-		job, err = GetBulkJob(tx, id)
+	err := m.read(ctx, "getting bulk job", func(tx MaintTx, now int64) (err error) {
+		job, err = GetBulkJob(tx, id, now)
 		return err
 	})
 	return job, err
@@ -432,8 +448,8 @@ func (m Maintenance) GetBulkJob(ctx context.Context, id string) (*provider.BulkJ
 // ListBulkJobs implements provider.BulkJobStore.
 func (m Maintenance) ListBulkJobs(ctx context.Context, opts provider.BulkJobListOptions) ([]provider.BulkJob, error) {
 	var out []provider.BulkJob
-	err := m.read(ctx, "listing bulk jobs", func(tx MaintTx) (err error) {
-		out, err = ListBulkJobs(tx, opts)
+	err := m.read(ctx, "listing bulk jobs", func(tx MaintTx, now int64) (err error) {
+		out, err = ListBulkJobs(tx, opts, now)
 		return err
 	})
 	return out, err
