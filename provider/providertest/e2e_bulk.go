@@ -50,7 +50,33 @@ func (e *e2e) storeCounts() []any {
 	if err != nil {
 		e.t.Fatalf("QueueDepths: %v", err)
 	}
-	return []any{c, d}
+	// Each instance as a client sees it, its pause included (a pause or
+	// a resume changes no count), and the bulk jobs (a dry run stores
+	// none).
+	var insts []string
+	opts := &duroxide.ListOptions{Limit: 1000}
+	for {
+		page, err := e.c.ListInstances(e.ctx, opts)
+		if err != nil {
+			e.t.Fatalf("ListInstances: %v", err)
+		}
+		for _, st := range page.Instances {
+			insts = append(insts, fmt.Sprintf("%s %s paused=%v updated=%s", st.InstanceID, st.ETag, st.Paused != nil, st.UpdatedAt))
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	var jobs int
+	if _, ok := e.store.(provider.BulkJobStore); ok {
+		js, err := e.c.ListBulkJobs(e.ctx, false)
+		if err != nil {
+			e.t.Fatalf("ListBulkJobs: %v", err)
+		}
+		jobs = len(js)
+	}
+	return []any{c, d, insts, jobs}
 }
 
 func e2eRetention(e *e2e) {
