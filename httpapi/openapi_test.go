@@ -446,7 +446,12 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	keyed("e1", http.StatusAccepted)
 	keyed("e1", http.StatusOK)
+	keyed(strings.Repeat("k", duroxide.MaxEventKeyLength), http.StatusAccepted)
 	keyed(strings.Repeat("k", duroxide.MaxEventKeyLength+1), http.StatusBadRequest)
+	if p := c.doc.Paths.Find("/api/instances/{id}/events/{name}").Post.Parameters.GetByInAndName("header", "Idempotency-Key"); p == nil ||
+		p.Schema.Value.MaxLength == nil || *p.Schema.Value.MaxLength != uint64(duroxide.MaxEventKeyLength) {
+		t.Errorf("the document's Idempotency-Key of raiseEvent does not say maxLength %d", duroxide.MaxEventKeyLength)
+	}
 	sws := `{"orchestration": "demo.Approval", "input": {"timeoutSeconds": 3600}, "event": "note", "data": 1}`
 	post("/api/instances/c-sws/signal-with-start", sws, http.StatusCreated)
 	post("/api/instances/c-sws/signal-with-start", sws, http.StatusAccepted)
