@@ -57,7 +57,7 @@
 //	POST   /api/instances/{id}/resume           no body → 200 status; 409 if not paused
 //	POST   /api/instances/{id}/rewind           body (optional): {"reason", "by", "force"} → 200 status, Running at a
 //	                                              new execution; 409 unless Failed or Canceled, or Running with
-//	                                              "force": true (not paused, not mid-turn)
+//	                                              "force": true (not paused, not mid-turn, no cancel pending)
 //	DELETE /api/instances/{id}[?force=true]     purge → 200 {"purged": true}; 409 while running unless forced
 //
 // Webhooks and execution locks:

@@ -136,11 +136,19 @@ func TestGeneratedClientFlow(t *testing.T) {
 	}
 
 	// An event without data: no body and no Content-Type.
-	noData, err := c.RaiseEventWithBodyWithResponse(ctx, id, "nudge", "", nil)
+	noData, err := c.RaiseEventWithBodyWithResponse(ctx, id, "nudge", nil, "", nil)
 	if err != nil || noData.StatusCode() != http.StatusAccepted || noData.JSON202 == nil {
 		t.Fatalf("raise without data: %v %s", err, body(noData))
 	}
-	raised, err := c.RaiseEventWithResponse(ctx, id, "approval", true)
+	// A once-only event: the repeat of its Idempotency-Key is a duplicate.
+	key := "nudge-1"
+	for i, want := range []int{http.StatusAccepted, http.StatusOK} {
+		r, err := c.RaiseEventWithResponse(ctx, id, "nudge", &apiclient.RaiseEventParams{IdempotencyKey: &key}, 1)
+		if err != nil || r.StatusCode() != want || (want == http.StatusOK && (r.JSON200 == nil || r.JSON200.Duplicate == nil || !*r.JSON200.Duplicate)) {
+			t.Fatalf("keyed raise %d: %v %s", i+1, err, body(r))
+		}
+	}
+	raised, err := c.RaiseEventWithResponse(ctx, id, "approval", nil, true)
 	if err != nil || raised.StatusCode() != http.StatusAccepted || raised.JSON202 == nil || raised.JSON202.InstanceId != id {
 		t.Fatalf("raise: %v %s", err, body(raised))
 	}
