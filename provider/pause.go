@@ -81,8 +81,10 @@ type RewindRequest struct {
 	// lock free or expired, no cancel pending: no
 	// OrchestrationCancelRequested in FromExecutionID's history and no
 	// CancelInstance message queued, but for an instance timeout not yet
-	// due) at FromExecutionID, or the store returns ErrStateConflict. End, a terminal OrchestrationFailed whose EventID
-	// follows the execution's last event, is appended to FromExecutionID,
+	// due) at FromExecutionID, or the store returns ErrStateConflict.
+	// End, a terminal OrchestrationFailed whose EventID follows the
+	// execution's last event (else ErrStateConflict: a turn committed
+	// since the history was read), is appended to FromExecutionID,
 	// which ends Canceled with End's error; its worker rows are deleted (a
 	// worker running one loses its lock, as for a canceled activity). Its
 	// queued messages stay: events raised go to the new execution, the

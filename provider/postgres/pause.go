@@ -51,6 +51,7 @@ VALUES ($1, $2, $3, $4, $5::text, $6, $7, $5::jsonb ->> 'name', coalesce($5::jso
 	Holder:          pauseSQL.Holder,
 	EndExecution:    `UPDATE executions SET status = 'Canceled', error = $3, completed_at = $4 WHERE instance_id = $1 AND execution_id = $2 AND status = 'Running'`,
 	DropWork:        `DELETE FROM worker_queue WHERE instance_id = $1 AND execution_id = $2`,
+	LastEvent:       `SELECT coalesce(max(event_id), 0) FROM history WHERE instance_id = $1 AND execution_id = $2`,
 	CancelRequested: `SELECT 1 FROM history WHERE instance_id = $1 AND execution_id = $2 AND event_type = $3 LIMIT 1`,
 	// The CASE reads as JSON only the work items with the prefix (which
 	// the store encoded).

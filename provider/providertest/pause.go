@@ -285,6 +285,29 @@ var pauseCases = []testCase{
 		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{IgnoreAttempt: true}), "AbandonOrchestrationItem")
 		e.wantErr(r.RewindInstance(e.ctx, req()), provider.ErrStateConflict, "second rewind from execution 1")
 	}},
+	{name: "rewind_running_refuses_a_stale_plan", run: func(e *env) {
+		// The End event of a forced rewind must follow the execution's
+		// last event: a turn committed since the history was read makes
+		// the plan stale, refused as a conflict, not a store error.
+		r := e.rewinder()
+		e.createInstance("a")
+		start := e.readHistory("a", 1)[0]
+		req := func(endID int64) *provider.RewindRequest {
+			end := history.Event{EventID: endID, Kind: history.OrchestrationFailed, TimestampMs: ms(e.clock.Now()),
+				Error: &history.ErrorDetails{Kind: history.ErrorCanceled, Code: history.CodeRewound, Message: "rewound"}}
+			return &provider.RewindRequest{InstanceID: "a", FromExecutionID: 1, ExecutionID: 2, End: &end,
+				History: []history.Event{start}}
+		}
+		e.wantErr(r.RewindInstance(e.ctx, req(3)), provider.ErrStateConflict, "End after a gap")
+		e.enqueue(eventMsg("a", "late", 1))
+		it := e.fetchFor("a")
+		e.ack(&provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1,
+			History: []history.Event{{EventID: 2, Kind: history.ExternalEvent, Name: "late", Data: js(1), TimestampMs: ms(e.clock.Now())}}})
+		e.wantErr(r.RewindInstance(e.ctx, req(2)), provider.ErrStateConflict, "End planned before the last turn")
+		mustEqual(e.t, "history after refused rewinds", eventIDs(e.readHistory("a", 1)), []int64{1, 2})
+		e.noErr(r.RewindInstance(e.ctx, req(3)), "RewindInstance with End after the last event")
+		mustEqual(e.t, "old execution", eventIDs(e.readHistory("a", 1)), []int64{1, 2, 3})
+	}},
 	{name: "rewind_running_refuses_a_pending_cancel", run: func(e *env) {
 		// A cancel queued and not yet taken, one a turn gave back for
 		// later, one requested (in the history): each is refused in the

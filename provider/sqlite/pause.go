@@ -50,6 +50,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
 	Holder:          pauseSQL.Holder,
 	EndExecution:    `UPDATE executions SET status = 'Canceled', error = ?3, completed_at = ?4 WHERE instance_id = ?1 AND execution_id = ?2 AND status = 'Running'`,
 	DropWork:        `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2`,
+	LastEvent:       `SELECT coalesce(max(event_id), 0) FROM history WHERE instance_id = ?1 AND execution_id = ?2`,
 	CancelRequested: `SELECT 1 FROM history WHERE instance_id = ?1 AND execution_id = ?2 AND event_type = ?3 LIMIT 1`,
 	CancelQueued: `SELECT 1 FROM orchestrator_queue
 WHERE instance_id = ?1 AND substr(work_item, 1, length(?2)) = ?2

@@ -262,6 +262,9 @@ type RewindSQL struct {
 	// DropWork (instance_id, execution_id) deletes the execution's worker
 	// rows, locked or not.
 	DropWork string
+	// LastEvent (instance_id, execution_id) returns the execution's
+	// highest event_id (0 for none).
+	LastEvent string
 	// CancelRequested (instance_id, execution_id, event_type) returns a
 	// row when the execution's history holds an event of event_type
 	// (OrchestrationCancelRequested).
@@ -430,6 +433,16 @@ func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind,
 	}
 	if err := noPendingCancel(ctx, tx, q, req.InstanceID, req.FromExecutionID, now); err != nil {
 		return err
+	}
+	var last int64
+	if err := tx.QueryRow(ctx, q.LastEvent, req.InstanceID, req.FromExecutionID).Scan(&last); err != nil {
+		return err
+	}
+	if last != e.end.ID-1 {
+		// A turn committed after the rewind read the history: its plan
+		// resumes from a point that is no longer the last turn's start.
+		return fmt.Errorf("instance %q took a turn while the rewind was planned (its history ends at event %d, not %d); retry: %w",
+			req.InstanceID, last, e.end.ID-1, provider.ErrStateConflict)
 	}
 	if _, err := tx.Exec(ctx, q.Event, req.InstanceID, req.FromExecutionID, e.end.ID, e.end.Kind, string(e.end.Data), now); err != nil {
 		return err
