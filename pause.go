@@ -191,7 +191,7 @@ type RewindOptions struct {
 	// wait for something that will never come. Its current execution
 	// ends Canceled (an OrchestrationFailed event of kind canceled, code
 	// history.CodeRewound, carrying Reason and who asked, WithActor),
-	// its queued activities are dropped (a worker running one loses its
+	// its queued activities and its instance timeout are dropped (a worker running one loses its
 	// lock, as for a canceled activity), and a new execution goes on
 	// from the start of its last turn, the one that scheduled what it
 	// is stuck on, with the code deployed now: that turn's received

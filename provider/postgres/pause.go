@@ -60,6 +60,7 @@ WHERE instance_id = $1 AND starts_with(work_item, $2::text)
   AND (visible_at <= $3 OR CASE WHEN starts_with(work_item, $2::text)
     THEN (work_item::jsonb #>> '{error,kind}') IS DISTINCT FROM $4::text END)
 LIMIT 1`,
+	DropTimeout: `DELETE FROM orchestrator_queue WHERE instance_id = $1 AND starts_with(work_item, $2::text)`,
 }
 
 // pgTx runs the shared pause and rewind bodies on a transaction.

@@ -29,6 +29,7 @@ var e2ePauseCases = []e2eCase{
 	{"RewindRunningWaiterStartsOver", e2eRewindRunningWaiter},
 	{"ForcedRewindRefusesAPendingCancel", e2eRewindRunningCancelPending},
 	{"ForcedRewindRefusesAQueuedCancel", e2eRewindRunningCancelQueued},
+	{"ForcedRewindDropsTheTimeout", e2eRewindRunningDropsTimeout},
 }
 
 // e2ePauseHolds pauses an instance while its activity runs: the activity
@@ -700,5 +701,45 @@ func e2eRewindRunningCancelQueued(e *e2e) {
 	var out string
 	if st := e.result("w", &out); out != "x y" || st.ExecutionID != 2 {
 		e.t.Fatalf("rewound instance: %q at execution %d", out, st.ExecutionID)
+	}
+}
+
+// e2eRewindRunningDropsTimeout force-rewinds a waiting instance started
+// with an instance timeout (StartOptions.Timeout) not yet due: the rewound
+// instance holds no timeout, as after any rewind, so the deadline passing
+// does not end the new execution, and an event raised afterwards
+// completes it.
+func e2eRewindRunningDropsTimeout(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Waiter", func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
+		var s string
+		err := ctx.WaitForEvent("go").Await(&s)
+		return in + " " + s, err
+	})
+	e.runtime(reg)
+	e.startWith("w", "Waiter", "x", &duroxide.StartOptions{Timeout: time.Hour})
+	e.eventually("w waits", func() bool { return count(e.history("w", 0), history.ExternalSubscribed) == 1 })
+	if err := e.c.RewindWithOptions(e.ctx, "w", &duroxide.RewindOptions{Force: true, Reason: "unstick"}); err != nil {
+		e.t.Fatalf("forced rewind: %v", err)
+	}
+	e.eventually("the new execution waits", func() bool {
+		return count(e.history("w", 2), history.ExternalSubscribed) == 1
+	})
+	q, err := e.admin().InstanceQueue(e.ctx, "w")
+	if err != nil {
+		e.t.Fatalf("InstanceQueue: %v", err)
+	}
+	if len(q.Messages) != 0 {
+		e.t.Fatalf("queued after the forced rewind: %+v, want nothing (the timeout dropped)", q.Messages)
+	}
+	// Past the old deadline: a timeout still queued would now come due
+	// ahead of the event and end the instance Failed.
+	e.fc.Advance(2 * time.Hour)
+	if err := e.c.RaiseEvent(e.ctx, "w", "go", "y"); err != nil {
+		e.t.Fatalf("RaiseEvent: %v", err)
+	}
+	var out string
+	if st := e.result("w", &out); out != "x y" || st.ExecutionID != 2 {
+		e.t.Fatalf("rewound instance: %q at execution %d, state %s", out, st.ExecutionID, st.State)
 	}
 }

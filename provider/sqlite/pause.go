@@ -56,6 +56,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
 WHERE instance_id = ?1 AND substr(work_item, 1, length(?2)) = ?2
   AND (visible_at <= ?3 OR CASE WHEN json_valid(work_item) THEN json_extract(work_item, '$.error.kind') END IS NOT ?4)
 LIMIT 1`,
+	DropTimeout: `DELETE FROM orchestrator_queue WHERE instance_id = ?1 AND substr(work_item, 1, length(?2)) = ?2`,
 }
 
 // sqlTx runs the shared pause and rewind bodies on a transaction. The

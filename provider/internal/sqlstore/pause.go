@@ -276,6 +276,11 @@ type RewindSQL struct {
 	// instance timeout not yet due is no request yet). Only a work item
 	// with the prefix may be read as JSON.
 	CancelQueued string
+	// DropTimeout (instance_id, prefix) deletes the instance's queued
+	// orchestrator messages whose work item starts with prefix
+	// (CancelPrefix): once noPendingCancel passed, only an instance
+	// timeout not yet due.
+	DropTimeout string
 }
 
 // CancelPrefix is how the stored work item of every CancelInstance
@@ -417,7 +422,7 @@ func Rewind(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now
 // endRunning ends the live execution a rewind takes over from: refused
 // while the instance is paused, a turn holds its lock or its cancel is
 // pending; the end event appended, the execution Canceled, its worker
-// rows deleted.
+// rows and its instance timeout not yet due deleted.
 func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now int64) error {
 	req := e.req
 	var token string
@@ -454,7 +459,12 @@ func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind,
 	if n == 0 {
 		return fmt.Errorf("instance %q: execution %d is not Running: %w", req.InstanceID, req.FromExecutionID, provider.ErrStateConflict)
 	}
-	_, err = tx.Exec(ctx, q.DropWork, req.InstanceID, req.FromExecutionID)
+	if _, err := tx.Exec(ctx, q.DropWork, req.InstanceID, req.FromExecutionID); err != nil {
+		return err
+	}
+	// A rewound instance holds no timeout (StartOptions.Timeout): its
+	// deadline, queued as a delayed cancel, would end the new execution.
+	_, err = tx.Exec(ctx, q.DropTimeout, req.InstanceID, CancelPrefix)
 	return err
 }
 
