@@ -305,6 +305,8 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 	// round trip. If it fails, nothing was committed and each call runs
 	// again alone (with its own).
 	b := &pgx.Batch{}
+	relaxed := groupRelaxed(ws)
+	p.relaxCommit(relaxed && tx.begun, b)
 	if err := p.queueNotifyAll(groupChanges(ws), b); err != nil {
 		return fail(err)
 	}
@@ -314,7 +316,22 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		}
 		return nil, nil, err
 	}
+	if relaxed {
+		p.relaxedCommits.Add(1)
+	}
 	return errs, ws, nil
+}
+
+// groupRelaxed reports whether every call of a group that succeeded (ws,
+// nil for a call that failed and wrote nothing) was relaxed: only then may
+// the group commit without waiting for the WAL flush.
+func groupRelaxed(ws []*wtx) bool {
+	for _, w := range ws {
+		if w != nil && !w.relaxed {
+			return false
+		}
+	}
+	return true
 }
 
 // groupChanges returns a transaction holding, as changes still to notify,
