@@ -640,7 +640,7 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	// for the instance?), unless starts or lock hand-overs follow.
 	inline := len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
-		w.queueAckNotify(b, inst)
+		w.queueAckNotify(inst)
 	}
 	return t
 }

@@ -483,10 +483,12 @@ type wtx struct {
 	// What the transaction changed, for the notifications sent once it
 	// committed (notify.go).
 	changes changes
-	// inlineSent: the notification of a turn ack was sent in its batch,
+	// inlineSent: the call queued its own notification (on after),
 	// covering the instances changed until then (inlineInstances).
 	inlineSent      bool
 	inlineInstances int
+	// after holds the statements (notifications) sent after the COMMIT.
+	after pgx.Batch
 	// The leases of the worker rows a turn ack inserted locked to its
 	// caller.
 	leases []*provider.WorkItemLease
@@ -627,14 +629,14 @@ func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *w
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	// The notification rides with the COMMIT: one round trip.
+	// The notifications follow the COMMIT in its round trip.
 	b := &pgx.Batch{}
 	p.relaxCommit(w.relaxed && tx.begun, b)
-	if err := p.queueNotifyAll(w, b); err != nil {
+	if err := p.queueNotifyAll(w, &w.after); err != nil {
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	if err := tx.CommitBatch(tctx, b); err != nil {
+	if err := tx.CommitBatch(tctx, b, &w.after); err != nil {
 		return err
 	}
 	if w.relaxed {

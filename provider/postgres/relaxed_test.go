@@ -1,8 +1,14 @@
 package postgres
 
 import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
@@ -79,4 +85,87 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 	relaxed("group of fetches", 3)
 	group(fetch, other)
 	relaxed("group of a fetch and another call", 3)
+}
+
+// orderTracer records, per batch, whether a pg_notify was sent before the
+// batch's COMMIT (inside the transaction) or after it.
+type orderTracer struct {
+	mu        sync.Mutex
+	committed map[*pgx.Conn]bool // the current batch of the connection passed its COMMIT
+	inside    []string           // notifications sent inside a transaction
+	after     int                // notifications sent after a COMMIT
+}
+
+func (o *orderTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "pg_notify") {
+		o.mu.Lock()
+		o.inside = append(o.inside, d.SQL)
+		o.mu.Unlock()
+	}
+	return ctx
+}
+
+func (o *orderTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (o *orderTracer) TraceBatchStart(ctx context.Context, c *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	o.mu.Lock()
+	o.committed[c] = false
+	o.mu.Unlock()
+	return ctx
+}
+
+func (o *orderTracer) TraceBatchQuery(_ context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case d.SQL == "COMMIT":
+		o.committed[c] = true
+	case strings.Contains(d.SQL, "pg_notify") && o.committed[c]:
+		o.after++
+	case strings.Contains(d.SQL, "pg_notify"):
+		o.inside = append(o.inside, d.SQL)
+	}
+}
+
+func (o *orderTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// TestNotificationsFollowTheCommit: no write transaction calls pg_notify
+// inside it (PostgreSQL would hold its server-wide notification lock
+// through the commit's WAL flush, so notifying transactions could never
+// share a flush); the notifications follow the COMMIT in its round trip,
+// for lone calls and groups alike (TestNotifyAcrossStores shows that other
+// nodes get them).
+func TestNotificationsFollowTheCommit(t *testing.T) {
+	t.Parallel()
+	tr := &orderTracer{committed: map[*pgx.Conn]bool{}}
+	p := openFresh(t, &Options{tracer: tr})
+	ctx := t.Context()
+	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+		t.Fatal(err)
+	}
+	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil {
+		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
+	}
+	if _, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 0)); err != nil {
+		t.Fatal(err)
+	}
+	// A group of enqueues.
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprint("g", i))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.inside) > 0 {
+		t.Fatalf("%d notifications sent inside a transaction, e.g. %s", len(tr.inside), tr.inside[0])
+	}
+	if tr.after < 3 {
+		t.Fatalf("%d notifications after a COMMIT, want at least 3", tr.after)
+	}
 }
