@@ -28,10 +28,10 @@ import (
 // In a group each call runs in a savepoint of its own: one that fails
 // rolls back to it (releasing what it locked) and the others go on; its
 // caller gets its error. Results and the in-process notifications are
-// delivered after the commit; the notification to other nodes (pg_notify)
-// of what the calls that succeeded changed is sent with the COMMIT, one for
-// the group (a turn ack's own, sent in its batch, inside its savepoint, is
-// discarded with it if the call fails).
+// delivered after the commit; the notifications to other nodes (pg_notify)
+// of what the calls that succeeded changed follow the COMMIT in its round
+// trip, one for the group besides the ones turn and activity acks queued
+// themselves (a failed call's are dropped).
 //
 // Lock order. A group holds the advisory locks of all its calls until it
 // commits, so two groups (here or on other nodes) taking them call by call
@@ -279,8 +279,7 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		// Dated after the group's lock waits, as a lone call's is after
 		// its own.
 		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: stx, p: p, now: p.now()}
-		// The call's notification, unless its batch carried it, is sent
-		// with the group's COMMIT (below).
+		// The call's notifications follow the group's COMMIT (below).
 		err := runOp(r.Op.fn, w)
 		if stx.sp != nil {
 			// The call sent nothing: its savepoint is still to open.
@@ -301,20 +300,41 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		}
 		ws[i] = w
 	}
-	// One notification for the calls that committed, with the COMMIT: one
-	// round trip. If it fails, nothing was committed and each call runs
-	// again alone (with its own).
-	b := &pgx.Batch{}
-	if err := p.queueNotifyAll(groupChanges(ws), b); err != nil {
+	// The notifications of the calls that committed follow the COMMIT:
+	// one round trip.
+	b, after := &pgx.Batch{}, &pgx.Batch{}
+	relaxed := groupRelaxed(ws)
+	p.relaxCommit(relaxed && tx.begun, b)
+	for _, w := range ws {
+		if w != nil {
+			after.QueuedQueries = append(after.QueuedQueries, w.after.QueuedQueries...)
+		}
+	}
+	if err := p.queueNotifyAll(groupChanges(ws), after); err != nil {
 		return fail(err)
 	}
-	if committing, err := tx.commitBatch(ctx, b); err != nil {
+	if committing, err := tx.commitBatch(ctx, b, after); err != nil {
 		if committing {
 			return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
 		}
 		return nil, nil, err
 	}
+	if relaxed {
+		p.relaxedCommits.Add(1)
+	}
 	return errs, ws, nil
+}
+
+// groupRelaxed reports whether every call of a group that succeeded (ws,
+// nil for a call that failed and wrote nothing) was relaxed: only then may
+// the group commit without waiting for the WAL flush.
+func groupRelaxed(ws []*wtx) bool {
+	for _, w := range ws {
+		if w != nil && !w.relaxed {
+			return false
+		}
+	}
+	return true
 }
 
 // groupChanges returns a transaction holding, as changes still to notify,

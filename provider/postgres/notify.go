@@ -20,8 +20,19 @@ import (
 // Commits made through this Provider notify its own subscribers at once,
 // after the commit (never for a transaction that rolled back). Every write
 // transaction that changed something also calls pg_notify on the store's
-// channel, inside the transaction, so PostgreSQL delivers the notification
-// to the other nodes only if and when it commits. The payload names the
+// channel right after its COMMIT, in the same round trip (the statements
+// follow the COMMIT in its pipeline, each in a transaction of its own), so
+// other nodes are told only once the change is visible to them.
+//
+// Not inside the transaction: PostgreSQL serialises the commits of the
+// transactions that sent a notification with one lock for the whole
+// server, held through the commit's WAL flush, so notifying transactions
+// would commit one at a time, each with a flush of its own, and no two
+// groups (or nodes) could share a flush. A transaction that only notifies
+// writes no WAL of its own and commits without a flush: the lock is held
+// for microseconds. The cost: a server crash between a commit and its
+// notification (the same round trip) loses the notification, and other
+// nodes find the work at their next poll. The payload names the
 // sending node (a node ignores its own notifications: it already woke its
 // subscribers), the queues that may have work and the instances that
 // changed.
@@ -69,7 +80,7 @@ func channelName(schema string) string {
 }
 
 // queueNotifyAll queues on b the notification of w's changes, if any: a
-// transaction sends it with its COMMIT.
+// transaction sends it right after its COMMIT, in the same round trip.
 func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
 	c := &w.changes
 	if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
@@ -90,24 +101,25 @@ func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
 	return nil
 }
 
-// queueNotify queues on b the notification of what w changed so far;
-// queueNotifyAll then queues another one only if the transaction goes on to
-// touch other instances.
-func (w *wtx) queueNotify(b *pgx.Batch) {
+// queueNotify queues the notification of what w changed so far, sent
+// after the COMMIT (w.after); queueNotifyAll then queues another one only
+// if the transaction goes on to touch other instances.
+func (w *wtx) queueNotify() {
 	c := &w.changes
 	raw, err := json.Marshal(payload{Node: w.p.node, Orch: c.orch, Work: c.work, Instances: c.instances})
 	if err != nil || len(raw) > maxNotifyPayload {
 		return // queueNotifyAll queues it
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, w.p.channel, string(raw))
+	w.after.Queue(`SELECT pg_notify($1, $2)`, w.p.channel, string(raw))
 	w.inlineSent, w.inlineInstances = true, len(c.instances)
 }
 
-// queueAckNotify queues on b the notification of a turn ack of inst, with
-// what w changed so far; queueNotifyAll then queues another one only if the
-// transaction goes on to touch other instances.
-func (w *wtx) queueAckNotify(b *pgx.Batch, inst string) {
-	b.Queue(sqlAckNotify, w.p.channel, w.p.node, w.changes.orch, w.changes.work, inst)
+// queueAckNotify queues the notification of a turn ack of inst, with what
+// w changed so far, sent after the COMMIT (w.after); queueNotifyAll then
+// queues another one only if the transaction goes on to touch other
+// instances.
+func (w *wtx) queueAckNotify(inst string) {
+	w.after.Queue(sqlAckNotify, w.p.channel, w.p.node, w.changes.orch, w.changes.work, inst)
 	w.inlineSent, w.inlineInstances = true, len(w.changes.instances)
 }
 

@@ -38,7 +38,9 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
 func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
-	return w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
+	f, err := w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
+	w.relaxed = len(f.Dead) == 0 // a dead-lettering commits durably
+	return f, err
 }
 
 func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
@@ -98,6 +100,12 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 // FetchUnservedTurns locks instances whose orchestration no live route
 // registers, counting no delivery; see sqlstore.TurnTx.
 func (w *wtx) FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlstore.Fetched, error) {
+	f, err := w.fetchUnservedTurns(olderMs, limit, lockMs)
+	w.relaxed = len(f.Dead) == 0 // a dead-lettering commits durably
+	return f, err
+}
+
+func (w *wtx) fetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlstore.Fetched, error) {
 	cands, err := w.queryStrings(sqlUnservedTurnCandidates, w.now, w.now-olderMs, limit)
 	if err != nil || len(cands) == 0 {
 		return sqlstore.Fetched{}, err
@@ -632,7 +640,7 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	// for the instance?), unless starts or lock hand-overs follow.
 	inline := len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
-		w.queueAckNotify(b, inst)
+		w.queueAckNotify(inst)
 	}
 	return t
 }

@@ -318,6 +318,9 @@ type Provider struct {
 	listenConnPID atomic.Uint32
 
 	commits atomic.Int64
+	// relaxedCommits counts the commits that did not wait for the WAL
+	// flush (see wtx.relaxed), for tests.
+	relaxedCommits atomic.Int64
 
 	// group forms the groups of the write requests that may share a
 	// transaction (writeGrouped); groups counts the transactions that
@@ -480,10 +483,12 @@ type wtx struct {
 	// What the transaction changed, for the notifications sent once it
 	// committed (notify.go).
 	changes changes
-	// inlineSent: the notification of a turn ack was sent in its batch,
+	// inlineSent: the call queued its own notification (on after),
 	// covering the instances changed until then (inlineInstances).
 	inlineSent      bool
 	inlineInstances int
+	// after holds the statements (notifications) sent after the COMMIT.
+	after pgx.Batch
 	// The leases of the worker rows a turn ack inserted locked to its
 	// caller.
 	leases []*provider.WorkItemLease
@@ -493,6 +498,38 @@ type wtx struct {
 	// Whether other worker rows of the acked activity's instance are
 	// queued, read by AckWork's batch for TakeTurn.
 	hasWork *instanceWork
+	// relaxed: the call only took locks and leases (a fetch), which a
+	// server crash may lose without harm (see relaxCommit).
+	relaxed bool
+}
+
+// Relaxed commits.
+//
+// A fetch writes only locks and leases (and the delivery counts and
+// dead-lettering of what it found), and a lock or lease lost is already
+// a case the protocol handles: the instance or activity becomes fetchable
+// again when it expires, and the holder's ack then fails with
+// provider.ErrLockLost, as after a lease that expired. So a transaction of
+// fetches alone commits with synchronous_commit off: COMMIT returns
+// without waiting for the WAL flush (one fsync less per fetch on the
+// critical path of every turn and activity). A server crash can then lose
+// such a commit (at most the last wal_writer_delay of them), never the
+// outcome of a turn or activity: an ack commits synchronously, and its
+// flush covers the WAL of every commit before it, the fetch that took its
+// lock included. A fetch that claims a session (provider.SessionOptions)
+// commits synchronously, so a session's owner is never forgotten while it
+// runs. A group with any other call commits synchronously.
+
+// sqlRelaxCommit makes the transaction's COMMIT not wait for the WAL
+// flush; it rides in the commit's batch.
+const sqlRelaxCommit = `SET LOCAL synchronous_commit TO OFF`
+
+// relaxCommit queues on b (a commit batch) the statement that relaxes the
+// transaction's commit, when relaxed.
+func (p *Provider) relaxCommit(relaxed bool, b *pgx.Batch) {
+	if relaxed {
+		b.Queue(sqlRelaxCommit)
+	}
 }
 
 // errCallLimit is the cause of a store call cut off by Options.StatementTimeout
@@ -592,14 +629,18 @@ func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *w
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	// The notification rides with the COMMIT: one round trip.
+	// The notifications follow the COMMIT in its round trip.
 	b := &pgx.Batch{}
-	if err := p.queueNotifyAll(w, b); err != nil {
+	p.relaxCommit(w.relaxed && tx.begun, b)
+	if err := p.queueNotifyAll(w, &w.after); err != nil {
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	if err := tx.CommitBatch(tctx, b); err != nil {
+	if err := tx.CommitBatch(tctx, b, &w.after); err != nil {
 		return err
+	}
+	if w.relaxed {
+		p.relaxedCommits.Add(1)
 	}
 	p.commits.Add(1)
 	p.notifyLocal(&w.changes)

@@ -97,44 +97,55 @@ func (t *lazyTx) Commit(ctx context.Context) error {
 	return nil
 }
 
-// CommitBatch sends the statements of b (the transaction's notification)
-// and COMMIT in one round trip. When a statement of b fails, the COMMIT
-// is skipped (a pipeline stops at its first error) and the transaction is
-// rolled back: the error is then that statement's, and nothing was
-// committed. An error of the COMMIT itself leaves the outcome unknown.
-func (t *lazyTx) CommitBatch(ctx context.Context, b *pgx.Batch) error {
-	_, err := t.commitBatch(ctx, b)
+// CommitBatch sends the statements of b, COMMIT and then the statements of
+// after (the notifications) in one round trip. When a statement of b
+// fails, the COMMIT is skipped (a pipeline stops at its first error) and
+// the transaction is rolled back: the error is then that statement's, and
+// nothing was committed. An error of the COMMIT itself leaves the outcome
+// unknown. The statements of after run once the transaction committed, in
+// a transaction of their own; their errors are ignored (a notification
+// lost only delays other nodes until their next poll).
+func (t *lazyTx) CommitBatch(ctx context.Context, b, after *pgx.Batch) error {
+	_, err := t.commitBatch(ctx, b, after)
 	return err
 }
 
 // commitBatch is CommitBatch, also reporting whether the error (if any)
 // may be the COMMIT's (committing: the outcome is unknown) rather than a
 // statement's of b (nothing was committed).
-func (t *lazyTx) commitBatch(ctx context.Context, b *pgx.Batch) (committing bool, err error) {
-	if b.Len() == 0 {
+func (t *lazyTx) commitBatch(ctx context.Context, b, after *pgx.Batch) (committing bool, err error) {
+	if !t.begun {
+		return true, nil // nothing was written: nothing to commit or notify
+	}
+	if b.Len() == 0 && after.Len() == 0 {
 		return true, t.Commit(ctx)
 	}
-	if !t.begun {
-		return true, nil // nothing was written: nothing to notify
-	}
-	var tag pgconn.CommandTag
+	var (
+		tag       pgconn.CommandTag
+		committed bool
+	)
 	n := b.Len()
 	done := 0
 	for _, q := range b.QueuedQueries {
 		q.Exec(func(pgconn.CommandTag) error { done++; return nil })
 	}
-	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag, committed = ct, true; return nil })
+	b.QueuedQueries = append(b.QueuedQueries, after.QueuedQueries...)
 	err = t.conn.SendBatch(ctx, b).Close()
 	t.begun = false
 	switch {
+	case committed && tag.String() == "ROLLBACK":
+		return true, pgx.ErrTxCommitRollback
+	case committed:
+		// A notification that failed after the COMMIT: its own
+		// transaction, rolled back at the pipeline's end.
+		return true, nil
 	case err != nil && done < n && !t.conn.IsClosed():
 		// A statement of b failed: the pipeline skipped the COMMIT.
 		_, _ = t.conn.Exec(ctx, "ROLLBACK")
 		return false, err
 	case err != nil:
 		return true, err
-	case tag.String() == "ROLLBACK":
-		return true, pgx.ErrTxCommitRollback
 	}
 	return true, nil
 }

@@ -44,6 +44,13 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 // SKIP LOCKED), never waited for. Only rows of the given activity names
 // (nil: any) and queues are taken. See sqlstore.WorkTx.
 func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
+	leases, dead, err := w.fetchWork(limit, lockMs, sess, names, queues)
+	// A session's claim, or a dead-lettering, commits durably.
+	w.relaxed = sess == nil && len(dead) == 0
+	return leases, dead, err
+}
+
+func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
 	until := w.now + lockMs
 	route := routeArgs(names, queues)
 	prefix := sqlstore.NewTokenPrefix()
@@ -147,7 +154,7 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
-		w.queueNotify(b)
+		w.queueNotify()
 		if e.TakeMs > 0 {
 			// TakeTurn's first question, asked in this round trip: the
 			// shared advisory lock keeps any turn ack of the instance (the
