@@ -151,7 +151,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Provider, error) {
 	}
 	p.Core = sqlstore.NewCore(db{p}, db{p}, &p.hub)
 	p.schedules = schedules{DB: scheduleDB{p}, Now: p.now}
-	p.group = sqlstore.GroupCommit[func(w *wtx) error]{MaxGroup: maxGroup, Lanes: 1, Run: p.runWrites}
+	p.group = sqlstore.GroupCommit[func(w *wtx) error]{MaxGroup: maxGroup, Lanes: 1, Run: p.runWrites, Yield: true}
 	p.group.Init()
 	p.maintenance = p.newMaintenance()
 	if err := p.openDBs(ctx, o); err != nil {

@@ -14,8 +14,10 @@ import (
 //
 // Every write of the store runs on the one writer connection, one
 // transaction at a time: sqlstore.GroupCommit with a single lane. A caller
-// that finds the writer idle runs its request inline, in its own
-// transaction. Callers that arrive while a transaction runs queue up; when
+// that finds the writer idle runs its request inline, after yielding its
+// processor once (GroupCommit.Yield): the goroutines ready to run, such as
+// activities that finished together, submit theirs into the same
+// transaction instead of each waiting for a commit of its own. Callers that arrive while a transaction runs queue up; when
 // it ends, the writer is handed to the oldest of them, which runs all the
 // queued requests (up to maxGroup) together in one transaction, each
 // inside its own savepoint, and commits once. A commit (the WAL append,
