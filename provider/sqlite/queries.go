@@ -128,6 +128,8 @@ const (
 	sLockWork
 	sDeleteWork
 	sAckWork
+	sAckWorks
+	sInsertMessages
 	sTouchSession
 	sAbandonWork
 	sRenewWork
@@ -473,6 +475,18 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 
 	// ?1 id, ?2 token, ?3 now.
 	sAckWork: `DELETE FROM worker_queue WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3 RETURNING session_id`,
+	// The acks of a group at once (see runAcks): ?1 JSON array of the row
+	// IDs, ?2 of their tokens, ?3 now. A row's token ends with its ID
+	// (sLockWork), so a row whose token is in ?2 is the row of that
+	// token's ack; the caller matches each ack's token with the row's.
+	sAckWorks: `DELETE FROM worker_queue
+WHERE id IN (SELECT value FROM json_each(?1)) AND lock_token IN (SELECT value FROM json_each(?2)) AND locked_until > ?3
+RETURNING id, lock_token, session_id`,
+	// Enqueue messages at once, in order: ?1 JSON array of
+	// [instance, work item (a JSON text as a string), visible_at], ?2 now.
+	sInsertMessages: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?2
+FROM json_each(?1) ORDER BY key`,
 
 	// ?1 session, ?2 now.
 	sTouchSession: `UPDATE sessions SET last_activity_at = ?2 WHERE session_id = ?1 AND locked_until > ?2`,
