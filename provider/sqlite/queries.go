@@ -103,7 +103,8 @@ const (
 	sSetInstanceName
 	sInsertEvent
 	sInsertWork
-	sInsertWorkReturning
+	sInsertWorkLeased
+	sWorkExists
 	sCancelActivity
 	sCreateInstance
 	sInstanceStatus
@@ -381,10 +382,19 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
     activity_name, queue)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
 
-	// sInsertWork, returning the row's ID.
-	sInsertWorkReturning: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
-    activity_name, queue)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `) RETURNING id`,
+	// sInsertWork, but leased at once, as a fetch would lock it (sLockWork)
+	// until ?6, with ?8 the token's prefix: the row takes the next ID
+	// itself (the single writer inserts nothing in between), so that its
+	// token, which ends with its ID, is known as it is inserted. Returns
+	// the row's ID.
+	sInsertWorkLeased: `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
+    activity_name, queue, lock_token, locked_until, attempt_count)
+SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `, ?8 || n, ?6, 1
+FROM (SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
+                 coalesce((SELECT max(id) FROM worker_queue), 0)) + 1 AS n)
+RETURNING id`,
+	// Which of the rows ?1 (JSON array of IDs) still exist.
+	sWorkExists: `SELECT id FROM worker_queue WHERE id IN (SELECT value FROM json_each(?1))`,
 
 	sCancelActivity: `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 AND activity_id = ?3`,
 

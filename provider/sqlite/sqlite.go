@@ -429,9 +429,15 @@ type wtx struct {
 	// What the request changed, for the notifications sent once it has
 	// committed (see notify.go).
 	changes changes
-	// Worker rows a turn ack inserted to lease to its caller.
-	leaseIDs  []int64
-	leaseMsgs map[int64]*provider.WorkerMessage
+	// Worker rows a turn ack inserted leased to its caller (insertLeased):
+	// their IDs and leases, in insertion order, the leases' token prefix
+	// and expiry, and whether the ack canceled activities (which may have
+	// deleted some of them).
+	leaseIDs      []int64
+	leases        []*provider.WorkItemLease
+	leasePrefix   string
+	leaseUntil    int64
+	leaseCanceled bool
 }
 
 type txStmts [numWriterStmts]*sql.Stmt
