@@ -24,6 +24,8 @@
 // committed together in the next one, each in its own savepoint, so
 // concurrent callers share the cost of a commit; each still succeeds or
 // fails on its own, and none returns before its writes are committed.
+// The activity results of one group are applied set-based instead: one
+// statement deletes their worker rows, one enqueues their completions.
 // Callers never see SQLITE_BUSY from contention inside one process: every
 // write transaction starts with BEGIN IMMEDIATE on that one connection.
 // A file store holds that connection for its whole life and runs its

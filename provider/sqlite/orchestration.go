@@ -428,10 +428,29 @@ func (w *wtx) FinishTurn(inst, token string) error {
 // LeaseInserted leases the worker rows ApplyTurn inserted to lease; see
 // sqlstore.TurnTx.
 func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
-	if len(w.leaseIDs) == 0 {
-		return nil, nil
+	if len(w.leases) == 0 || !w.leaseCanceled {
+		return w.leases, nil
 	}
-	return w.leaseInserted(w.leaseIDs, w.leaseMsgs, lockMs)
+	// The ack canceled activities: drop the leases of rows it deleted.
+	left := make(map[int64]bool, len(w.leaseIDs))
+	err := w.query(sWorkExists, func(r *sql.Rows) error {
+		var id int64
+		if err := r.Scan(&id); err != nil {
+			return err
+		}
+		left[id] = true
+		return nil
+	}, jsonInts(w.leaseIDs))
+	if err != nil {
+		return nil, err
+	}
+	var leases []*provider.WorkItemLease
+	for i, id := range w.leaseIDs {
+		if left[id] {
+			leases = append(leases, w.leases[i])
+		}
+	}
+	return leases, nil
 }
 
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst; see
@@ -486,15 +505,9 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	// (g) Worker items, then (h) cancellations.
 	for _, wk := range e.Work {
 		if wk.Lease && e.LeaseMs > 0 {
-			id, err := w.insertLeased(wk)
-			if err != nil {
+			if err := w.insertLeased(wk, e.LeaseMs); err != nil {
 				return err
 			}
-			if w.leaseMsgs == nil {
-				w.leaseMsgs = map[int64]*provider.WorkerMessage{}
-			}
-			w.leaseIDs = append(w.leaseIDs, id)
-			w.leaseMsgs[id] = wk.Msg
 			continue
 		}
 		if err := w.insertWork(wk); err != nil {
@@ -502,9 +515,11 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 		}
 	}
 	for _, c := range e.Canceled {
-		if _, err := w.exec(sCancelActivity, nil, c.InstanceID, c.ExecutionID, c.ActivityID); err != nil {
+		n, err := w.exec(sCancelActivity, nil, c.InstanceID, c.ExecutionID, c.ActivityID)
+		if err != nil {
 			return err
 		}
+		w.leaseCanceled = w.leaseCanceled || n > 0
 	}
 
 	// (i) Orchestrator items.

@@ -103,7 +103,8 @@ const (
 	sSetInstanceName
 	sInsertEvent
 	sInsertWork
-	sInsertWorkReturning
+	sInsertWorkLeased
+	sWorkExists
 	sCancelActivity
 	sCreateInstance
 	sInstanceStatus
@@ -128,6 +129,8 @@ const (
 	sLockWork
 	sDeleteWork
 	sAckWork
+	sAckWorks
+	sInsertMessages
 	sTouchSession
 	sAbandonWork
 	sRenewWork
@@ -379,10 +382,19 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
     activity_name, queue)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
 
-	// sInsertWork, returning the row's ID.
-	sInsertWorkReturning: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
-    activity_name, queue)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `) RETURNING id`,
+	// sInsertWork, but leased at once, as a fetch would lock it (sLockWork)
+	// until ?6, with ?8 the token's prefix: the row takes the next ID
+	// itself (the single writer inserts nothing in between), so that its
+	// token, which ends with its ID, is known as it is inserted. Returns
+	// the row's ID.
+	sInsertWorkLeased: `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
+    activity_name, queue, lock_token, locked_until, attempt_count)
+SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `, ?8 || n, ?6, 1
+FROM (SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
+                 coalesce((SELECT max(id) FROM worker_queue), 0)) + 1 AS n)
+RETURNING id`,
+	// Which of the rows ?1 (JSON array of IDs) still exist.
+	sWorkExists: `SELECT id FROM worker_queue WHERE id IN (SELECT value FROM json_each(?1))`,
 
 	sCancelActivity: `DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 AND activity_id = ?3`,
 
@@ -473,6 +485,18 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 
 	// ?1 id, ?2 token, ?3 now.
 	sAckWork: `DELETE FROM worker_queue WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3 RETURNING session_id`,
+	// The acks of a group at once (see runAcks): ?1 JSON array of the row
+	// IDs, ?2 of their tokens, ?3 now. A row's token ends with its ID
+	// (sLockWork), so a row whose token is in ?2 is the row of that
+	// token's ack; the caller matches each ack's token with the row's.
+	sAckWorks: `DELETE FROM worker_queue
+WHERE id IN (SELECT value FROM json_each(?1)) AND lock_token IN (SELECT value FROM json_each(?2)) AND locked_until > ?3
+RETURNING id, lock_token, session_id`,
+	// Enqueue messages at once, in order: ?1 JSON array of
+	// [instance, work item (a JSON text as a string), visible_at], ?2 now.
+	sInsertMessages: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?2
+FROM json_each(?1) ORDER BY key`,
 
 	// ?1 session, ?2 now.
 	sTouchSession: `UPDATE sessions SET last_activity_at = ?2 WHERE session_id = ?1 AND locked_until > ?2`,

@@ -115,11 +115,12 @@ type Provider struct {
 	rstmts  [numReaderStmts]*sql.Stmt
 
 	// Group commit (see writer.go): the leader of the writer's one lane.
-	group sqlstore.GroupCommit[func(w *wtx) error]
+	group sqlstore.GroupCommit[*writeReq]
 
 	// Group-commit statistics and a test hook run before a request is
 	// queued for the writer.
 	groups, brokenGroups atomic.Int64
+	batchedAcks          atomic.Int64 // work acks runAcks applied set-based
 	testHookSubmit       func()
 	stats                stats // counters of Stats (stats.go)
 
@@ -151,7 +152,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Provider, error) {
 	}
 	p.Core = sqlstore.NewCore(db{p}, db{p}, &p.hub)
 	p.schedules = schedules{DB: scheduleDB{p}, Now: p.now}
-	p.group = sqlstore.GroupCommit[func(w *wtx) error]{MaxGroup: maxGroup, Lanes: 1, Run: p.runWrites}
+	p.group = sqlstore.GroupCommit[*writeReq]{MaxGroup: maxGroup, Lanes: 1, Run: p.runWrites, Yield: true}
 	p.group.Init()
 	p.maintenance = p.newMaintenance()
 	if err := p.openDBs(ctx, o); err != nil {
@@ -428,9 +429,15 @@ type wtx struct {
 	// What the request changed, for the notifications sent once it has
 	// committed (see notify.go).
 	changes changes
-	// Worker rows a turn ack inserted to lease to its caller.
-	leaseIDs  []int64
-	leaseMsgs map[int64]*provider.WorkerMessage
+	// Worker rows a turn ack inserted leased to its caller (insertLeased):
+	// their IDs and leases, in insertion order, the leases' token prefix
+	// and expiry, and whether the ack canceled activities (which may have
+	// deleted some of them).
+	leaseIDs      []int64
+	leases        []*provider.WorkItemLease
+	leasePrefix   string
+	leaseUntil    int64
+	leaseCanceled bool
 }
 
 type txStmts [numWriterStmts]*sql.Stmt
@@ -611,6 +618,13 @@ func (r db) Write(ctx context.Context, op string, fn func(sqlstore.Tx) error) er
 // commit, and the writer needs no instance locks.
 func (r db) WriteGrouped(ctx context.Context, op string, _ []sqlstore.Lock, fn func(sqlstore.Tx) error) error {
 	return r.Write(ctx, op, fn)
+}
+
+// WriteWorkAck runs a work ack in the single writer's group commit, where
+// the work acks of one group are applied together (runAcks); see
+// sqlstore.WorkAckBatcher.
+func (r db) WriteWorkAck(ctx context.Context, op string, _ []sqlstore.Lock, a *sqlstore.BatchedWorkAck) error {
+	return r.p.writeReq(ctx, op, &writeReq{fn: func(w *wtx) error { return a.All(w) }, ack: a})
 }
 
 // WriteAlone is Write: the single writer's transactions are what makes

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -22,46 +23,31 @@ func (w *wtx) insertWork(e *sqlenc.Work) error {
 	return err
 }
 
-// insertLeased inserts e as insertWork does, but not yet visible, and
-// returns its row ID for leaseInserted. Nobody is woken: it is the
-// caller's.
-func (w *wtx) insertLeased(e *sqlenc.Work) (int64, error) {
+// insertLeased inserts e as insertWork does, but leased to the caller
+// for lockMs, as a fetch would lock it, and notes its lease for
+// LeaseInserted: the row is inserted with its lock (sInsertWorkLeased)
+// rather than inserted and then locked, which rewrote it and its index
+// entries. The leases of one ack share a token prefix and an expiry,
+// dated from the clock read at its first leased insert (see
+// sqlenc.UnexpiredLeases for the commit itself). Leased items have no
+// session (sqlenc.EncodeWork). Nobody is woken: it is the caller's.
+func (w *wtx) insertLeased(e *sqlenc.Work, lockMs int64) error {
+	if w.leasePrefix == "" {
+		w.leasePrefix = sqlstore.NewTokenPrefix()
+		w.leaseUntil = w.p.now() + lockMs
+	}
 	var id int64
-	err := w.query(sInsertWorkReturning, func(r *sql.Rows) error { return r.Scan(&id) },
-		e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), w.now+1, w.now)
-	return id, err
-}
-
-// leaseInserted locks the rows ids (inserted by insertLeased; those the
-// same ack canceled are gone) for lockMs, as a fetch does, and returns
-// their leases in insertion order. byID gives each row's message.
-//
-// The lease is dated from the clock read now, not from the start of the
-// (group) transaction: an ack delayed longer than lockMs still hands out a
-// live lease (see sqlenc.UnexpiredLeases for the commit itself).
-func (w *wtx) leaseInserted(ids []int64, byID map[int64]*provider.WorkerMessage, lockMs int64) ([]*provider.WorkItemLease, error) {
-	until := w.p.now() + lockMs
-	var rows []workRow
-	err := w.query(sLockWork, func(r *sql.Rows) error {
-		var wr workRow
-		l := &wr.Lease
-		if err := r.Scan(&wr.ID, &l.LockToken, &l.InstanceID, &l.ExecutionID, &l.ActivityID, &l.SessionID, &wr.Data, &l.AttemptCount); err != nil {
-			return err
-		}
-		l.LockedUntil = msTime(until)
-		l.Item = byID[wr.ID].Item
-		rows = append(rows, wr)
-		return nil
-	}, sqlstore.NewTokenPrefix(), jsonInts(ids), until)
+	err := w.query(sInsertWorkLeased, func(r *sql.Rows) error { return r.Scan(&id) },
+		e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), w.leaseUntil, w.now, w.leasePrefix)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.ID, b.ID) })
-	leases := make([]*provider.WorkItemLease, len(rows))
-	for i := range rows {
-		leases[i] = &rows[i].Lease
-	}
-	return leases, nil
+	w.leases = append(w.leases, &provider.WorkItemLease{
+		LockToken: w.leasePrefix + strconv.FormatInt(id, 10), LockedUntil: msTime(w.leaseUntil), AttemptCount: 1,
+		InstanceID: e.InstanceID, ExecutionID: e.ExecutionID, ActivityID: e.ActivityID, Item: e.Msg.Item,
+	})
+	w.leaseIDs = append(w.leaseIDs, id)
+	return nil
 }
 
 // workRow is one locked worker-queue row before decoding.
@@ -225,7 +211,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 		return sqlstore.Fetched{}, err
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs, 1) // dated after the waits, as leaseInserted
+	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs, 1) // dated after the waits, as insertLeased
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -14,8 +15,10 @@ import (
 //
 // Every write of the store runs on the one writer connection, one
 // transaction at a time: sqlstore.GroupCommit with a single lane. A caller
-// that finds the writer idle runs its request inline, in its own
-// transaction. Callers that arrive while a transaction runs queue up; when
+// that finds the writer idle runs its request inline, after yielding its
+// processor once (GroupCommit.Yield): the goroutines ready to run, such as
+// activities that finished together, submit theirs into the same
+// transaction instead of each waiting for a commit of its own. Callers that arrive while a transaction runs queue up; when
 // it ends, the writer is handed to the oldest of them, which runs all the
 // queued requests (up to maxGroup) together in one transaction, each
 // inside its own savepoint, and commits once. A commit (the WAL append,
@@ -41,6 +44,19 @@ const maxGroup = 32
 // requests, each in its own savepoint) and returns once that transaction
 // committed or fn failed. fn must reset its outputs when it starts.
 func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) error {
+	return p.writeReq(ctx, op, &writeReq{fn: fn})
+}
+
+// writeReq is one request of the group commit: fn, and for a work ack
+// that runAcks may apply together with the other work acks of its group,
+// the ack.
+type writeReq struct {
+	fn  func(w *wtx) error
+	ack *sqlstore.BatchedWorkAck
+}
+
+// writeReq runs r as write runs r.fn.
+func (p *Provider) writeReq(ctx context.Context, op string, r *writeReq) error {
 	if p.closed.Load() {
 		return fmt.Errorf("sqlite: %s: %w", op, provider.ErrClosed)
 	}
@@ -53,7 +69,7 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 	if p.testHookSubmit != nil {
 		p.testHookSubmit()
 	}
-	err := p.group.Do(ctx, fn)
+	err := p.group.Do(ctx, r)
 	if errors.Is(err, sqlstore.ErrGroupClosed) {
 		return fmt.Errorf("sqlite: %s: %w", op, provider.ErrClosed)
 	}
@@ -61,7 +77,7 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 }
 
 // runWrites runs the requests of one group (sqlstore.GroupCommit.Run).
-func (p *Provider) runWrites(group []sqlstore.Request[func(w *wtx) error]) []error {
+func (p *Provider) runWrites(group []sqlstore.Request[*writeReq]) []error {
 	if len(group) == 1 {
 		return []error{p.runAlone(group[0])}
 	}
@@ -69,7 +85,7 @@ func (p *Provider) runWrites(group []sqlstore.Request[func(w *wtx) error]) []err
 }
 
 // runAlone runs one request in its own transaction.
-func (p *Provider) runAlone(r sqlstore.Request[func(w *wtx) error]) error {
+func (p *Provider) runAlone(r sqlstore.Request[*writeReq]) error {
 	if err := r.Ctx.Err(); err != nil {
 		return err
 	}
@@ -81,7 +97,7 @@ func (p *Provider) runAlone(r sqlstore.Request[func(w *wtx) error]) error {
 	// back the whole transaction, and a request runs for milliseconds.
 	w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: tx, p: p, now: p.now(), stmts: stmts}
 	p.checkForeignCommits(w)
-	if err := run(r.Op, w); err != nil {
+	if err := run(r.Op.fn, w); err != nil {
 		p.rollback(tx)
 		return err
 	}
@@ -93,7 +109,7 @@ func (p *Provider) runAlone(r sqlstore.Request[func(w *wtx) error]) error {
 }
 
 // runGroup runs several requests in one transaction, each in a savepoint.
-func (p *Provider) runGroup(group []sqlstore.Request[func(w *wtx) error]) []error {
+func (p *Provider) runGroup(group []sqlstore.Request[*writeReq]) []error {
 	p.groups.Add(1)
 	results := make([]error, len(group))
 	tx, stmts, err := p.begin()
@@ -107,7 +123,15 @@ func (p *Provider) runGroup(group []sqlstore.Request[func(w *wtx) error]) []erro
 	broken := false
 	p.checkForeignCommits(&wtx{ctx: context.Background(), tx: tx, p: p, stmts: stmts})
 	txs := make([]*wtx, len(group))
+	batched := p.runAcks(tx, stmts, group, results, txs)
+	broken = batched == nil
 	for i, r := range group {
+		if broken {
+			break
+		}
+		if batched[i] {
+			continue
+		}
 		if err := r.Ctx.Err(); err != nil {
 			results[i] = err
 			continue
@@ -118,7 +142,7 @@ func (p *Provider) runGroup(group []sqlstore.Request[func(w *wtx) error]) []erro
 			broken = true
 			break
 		}
-		if err := run(r.Op, w); err != nil {
+		if err := run(r.Op.fn, w); err != nil {
 			results[i] = err
 			if _, rerr := w.exec(sGroupRollbackTo, nil); rerr != nil {
 				broken = true
@@ -213,4 +237,107 @@ func run(fn func(w *wtx) error, w *wtx) (err error) {
 		}
 	}()
 	return fn(w)
+}
+
+// runAcks applies the work acks of a group set-based (see
+// sqlstore.WorkAckBatcher) when it holds two or more whose context has
+// not ended: one statement deletes their rows, one enqueues the
+// completions of the acks whose rows it deleted (in the group's order),
+// and then each such ack's After runs, on a wtx of its own (txs) so that
+// its notifications are its own. An ack whose token no longer holds its
+// row unexpired fails with ErrLockLost and enqueues nothing, as alone. It
+// sets the results of the acks it applied and reports which it applied;
+// nil if any other step failed: the group's transaction is then broken
+// and each of its requests runs alone.
+func (p *Provider) runAcks(tx sqlTxRunner, stmts *txStmts, group []sqlstore.Request[*writeReq], results []error, txs []*wtx) []bool {
+	batched := make([]bool, len(group))
+	var idx []int
+	for i, r := range group {
+		if r.Op.ack != nil && r.Ctx.Err() == nil {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 2 {
+		return batched
+	}
+	w := &wtx{ctx: context.Background(), tx: tx, p: p, now: p.now(), stmts: stmts}
+	ids := make([]int64, len(idx))
+	tokens := make([]string, len(idx))
+	for k, i := range idx {
+		a := group[i].Op.ack
+		ids[k], tokens[k] = a.Row, a.Ack.Token
+	}
+	type row struct {
+		token string
+		sess  sql.NullString
+	}
+	deleted := make(map[int64]row, len(idx))
+	err := w.query(sAckWorks, func(r *sql.Rows) error {
+		var id int64
+		var d row
+		if err := r.Scan(&id, &d.token, &d.sess); err != nil {
+			return err
+		}
+		deleted[id] = d
+		return nil
+	}, jsonInts(ids), jsonStrings(tokens), w.now)
+	if err != nil {
+		return nil
+	}
+	var (
+		touched map[string]bool
+		msgs    [][3]any
+	)
+	applied := make([]bool, len(idx))
+	for k, i := range idx {
+		a := group[i].Op.ack
+		batched[i] = true
+		d, ok := deleted[a.Row]
+		if !ok || d.token != a.Ack.Token {
+			results[i] = fmt.Errorf("work ack: %w", provider.ErrLockLost)
+			continue
+		}
+		delete(deleted, a.Row) // a second ack of the row finds it gone
+		sess := d.sess
+		applied[k] = true
+		if sess.Valid && !touched[sess.String] {
+			if touched == nil {
+				touched = make(map[string]bool)
+			}
+			touched[sess.String] = true
+			if _, err := w.exec(sTouchSession, nil, sess.String, w.now); err != nil {
+				return nil
+			}
+		}
+		if m := a.Ack.Completion; m != nil {
+			visible := m.VisibleAt
+			if visible == 0 {
+				visible = w.now
+			}
+			msgs = append(msgs, [3]any{m.InstanceID, string(m.Item), visible})
+		}
+	}
+	if len(msgs) > 0 {
+		enc, err := json.Marshal(msgs)
+		if err != nil {
+			return nil
+		}
+		if _, err := w.exec(sInsertMessages, nil, string(enc), w.now); err != nil {
+			return nil
+		}
+	}
+	for k, i := range idx {
+		if !applied[k] {
+			continue
+		}
+		a := group[i].Op.ack
+		aw := &wtx{ctx: context.WithoutCancel(group[i].Ctx), tx: tx, p: p, now: w.now, stmts: stmts}
+		aw.changes.orch = a.Ack.Completion != nil
+		txs[i] = aw
+		if err := run(func(w *wtx) error { return a.After(w) }, aw); err != nil {
+			return nil
+		}
+	}
+	p.batchedAcks.Add(int64(len(idx)))
+	return batched
 }

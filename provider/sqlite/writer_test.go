@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -233,4 +234,66 @@ func TestWriterTransactionsEndCleanly(t *testing.T) {
 	if _, err := p.GetInstance(ctx, "rolled-back"); !errors.Is(err, provider.ErrNotFound) {
 		t.Fatalf("GetInstance(rolled-back) = %v, want ErrNotFound: a failed request's write survived", err)
 	}
+}
+
+// TestGroupAcksWorkSetBased: the work acks of one group are applied
+// set-based (runAcks), with each ack's own outcome: acks whose token holds
+// the row delete it and enqueue their completion, in the group's order; a
+// second ack of the same row and an ack with a token the row does not
+// hold fail with ErrLockLost and enqueue nothing.
+func TestGroupAcksWorkSetBased(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "acks.db"), nil)
+	ctx := t.Context()
+	for round := 0; round < 20 && p.batchedAcks.Load() == 0; round++ {
+		var msgs []*provider.WorkerMessage
+		for i := range 5 {
+			msgs = append(msgs, benchActivity(fmt.Sprintf("r%d-%d", round, i%2), int64(i)+1))
+		}
+		if err := p.enqueueWork(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 5})
+		if err != nil || len(leases) != 5 {
+			t.Fatalf("fetch: %d leases, %v", len(leases), err)
+		}
+		acks := make([]*provider.WorkAck, 0, 7)
+		for _, l := range leases {
+			acks = append(acks, benchCompletion(l))
+		}
+		acks = append(acks, benchCompletion(leases[0])) // the same row again
+		stale := benchCompletion(leases[1])
+		stale.LockToken = "0123456789abcdef0123456789abcdef." + stale.LockToken[33:] // its row, another token
+		acks = append(acks, stale)
+		ops := make([]func() error, len(acks))
+		for i, a := range acks {
+			ops[i] = func() error { _, err := p.AckWorkItem(ctx, a); return err }
+		}
+		errs := groupRound(t, p, ops)
+		if !errors.Is(errs[6], provider.ErrLockLost) {
+			t.Fatalf("round %d: ack with a stale token: %v, want ErrLockLost", round, errs[6])
+		}
+		if (errs[0] == nil) == (errs[5] == nil) || (errs[0] != nil && !errors.Is(errs[0], provider.ErrLockLost)) ||
+			(errs[5] != nil && !errors.Is(errs[5], provider.ErrLockLost)) {
+			t.Fatalf("round %d: two acks of one row: %v and %v, want one nil and one ErrLockLost", round, errs[0], errs[5])
+		}
+		for i := 1; i < 5; i++ {
+			if errs[i] != nil {
+				t.Fatalf("round %d: ack %d: %v", round, i, errs[i])
+			}
+		}
+		// Each row's completion was enqueued once; no worker row is left.
+		var queued, distinct, work int
+		like := fmt.Sprintf("r%d-%%", round)
+		queryCount(t, p, `SELECT count(*) FROM orchestrator_queue WHERE instance_id LIKE ?1`, &queued, like)
+		queryCount(t, p, `SELECT count(DISTINCT instance_id || work_item) FROM orchestrator_queue WHERE instance_id LIKE ?1`, &distinct, like)
+		queryCount(t, p, `SELECT count(*) FROM worker_queue`, &work)
+		if queued != 5 || distinct != 5 || work != 0 {
+			t.Fatalf("round %d: %d completions queued (%d distinct), %d worker rows left; want 5, 5, 0", round, queued, distinct, work)
+		}
+	}
+	if p.batchedAcks.Load() == 0 {
+		t.Fatal("the acks never ran set-based")
+	}
+	checkReadyTable(t, p)
 }

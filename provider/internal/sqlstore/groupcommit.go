@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -59,6 +60,14 @@ type GroupCommit[T any] struct {
 	// Run runs the requests of one group (a single one when nothing else
 	// was queued) and returns the outcome of each, in order.
 	Run func(group []Request[T]) []error
+	// Yield makes a leader yield its processor (runtime.Gosched) once
+	// before it takes the queued requests, so that goroutines ready to run
+	// (activities just finished, on a machine with few cores) submit their
+	// requests into its group rather than each into a group of its own
+	// next. A lone caller with nobody ready to run pays next to nothing.
+	// SQLite sets it: its one writer makes every extra commit a wait for
+	// all.
+	Yield bool
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when a lane is released with nothing queued
@@ -145,6 +154,9 @@ func (g *GroupCommit[T]) finish(r *groupReq[T], err error) error {
 // lead runs the queued requests (up to MaxGroup, oldest first) as one
 // group, then hands the lane on.
 func (g *GroupCommit[T]) lead() {
+	if g.Yield {
+		runtime.Gosched()
+	}
 	g.mu.Lock()
 	n := min(len(g.pending), g.MaxGroup)
 	taken := slices.Clone(g.pending[:n])

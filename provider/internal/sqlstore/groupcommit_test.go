@@ -200,3 +200,32 @@ func TestGroupCommitCloseAndIdle(t *testing.T) {
 		t.Fatal("TryAcquire after Close = true")
 	}
 }
+
+// TestGroupCommitLeaderYields: with Yield, a caller that finds the lane
+// free lets the goroutines ready to run submit first, and runs their
+// requests in its group; without, it runs its own alone. One processor
+// makes the order certain (the test does not run in parallel: GOMAXPROCS
+// is the process's).
+func TestGroupCommitLeaderYields(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, yield := range []bool{false, true} {
+		r := newRecorder(1, 8, false)
+		r.g.Yield = yield
+		ctx := t.Context()
+		var wg sync.WaitGroup
+		for i := 1; i <= 3; i++ {
+			wg.Go(func() { _ = r.g.Do(ctx, i) }) // ready, not yet run
+		}
+		if err := r.g.Do(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		want := 1
+		if yield {
+			want = 4
+		}
+		if len(r.groups[0]) != want {
+			t.Fatalf("Yield %v: groups = %v, want %d requests in the first", yield, r.groups, want)
+		}
+	}
+}

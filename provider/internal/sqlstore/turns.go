@@ -470,11 +470,26 @@ func (w Writes) AckWorkItem(ctx context.Context, ack *provider.WorkAck) (provide
 	}
 	var res workAckResult
 	run := func() error {
-		return w.DB.WriteGrouped(ctx, op, WorkAckLocks(e), func(tx Tx) error {
+		all := func(tx Tx) error {
 			var err error
 			res, err = applyWorkAck(tx, e)
 			return err
-		})
+		}
+		if b, ok := w.DB.(WorkAckBatcher); ok && e.Then == nil && (e.Completion == nil || e.Completion.Create == nil) {
+			if row, ok := TokenRow(e.Token); ok {
+				return b.WriteWorkAck(ctx, op, WorkAckLocks(e), &BatchedWorkAck{Row: row, Ack: e, All: all,
+					After: func(tx Tx) error {
+						res = workAckResult{}
+						if e.TakeMs == 0 {
+							return nil
+						}
+						var err error
+						res.taken, err = tx.TakeTurn(e.Completion.InstanceID, e.TakeMs, e.Cached, e.TakeNames)
+						return err
+					}})
+			}
+		}
+		return w.DB.WriteGrouped(ctx, op, WorkAckLocks(e), all)
 	}
 	err = run()
 	if errors.Is(err, ErrThenNotApplied) {
@@ -493,6 +508,34 @@ func (w Writes) AckWorkItem(ctx context.Context, ack *provider.WorkAck) (provide
 	}
 	DecodeHistories(res.taken.Items, res.taken.Histories)
 	return provider.WorkResult{Turn: res.taken.Items[0]}, nil
+}
+
+// WorkAckBatcher is a WriteDB that can apply the work acks of one group
+// of its group commit set-based: the acked rows deleted by one statement,
+// the completions enqueued by another, instead of each ack in a savepoint
+// with statements of its own. AckWorkItem hands it the acks without Then
+// whose completion creates no instance (activity results).
+type WorkAckBatcher interface {
+	// WriteWorkAck runs a as WriteGrouped runs a.All, with the same
+	// outcome: in a group with other such acks, the store deletes the
+	// rows and enqueues the completions of all of them together, fails
+	// with ErrLockLost (wrapped) each ack whose row its token does not
+	// hold unexpired (enqueueing nothing for it), and then runs After for
+	// each ack that succeeded; if anything else fails, it runs each ack
+	// alone (All), as a group commit does when its transaction breaks.
+	WriteWorkAck(ctx context.Context, op string, locks []Lock, a *BatchedWorkAck) error
+}
+
+// BatchedWorkAck is a work ack as a WorkAckBatcher receives it.
+type BatchedWorkAck struct {
+	Row int64           // the acked worker row, from Ack.Token
+	Ack *sqlenc.WorkAck // Then is nil; Completion, if any, creates nothing
+	// After is the rest of the ack (TakeTurn), run in the same
+	// transaction once the row is deleted and the completion enqueued. It
+	// sets its results from scratch.
+	After func(Tx) error
+	// All is the whole ack as one request (applyWorkAck).
+	All func(Tx) error
 }
 
 func applyWorkAck(tx Tx, e *sqlenc.WorkAck) (res workAckResult, err error) {
