@@ -404,7 +404,7 @@ func deriveWaits(in waitInput) []Wait {
 		case due > 0 && !turnRunning && q.OrchestrationUnserved:
 			name, version := unservedName(info, q)
 			waits = append(waits, Wait{Kind: WaitUnregisteredOrchestration, Name: name, Version: version, Unserved: true,
-				Message: dispatch.UnservedOrchestration(name), Since: since, Attempt: attempts})
+				Message: dispatch.UnservedOrchestration(name, version), Since: since, Attempt: attempts})
 		case due > 0 && !turnRunning:
 			waits = append(waits, Wait{Kind: WaitTurn, Messages: due, Since: since, Attempt: attempts})
 		}
@@ -710,8 +710,8 @@ func markStalls(waits []Wait, in waitInput) []Wait {
 			name, version := unservedName(in.Info, q)
 			stall(func(w *Wait) bool { return w.Kind == WaitUnregisteredOrchestration && w.Unserved }, func() Wait {
 				return Wait{Kind: WaitUnregisteredOrchestration, Name: name, Version: version, Unserved: true,
-					Message: dispatch.UnservedOrchestration(name), Since: ready, Attempt: maxAttempts(q.Messages)}
-			}, fmt.Sprintf("no progress for %s: %s since %s", idle, dispatch.UnservedOrchestration(name), ready.Format(time.RFC3339)))
+					Message: dispatch.UnservedOrchestration(name, version), Since: ready, Attempt: maxAttempts(q.Messages)}
+			}, fmt.Sprintf("no progress for %s: %s since %s", idle, dispatch.UnservedOrchestration(name, version), ready.Format(time.RFC3339)))
 		default:
 			stall(func(w *Wait) bool { return w.Kind == WaitTurn }, func() Wait {
 				return Wait{Kind: WaitTurn, Messages: len(q.Messages), Since: ready, Attempt: maxAttempts(q.Messages)}
