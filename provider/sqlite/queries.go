@@ -242,16 +242,15 @@ var writerSQL = [numWriterStmts]string{
 	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip,
 	// ?3 JSON array of the orchestration routes served (NULL: any; see
 	// sqlenc.OrchestrationRoutes): an instance of another name or version
-	// is skipped in the scan (one lookup of its row by the instances'
-	// unique index); one without a row or a name is served by every fetch.
+	// is skipped in the scan, on the index alone (migration 0016 copies
+	// each instance's name and version into it); one without a row or a
+	// name is served by every fetch.
 	sOrchCandidates: `SELECT r.instance_id, r.first_id
 FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
 WHERE r.ready_at <= ?1
   AND r.instance_id NOT IN (SELECT value FROM json_each(?2))
-  AND (?3 IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
-        WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
-          AND i.orchestration_name NOT IN (SELECT value FROM json_each(?3))
-          AND ` + orchRoute + ` NOT IN (SELECT value FROM json_each(?3))))
+  AND (?3 IS NULL OR r.orchestration_name = '' OR r.orchestration_name IN (SELECT value FROM json_each(?3))
+       OR r.orchestration_name || char(31) || r.orchestration_version IN (SELECT value FROM json_each(?3)))
 ORDER BY r.ready_at, r.first_id
 LIMIT ` + candidateLimit,
 
