@@ -44,11 +44,13 @@ const (
 	// has its orchestration registered; deliveries are retried with
 	// backoff. Name (and Version when pinned), Attempt (deliveries so
 	// far), RetryAt, Since (first failed delivery), Message. Runtimes of
-	// this release fetch only the orchestrations they register, so an
-	// instance whose orchestration no live runtime registers is never
-	// delivered: it is this wait with Unserved set, Since when its
-	// messages became due, and Message "no runtime registers
-	// orchestration X"; it fails after RuntimeOptions.UnservedTimeout.
+	// this release fetch only the orchestrations they register (an
+	// instance pinned to a version, only in that version), so an instance
+	// whose orchestration no live runtime registers is never delivered: it
+	// is this wait with Unserved set, Since when its messages became due,
+	// and Message "no runtime registers orchestration X" ("…
+	// orchestration X version V" for a pinned instance); it fails after
+	// RuntimeOptions.UnservedTimeout.
 	WaitUnregisteredOrchestration WaitKind = "unregisteredOrchestration"
 	// WaitUnregisteredActivity: an activity that no runtime which fetched
 	// it has registered; deliveries are retried with backoff. Name,
