@@ -56,18 +56,17 @@ const (
 	// stops at the limit, whatever the backlog. $1 now, $2 instance IDs to
 	// skip, $3 the advisory lock key prefix, $4 limit, $5 the orchestration
 	// routes served (NULL: any; see sqlenc.OrchestrationRoutes): an
-	// instance of another name or version is skipped in the scan (one
-	// lookup of its row by primary key); one without a row or a name is
-	// served by every fetch.
+	// instance of another name or version is skipped in the scan, on the
+	// scheduling row (migration 0013 copies each instance's name and
+	// version onto it); one without a row or a name is served by every
+	// fetch.
 	sqlOrchCandidates = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
 FROM (SELECT r.instance_id, r.ready_at, r.first_id
       FROM orchestrator_ready AS r
       WHERE r.ready_at <= $1
         AND NOT (r.instance_id = ANY ($2::text[]))
-        AND ($5::text[] IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
-              WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
-                AND NOT (i.orchestration_name = ANY ($5::text[]))
-                AND NOT (` + orchRoute + ` = ANY ($5::text[]))))
+        AND ($5::text[] IS NULL OR r.orchestration_name = '' OR r.orchestration_name = ANY ($5::text[])
+              OR r.orchestration_name || chr(31) || r.orchestration_version = ANY ($5::text[]))
       ORDER BY r.ready_at, r.first_id
       LIMIT $4) AS c
 ORDER BY c.ready_at, c.first_id`
