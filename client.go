@@ -121,13 +121,16 @@ func (s *Status) Decode(out any) error {
 type StartOptions struct {
 	// Version pins the orchestration version ("" = the registry's default
 	// for new instances, resolved by the runtime that runs the first turn).
+	// A pinned instance runs only on runtimes that register its version
+	// (one started without a version is pinned by its first turn); while
+	// none does, it waits (see RuntimeOptions.UnservedTimeout).
 	Version string
 	// StartAt delays the start until that time (zero = now).
 	StartAt time.Time
 	// IdempotencyKey makes the start idempotent: a repeat of the key within
 	// IdempotencyRetention starts nothing and returns *DuplicateStartError
 	// naming the instance the key first started. It is checked before the
-	// lock.
+	// lock. Default "": not idempotent.
 	IdempotencyKey string
 	// IdempotencyRetention is how long the key is remembered (0 = 24h).
 	IdempotencyRetention time.Duration
@@ -136,7 +139,7 @@ type StartOptions struct {
 	// instance and released in the same transaction that makes it
 	// Completed, Failed or Canceled; ContinueAsNew keeps it. If a live
 	// instance holds the key, the start returns *WorkflowLockedError (or,
-	// with QueueIfLocked, waits its turn).
+	// with QueueIfLocked, waits its turn). Default "": no lock.
 	LockKey string
 	// LockTTL is how long the lock outlives the holder's last committed
 	// turn (0 = 1h): every turn extends it, so a live instance keeps it,
@@ -146,7 +149,8 @@ type StartOptions struct {
 	// QueueIfLocked makes a start whose LockKey is held wait durably
 	// instead of failing: the instance is created Pending and begins, in
 	// arrival order, when the holder ends (or its lock is released or
-	// expires). Survives restarts: the queue is in the store.
+	// expires). Survives restarts: the queue is in the store. Default
+	// false: the start fails.
 	QueueIfLocked bool
 	// TraceParent is the W3C trace context (a traceparent header value)
 	// to run the instance under when a Tracer is set: recorded in its

@@ -70,6 +70,48 @@ func TestUnregisteredOrchestrationWaitsUndelivered(t *testing.T) {
 	}
 }
 
+// An instance pinned to a version no runtime registers (the name is) is
+// never delivered (routing by version): Inspect and the stall rules name
+// the version, and it fails with kind configuration once UnservedTimeout
+// has passed.
+func TestUnregisteredVersionWaitsThenFailsAfterUnservedTimeout(t *testing.T) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Flow", func(*duroxide.OrchestrationContext, string) (string, error) { return "v1", nil })
+	h := duroxidetest.New(t, reg, &duroxidetest.Options{
+		Runtime: &duroxide.RuntimeOptions{MaxAttempts: 3, BackoffBase: time.Second, UnservedTimeout: time.Hour,
+			WorkerLockTimeout: 3 * time.Hour, OrchestratorLockTimeout: 3 * time.Hour},
+	})
+	h.StartWith("Flow", "f2", "x", &duroxide.StartOptions{Version: "2.0.0"})
+	h.Advance(2 * time.Second)
+	st, err := h.Client.Inspect(t.Context(), "f2", &duroxide.WaitOptions{StalledAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unserved := "no runtime registers orchestration Flow version 2.0.0"
+	if len(st.WaitingFor) != 1 {
+		t.Fatalf("waiting for %+v, want one wait", st.WaitingFor)
+	}
+	if w := st.WaitingFor[0]; w.Kind != duroxide.WaitUnregisteredOrchestration || !w.Unserved || w.Name != "Flow" ||
+		w.Version != "2.0.0" || w.Attempt != 0 || w.Message != unserved || !w.Stalled ||
+		!strings.Contains(w.StalledReason, unserved+" since ") {
+		t.Fatalf("wait %+v, want Flow 2.0.0 unserved, undelivered, stalled", w)
+	}
+	for range 150 {
+		if h.Status("f2").State != duroxide.StatePending {
+			break
+		}
+		h.Advance(time.Minute)
+	}
+	final := h.Wait("f2")
+	want := unserved + " for 1h0m0s (UnservedTimeout)"
+	if final.State != duroxide.StateFailed || final.Error == nil || final.Error.Kind != "configuration" || final.Error.Message != want {
+		t.Fatalf("got %s %+v, want Failed, configuration: %s", final.State, final.Error, want)
+	}
+	if m := settledMetrics(t, h); m.Turns.Abandoned != 0 || m.Turns.Committed != 1 {
+		t.Fatalf("turns %+v, want none abandoned and 1 committed (the failure)", m.Turns)
+	}
+}
+
 // An activity no runtime registers is never delivered (routing by name):
 // it waits, and fails with kind configuration once UnservedTimeout has
 // passed.

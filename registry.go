@@ -145,6 +145,18 @@ func (r *Registry) Versions(name string) []string {
 	})
 }
 
+// orchestrationVersions maps each registered orchestration to its
+// versions.
+func (r *Registry) orchestrationVersions() map[string][]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string][]string, len(r.orchestrations))
+	for name, vs := range r.orchestrations {
+		out[name] = slices.Collect(maps.Keys(vs))
+	}
+	return out
+}
+
 // HasOrchestration reports whether name is registered at version, or,
 // with version "", whether it has a version new instances start with (the
 // default set by SetDefaultVersion, or the latest).

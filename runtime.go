@@ -56,13 +56,18 @@ type RuntimeOptions struct {
 	// delivery of an activity is a start of its function (see
 	// ActivityContext.Attempt): runs cut short by a crash, a lost lock or a
 	// Shutdown whose deadline passed count. Orchestrations and activities
-	// are never delivered to a runtime that does not register them (see
-	// Queues and UnservedTimeout). A version of an orchestration that is
-	// not registered (the name is) is looked up on each delivery, with
-	// backoff in between (a rolling deploy may bring it); if it is still
-	// unknown at delivery MaxAttempts, it fails with kind "configuration".
-	// So does an orchestration delivered by a store that does not filter
-	// turns by name (provider.FetchOptions.Orchestrations).
+	// are never delivered to a runtime that does not register them, nor an
+	// instance pinned to an orchestration version to a runtime that does
+	// not register that version: it waits for one that does (see Queues
+	// and UnservedTimeout). An instance not pinned yet (started without a
+	// version) goes to any runtime that registers its name, whose first
+	// turn pins the version that runtime starts. Only with a store that
+	// does not route turns by name and version
+	// (provider.FetchOptions.Orchestrations and OrchestrationVersions)
+	// is an unregistered orchestration or version delivered: it is looked
+	// up on each delivery, with backoff in between (a rolling deploy may
+	// bring it), and if it is still unknown at delivery MaxAttempts, it
+	// fails with kind "configuration".
 	MaxAttempts int
 	// BackoffBase and BackoffMax bound the delay before retrying an
 	// unregistered orchestration or activity and a parked instance:
@@ -184,11 +189,13 @@ type RuntimeOptions struct {
 	// it was scheduled, while no live runtime serves its name and queue,
 	// before it fails with kind "configuration" and a message saying no
 	// runtime serves it (default 0: it waits until one does). Likewise an
-	// instance whose orchestration no live runtime registers (runtimes
-	// fetch only the turns of the orchestrations they register) fails
-	// with kind "configuration", "no runtime registers orchestration X
-	// for …", once its messages have waited that long; it was never
-	// delivered. Runtimes announce what they serve (orchestrations,
+	// instance whose orchestration no live runtime registers, or, for an
+	// instance pinned to a version, registers in that version (runtimes
+	// fetch only the turns of the orchestrations and versions they
+	// register) fails with kind "configuration", "no runtime registers
+	// orchestration X for …" ("… orchestration X version 2.0.0 for …"),
+	// once its messages have waited that long; it was never delivered.
+	// Runtimes announce what they serve (orchestrations,
 	// activities, queues) in the store and renew the announcement every
 	// third of WorkerLockTimeout; one that stops renewing (it shut down or
 	// crashed) no longer counts after WorkerLockTimeout. Any runtime with
@@ -339,6 +346,13 @@ func (a registryAdapter) ActivityNames() []string { return a.r.Activities() }
 // OrchestrationNames lists the registered orchestrations: the runtime
 // fetches only their turns.
 func (a registryAdapter) OrchestrationNames() []string { return a.r.Orchestrations() }
+
+// OrchestrationVersions lists the registered versions of each
+// orchestration: the runtime fetches only the instances pinned to one of
+// those (and those not pinned yet).
+func (a registryAdapter) OrchestrationVersions() map[string][]string {
+	return a.r.orchestrationVersions()
+}
 
 func (a registryAdapter) Activity(name string) (dispatch.ActivityFunc, bool) {
 	fn, ok := a.r.activity(name)

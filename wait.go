@@ -44,11 +44,13 @@ const (
 	// has its orchestration registered; deliveries are retried with
 	// backoff. Name (and Version when pinned), Attempt (deliveries so
 	// far), RetryAt, Since (first failed delivery), Message. Runtimes of
-	// this release fetch only the orchestrations they register, so an
-	// instance whose orchestration no live runtime registers is never
-	// delivered: it is this wait with Unserved set, Since when its
-	// messages became due, and Message "no runtime registers
-	// orchestration X"; it fails after RuntimeOptions.UnservedTimeout.
+	// this release fetch only the orchestrations they register (an
+	// instance pinned to a version, only in that version), so an instance
+	// whose orchestration no live runtime registers is never delivered: it
+	// is this wait with Unserved set, Since when its messages became due,
+	// and Message "no runtime registers orchestration X" ("…
+	// orchestration X version V" for a pinned instance); it fails after
+	// RuntimeOptions.UnservedTimeout.
 	WaitUnregisteredOrchestration WaitKind = "unregisteredOrchestration"
 	// WaitUnregisteredActivity: an activity that no runtime which fetched
 	// it has registered; deliveries are retried with backoff. Name,
@@ -404,7 +406,7 @@ func deriveWaits(in waitInput) []Wait {
 		case due > 0 && !turnRunning && q.OrchestrationUnserved:
 			name, version := unservedName(info, q)
 			waits = append(waits, Wait{Kind: WaitUnregisteredOrchestration, Name: name, Version: version, Unserved: true,
-				Message: dispatch.UnservedOrchestration(name), Since: since, Attempt: attempts})
+				Message: dispatch.UnservedOrchestration(name, version), Since: since, Attempt: attempts})
 		case due > 0 && !turnRunning:
 			waits = append(waits, Wait{Kind: WaitTurn, Messages: due, Since: since, Attempt: attempts})
 		}
@@ -710,8 +712,8 @@ func markStalls(waits []Wait, in waitInput) []Wait {
 			name, version := unservedName(in.Info, q)
 			stall(func(w *Wait) bool { return w.Kind == WaitUnregisteredOrchestration && w.Unserved }, func() Wait {
 				return Wait{Kind: WaitUnregisteredOrchestration, Name: name, Version: version, Unserved: true,
-					Message: dispatch.UnservedOrchestration(name), Since: ready, Attempt: maxAttempts(q.Messages)}
-			}, fmt.Sprintf("no progress for %s: %s since %s", idle, dispatch.UnservedOrchestration(name), ready.Format(time.RFC3339)))
+					Message: dispatch.UnservedOrchestration(name, version), Since: ready, Attempt: maxAttempts(q.Messages)}
+			}, fmt.Sprintf("no progress for %s: %s since %s", idle, dispatch.UnservedOrchestration(name, version), ready.Format(time.RFC3339)))
 		default:
 			stall(func(w *Wait) bool { return w.Kind == WaitTurn }, func() Wait {
 				return Wait{Kind: WaitTurn, Messages: len(q.Messages), Since: ready, Attempt: maxAttempts(q.Messages)}

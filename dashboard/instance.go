@@ -307,10 +307,35 @@ func eventRows(events []history.Event) []eventRow {
 		case e.GUID != "":
 			row.Detail = e.GUID
 		}
+		if opts := activityOptions(e); opts != "" {
+			row.Detail = cut(row.Detail, maxDetail-len(opts)) + opts
+		}
 		row.Detail = visible(cut(row.Detail, maxDetail))
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// activityOptions describes the routing and timeouts an activity was
+// scheduled with (ActivityScheduled's Queue and timeouts), as a suffix of
+// its row's detail: " (queue gpu, start-to-close 1m0s)"; "" for none.
+func activityOptions(e *history.Event) string {
+	var parts []string
+	if e.Queue != "" {
+		parts = append(parts, "queue "+strconv.Quote(e.Queue))
+	}
+	for _, t := range []struct {
+		what string
+		ms   int64
+	}{{"start-to-close", e.StartToCloseTimeoutMs}, {"schedule-to-close", e.ScheduleToCloseTimeoutMs}, {"heartbeat timeout", e.HeartbeatTimeoutMs}} {
+		if t.ms > 0 {
+			parts = append(parts, t.what+" "+(time.Duration(t.ms)*time.Millisecond).String())
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // cut shortens s to at most n bytes, on a rune boundary, marking the cut.

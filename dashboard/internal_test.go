@@ -364,3 +364,17 @@ func TestViewWaitShowsActivityOptions(t *testing.T) {
 		t.Errorf("heartbeat at = %+v, want %s", got["heartbeat at"], at)
 	}
 }
+
+// The history table shows the queue and timeouts an activity was
+// scheduled with, after its input.
+func TestEventRowsShowActivityOptions(t *testing.T) {
+	rows := eventRows([]history.Event{
+		{EventID: 2, Kind: history.ActivityScheduled, Name: "Render", Input: json.RawMessage(`7`), Queue: "gpu",
+			StartToCloseTimeoutMs: 60_000, ScheduleToCloseTimeoutMs: 3_600_000, HeartbeatTimeoutMs: 10_000},
+		{EventID: 3, Kind: history.ActivityScheduled, Name: "Plain", Input: json.RawMessage(`8`)},
+	})
+	want := `7 (queue "gpu", start-to-close 1m0s, schedule-to-close 1h0m0s, heartbeat timeout 10s)`
+	if rows[0].Detail != want || rows[1].Detail != "8" {
+		t.Fatalf("details %q, %q; want %q, %q", rows[0].Detail, rows[1].Detail, want, "8")
+	}
+}

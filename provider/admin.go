@@ -131,8 +131,10 @@ type InstanceQueueState struct {
 	QueuedStart *QueuedStart
 	// OrchestrationUnserved reports, for a store that keeps routes
 	// (Router), that no live runtime registers the instance's
-	// orchestration (WorkerRoutes.Orchestrations) while some runtime's
-	// announcement is live, so its messages wait for a runtime that does.
+	// orchestration (WorkerRoutes.Orchestrations; for an instance pinned to
+	// a version, that version: WorkerRoutes.OrchestrationVersions) while
+	// some runtime's announcement is live, so its messages wait for a
+	// runtime that does.
 	// Announcements without an orchestration list serve every name; with
 	// no live announcement nothing is known and it is false.
 	OrchestrationUnserved bool

@@ -63,7 +63,9 @@
 //
 // A fetch takes only the work its caller can run: the orchestrations
 // named in FetchOptions.Orchestrations (by the instance's name, so starts,
-// sub-orchestrations and ContinueAsNew alike), the activities and queues
+// sub-orchestrations and ContinueAsNew alike) and, for an instance pinned
+// to a version, the versions in FetchOptions.OrchestrationVersions; the
+// activities and queues
 // in WorkFetchOptions.Activities and Queues; nil takes everything. Work a
 // fetch skips is neither locked nor counted. Router (optional) keeps what
 // each live runtime announces it serves, so the work no runtime serves

@@ -236,6 +236,19 @@ type FetchOptions struct {
 	// for an unknown instance) is eligible to every fetch, so they can be
 	// consumed. An empty, non-nil list fetches only those. nil: every name.
 	Orchestrations []string
+	// OrchestrationVersions narrows Orchestrations to the versions a
+	// runtime registers, so a rolling deploy never hands an instance to a
+	// runtime that has its name but not its version. For a name with an
+	// entry, an instance pinned to a version (its OrchestrationVersion is
+	// set: by StartOptions.Version, by a sub-orchestration's version, by
+	// its first turn, which pins the version it chose, or by a
+	// ContinueAsNew) is fetched only when the entry lists that version; an
+	// instance not pinned yet (started without a version, before its first
+	// turn) is fetched by every runtime that registers the name. A name
+	// without an entry, and every name when OrchestrationVersions is nil,
+	// is fetched in every version. Names must not contain the character
+	// U+001F. Ignored when Orchestrations is nil.
+	OrchestrationVersions map[string][]string
 }
 
 // WorkFetchOptions tunes FetchWorkItems.

@@ -50,8 +50,9 @@ type Router interface {
 	// FetchUnservedOrchestrationItems locks, as FetchOrchestrationItems
 	// does, up to max instances ready for at least olderThan whose
 	// orchestration no live announcement registers
-	// (WorkerRoutes.Orchestrations; an announcement without a list
-	// registers every name), so the caller can fail them. It counts no
+	// (WorkerRoutes.Orchestrations, and for an instance pinned to a
+	// version, WorkerRoutes.OrchestrationVersions; an announcement without
+	// a list registers every name), so the caller can fail them. It counts no
 	// delivery (AttemptCount is what earlier fetches counted). While no
 	// announcement is live, nothing counts as unserved; an instance
 	// without a row or a name never does.
@@ -69,4 +70,10 @@ type WorkerRoutes struct {
 	// the turns of those only: FetchOptions.Orchestrations); nil announces
 	// none, and the runtime counts as serving every orchestration.
 	Orchestrations []string
+	// OrchestrationVersions are the versions it registers of its
+	// orchestrations, as FetchOptions.OrchestrationVersions: an instance
+	// pinned to a version no live runtime registers is unserved. A name
+	// without an entry, and every name when nil, is announced in every
+	// version.
+	OrchestrationVersions map[string][]string
 }

@@ -131,6 +131,15 @@ func eventDetails(e *history.Event) string {
 		add("parent", fmt.Sprintf("%s/%d#%d", e.Parent.InstanceID, e.Parent.ExecutionID, e.Parent.EventID))
 	}
 	add("session", e.SessionID)
+	add("queue", e.Queue)
+	for _, t := range []struct {
+		k  string
+		ms int64
+	}{{"startToClose", e.StartToCloseTimeoutMs}, {"scheduleToClose", e.ScheduleToCloseTimeoutMs}, {"heartbeatTimeout", e.HeartbeatTimeoutMs}} {
+		if t.ms > 0 {
+			add(t.k, (time.Duration(t.ms) * time.Millisecond).String())
+		}
+	}
 	add("input", clip(string(e.Input)))
 	add("output", clip(string(e.Output)))
 	add("data", clip(string(e.Data)))

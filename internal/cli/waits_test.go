@@ -8,6 +8,7 @@ import (
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
@@ -150,5 +151,17 @@ func TestPrintStatusPatches(t *testing.T) {
 	}
 	if want := `"fix-42, audit\x1b[2J"`; !strings.Contains(b.String(), "Patches:") || !strings.Contains(b.String(), want) {
 		t.Fatalf("status:\n%s\nlacks %s", b.String(), want)
+	}
+}
+
+// duroxide history shows the options an activity was scheduled with: its
+// queue and timeouts.
+func TestEventDetailsShowActivityOptions(t *testing.T) {
+	t.Parallel()
+	e := &history.Event{EventID: 2, Kind: history.ActivityScheduled, Name: "Render", Queue: "gpu",
+		StartToCloseTimeoutMs: 60_000, ScheduleToCloseTimeoutMs: 3_600_000, HeartbeatTimeoutMs: 10_000}
+	want := "name=Render queue=gpu startToClose=1m0s scheduleToClose=1h0m0s heartbeatTimeout=10s"
+	if got := eventDetails(e); got != want {
+		t.Fatalf("eventDetails = %q, want %q", got, want)
 	}
 }

@@ -47,6 +47,32 @@ func (r *Runtime) orchestrationNames() []string {
 	return nil
 }
 
+// OrchestrationVersionLister is an OrchestrationLister that can list the
+// versions it registers of each orchestration; the runtime then fetches
+// only the instances pinned to those versions, and those not pinned yet
+// (provider.FetchOptions.OrchestrationVersions), and announces them.
+type OrchestrationVersionLister interface {
+	OrchestrationVersions() map[string][]string
+}
+
+// orchestrationVersions returns the versions of each orchestration to
+// fetch (nil: any).
+func (r *Runtime) orchestrationVersions() map[string][]string {
+	if l, ok := r.reg.(OrchestrationVersionLister); ok {
+		return l.OrchestrationVersions()
+	}
+	return nil
+}
+
+// orchestrationFetch is a fetch of turns of what this runtime registers.
+func (r *Runtime) orchestrationFetch(max int) *provider.FetchOptions {
+	opts := &provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max, Orchestrations: r.orchestrationNames()}
+	if opts.Orchestrations != nil {
+		opts.OrchestrationVersions = r.orchestrationVersions()
+	}
+	return opts
+}
+
 // serves reports whether this runtime serves queue q.
 func (r *Runtime) serves(q string) bool {
 	if len(r.o.Queues) == 0 {
@@ -73,8 +99,9 @@ func (r *Runtime) announce() {
 	if names == nil {
 		names = []string{}
 	}
+	orch := r.orchestrationFetch(0)
 	err := rt.AnnounceRoutes(r.io, provider.WorkerRoutes{WorkerID: r.o.WorkerID, Activities: names, Queues: queues,
-		Orchestrations: r.orchestrationNames()}, r.routeTTL())
+		Orchestrations: orch.Orchestrations, OrchestrationVersions: orch.OrchestrationVersions}, r.routeTTL())
 	if err != nil {
 		r.log.Warn("announcing this runtime's orchestrations, activities and queues failed", logkey.Worker, r.o.WorkerID, logkey.Error, err)
 	}
@@ -147,21 +174,28 @@ func (r *Runtime) failUnservedTurns() {
 		return
 	}
 	for _, it := range items {
-		var name string
+		var name, version string
 		if it.Instance != nil { // always: the store returns only instances with a name
-			name = it.Instance.OrchestrationName
+			name, version = it.Instance.OrchestrationName, it.Instance.OrchestrationVersion
 		}
-		r.log.Error("orchestration unserved; failing the instance", logkey.Instance, it.InstanceID, logkey.Orchestration, name)
+		what := name
+		if version != "" {
+			what += " version " + version
+		}
+		r.log.Error("orchestration unserved; failing the instance", logkey.Instance, it.InstanceID, logkey.Orchestration, what)
 		start := time.Now() // real time, even under a fake clock: metrics measure work
-		res, leased := r.runTurnWith(it, fmt.Sprintf("%s for %s (UnservedTimeout)", UnservedOrchestration(name), r.o.UnservedTimeout))
+		res, leased := r.runTurnWith(it, fmt.Sprintf("%s for %s (UnservedTimeout)", UnservedOrchestration(name, version), r.o.UnservedTimeout))
 		r.metrics.observeTurn(res, time.Since(start))
 		r.startActivities(leased)
 	}
 }
 
 // UnservedOrchestration says that no runtime registers orchestration
-// name.
-func UnservedOrchestration(name string) string {
+// name, in version when the instance is pinned to one (version "": any).
+func UnservedOrchestration(name, version string) string {
+	if version != "" {
+		return "no runtime registers orchestration " + name + " version " + version
+	}
 	return "no runtime registers orchestration " + name
 }
 

@@ -17,7 +17,7 @@ import (
 // no instance of another.
 func (r *Runtime) fetchTurns(max int) (int, error) {
 	start := time.Now() // real time, even under a fake clock: metrics measure work
-	opts := provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Max: max, Orchestrations: r.orchestrationNames()}
+	opts := *r.orchestrationFetch(max)
 	if r.cache != nil {
 		opts.Cached = r.cache.position
 	}

@@ -154,7 +154,7 @@ func (r *Runtime) reserveTurn(ack *provider.WorkAck) bool {
 	default:
 		return false
 	}
-	ack.TakeTurn = &provider.FetchOptions{LockTimeout: r.o.OrchestratorLockTimeout, Orchestrations: r.orchestrationNames()}
+	ack.TakeTurn = r.orchestrationFetch(0)
 	if r.cache != nil {
 		ack.TakeTurn.Cached = r.cache.position
 	}

@@ -514,6 +514,9 @@ func buildAck(id, token string, execID int64, name, version string, started *his
 		if next == "" {
 			next = version
 		}
+		// The instance is pinned to the next execution's version from now
+		// on: stores route its next turn (the ContinueAsNew) by it.
+		md.OrchestrationVersion = next
 		ack.OrchestratorItems = append(ack.OrchestratorItems, &provider.OrchestratorMessage{InstanceID: id,
 			Item: history.WorkItem{Kind: history.WorkContinueAsNew, InstanceID: id, ExecutionID: execID + 1,
 				Name: name, Version: next, Input: out.ContinueAsNew.Input, Parent: parent, Values: out.Values}})

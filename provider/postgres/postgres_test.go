@@ -596,22 +596,21 @@ func TestCheckWritableOnReadOnlyServer(t *testing.T) {
 
 // checkReadyTable fails unless orchestrator_ready holds exactly one row per
 // instance with queued messages, with the ready time and first message
-// its messages and lock give.
+// its messages and lock give, and the instance's orchestration name and
+// version (migration 0013).
 func checkReadyTable(t *testing.T, p *Provider) {
 	t.Helper()
+	const recomputed = `SELECT q.instance_id, greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id),
+         coalesce(max(i.orchestration_name), ''), coalesce(max(i.orchestration_version), '')
+     FROM orchestrator_queue AS q LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
+     LEFT JOIN instances AS i ON i.instance_id = q.instance_id
+     GROUP BY q.instance_id`
+	const stored = `SELECT instance_id, ready_at, first_id, orchestration_name, orchestration_version FROM orchestrator_ready`
 	var bad int
 	err := p.pool.QueryRow(t.Context(), `SELECT count(*) FROM (
-    (SELECT instance_id, ready_at, first_id FROM orchestrator_ready
-     EXCEPT
-     SELECT q.instance_id, greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id)
-     FROM orchestrator_queue AS q LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
-     GROUP BY q.instance_id)
+    (`+stored+` EXCEPT `+recomputed+`)
     UNION ALL
-    (SELECT q.instance_id, greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id)
-     FROM orchestrator_queue AS q LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
-     GROUP BY q.instance_id
-     EXCEPT
-     SELECT instance_id, ready_at, first_id FROM orchestrator_ready)) AS d`).Scan(&bad)
+    (`+recomputed+` EXCEPT `+stored+`)) AS d`).Scan(&bad)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,5 +688,61 @@ func TestMigration0002BackfillsReadyTable(t *testing.T) {
 	}
 	if want := "[free@50 busy@5000 later@9000]"; fmt.Sprint(got) != want {
 		t.Fatalf("ready rows = %v, want %s", got, want)
+	}
+}
+
+// A schema created before migration 0013 gets the orchestration of each
+// ready instance copied onto its scheduling row.
+func TestMigration0013CopiesOrchestrationsToReadyTable(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{NoMigrate: true})
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, p, sqlCreateMigrationsTable)
+	for _, m := range ms {
+		if m.Version >= 13 {
+			break
+		}
+		mustExec(t, p, m.SQL)
+		mustExec(t, p, sqlInsertMigration, m.Version, m.Name, 0)
+	}
+	mustExec(t, p, `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, created_at, updated_at)
+		VALUES ('named', 'V', '2.0.0', 'Running', 1, 1)`)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('named', '{}', 10, 10), ('rowless', '{}', 20, 20)`)
+	if err := p.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	checkReadyTable(t, p)
+	rows, err := p.pool.Query(t.Context(), `SELECT instance_id || '=' || orchestration_name || '@' || orchestration_version FROM orchestrator_ready ORDER BY ready_at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[named=V@2.0.0 rowless=@]"; fmt.Sprint(got) != want {
+		t.Fatalf("ready rows = %v, want %s", got, want)
+	}
+}
+
+// A fetch of turns limited to some orchestrations filters on the
+// scheduling rows it scans (migration 0013): its plan reads no instance
+// row.
+func TestTurnCandidatesFilterOnTheReadyRows(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	rows, err := p.pool.Query(t.Context(), "EXPLAIN "+sqlOrchCandidates, int64(1000), []string{}, "k", 16, []string{"A", "B\x1f", "B\x1f1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(plan, "\n"); strings.Contains(text, "instances") {
+		t.Fatalf("the candidates' plan reads instance rows:\n%s", text)
 	}
 }

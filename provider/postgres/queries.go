@@ -55,17 +55,18 @@ const (
 	// advisory lock (tried, never waited for). An index range scan that
 	// stops at the limit, whatever the backlog. $1 now, $2 instance IDs to
 	// skip, $3 the advisory lock key prefix, $4 limit, $5 the orchestration
-	// names served (NULL: any): an instance of another name is skipped in
-	// the scan (one lookup of its row by primary key); one without a row or
-	// a name is served by every fetch.
+	// routes served (NULL: any; see sqlenc.OrchestrationRoutes): an
+	// instance of another name or version is skipped in the scan, on the
+	// scheduling row (migration 0013 copies each instance's name and
+	// version onto it); one without a row or a name is served by every
+	// fetch.
 	sqlOrchCandidates = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
 FROM (SELECT r.instance_id, r.ready_at, r.first_id
       FROM orchestrator_ready AS r
       WHERE r.ready_at <= $1
         AND NOT (r.instance_id = ANY ($2::text[]))
-        AND ($5::text[] IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
-              WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
-                AND NOT (i.orchestration_name = ANY ($5::text[]))))
+        AND ($5::text[] IS NULL OR r.orchestration_name = '' OR r.orchestration_name = ANY ($5::text[])
+              OR r.orchestration_name || chr(31) || r.orchestration_version = ANY ($5::text[]))
       ORDER BY r.ready_at, r.first_id
       LIMIT $4) AS c
 ORDER BY c.ready_at, c.first_id`
@@ -423,8 +424,9 @@ SELECT duroxide_check(count(*) > 0, '` + codeLockLost + `', 'work lock lost') FR
 	// (WorkAck.TakeTurn): another activity of the instance is queued, or
 	// its orchestration is not one of $2 (NULL: any). $1 instance.
 	sqlInstanceHasWork = `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = $1)
-    OR ($2::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances WHERE instance_id = $1 AND orchestration_name <> ''
-          AND NOT (orchestration_name = ANY ($2::text[]))))`
+    OR ($2::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = $1 AND i.orchestration_name <> ''
+          AND NOT (i.orchestration_name = ANY ($2::text[]))
+          AND NOT (` + orchRoute + ` = ANY ($2::text[]))))`
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
 	// last event of that execution, no visible message and no worker row
@@ -740,10 +742,12 @@ SELECT count(*) > 0 FROM w`
 	// $1 id, $2 token, $3 now.
 	sqlWorkHeartbeat = `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
 
-	// $1 worker, $2 activities, $3 queues, $4 seen_until.
-	sqlAnnounceRoutes = `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations) VALUES ($1, $2, $3, $4, $5)
+	// $1 worker, $2 activities, $3 queues, $4 seen_until, $5 and $6
+	// orchestration names and routes (NULL: any).
+	sqlAnnounceRoutes = `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations, orchestration_routes)
+VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until,
-    orchestrations = excluded.orchestrations`
+    orchestrations = excluded.orchestrations, orchestration_routes = excluded.orchestration_routes`
 
 	// Instances ready since $2 or earlier whose orchestration no route
 	// live at $1 registers, in the order they became ready. $3 limit.
@@ -775,16 +779,22 @@ RETURNING u.lock_token, u.instance_id, u.execution_id, u.activity_id, coalesce(u
 )
 
 // orchUnservedAt1 and orchUnservedAt2 report that no route live at the
-// time $1 (or $2) registers the orchestration of instance row i, while
-// some route is live. A route without an orchestration list (NULL)
-// registers every name; an instance without a name is never unserved.
+// time $1 (or $2) registers the orchestration of instance row i, in the
+// version it is pinned to, while some route is live. A route without an
+// orchestration list (NULL) registers every name; one without
+// orchestration_routes (an earlier release) every version of its names
+// (see migration 0012); an instance without a name is never unserved.
 const (
 	orchUnservedAt1 = `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $1)
-  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $1
-    AND (r.orchestrations IS NULL OR i.orchestration_name = ANY (r.orchestrations))))`
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $1 AND ` + orchServedByR + `))`
 	orchUnservedAt2 = `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > $2)
-  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $2
-    AND (r.orchestrations IS NULL OR i.orchestration_name = ANY (r.orchestrations))))`
+  AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $2 AND ` + orchServedByR + `))`
+	orchServedByR = `(r.orchestrations IS NULL
+      OR i.orchestration_name = ANY (coalesce(r.orchestration_routes, r.orchestrations))
+      OR ` + orchRoute + ` = ANY (coalesce(r.orchestration_routes, r.orchestrations)))`
+	// orchRoute is the route of instance row i: its name and version
+	// (sqlenc.OrchestrationRoutes).
+	orchRoute = `i.orchestration_name || chr(31) || i.orchestration_version`
 )
 
 // unservedAt1 and unservedAt2 report that no route live at the time $1

@@ -53,12 +53,13 @@ func (p *Provider) WorkItemHeartbeat(ctx context.Context, lockToken string) (pro
 // AnnounceRoutes records what a runtime serves; see provider.Router.
 func (p *Provider) AnnounceRoutes(ctx context.Context, r provider.WorkerRoutes, ttl time.Duration) error {
 	const op = "announcing routes"
-	names, queues, orchs, err := sqlstore.CheckRoutes(r, ttl)
+	rs, err := sqlstore.CheckRoutes(r, ttl)
 	if err != nil {
 		return p.fail(op, err)
 	}
 	return p.single(ctx, op, func(ctx context.Context, q querier, now int64) error {
-		return queryRows(ctx, q, sqlAnnounceRoutes, nil, r.WorkerID, names, queues, now+sqlenc.DurMs(ttl), orchNamesArg(orchs))
+		return queryRows(ctx, q, sqlAnnounceRoutes, nil, r.WorkerID, rs.Activities, rs.Queues, now+sqlenc.DurMs(ttl),
+			orchNamesArg(rs.Orchestrations), orchNamesArg(rs.OrchestrationRoutes))
 	})
 }
 

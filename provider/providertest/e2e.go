@@ -57,6 +57,7 @@ func e2eGroups() [][]e2eCase {
 		e2eRoutingCases,
 		e2ePauseCases,
 		e2eScheduleCases,
+		e2eFeatureCases,
 	}
 }
 

@@ -17,7 +17,7 @@ var e2eVersioningCases = []e2eCase{
 	{"VersionLatestForNewInstances", e2eVersionLatest},
 	{"VersionPinnedAcrossRestart", e2eVersionPinned},
 	{"VersionSetDefault", e2eVersionSetDefault},
-	{"VersionUnknownPinnedParks", e2eVersionUnknownParks},
+	{"VersionUnknownPinnedWaits", e2eVersionUnknownWaits},
 }
 
 // Restarts, deploys, crashes and shutdown.
@@ -549,11 +549,32 @@ func e2eRuntimeOptionsValidation(e *e2e) {
 	}
 }
 
-func e2eVersionUnknownParks(e *e2e) {
+// An instance pinned to a version no runtime registers is never
+// delivered (runtimes fetch only the versions they register): it waits,
+// reported unserved by version, until a deploy registers it.
+func e2eVersionUnknownWaits(e *e2e) {
 	rt1 := e.runtime(versionedRegistry("1.0.0"))
 	e.startWith("future", "Flow", nil, &duroxide.StartOptions{Version: "3.0.0"})
-	e.waitStuck("future", "configuration")
+	e.eventually("future to be reported unserved", func() bool {
+		st, err := e.c.Inspect(e.ctx, "future", nil)
+		if err != nil {
+			return false
+		}
+		for _, w := range st.WaitingFor {
+			if w.Kind == duroxide.WaitUnregisteredOrchestration && w.Unserved && w.Name == "Flow" && w.Version == "3.0.0" &&
+				w.Message == "no runtime registers orchestration Flow version 3.0.0" && w.Attempt == 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if st := e.status("future"); st.State != duroxide.StatePending || st.LastError != nil {
+		e.t.Fatalf("future is %s, want Pending without an error: it was never delivered", describeStatus(st))
+	}
 	e.shutdown(rt1)
+	if m := rt1.Metrics(); m.Turns.Abandoned+m.Turns.Committed != 0 {
+		e.t.Fatalf("turns %+v: the runtime that does not register Flow 3.0.0 ran it", m.Turns)
+	}
 	e.runtime(versionedRegistry("1.0.0", "3.0.0"))
 	e.advanceTimersUntil("the instance to start", func() bool {
 		h, err := e.c.GetHistory(e.ctx, "future", 0)

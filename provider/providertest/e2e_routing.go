@@ -18,6 +18,7 @@ var e2eRoutingCases = []e2eCase{
 	{"HeartbeatDetailsSurviveARestart", e2eHeartbeatSurvivesRestart},
 	{"DisjointRegistrationsShareAStore", e2eDisjointRegistrations},
 	{"DisjointOrchestrationsRunWhereRegistered", e2eDisjointOrchestrations},
+	{"OrchestrationVersionsRunWhereRegistered", e2eVersionsRunWhereRegistered},
 	{"QueueRoutesToServingRuntime", e2eQueueRouting},
 	{"RewindKeepsTheActivityQueue", e2eRewindKeepsQueue},
 	{"UnservedActivityReportedThenFailed", e2eUnservedActivity},
@@ -266,6 +267,92 @@ func e2eDisjointOrchestrations(e *e2e) {
 			finished(rtB) == fmt.Sprintf("Back Completed %d", 2*instances)
 	})
 	for name, rt := range map[string]*duroxide.Runtime{"node-a": rtA, "node-b": rtB} {
+		if m := rt.Metrics(); m.Turns.Abandoned != 0 || m.Turns.LockLost != 0 || m.Turns.CommitFailed != 0 {
+			e.t.Fatalf("%s: turns %+v, want none given back", name, m.Turns)
+		}
+	}
+}
+
+// A rolling deploy: node-old registers Flow 1.0.0, node-new Flow 1.0.0
+// and 2.0.0, on one store. While only node-old runs, an instance pinned
+// to 2.0.0 (when started, or by a ContinueAsNew from 1.0.0) waits,
+// reported unserved by version and never delivered, and the others
+// complete there (the unpinned one pinned to 1.0.0 by its
+// first turn). Once node-new runs, instances pinned to 2.0.0 (by
+// StartOptions.Version, or by a first turn on node-new) run every turn on
+// node-new; no runtime gives a turn back.
+func e2eVersionsRunWhereRegistered(e *e2e) {
+	stamp := duroxide.NewActivityRef[string, string]("Stamp")
+	node := func(id string, versions ...string) *duroxide.Runtime {
+		reg := duroxide.NewRegistry()
+		for _, v := range versions {
+			duroxide.RegisterOrchestrationVersion(reg, "Flow", v, func(ctx *duroxide.OrchestrationContext, in string) (string, error) {
+				if in == "upgrade" {
+					return "", ctx.ContinueAsNewVersion("2.0.0", "x")
+				}
+				a, err := duroxide.CallActivity(ctx, stamp, in, nil).Get()
+				if err != nil {
+					return "", err
+				}
+				b, err := duroxide.CallActivity(ctx, stamp, a, nil).Get()
+				return fmt.Sprintf("%s: %s ran %s", b, v, id), err
+			})
+		}
+		duroxide.RegisterActivity(reg, "Stamp", func(_ context.Context, in string) (string, error) { return in + "+", nil })
+		return e.runtime(reg, func(o *duroxide.RuntimeOptions) { o.WorkerID = id })
+	}
+	check := func(id, want string) {
+		e.t.Helper()
+		var out string
+		if e.result(id, &out); !strings.HasPrefix(out, want) {
+			e.t.Fatalf("%s: got %q, want %q…", id, out, want)
+		}
+		if st := e.status(id); st.LastError != nil {
+			e.t.Fatalf("%s: LastError %+v", id, st.LastError)
+		}
+	}
+	old := node("node-old", "1.0.0")
+	e.startWith("early-2", "Flow", "x", &duroxide.StartOptions{Version: "2.0.0"})
+	e.startWith("early-1", "Flow", "x", &duroxide.StartOptions{Version: "1.0.0"})
+	e.start("early-any", "Flow", "x")
+	e.startWith("early-upgrade", "Flow", "upgrade", &duroxide.StartOptions{Version: "1.0.0"}) // continues as 2.0.0
+	check("early-1", "x++: 1.0.0 ran node-old")
+	check("early-any", "x++: 1.0.0 ran node-old")
+	want := "no runtime registers orchestration Flow version 2.0.0"
+	for _, id := range []string{"early-2", "early-upgrade"} {
+		e.eventually("Inspect to report "+id+" unserved", func() bool {
+			st, err := e.c.Inspect(e.ctx, id, nil)
+			if err != nil {
+				return false
+			}
+			for _, w := range st.WaitingFor {
+				if w.Kind == duroxide.WaitUnregisteredOrchestration && w.Unserved && w.Message == want && w.Attempt == 0 {
+					return true
+				}
+			}
+			return false
+		})
+	}
+
+	nw := node("node-new", "1.0.0", "2.0.0")
+	check("early-2", "x++: 2.0.0 ran node-new")
+	check("early-upgrade", "x++: 2.0.0 ran node-new")
+	for i := range 4 {
+		e.startWith(fmt.Sprintf("late-2-%d", i), "Flow", "y", &duroxide.StartOptions{Version: "2.0.0"})
+		e.startWith(fmt.Sprintf("late-1-%d", i), "Flow", "y", &duroxide.StartOptions{Version: "1.0.0"})
+		e.start(fmt.Sprintf("late-any-%d", i), "Flow", "y")
+	}
+	for i := range 4 {
+		check(fmt.Sprintf("late-2-%d", i), "y++: 2.0.0 ran node-new")
+		check(fmt.Sprintf("late-1-%d", i), "y++: 1.0.0 ran node-")
+		id := fmt.Sprintf("late-any-%d", i)
+		if st := e.status(id); st.Version == "2.0.0" {
+			check(id, "y++: 2.0.0 ran node-new")
+		} else {
+			check(id, "y++: 1.0.0 ran node-")
+		}
+	}
+	for name, rt := range map[string]*duroxide.Runtime{"node-old": old, "node-new": nw} {
 		if m := rt.Metrics(); m.Turns.Abandoned != 0 || m.Turns.LockLost != 0 || m.Turns.CommitFailed != 0 {
 			e.t.Fatalf("%s: turns %+v, want none given back", name, m.Turns)
 		}

@@ -130,6 +130,7 @@ func groups() []group {
 		{"Maintenance", maintenanceCases},
 		{"Routing", routingCases},
 		{"OrchestrationRouting", orchRoutingCases},
+		{"OrchestrationVersionRouting", orchVersionRoutingCases},
 		{"OrchestrationRoutes", orchRouteCases},
 	}
 }

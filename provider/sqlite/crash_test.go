@@ -438,15 +438,18 @@ func queryCount(t *testing.T, p *Provider, q string, dst *int, args ...any) {
 	}
 }
 
-// checkReadyTable checks that orchestrator_ready, which triggers maintain,
+// checkReadyTable checks that orchestrator_ready, which triggers maintain
+// (with each instance's orchestration name and version: migration 0016),
 // equals its definition recomputed from the queue and the locks.
 func checkReadyTable(t *testing.T, p *Provider) {
 	t.Helper()
 	const recomputed = `SELECT q.instance_id,
        max(min(q.visible_at), coalesce((SELECT l.locked_until FROM instance_locks AS l WHERE l.instance_id = q.instance_id), 0)),
-       min(q.id)
+       min(q.id),
+       coalesce((SELECT i.orchestration_name FROM instances AS i WHERE i.instance_id = q.instance_id), ''),
+       coalesce((SELECT i.orchestration_version FROM instances AS i WHERE i.instance_id = q.instance_id), '')
 FROM orchestrator_queue AS q GROUP BY q.instance_id`
-	const stored = `SELECT instance_id, ready_at, first_id FROM orchestrator_ready`
+	const stored = `SELECT instance_id, ready_at, first_id, orchestration_name, orchestration_version FROM orchestrator_ready`
 	var diff int
 	queryCount(t, p, `SELECT (SELECT count(*) FROM (`+stored+` EXCEPT `+recomputed+`))
      + (SELECT count(*) FROM (`+recomputed+` EXCEPT `+stored+`))`, &diff)

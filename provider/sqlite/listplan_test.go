@@ -128,3 +128,20 @@ func TestCommonPrefixQueryLists(t *testing.T) {
 		t.Fatalf("prefix a-: %s", got)
 	}
 }
+
+// TestTurnCandidatesFilterOnTheIndex checks the plan of a fetch of turns
+// limited to some orchestrations: it reads the ready order's covering
+// index, which carries each instance's name and version (migration 0016),
+// and skips the instances of other orchestrations without looking their
+// instance rows up, and without sorting.
+func TestTurnCandidatesFilterOnTheIndex(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "plan.db"), nil)
+	plan := strings.Join(explain(t, p, writerSQL[sOrchCandidates], []any{int64(1000), "[]", `["A","B\u001f","B\u001f1.0.0"]`}), "\n  ")
+	if !strings.Contains(plan, "USING COVERING INDEX orchestrator_ready_order") {
+		t.Errorf("plan does not read the covering ready order:\n  %s", plan)
+	}
+	if strings.Contains(plan, "instances") || strings.Contains(plan, "TEMP B-TREE") {
+		t.Errorf("plan looks instance rows up or sorts:\n  %s", plan)
+	}
+}

@@ -114,8 +114,9 @@ func (w *wtx) FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
 }
 
-// orchNamesArg is the orchestration-names argument of the turn
-// candidate statements: a JSON array, or NULL for any name.
+// orchNamesArg is the orchestration-routes argument of the turn
+// candidate statements (and the names or routes of an announcement): a
+// JSON array, or NULL for any name.
 func orchNamesArg(names []string) any {
 	if names == nil {
 		return nil

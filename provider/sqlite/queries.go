@@ -58,14 +58,21 @@ var (
 )
 
 // orchUnservedExpr reports that no route live at the time parameter now
-// registers the orchestration of instance row i, while some route is
-// live. A route without an orchestration list (NULL) registers every
-// name; an instance without a name is never unserved.
+// registers the orchestration of instance row i, in the version it is
+// pinned to, while some route is live. A route without an orchestration
+// list (NULL) registers every name; one without orchestration_routes (an
+// earlier release) every version of its names (see migration 0015); an
+// instance without a name is never unserved.
 func orchUnservedExpr(now string) string {
 	return `(i.orchestration_name <> '' AND EXISTS (SELECT 1 FROM worker_routes WHERE seen_until > ` + now + `)
   AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > ` + now + `
-    AND (r.orchestrations IS NULL OR EXISTS (SELECT 1 FROM json_each(r.orchestrations) WHERE value = i.orchestration_name))))`
+    AND (r.orchestrations IS NULL OR EXISTS (SELECT 1 FROM json_each(coalesce(r.orchestration_routes, r.orchestrations))
+          WHERE value IN (i.orchestration_name, ` + orchRoute + `)))))`
 }
+
+// orchRoute is the route of instance row i: its name and version
+// (sqlenc.OrchestrationRoutes).
+const orchRoute = `i.orchestration_name || char(31) || i.orchestration_version`
 
 // stmtID names a statement prepared once per connection.
 type stmtID int
@@ -236,17 +243,17 @@ var writerSQL = [numWriterStmts]string{
 	// migration 0002: orchestrator_ready excludes locked instances until
 	// their lock expires). An index range scan that stops at the limit,
 	// whatever the backlog. ?1 now, ?2 JSON array of instance IDs to skip,
-	// ?3 JSON array of the orchestration names served (NULL: any): an
-	// instance of another name is skipped in the scan (one lookup of its
-	// row by the instances' unique index); one without a row or a name is
-	// served by every fetch.
+	// ?3 JSON array of the orchestration routes served (NULL: any; see
+	// sqlenc.OrchestrationRoutes): an instance of another name or version
+	// is skipped in the scan, on the index alone (migration 0016 copies
+	// each instance's name and version into it); one without a row or a
+	// name is served by every fetch.
 	sOrchCandidates: `SELECT r.instance_id, r.first_id
 FROM orchestrator_ready AS r INDEXED BY orchestrator_ready_order
 WHERE r.ready_at <= ?1
   AND r.instance_id NOT IN (SELECT value FROM json_each(?2))
-  AND (?3 IS NULL OR NOT EXISTS (SELECT 1 FROM instances AS i
-        WHERE i.instance_id = r.instance_id AND i.orchestration_name <> ''
-          AND i.orchestration_name NOT IN (SELECT value FROM json_each(?3))))
+  AND (?3 IS NULL OR r.orchestration_name = '' OR r.orchestration_name IN (SELECT value FROM json_each(?3))
+       OR r.orchestration_name || char(31) || r.orchestration_version IN (SELECT value FROM json_each(?3)))
 ORDER BY r.ready_at, r.first_id
 LIMIT ` + candidateLimit,
 
@@ -595,8 +602,9 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// its orchestration is not one of ?2 (JSON array; NULL: any).
 	// ?1 instance.
 	sInstanceHasWork: `SELECT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ?1)
-    OR (?2 IS NOT NULL AND EXISTS (SELECT 1 FROM instances WHERE instance_id = ?1 AND orchestration_name <> ''
-          AND orchestration_name NOT IN (SELECT value FROM json_each(?2))))`,
+    OR (?2 IS NOT NULL AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = ?1 AND i.orchestration_name <> ''
+          AND i.orchestration_name NOT IN (SELECT value FROM json_each(?2))
+          AND ` + orchRoute + ` NOT IN (SELECT value FROM json_each(?2))))`,
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, ?2 its current execution, ?3 the
 	// last event of that execution, no visible message and no worker row.
@@ -610,10 +618,12 @@ WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3
 RETURNING session_id`,
 
 	// ?1 worker, ?2 JSON array of activities, ?3 JSON array of queues, ?4
-	// seen_until.
-	sAnnounceRoutes: `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations) VALUES (?1, ?2, ?3, ?4, ?5)
+	// seen_until, ?5 and ?6 JSON arrays of orchestration names and routes
+	// (NULL: any).
+	sAnnounceRoutes: `INSERT INTO worker_routes (worker_id, activities, queues, seen_until, orchestrations, orchestration_routes)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (worker_id) DO UPDATE SET activities = excluded.activities, queues = excluded.queues, seen_until = excluded.seen_until,
-    orchestrations = excluded.orchestrations`,
+    orchestrations = excluded.orchestrations, orchestration_routes = excluded.orchestration_routes`,
 
 	// Instances ready since ?2 or earlier whose orchestration no route
 	// live at ?1 registers, in the order they became ready: the ready

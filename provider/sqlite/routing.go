@@ -60,12 +60,13 @@ func (p *Provider) WorkItemHeartbeat(ctx context.Context, lockToken string) (pro
 // AnnounceRoutes records what a runtime serves; see provider.Router.
 func (p *Provider) AnnounceRoutes(ctx context.Context, r provider.WorkerRoutes, ttl time.Duration) error {
 	const op = "announcing routes"
-	names, queues, orchs, err := sqlstore.CheckRoutes(r, ttl)
+	rs, err := sqlstore.CheckRoutes(r, ttl)
 	if err != nil {
 		return p.fail(op, err)
 	}
 	return p.write(ctx, op, func(w *wtx) error {
-		_, err := w.exec(sAnnounceRoutes, nil, r.WorkerID, jsonStrings(names), jsonStrings(queues), w.now+sqlenc.DurMs(ttl), orchNamesArg(orchs))
+		_, err := w.exec(sAnnounceRoutes, nil, r.WorkerID, jsonStrings(rs.Activities), jsonStrings(rs.Queues), w.now+sqlenc.DurMs(ttl),
+			orchNamesArg(rs.Orchestrations), orchNamesArg(rs.OrchestrationRoutes))
 		return err
 	})
 }

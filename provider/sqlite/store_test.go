@@ -463,3 +463,54 @@ func TestMigration0002BackfillsReadyTable(t *testing.T) {
 		t.Fatalf("ready rows = %v, want %s", got, want)
 	}
 }
+
+// A store created before migration 0016 gets the orchestration of each
+// ready instance copied onto its scheduling row.
+func TestMigration0016CopiesOrchestrationsToReadyTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := openFile(t, filepath.Join(t.TempDir(), "old.db"), &Options{NoMigrate: true})
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.writer.ExecContext(ctx, sqlCreateMigrationsTable); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Version >= 16 {
+			break
+		}
+		if err := p.applyMigration(ctx, m); err != nil {
+			t.Fatalf("applying %s: %v", m.Name, err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, created_at, updated_at)
+			VALUES ('named', 'V', '2.0.0', 'Running', 1, 1)`,
+		`INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('named', '{}', 10, 10), ('rowless', '{}', 20, 20)`,
+	} {
+		if _, err := p.writer.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := p.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	rows, err := p.readers.QueryContext(ctx, `SELECT instance_id, orchestration_name, orchestration_version FROM orchestrator_ready ORDER BY ready_at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id, name, version string
+		if err := rows.Scan(&id, &name, &version); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, id+"="+name+"@"+version)
+	}
+	if want := "[named=V@2.0.0 rowless=@]"; fmt.Sprint(got) != want {
+		t.Fatalf("ready rows = %v, want %s", got, want)
+	}
+}

@@ -363,7 +363,7 @@ type WorkAck struct {
 	Completion *Msg                              // nil: delete only
 	TakeMs     int64                             // TakeTurn's lock timeout; 0: take no turn
 	Cached     func(string) (int64, int64, bool) // TakeTurn.Cached
-	TakeNames  []string                          // TakeTurn.Orchestrations (see OrchestrationNames)
+	TakeNames  []string                          // TakeTurn's routes (see OrchestrationRoutes)
 	Then       *Ack                              // WorkAck.Then, or nil
 	ThenAfter  int64
 }
@@ -391,7 +391,7 @@ func EncodeWorkAck(a *provider.WorkAck) (*WorkAck, error) {
 		if a.Completion == nil {
 			return nil, Invalid("TakeTurn needs a Completion")
 		}
-		e.TakeMs, e.Cached, e.TakeNames = DurMs(t.LockTimeout), t.Cached, OrchestrationNames(t.Orchestrations)
+		e.TakeMs, e.Cached, e.TakeNames = DurMs(t.LockTimeout), t.Cached, OrchestrationRoutes(t.Orchestrations, t.OrchestrationVersions)
 	}
 	if t := a.Then; t != nil {
 		switch {
@@ -424,6 +424,41 @@ func FetchLimit(lockTimeout time.Duration, max int) (int, error) {
 		return 1, nil
 	}
 	return max, nil
+}
+
+// RouteSep separates an orchestration's name from its version in the
+// entries of OrchestrationRoutes (U+001F, which names and versions do not
+// contain; the SQL is char(31) / chr(31)).
+const RouteSep = "\x1f"
+
+// OrchestrationRoutes returns the routes a fetch of turns serves
+// (provider.FetchOptions.Orchestrations and OrchestrationVersions), sorted
+// and without duplicates: for a name without versions, the name itself
+// (any version); for a name with versions, name+RouteSep (an instance not
+// pinned to a version yet) and name+RouteSep+version for each. An
+// instance is served when its name, or its name+RouteSep+version, is in
+// the list (or it has no name). nil (any name) for nil names, an empty
+// list for an empty one.
+func OrchestrationRoutes(names []string, versions map[string][]string) []string {
+	if names == nil {
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		vs, ok := versions[n]
+		if !ok {
+			out = append(out, n)
+			continue
+		}
+		out = append(out, n+RouteSep)
+		for _, v := range vs {
+			out = append(out, n+RouteSep+v)
+		}
+	}
+	if len(out) == 0 {
+		return out
+	}
+	return slices.Compact(slices.Sorted(slices.Values(out)))
 }
 
 // OrchestrationNames returns the orchestration names a fetch of turns

@@ -55,21 +55,30 @@ func UnservedLease(l *provider.WorkItemLease, data []byte, untilMs int64) bool {
 	return true
 }
 
-// CheckRoutes validates an announcement (provider.Router.AnnounceRoutes)
-// and returns its lists as FetchRoutes does, and its orchestrations as
-// sqlenc.OrchestrationNames does (nil: none announced, any served).
-func CheckRoutes(r provider.WorkerRoutes, ttl time.Duration) (names, queues, orchestrations []string, err error) {
+// Routes is an announcement (provider.Router.AnnounceRoutes) validated and
+// encoded: the activity names and queues as FetchRoutes returns them, the
+// orchestration names as sqlenc.OrchestrationNames does and their routes
+// as sqlenc.OrchestrationRoutes does (both nil: none announced, any
+// served). Stores keep the names for runtimes of earlier releases, which
+// read only those, and route by the routes.
+type Routes struct {
+	Activities, Queues, Orchestrations, OrchestrationRoutes []string
+}
+
+// CheckRoutes validates an announcement and encodes it.
+func CheckRoutes(r provider.WorkerRoutes, ttl time.Duration) (Routes, error) {
 	if r.WorkerID == "" {
-		return nil, nil, nil, sqlenc.Invalid("routes without a WorkerID")
+		return Routes{}, sqlenc.Invalid("routes without a WorkerID")
 	}
 	if ttl <= 0 {
-		return nil, nil, nil, sqlenc.Invalid("routes ttl %v must be positive", ttl)
+		return Routes{}, sqlenc.Invalid("routes ttl %v must be positive", ttl)
 	}
-	names, queues = FetchRoutes(provider.WorkFetchOptions{Activities: r.Activities, Queues: r.Queues})
+	names, queues := FetchRoutes(provider.WorkFetchOptions{Activities: r.Activities, Queues: r.Queues})
 	if names == nil {
 		names = []string{}
 	}
-	return names, queues, sqlenc.OrchestrationNames(r.Orchestrations), nil
+	return Routes{Activities: names, Queues: queues, Orchestrations: sqlenc.OrchestrationNames(r.Orchestrations),
+		OrchestrationRoutes: sqlenc.OrchestrationRoutes(r.Orchestrations, r.OrchestrationVersions)}, nil
 }
 
 // CheckHeartbeat validates the arguments of HeartbeatWorkItem and returns

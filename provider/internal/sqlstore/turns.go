@@ -49,10 +49,11 @@ type TurnTx interface {
 	// loading the history each item needs: all of the current execution,
 	// or, where cached holds the current execution up to an event the
 	// store has, the events after it (HistoryAfter set). With names not
-	// nil it takes only instances of those orchestration names, and those
-	// whose name it does not know (see provider.FetchOptions.Orchestrations
-	// and sqlenc.OrchestrationNames), skipping the others in the same
-	// candidate query: no other instance is locked or counted.
+	// nil (routes: see sqlenc.OrchestrationRoutes) it takes only instances
+	// whose orchestration name, or name and version, is one of names, and
+	// those whose name it does not know (see
+	// provider.FetchOptions.Orchestrations), skipping the others in the
+	// same candidate query: no other instance is locked or counted.
 	FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (Fetched, error)
 	// CheckTurnLock takes the instance's per-instance lock (PostgreSQL's
 	// advisory lock; nothing under SQLite's single writer) and reports
@@ -130,7 +131,7 @@ type WorkTx interface {
 	AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	// TakeTurn locks instance for lockMs if its lock is free and no other
 	// activity of it is queued, and, with names not nil, its
-	// orchestration is one of names (or unknown), and loads its turn as
+	// orchestration is one of the routes names (or unknown), and loads its turn as
 	// FetchTurns would; no item when it does not.
 	TakeTurn(instance string, lockMs int64, cached func(string) (int64, int64, bool), names []string) (Fetched, error)
 	// AbandonWork unlocks the worker row id held by token, visible after
@@ -182,7 +183,7 @@ func (w Writes) FetchOrchestrationItems(ctx context.Context, opts provider.Fetch
 		return nil, w.DB.Fail(op, err)
 	}
 	var f Fetched
-	names := sqlenc.OrchestrationNames(opts.Orchestrations)
+	names := sqlenc.OrchestrationRoutes(opts.Orchestrations, opts.OrchestrationVersions)
 	err = w.DB.WriteGrouped(ctx, op, nil, func(tx Tx) error {
 		var err error
 		f, err = tx.FetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached, names)

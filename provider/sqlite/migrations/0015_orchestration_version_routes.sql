@@ -1,0 +1,11 @@
+-- 0015: routing turns by orchestration version.
+--
+-- A runtime fetches only the instances whose orchestration it registers
+-- in the version they are pinned to (provider.FetchOptions.
+-- OrchestrationVersions) and announces those routes:
+-- orchestration_routes is a JSON array of entries that are either a name
+-- (every version) or the name, the character U+001F and a version (the
+-- name and nothing after it: an instance not pinned to a version yet).
+-- NULL (routes of an earlier release) routes by the names in
+-- orchestrations, every version.
+ALTER TABLE worker_routes ADD COLUMN orchestration_routes TEXT;
