@@ -183,18 +183,14 @@ func (s *scheduler) fireDue(ctx context.Context, sc *provider.Schedule, now time
 	// The fires start and claim in one transaction: the instances start
 	// only if the schedule still waits for cur (not fired by another
 	// runtime, not paused, changed or deleted meanwhile).
-	plans := make([]*firePlan, len(fires))
-	settled := make([]ScheduleFire, len(fires)) // as the committed transaction settled them
 	starts := make([]provider.ScheduleStart, len(fires))
 	for i, at := range fires {
 		p, err := s.c.planFire(ctx, sc.ID, cs, at, false)
 		if err != nil {
 			return time.Time{}, err
 		}
-		plans[i] = p
 		starts[i] = provider.ScheduleStart{FireAt: at, Start: p.msg, BufferOne: p.bufferOne, Settle: func(err error) (string, string, bool) {
 			f, ok := p.settle(err)
-			settled[i] = f
 			return f.InstanceID, f.Outcome, ok
 		}}
 	}
@@ -204,11 +200,6 @@ func (s *scheduler) fireDue(ctx context.Context, sc *provider.Schedule, now time
 	}
 	if !ok {
 		return now, nil
-	}
-	for i, p := range plans {
-		if err := s.c.started(ctx, sc.ID, p, &settled[i]); err != nil {
-			return time.Time{}, err
-		}
 	}
 	return after, nil
 }

@@ -156,3 +156,81 @@ func TestListSchedulesPage(t *testing.T) {
 		}
 	}
 }
+
+// crashAfterFireStore commits each fire and then fails it, as a runtime
+// that crashed between the fire's commit and whatever it did next would.
+type crashAfterFireStore struct {
+	*sqlite.Provider
+}
+
+func (s *crashAfterFireStore) FireSchedule(ctx context.Context, id string, due, next time.Time, fires []provider.ScheduleStart) (bool, error) {
+	ok, err := s.Provider.FireSchedule(ctx, id, due, next, fires)
+	if err == nil && ok {
+		return false, errors.New("crashed after the fire committed (test)")
+	}
+	return ok, err
+}
+
+// TestReplaceFireCancelsHolderInItsTransaction: an OverlapReplace fire
+// cancels the running holder in the fire's own store transaction, so the
+// holder is canceled even when the runtime fails right after the commit.
+func TestReplaceFireCancelsHolderInItsTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	fc := clockwork.NewFakeClockAt(start)
+	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store := &crashAfterFireStore{Provider: db}
+	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
+	first := start.Add(time.Minute)
+	if _, err := c.CreateSchedule(ctx, "r", &ScheduleDefinition{Interval: 5 * time.Minute, Start: first, Orchestration: "hold",
+		Overlap: OverlapReplace}, false); err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry()
+	RegisterOrchestration(reg, "hold", func(ctx *OrchestrationContext, in json.RawMessage) (string, error) {
+		return "held", ctx.WaitForEvent("done").Await(nil)
+	})
+	rt, err := StartRuntime(ctx, store, reg, &RuntimeOptions{Clock: fc, Logger: slog.New(slog.DiscardHandler), LockCleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+
+	limit := time.After(20 * time.Second)
+	firedThrough := func(at time.Time) {
+		for {
+			if d := at.Sub(fc.Now()); d > 0 {
+				fc.Advance(d)
+			}
+			s, err := c.GetSchedule(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.NextFireAt.After(at) {
+				return
+			}
+			select {
+			case <-limit:
+				t.Fatalf("the fire at %v did not commit: %+v", at, s)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	firedThrough(first)
+	second := first.Add(5 * time.Minute)
+	firedThrough(second)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	st, err := c.WaitForOrchestration(wctx, fireInstanceID("r", first))
+	if err != nil || st.State != StateCanceled {
+		t.Fatalf("the replaced holder: %v, %v; want it Canceled", st, err)
+	}
+	if info, err := c.GetSchedule(ctx, "r"); err != nil || info.LastInstanceID != fireInstanceID("r", second) {
+		t.Fatalf("schedule after the replacing fire: %+v, %v", info, err)
+	}
+}

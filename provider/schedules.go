@@ -51,7 +51,7 @@ type Schedule struct {
 	CreatedAt, UpdatedAt time.Time
 }
 
-// ScheduleFire is one fire recorded by ClaimScheduleFire or NoteScheduleFire.
+// ScheduleFire is one fire recorded by ClaimScheduleFire.
 type ScheduleFire struct {
 	// FireAt is the fire time: recorded as LastFireAt.
 	FireAt time.Time
@@ -104,6 +104,10 @@ func (e *StartWaitingError) Unwrap() error { return ErrLocked }
 // ScheduleStore is the optional capability of a store that keeps
 // schedules; both SQL stores implement it. Every change it makes signals
 // the watchers of ScheduleWatchKey.
+//
+// Earlier releases also had NoteScheduleFire, which recorded a fire made
+// out of turn without starting anything; TriggerSchedule replaced it (the
+// start and its record in one transaction), and stores drop the method.
 type ScheduleStore interface {
 	// CreateSchedule stores s (ID, Spec, Paused, NextFireAt; the other
 	// fields are ignored) with revision 1. An existing ID is
@@ -154,9 +158,4 @@ type ScheduleStore interface {
 	// schedule exists; false means nothing was started. Either the start
 	// and its record both commit or neither does.
 	TriggerSchedule(ctx context.Context, id string, f ScheduleStart) (bool, error)
-
-	// NoteScheduleFire records the fire f of schedule id (a fire made out
-	// of turn), leaving NextFireAt as it is, without starting anything. It
-	// reports whether the schedule exists.
-	NoteScheduleFire(ctx context.Context, id string, f ScheduleFire) (bool, error)
 }

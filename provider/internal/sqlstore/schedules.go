@@ -39,7 +39,8 @@ const (
 	// updated_at and revision + 1.
 	SQClaim
 	// SQNote (id, fire_at, instance_id, outcome, now) records a fire
-	// (last_*, updated_at, revision + 1) and leaves next_fire_at.
+	// out of turn (last_*, updated_at, revision + 1) and leaves
+	// next_fire_at (TriggerSchedule).
 	SQNote
 	// SQSetLast (id, instance_id, outcome) sets last_instance_id and
 	// last_outcome, within the transaction of a fire that claimed the
@@ -276,6 +277,9 @@ func FireSchedule(ctx context.Context, db ScheduleDB, id string, due, next time.
 		claimed = true
 		return nil
 	})
+	if err == nil && claimed {
+		st.report()
+	}
 	return claimed, err
 }
 
@@ -308,6 +312,9 @@ func TriggerSchedule(ctx context.Context, db ScheduleDB, id string, f provider.S
 		found = true
 		return nil
 	})
+	if err == nil && found {
+		st.report()
+	}
 	return found, err
 }
 
@@ -346,6 +353,17 @@ func encodeStarts(id string, fires []provider.ScheduleStart) (*scheduleStarts, e
 		st.enc[i] = m
 	}
 	return st, nil
+}
+
+// report copies what the committed transaction's starts found to their
+// messages: the holder a replacing start canceled
+// (provider.NewInstance.Replaced).
+func (st *scheduleStarts) report() {
+	for i, f := range st.fires {
+		if m := st.enc[i]; m != nil && f.Start.Create.Lock != nil && f.Start.Create.Lock.Replace {
+			f.Start.Create.Replaced = m.Replaced
+		}
+	}
 }
 
 // startWaits returns the refusal of the buffer_one start m of fire f when
@@ -394,15 +412,6 @@ func (st *scheduleStarts) start(tx ScheduleTx, id string) error {
 	}
 	_, err := tx.ExecSchedule(SQSetLast, id, inst, outcome)
 	return err
-}
-
-// NoteScheduleFire is the body of provider.ScheduleStore.NoteScheduleFire.
-func NoteScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string, f provider.ScheduleFire) (bool, error) {
-	if err := checkScheduleID(id); err != nil {
-		return false, err
-	}
-	n, err := writeSchedule(ctx, db, "recording schedule fire", SQNote, id, nullMs(f.FireAt), f.InstanceID, f.Outcome, now)
-	return n > 0, err
 }
 
 // Schedules implements provider.ScheduleStore over a store's ScheduleDB;
@@ -459,9 +468,4 @@ func (s Schedules) FireSchedule(ctx context.Context, id string, due, next time.T
 // one transaction; see provider.ScheduleStore.
 func (s Schedules) TriggerSchedule(ctx context.Context, id string, f provider.ScheduleStart) (bool, error) {
 	return TriggerSchedule(ctx, s.DB, id, f)
-}
-
-// NoteScheduleFire records a fire out of turn; see provider.ScheduleStore.
-func (s Schedules) NoteScheduleFire(ctx context.Context, id string, f provider.ScheduleFire) (bool, error) {
-	return NoteScheduleFire(ctx, s.DB, s.Now(), id, f)
 }
