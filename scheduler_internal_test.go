@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -232,5 +234,81 @@ func TestReplaceFireCancelsHolderInItsTransaction(t *testing.T) {
 	}
 	if info, err := c.GetSchedule(ctx, "r"); err != nil || info.LastInstanceID != fireInstanceID("r", second) {
 		t.Fatalf("schedule after the replacing fire: %+v, %v", info, err)
+	}
+}
+
+// batchRecordingStore records the schedules of each FireSchedules call.
+type batchRecordingStore struct {
+	*sqlite.Provider
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (s *batchRecordingStore) FireSchedules(ctx context.Context, schedules []provider.ScheduleDue) ([]bool, error) {
+	var ids []string
+	for _, sd := range schedules {
+		ids = append(ids, sd.ID)
+	}
+	s.mu.Lock()
+	s.batches = append(s.batches, ids)
+	s.mu.Unlock()
+	return s.Provider.FireSchedules(ctx, schedules)
+}
+
+// TestSchedulesDueTogetherFireInOneTransaction: the schedules due at one
+// time are fired by one FireSchedules call (one store transaction), not
+// one each.
+func TestSchedulesDueTogetherFireInOneTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	fc := clockwork.NewFakeClockAt(start)
+	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store := &batchRecordingStore{Provider: db}
+	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
+	first := start.Add(time.Minute)
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		if _, err := c.CreateSchedule(ctx, id, &ScheduleDefinition{Interval: time.Hour, Start: first, Orchestration: "o",
+			Overlap: OverlapAllow}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := NewRegistry()
+	RegisterOrchestration(reg, "o", func(ctx *OrchestrationContext, in json.RawMessage) (string, error) { return "ok", nil })
+	rt, err := StartRuntime(ctx, store, reg, &RuntimeOptions{Clock: fc, Logger: slog.New(slog.DiscardHandler), LockCleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	fc.Advance(first.Sub(fc.Now()))
+	limit := time.After(20 * time.Second)
+	for _, id := range ids {
+		for {
+			s, err := c.GetSchedule(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.NextFireAt.After(first) {
+				break
+			}
+			select {
+			case <-limit:
+				t.Fatalf("schedule %s did not fire: %+v", id, s)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if _, err := c.GetStatus(ctx, fireInstanceID(id, first)); err != nil {
+			t.Fatalf("fire of %s: %v", id, err)
+		}
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if len(store.batches) != 1 || !slices.Equal(store.batches[0], ids) {
+		t.Fatalf("FireSchedules calls: %v, want one with %v", store.batches, ids)
 	}
 }

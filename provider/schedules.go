@@ -87,6 +87,15 @@ type ScheduleStart struct {
 	Settle func(startErr error) (instanceID, outcome string, ok bool)
 }
 
+// ScheduleDue is one schedule of FireSchedules: the fire time it is
+// still due at (Due), the next fire time to record (Next, zero: never)
+// and the fires to start.
+type ScheduleDue struct {
+	ID        string
+	Due, Next time.Time
+	Fires     []ScheduleStart
+}
+
 // StartWaitingError is the refusal a ScheduleStart with BufferOne gets
 // when a start already waits for its held lock key. It matches
 // errors.Is(err, ErrLocked).
@@ -142,6 +151,19 @@ type ScheduleStore interface {
 	// paused, changed or deleted the schedule) first, and nothing was
 	// started. fires must not be empty.
 	FireSchedule(ctx context.Context, id string, due, next time.Time, fires []ScheduleStart) (bool, error)
+
+	// FireSchedules fires several schedules in one transaction, each as
+	// FireSchedule would (its claim conditional on its own Due): a
+	// schedule another caller fired (or paused, changed or deleted) first
+	// is skipped, reported false, and starts nothing, while the others
+	// fire. The store handles the schedules in the order of their IDs
+	// (so two callers firing overlapping sets take their rows in one
+	// order); fired[i] reports schedules[i]. An error (a store error, or
+	// a Settle that refuses its start's error) fires none of them. IDs
+	// must be distinct and each Fires non-empty. A runtime fires the
+	// schedules due at once with one call: one commit instead of one per
+	// schedule.
+	FireSchedules(ctx context.Context, schedules []ScheduleDue) (fired []bool, err error)
 
 	// ClaimScheduleFire records the fire f of schedule id and moves its
 	// NextFireAt to next (zero: never), only if the schedule exists, is not

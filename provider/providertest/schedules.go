@@ -233,6 +233,54 @@ var scheduleCases = []testCase{
 		e.wantErr(err, provider.ErrInvalidArgument, "fire without fires")
 	}},
 
+	{name: "fire_schedules_fires_several_in_one_transaction", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		next := due.Add(time.Minute)
+		for _, id := range []string{"a", "b", "c"} {
+			e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: id, Spec: []byte(`{}`), NextFireAt: due}), "create "+id)
+		}
+		one := func(id string, at time.Time, fires ...provider.ScheduleStart) provider.ScheduleDue {
+			return provider.ScheduleDue{ID: id, Due: at, Next: next, Fires: fires}
+		}
+		// Each schedule's claim is its own: c, given a stale due time, is
+		// skipped while a and b fire (given out of ID order).
+		fired, err := s.FireSchedules(e.ctx, []provider.ScheduleDue{
+			one("b", due, fireStart("b-1", due)),
+			one("c", due.Add(-time.Minute), fireStart("c-1", due)),
+			one("a", due, fireStart("a-1", due), fireStart("a-2", due)),
+		})
+		e.noErr(err, "fire three")
+		mustEqual(e.t, "fired", fmt.Sprint(fired), "[true false true]")
+		for _, id := range []string{"a-1", "a-2", "b-1"} {
+			e.wantInstance(id)
+		}
+		e.wantNoInstance("c-1")
+		for id, want := range map[string]time.Time{"a": next, "b": next, "c": due} {
+			got, err := s.GetSchedule(e.ctx, id)
+			e.noErr(err, "get "+id)
+			e.sameTime("next fire of "+id, got.NextFireAt, want)
+		}
+
+		// A start whose error Settle refuses fails the whole call:
+		// neither schedule moves, no instance starts.
+		bad := fireStart("a-1", next)
+		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		_, err = s.FireSchedules(e.ctx, []provider.ScheduleDue{one("c", due, fireStart("c-2", due)), one("a", next, bad)})
+		if err == nil {
+			e.t.Fatal("a fire with a refused start: no error")
+		}
+		e.wantNoInstance("c-2")
+		got, err := s.GetSchedule(e.ctx, "c")
+		e.noErr(err, "get c after the failed call")
+		e.sameTime("next fire of c after the failed call", got.NextFireAt, due)
+
+		_, err = s.FireSchedules(e.ctx, []provider.ScheduleDue{one("c", due, fireStart("c-3", due)), one("c", due, fireStart("c-4", due))})
+		e.wantErr(err, provider.ErrInvalidArgument, "one schedule twice")
+		_, err = s.FireSchedules(e.ctx, []provider.ScheduleDue{one("c", due)})
+		e.wantErr(err, provider.ErrInvalidArgument, "no fire")
+	}},
+
 	{name: "trigger_records_and_starts_in_one_transaction", run: func(e *env) {
 		s := e.schedules()
 		next := e.clock.Now().Add(time.Hour)
