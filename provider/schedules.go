@@ -12,9 +12,10 @@ import (
 // as given: the runtime encodes and reads it) and when it fires next
 // (NextFireAt, which the store reads). Runtimes that share a store fire a
 // schedule once per fire time because they agree through the store: a
-// runtime fires with FireSchedule, which in one transaction moves NextFireAt
-// on, only while it still holds the fire time the runtime read and the
-// schedule is not paused, and starts the fire's instances: of runtimes
+// runtime fires with FireSchedules (FireSchedule for one schedule), which
+// in one transaction moves NextFireAt on, only while it still holds the
+// fire time the runtime read and the schedule is not paused, and starts
+// the fire's instances: of runtimes
 // racing for one fire exactly one moves the schedule on and starts its
 // instance, and a schedule paused before the fire committed starts nothing.
 // ClaimScheduleFire is the same conditional update without a start (for
