@@ -121,7 +121,7 @@ func TestWebhookKeyedTwoNodes(t *testing.T) {
 		nodes[0].heldBy(t, "customer-"+customer, id)
 	}
 
-	holders := map[string]string{}        // customer → instance holding the lock
+	holders := map[string]string{}         // customer → instance holding the lock
 	positions := map[string]map[int]bool{} // customer → queue positions given
 	for i, a := range burst("stripe-queue") {
 		customer := fmt.Sprintf("cus_%d", i%customers)
