@@ -163,14 +163,24 @@ func TestListSchedulesPage(t *testing.T) {
 // that crashed between the fire's commit and whatever it did next would.
 type crashAfterFireStore struct {
 	*sqlite.Provider
+	crashes atomic.Int32
+}
+
+func (s *crashAfterFireStore) FireSchedules(ctx context.Context, schedules []provider.ScheduleDue) ([]bool, error) {
+	fired, err := s.Provider.FireSchedules(ctx, schedules)
+	if err == nil && slices.Contains(fired, true) {
+		s.crashes.Add(1)
+		return nil, errors.New("crashed after the fire committed (test)")
+	}
+	return fired, err
 }
 
 func (s *crashAfterFireStore) FireSchedule(ctx context.Context, id string, due, next time.Time, fires []provider.ScheduleStart) (bool, error) {
-	ok, err := s.Provider.FireSchedule(ctx, id, due, next, fires)
-	if err == nil && ok {
-		return false, errors.New("crashed after the fire committed (test)")
+	fired, err := s.FireSchedules(ctx, []provider.ScheduleDue{{ID: id, Due: due, Next: next, Fires: fires}})
+	if err != nil {
+		return false, err
 	}
-	return ok, err
+	return fired[0], nil
 }
 
 // TestReplaceFireCancelsHolderInItsTransaction: an OverlapReplace fire
@@ -234,6 +244,18 @@ func TestReplaceFireCancelsHolderInItsTransaction(t *testing.T) {
 	}
 	if info, err := c.GetSchedule(ctx, "r"); err != nil || info.LastInstanceID != fireInstanceID("r", second) {
 		t.Fatalf("schedule after the replacing fire: %+v, %v", info, err)
+	}
+	if n := store.crashes.Load(); n != 2 {
+		t.Fatalf("%d fires failed after their commit, want 2", n)
+	}
+	// A manual trigger replaces the same way and names the holder it
+	// canceled: the second fire, which took the lock from the first.
+	f, err := c.TriggerSchedule(ctx, "r")
+	if err != nil || f.ReplacedInstanceID != fireInstanceID("r", second) {
+		t.Fatalf("TriggerSchedule = %+v, %v; want it to replace %s", f, err, fireInstanceID("r", second))
+	}
+	if st, err := c.WaitForOrchestration(wctx, fireInstanceID("r", second)); err != nil || st.State != StateCanceled {
+		t.Fatalf("the holder a trigger replaced: %v, %v; want it Canceled", st, err)
 	}
 }
 
