@@ -15,9 +15,9 @@ import (
 // runtime fires with FireSchedules (FireSchedule for one schedule), which
 // in one transaction moves NextFireAt on, only while it still holds the
 // fire time the runtime read and the schedule is not paused, and starts
-// the fire's instances: of runtimes
-// racing for one fire exactly one moves the schedule on and starts its
-// instance, and a schedule paused before the fire committed starts nothing.
+// the fire's instances: of runtimes racing for one fire exactly one moves
+// the schedule on and starts its instance, and a schedule paused before
+// the fire committed starts nothing.
 // ClaimScheduleFire is the same conditional update without a start (for
 // fire times that were missed). The start a fire makes also carries an
 // idempotency key named after the schedule and the fire time.
