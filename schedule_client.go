@@ -384,9 +384,7 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire,
 	if !found {
 		return nil, fmt.Errorf("schedule %q: %w", id, ErrNotFound)
 	}
-	if err := c.started(ctx, id, p, &f); err != nil {
-		return nil, err
-	}
+	p.started(&f)
 	return &f, nil
 }
 
@@ -399,7 +397,7 @@ type firePlan struct {
 	f       ScheduleFire
 	msg     *provider.OrchestratorMessage
 	manual  bool
-	replace bool // OverlapReplace: cancel the lock's holder once started
+	replace bool // OverlapReplace: the start cancels the lock's holder
 	// bufferOne (OverlapBufferOne): the store skips the start when a
 	// start already waits for the held lock.
 	bufferOne bool
@@ -445,6 +443,13 @@ func (c *Client) planFire(ctx context.Context, id string, cs *compiledSchedule, 
 		p.f.InstanceID, p.f.Outcome = "", "failed: "+err.Error()
 		return p, nil
 	}
+	if p.replace {
+		// The store cancels the lock's live holder in the fire's own
+		// transaction: a crash cannot leave the holder running beside
+		// the fire that replaced it.
+		msg.Create.Lock.Replace = true
+		msg.Create.Lock.ReplaceReason = "replaced by " + p.f.InstanceID + " (schedule " + id + ")"
+	}
 	p.msg = msg
 	return p, nil
 }
@@ -479,23 +484,10 @@ func (p *firePlan) settle(err error) (ScheduleFire, bool) {
 	return f, true
 }
 
-// started finishes a fire whose outcome is f: under OverlapReplace, a
-// started instance cancels the one holding the lock.
-func (c *Client) started(ctx context.Context, id string, p *firePlan, f *ScheduleFire) error {
-	if !p.replace || f.Outcome != "started" && f.Outcome != "triggered" {
-		return nil
+// started finishes a committed fire whose outcome is f: under
+// OverlapReplace, it names the holder the fire's transaction canceled.
+func (p *firePlan) started(f *ScheduleFire) {
+	if p.replace && p.msg != nil && p.msg.Create != nil {
+		f.ReplacedInstanceID = p.msg.Create.Replaced
 	}
-	lock, err := c.GetLock(ctx, p.lockKey)
-	if err != nil {
-		return err
-	}
-	if lock.IsLocked && !lock.IsStale && lock.InstanceID != nil && *lock.InstanceID != f.InstanceID {
-		holder := *lock.InstanceID
-		err := c.CancelInstance(ctx, holder, "replaced by "+f.InstanceID+" (schedule "+id+")")
-		if err != nil && !errors.Is(err, ErrInstanceTerminal) && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		f.ReplacedInstanceID = holder
-	}
-	return nil
 }

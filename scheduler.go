@@ -21,7 +21,8 @@ import (
 // Runtimes sharing a store agree on each fire through the store: a fire
 // claims the schedule's next fire time with a conditional update and starts
 // its instances in the same transaction
-// (provider.ScheduleStore.FireSchedule), so one runtime wins each fire time
+// (provider.ScheduleStore.FireSchedules, one transaction for all the
+// schedules due at once), so one runtime wins each fire time
 // and starts its instance, the others re-read the schedule, and a schedule
 // paused (or changed) before the fire committed starts nothing. The start
 // also carries an idempotency key naming the schedule and the fire time.
@@ -113,6 +114,9 @@ func (s *scheduler) timerAt(t time.Time) clockwork.Timer {
 	}
 }
 
+// maxFireBatch bounds the schedules one FireSchedules call fires.
+const maxFireBatch = 64
+
 // pass fires every due schedule and returns the earliest next fire time
 // (zero: none).
 func (s *scheduler) pass(ctx context.Context) (time.Time, error) {
@@ -121,10 +125,13 @@ func (s *scheduler) pass(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	now := s.clock.Now()
-	// Due schedules fire concurrently: their starts and claims share the
-	// store's commits.
 	nexts := make([]time.Time, len(list))
 	errs := make([]error, len(list))
+	// The due schedules' fires are planned, then made in one store
+	// transaction per batch of schedules (one commit for every schedule
+	// due at once, not one each).
+	var batch []provider.ScheduleDue
+	var batched []int // the index in list of each schedule of batch
 	var wg sync.WaitGroup
 	for i := range list {
 		sc := &list[i]
@@ -135,12 +142,29 @@ func (s *scheduler) pass(ctx context.Context) (time.Time, error) {
 		if nexts[i].After(now) {
 			continue
 		}
-		wg.Go(func() {
-			var err error
-			if nexts[i], err = s.fireDue(ctx, sc, now); err != nil {
-				errs[i] = fmt.Errorf("schedule %q: %w", sc.ID, err)
-			}
-		})
+		due, next, err := s.plan(ctx, sc, now)
+		switch {
+		case err != nil:
+			errs[i] = fmt.Errorf("schedule %q: %w", sc.ID, err)
+		case due == nil:
+			nexts[i] = next
+		case len(due.Fires) == 0:
+			// Every due fire was missed: move on, keeping the last fire.
+			wg.Go(func() {
+				var err error
+				if nexts[i], err = s.claimMissed(ctx, sc, due, now); err != nil {
+					errs[i] = fmt.Errorf("schedule %q: %w", sc.ID, err)
+				}
+			})
+		default:
+			batch, batched = append(batch, *due), append(batched, i)
+		}
+	}
+	for len(batch) > 0 {
+		n := min(len(batch), maxFireBatch)
+		part, idx := batch[:n], batched[:n]
+		batch, batched = batch[n:], batched[n:]
+		wg.Go(func() { s.fire(ctx, part, idx, list, nexts, errs, now) })
 	}
 	wg.Wait()
 	var wake time.Time
@@ -152,10 +176,11 @@ func (s *scheduler) pass(ctx context.Context) (time.Time, error) {
 	return wake, errors.Join(errs...)
 }
 
-// fireDue fires the due schedule sc under its catch-up policy and returns
-// its next fire time; now when another writer changed it meanwhile (so the
-// loop reads it again).
-func (s *scheduler) fireDue(ctx context.Context, sc *provider.Schedule, now time.Time) (time.Time, error) {
+// plan prepares the fires of the due schedule sc under its catch-up
+// policy: the schedule's part of a FireSchedules call (with no Fires when
+// every due fire was missed), or nil, with its next fire time, when it
+// fires nothing.
+func (s *scheduler) plan(ctx context.Context, sc *provider.Schedule, now time.Time) (*provider.ScheduleDue, time.Time, error) {
 	info, err := scheduleInfo(sc)
 	var cs *compiledSchedule
 	if err == nil {
@@ -165,50 +190,65 @@ func (s *scheduler) fireDue(ctx context.Context, sc *provider.Schedule, now time
 		// A definition this release cannot read fires nothing; the
 		// schedule waits for an update (retrying would not mend it).
 		s.log.Error("schedule cannot fire", slog.String(logkey.Schedule, sc.ID), slog.Any(logkey.Error, err))
-		return time.Time{}, nil
+		return nil, time.Time{}, nil
 	}
 	fires, after := cs.due(sc.NextFireAt, now)
-	cur := sc.NextFireAt
-	if len(fires) == 0 {
-		// Every due fire was missed: move on, keeping the last fire.
-		s.log.Info("schedule missed its fire times", slog.String(logkey.Schedule, sc.ID),
-			slog.Time(logkey.From, cur), slog.Time(logkey.Until, now))
-		ok, err := s.st.ClaimScheduleFire(ctx, sc.ID, cur, after,
-			provider.ScheduleFire{FireAt: sc.LastFireAt, InstanceID: sc.LastInstanceID, Outcome: sc.LastOutcome})
-		if err != nil || !ok {
-			return now, err
-		}
-		return after, nil
-	}
+	due := &provider.ScheduleDue{ID: sc.ID, Due: sc.NextFireAt, Next: after}
 	// The fires start and claim in one transaction: the instances start
-	// only if the schedule still waits for cur (not fired by another
-	// runtime, not paused, changed or deleted meanwhile).
-	plans := make([]*firePlan, len(fires))
-	settled := make([]ScheduleFire, len(fires)) // as the committed transaction settled them
-	starts := make([]provider.ScheduleStart, len(fires))
-	for i, at := range fires {
+	// only if the schedule still waits for its due time (not fired by
+	// another runtime, not paused, changed or deleted meanwhile).
+	for _, at := range fires {
 		p, err := s.c.planFire(ctx, sc.ID, cs, at, false)
 		if err != nil {
-			return time.Time{}, err
+			return nil, time.Time{}, err
 		}
-		plans[i] = p
-		starts[i] = provider.ScheduleStart{FireAt: at, Start: p.msg, BufferOne: p.bufferOne, Settle: func(err error) (string, string, bool) {
-			f, ok := p.settle(err)
-			settled[i] = f
-			return f.InstanceID, f.Outcome, ok
-		}}
+		due.Fires = append(due.Fires, provider.ScheduleStart{FireAt: at, Start: p.msg, BufferOne: p.bufferOne,
+			Settle: func(err error) (string, string, bool) {
+				f, ok := p.settle(err)
+				return f.InstanceID, f.Outcome, ok
+			}})
 	}
-	ok, err := s.st.FireSchedule(ctx, sc.ID, cur, after, starts)
-	if err != nil {
-		return time.Time{}, err
+	return due, after, nil
+}
+
+// claimMissed moves the schedule sc, whose due fires were all missed, on
+// to due.Next, keeping its last fire, and returns its next fire time; now
+// when another writer changed it meanwhile (so the loop reads it again).
+func (s *scheduler) claimMissed(ctx context.Context, sc *provider.Schedule, due *provider.ScheduleDue, now time.Time) (time.Time, error) {
+	s.log.Info("schedule missed its fire times", slog.String(logkey.Schedule, sc.ID),
+		slog.Time(logkey.From, due.Due), slog.Time(logkey.Until, now))
+	ok, err := s.st.ClaimScheduleFire(ctx, sc.ID, due.Due, due.Next,
+		provider.ScheduleFire{FireAt: sc.LastFireAt, InstanceID: sc.LastInstanceID, Outcome: sc.LastOutcome})
+	if err != nil || !ok {
+		return now, err
 	}
-	if !ok {
-		return now, nil
+	return due.Next, nil
+}
+
+// fire fires the schedules of batch (list[idx[i]] is batch[i]) in one
+// store transaction and sets their next fire times in nexts: due.Next
+// when fired, now when another writer changed the schedule meanwhile (so
+// the loop reads it again). When the transaction fails, each schedule is
+// fired alone, so that a schedule whose fire fails does not hold the
+// others back.
+func (s *scheduler) fire(ctx context.Context, batch []provider.ScheduleDue, idx []int, list []provider.Schedule,
+	nexts []time.Time, errs []error, now time.Time) {
+	fired, err := s.st.FireSchedules(ctx, batch)
+	if err != nil && len(batch) > 1 && ctx.Err() == nil {
+		for i := range batch {
+			s.fire(ctx, batch[i:i+1], idx[i:i+1], list, nexts, errs, now)
+		}
+		return
 	}
-	for i, p := range plans {
-		if err := s.c.started(ctx, sc.ID, p, &settled[i]); err != nil {
-			return time.Time{}, err
+	for i, due := range batch {
+		j := idx[i]
+		switch {
+		case err != nil:
+			nexts[j], errs[j] = time.Time{}, fmt.Errorf("schedule %q: %w", list[j].ID, err)
+		case fired[i]:
+			nexts[j] = due.Next
+		default:
+			nexts[j] = now
 		}
 	}
-	return after, nil
 }

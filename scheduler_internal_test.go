@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,5 +156,181 @@ func TestListSchedulesPage(t *testing.T) {
 		if _, err := c.ListSchedulesPage(ctx, bad); !errors.Is(err, ErrInvalidArgument) {
 			t.Fatalf("ListSchedulesPage(%+v) = %v, want ErrInvalidArgument", bad, err)
 		}
+	}
+}
+
+// crashAfterFireStore commits each fire and then fails it, as a runtime
+// that crashed between the fire's commit and whatever it did next would.
+type crashAfterFireStore struct {
+	*sqlite.Provider
+	crashes atomic.Int32
+}
+
+func (s *crashAfterFireStore) FireSchedules(ctx context.Context, schedules []provider.ScheduleDue) ([]bool, error) {
+	fired, err := s.Provider.FireSchedules(ctx, schedules)
+	if err == nil && slices.Contains(fired, true) {
+		s.crashes.Add(1)
+		return nil, errors.New("crashed after the fire committed (test)")
+	}
+	return fired, err
+}
+
+func (s *crashAfterFireStore) FireSchedule(ctx context.Context, id string, due, next time.Time, fires []provider.ScheduleStart) (bool, error) {
+	fired, err := s.FireSchedules(ctx, []provider.ScheduleDue{{ID: id, Due: due, Next: next, Fires: fires}})
+	if err != nil {
+		return false, err
+	}
+	return fired[0], nil
+}
+
+// TestReplaceFireCancelsHolderInItsTransaction: an OverlapReplace fire
+// cancels the running holder in the fire's own store transaction, so the
+// holder is canceled even when the runtime fails right after the commit.
+func TestReplaceFireCancelsHolderInItsTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	fc := clockwork.NewFakeClockAt(start)
+	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store := &crashAfterFireStore{Provider: db}
+	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
+	first := start.Add(time.Minute)
+	if _, err := c.CreateSchedule(ctx, "r", &ScheduleDefinition{Interval: 5 * time.Minute, Start: first, Orchestration: "hold",
+		Overlap: OverlapReplace}, false); err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry()
+	RegisterOrchestration(reg, "hold", func(ctx *OrchestrationContext, in json.RawMessage) (string, error) {
+		return "held", ctx.WaitForEvent("done").Await(nil)
+	})
+	rt, err := StartRuntime(ctx, store, reg, &RuntimeOptions{Clock: fc, Logger: slog.New(slog.DiscardHandler), LockCleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+
+	limit := time.After(20 * time.Second)
+	firedThrough := func(at time.Time) {
+		for {
+			if d := at.Sub(fc.Now()); d > 0 {
+				fc.Advance(d)
+			}
+			s, err := c.GetSchedule(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.NextFireAt.After(at) {
+				return
+			}
+			select {
+			case <-limit:
+				t.Fatalf("the fire at %v did not commit: %+v", at, s)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	firedThrough(first)
+	second := first.Add(5 * time.Minute)
+	firedThrough(second)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	st, err := c.WaitForOrchestration(wctx, fireInstanceID("r", first))
+	if err != nil || st.State != StateCanceled {
+		t.Fatalf("the replaced holder: %v, %v; want it Canceled", st, err)
+	}
+	if info, err := c.GetSchedule(ctx, "r"); err != nil || info.LastInstanceID != fireInstanceID("r", second) {
+		t.Fatalf("schedule after the replacing fire: %+v, %v", info, err)
+	}
+	if n := store.crashes.Load(); n != 2 {
+		t.Fatalf("%d fires failed after their commit, want 2", n)
+	}
+	// A manual trigger replaces the same way and names the holder it
+	// canceled: the second fire, which took the lock from the first.
+	f, err := c.TriggerSchedule(ctx, "r")
+	if err != nil || f.ReplacedInstanceID != fireInstanceID("r", second) {
+		t.Fatalf("TriggerSchedule = %+v, %v; want it to replace %s", f, err, fireInstanceID("r", second))
+	}
+	if st, err := c.WaitForOrchestration(wctx, fireInstanceID("r", second)); err != nil || st.State != StateCanceled {
+		t.Fatalf("the holder a trigger replaced: %v, %v; want it Canceled", st, err)
+	}
+}
+
+// batchRecordingStore records the schedules of each FireSchedules call.
+type batchRecordingStore struct {
+	*sqlite.Provider
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (s *batchRecordingStore) FireSchedules(ctx context.Context, schedules []provider.ScheduleDue) ([]bool, error) {
+	var ids []string
+	for _, sd := range schedules {
+		ids = append(ids, sd.ID)
+	}
+	s.mu.Lock()
+	s.batches = append(s.batches, ids)
+	s.mu.Unlock()
+	return s.Provider.FireSchedules(ctx, schedules)
+}
+
+// TestSchedulesDueTogetherFireInOneTransaction: the schedules due at one
+// time are fired by one FireSchedules call (one store transaction), not
+// one each.
+func TestSchedulesDueTogetherFireInOneTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	fc := clockwork.NewFakeClockAt(start)
+	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	store := &batchRecordingStore{Provider: db}
+	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
+	first := start.Add(time.Minute)
+	ids := []string{"a", "b", "c"}
+	for _, id := range ids {
+		if _, err := c.CreateSchedule(ctx, id, &ScheduleDefinition{Interval: time.Hour, Start: first, Orchestration: "o",
+			Overlap: OverlapAllow}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := NewRegistry()
+	RegisterOrchestration(reg, "o", func(ctx *OrchestrationContext, in json.RawMessage) (string, error) { return "ok", nil })
+	rt, err := StartRuntime(ctx, store, reg, &RuntimeOptions{Clock: fc, Logger: slog.New(slog.DiscardHandler), LockCleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	fc.Advance(first.Sub(fc.Now()))
+	limit := time.After(20 * time.Second)
+	for _, id := range ids {
+		for {
+			s, err := c.GetSchedule(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.NextFireAt.After(first) {
+				break
+			}
+			select {
+			case <-limit:
+				t.Fatalf("schedule %s did not fire: %+v", id, s)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if _, err := c.GetStatus(ctx, fireInstanceID(id, first)); err != nil {
+			t.Fatalf("fire of %s: %v", id, err)
+		}
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if len(store.batches) != 1 || !slices.Equal(store.batches[0], ids) {
+		t.Fatalf("FireSchedules calls: %v, want one with %v", store.batches, ids)
 	}
 }

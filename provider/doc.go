@@ -86,9 +86,10 @@
 //
 // ScheduleStore is the optional capability of a store that keeps
 // schedules: rows holding a runtime-encoded definition and the next fire
-// time. Runtimes sharing a store agree on each fire through FireSchedule,
-// which claims the fire time (a conditional update of the next fire time,
-// refused once paused) and starts the fire's instances in one transaction,
+// time. Runtimes sharing a store agree on each fire through
+// FireSchedules, which claims each schedule's fire time (a conditional
+// update of the next fire time, refused once paused) and starts the
+// fires' instances, for every schedule due at once, in one transaction,
 // and learn of changes by watching ScheduleWatchKey. Exporter and Importer
 // copy schedules with their fire state.
 //

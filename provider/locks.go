@@ -49,6 +49,16 @@ type LockRequest struct {
 	// its message is enqueued. Without Queue a held key fails the Enqueue
 	// with *LockedError.
 	Queue bool
+	// Replace, with Queue, makes the start replace the key's live holder
+	// (an instance other than the one started): in the same transaction
+	// as the queued start, a WorkCancelInstance message with the reason
+	// ReplaceReason is enqueued for the holder (as a cancel sent through
+	// Enqueue would be), so the start and the cancel commit together or
+	// not at all. Once the Enqueue committed, NewInstance.Replaced names
+	// the holder it canceled ("" when the key was free). Without Queue it
+	// is ErrInvalidArgument.
+	Replace       bool
+	ReplaceReason string
 }
 
 // LockedError reports a start refused because its lock key is held by a

@@ -527,6 +527,9 @@ type NewInstance struct {
 	// Existed is set by a committed Enqueue when IfAbsent found the ID
 	// taken and inserted nothing for this message.
 	Existed bool
+	// Replaced is set by a committed Enqueue (or schedule fire) whose
+	// Lock.Replace canceled the key's holder: the holder's instance ID.
+	Replaced string
 }
 
 // WorkerMessage is a message for the worker queue with its identity and

@@ -12,11 +12,12 @@ import (
 // as given: the runtime encodes and reads it) and when it fires next
 // (NextFireAt, which the store reads). Runtimes that share a store fire a
 // schedule once per fire time because they agree through the store: a
-// runtime fires with FireSchedule, which in one transaction moves NextFireAt
-// on, only while it still holds the fire time the runtime read and the
-// schedule is not paused, and starts the fire's instances: of runtimes
-// racing for one fire exactly one moves the schedule on and starts its
-// instance, and a schedule paused before the fire committed starts nothing.
+// runtime fires with FireSchedules (FireSchedule for one schedule), which
+// in one transaction moves NextFireAt on, only while it still holds the
+// fire time the runtime read and the schedule is not paused, and starts
+// the fire's instances: of runtimes racing for one fire exactly one moves
+// the schedule on and starts its instance, and a schedule paused before
+// the fire committed starts nothing.
 // ClaimScheduleFire is the same conditional update without a start (for
 // fire times that were missed). The start a fire makes also carries an
 // idempotency key named after the schedule and the fire time.
@@ -51,7 +52,7 @@ type Schedule struct {
 	CreatedAt, UpdatedAt time.Time
 }
 
-// ScheduleFire is one fire recorded by ClaimScheduleFire or NoteScheduleFire.
+// ScheduleFire is one fire recorded by ClaimScheduleFire.
 type ScheduleFire struct {
 	// FireAt is the fire time: recorded as LastFireAt.
 	FireAt time.Time
@@ -87,6 +88,15 @@ type ScheduleStart struct {
 	Settle func(startErr error) (instanceID, outcome string, ok bool)
 }
 
+// ScheduleDue is one schedule of FireSchedules: the fire time it is
+// still due at (Due), the next fire time to record (Next, zero: never)
+// and the fires to start.
+type ScheduleDue struct {
+	ID        string
+	Due, Next time.Time
+	Fires     []ScheduleStart
+}
+
 // StartWaitingError is the refusal a ScheduleStart with BufferOne gets
 // when a start already waits for its held lock key. It matches
 // errors.Is(err, ErrLocked).
@@ -104,6 +114,10 @@ func (e *StartWaitingError) Unwrap() error { return ErrLocked }
 // ScheduleStore is the optional capability of a store that keeps
 // schedules; both SQL stores implement it. Every change it makes signals
 // the watchers of ScheduleWatchKey.
+//
+// Earlier releases also had NoteScheduleFire, which recorded a fire made
+// out of turn without starting anything; TriggerSchedule replaced it (the
+// start and its record in one transaction), and stores drop the method.
 type ScheduleStore interface {
 	// CreateSchedule stores s (ID, Spec, Paused, NextFireAt; the other
 	// fields are ignored) with revision 1. An existing ID is
@@ -139,6 +153,19 @@ type ScheduleStore interface {
 	// started. fires must not be empty.
 	FireSchedule(ctx context.Context, id string, due, next time.Time, fires []ScheduleStart) (bool, error)
 
+	// FireSchedules fires several schedules in one transaction, each as
+	// FireSchedule would (its claim conditional on its own Due): a
+	// schedule another caller fired (or paused, changed or deleted) first
+	// is skipped, reported false, and starts nothing, while the others
+	// fire. The store handles the schedules in the order of their IDs
+	// (so two callers firing overlapping sets take their rows in one
+	// order); fired[i] reports schedules[i]. An error (a store error, or
+	// a Settle that refuses its start's error) fires none of them. IDs
+	// must be distinct and each Fires non-empty. A runtime fires the
+	// schedules due at once with one call: one commit instead of one per
+	// schedule.
+	FireSchedules(ctx context.Context, schedules []ScheduleDue) (fired []bool, err error)
+
 	// ClaimScheduleFire records the fire f of schedule id and moves its
 	// NextFireAt to next (zero: never), only if the schedule exists, is not
 	// paused and its NextFireAt is still due. It reports whether it did;
@@ -154,9 +181,4 @@ type ScheduleStore interface {
 	// schedule exists; false means nothing was started. Either the start
 	// and its record both commit or neither does.
 	TriggerSchedule(ctx context.Context, id string, f ScheduleStart) (bool, error)
-
-	// NoteScheduleFire records the fire f of schedule id (a fire made out
-	// of turn), leaving NextFireAt as it is, without starting anything. It
-	// reports whether the schedule exists.
-	NoteScheduleFire(ctx context.Context, id string, f ScheduleFire) (bool, error)
 }

@@ -78,6 +78,24 @@ func (w *wtx) LiveLockHolder(key string) (*provider.LockedError, error) {
 	}
 }
 
+// LockHolderInstance takes the shared lock of the instance holding the
+// execution lock key now, before the key's lock, as a turn ack that frees
+// the key takes its instance's lock first: a start replacing the holder
+// then enqueues the holder's cancel without waiting on the holder's lock
+// while holding the key's. See sqlstore.MessageTx.
+func (w *wtx) LockHolderInstance(key string) error {
+	var inst, status string
+	var lockedAt, expires int64
+	err := w.tx.QueryRow(w.ctx, sqlXLockGet, key).Scan(&inst, &lockedAt, &expires, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return w.lockInstancesShared(nil, []string{inst})
+}
+
 // freeExecutionLock deletes the lock on key and hands the key to its
 // oldest queued start. It reports whether a start took it.
 func (w *wtx) freeExecutionLock(key string) (bool, error) {

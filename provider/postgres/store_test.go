@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +28,20 @@ func testDSN(t testing.TB) string {
 			"(set it to a DSN, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
 	return dsn
+}
+
+// noSyncDSN is dsn with synchronous_commit off: a commit returns
+// before its WAL is flushed to disk. Transactions stay atomic and
+// isolated and commit in the same order; only their durability across a
+// crash of the server (which no end-to-end scenario makes) is given up,
+// and the end-to-end suite's thousands of commits (a week of schedule
+// fires) do not each wait for a disk flush.
+func noSyncDSN(dsn string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "synchronous_commit=off"
 }
 
 var schemaSeq atomic.Int64
@@ -159,7 +173,7 @@ func TestEndToEnd(t *testing.T) {
 	providertest.RunEndToEnd(t, providertest.E2EHarness{
 		New: func(t testing.TB, clock func() time.Time) provider.Provider {
 			t.Helper()
-			p, err := Open(context.Background(), testDSN(t), &Options{Schema: freshSchema(t), Clock: clock, Logger: quietLogger, MaxConns: 4})
+			p, err := Open(context.Background(), noSyncDSN(testDSN(t)), &Options{Schema: freshSchema(t), Clock: clock, Logger: quietLogger, MaxConns: 4})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}

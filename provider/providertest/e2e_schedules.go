@@ -179,10 +179,13 @@ func e2eScheduleWeekWithOutage(e *e2e) {
 		}
 	}
 
-	// Notifications drive the dispatchers; without lock cleanup and with a
-	// long poll interval, the clock's steps wake nothing else.
+	// Notifications drive the dispatchers; without lock cleanup, bulk job
+	// runs and session renewals, and with a long poll interval, the
+	// clock's 2,016 steps wake nothing but the scheduler (and the
+	// instances it starts).
 	quiet := func(o *duroxide.RuntimeOptions) {
-		o.LockCleanupInterval, o.PollInterval = -1, 24*time.Hour
+		o.LockCleanupInterval, o.PollInterval, o.BulkJobInterval = -1, 24*time.Hour, -1
+		o.SessionLockTimeout = 24 * time.Hour
 		outliveClockSteps(o)
 	}
 	rt := e.runtime(reg, quiet)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 )
 
@@ -101,17 +102,17 @@ var scheduleCases = []testCase{
 			e.t.Fatalf("after claim: %+v", got)
 		}
 
-		// A note records a fire out of turn and keeps the next fire.
-		ok, err = s.NoteScheduleFire(e.ctx, "s", provider.ScheduleFire{FireAt: due.Add(time.Second), InstanceID: "manual", Outcome: "triggered"})
-		e.noErr(err, "note")
-		mustEqual(e.t, "noted", ok, true)
+		// A trigger records a fire out of turn, starts its instance and
+		// keeps the next fire.
+		ok, err = s.TriggerSchedule(e.ctx, "s", fireStart("manual", due.Add(time.Second)))
+		e.noErr(err, "trigger")
+		mustEqual(e.t, "triggered", ok, true)
+		e.wantInstance("manual")
 		got, err = s.GetSchedule(e.ctx, "s")
-		e.noErr(err, "get after note")
-		e.sameTime("next fire after note", got.NextFireAt, next)
-		mustEqual(e.t, "last instance after note", got.LastInstanceID, "manual")
-		ok, err = s.NoteScheduleFire(e.ctx, "missing", provider.ScheduleFire{FireAt: due})
-		e.noErr(err, "note on a missing schedule")
-		mustEqual(e.t, "noted a missing schedule", ok, false)
+		e.noErr(err, "get after trigger")
+		e.sameTime("next fire after trigger", got.NextFireAt, next)
+		e.sameTime("last fire after trigger", got.LastFireAt, due.Add(time.Second))
+		mustEqual(e.t, "last instance after trigger", got.LastInstanceID, "manual")
 
 		// Paused: no claim. The last fire leaves the next one unset.
 		got.Paused = true
@@ -230,6 +231,54 @@ var scheduleCases = []testCase{
 		e.wantNoInstance("s-5")
 		_, err = s.FireSchedule(e.ctx, "s", later, time.Time{}, nil)
 		e.wantErr(err, provider.ErrInvalidArgument, "fire without fires")
+	}},
+
+	{name: "fire_schedules_fires_several_in_one_transaction", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		next := due.Add(time.Minute)
+		for _, id := range []string{"a", "b", "c"} {
+			e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: id, Spec: []byte(`{}`), NextFireAt: due}), "create "+id)
+		}
+		one := func(id string, at time.Time, fires ...provider.ScheduleStart) provider.ScheduleDue {
+			return provider.ScheduleDue{ID: id, Due: at, Next: next, Fires: fires}
+		}
+		// Each schedule's claim is its own: c, given a stale due time, is
+		// skipped while a and b fire (given out of ID order).
+		fired, err := s.FireSchedules(e.ctx, []provider.ScheduleDue{
+			one("b", due, fireStart("b-1", due)),
+			one("c", due.Add(-time.Minute), fireStart("c-1", due)),
+			one("a", due, fireStart("a-1", due), fireStart("a-2", due)),
+		})
+		e.noErr(err, "fire three")
+		mustEqual(e.t, "fired", fmt.Sprint(fired), "[true false true]")
+		for _, id := range []string{"a-1", "a-2", "b-1"} {
+			e.wantInstance(id)
+		}
+		e.wantNoInstance("c-1")
+		for id, want := range map[string]time.Time{"a": next, "b": next, "c": due} {
+			got, err := s.GetSchedule(e.ctx, id)
+			e.noErr(err, "get "+id)
+			e.sameTime("next fire of "+id, got.NextFireAt, want)
+		}
+
+		// A start whose error Settle refuses fails the whole call:
+		// neither schedule moves, no instance starts.
+		bad := fireStart("a-1", next)
+		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		_, err = s.FireSchedules(e.ctx, []provider.ScheduleDue{one("c", due, fireStart("c-2", due)), one("a", next, bad)})
+		if err == nil {
+			e.t.Fatal("a fire with a refused start: no error")
+		}
+		e.wantNoInstance("c-2")
+		got, err := s.GetSchedule(e.ctx, "c")
+		e.noErr(err, "get c after the failed call")
+		e.sameTime("next fire of c after the failed call", got.NextFireAt, due)
+
+		_, err = s.FireSchedules(e.ctx, []provider.ScheduleDue{one("c", due, fireStart("c-3", due)), one("c", due, fireStart("c-4", due))})
+		e.wantErr(err, provider.ErrInvalidArgument, "one schedule twice")
+		_, err = s.FireSchedules(e.ctx, []provider.ScheduleDue{one("c", due)})
+		e.wantErr(err, provider.ErrInvalidArgument, "no fire")
 	}},
 
 	{name: "trigger_records_and_starts_in_one_transaction", run: func(e *env) {
@@ -430,6 +479,59 @@ var scheduleCases = []testCase{
 			e.wantCount(fmt.Sprintf("round %d: starts queued", round), started, 1)
 			mustEqual(e.t, "starts waiting for "+key, e.getLock(key).Queued, 1)
 		}
+	}},
+
+	{name: "replace_cancels_the_holder_in_the_fire_transaction", run: func(e *env) {
+		s := e.schedules()
+		due := e.clock.Now()
+		replacing := func(inst, key string, at time.Time) provider.ScheduleStart {
+			f := fireStart(inst, at)
+			f.Start = queuedStart(inst, key, lockTTL)
+			f.Start.Create.Lock.Replace, f.Start.Create.Lock.ReplaceReason = true, "replaced by "+inst
+			return f
+		}
+		e.enqueue(lockedStart("holder", "k"))
+		e.runStart("holder")
+		e.noErr(s.CreateSchedule(e.ctx, &provider.Schedule{ID: "s", Spec: []byte(`{}`), NextFireAt: due}), "create")
+
+		// The fire queues its instance behind the holder and, in the
+		// same transaction, sends the holder its cancel: once the fire
+		// returns, the cancel is committed (no step after the commit can
+		// be lost to a crash).
+		f := replacing("s-1", "k", due)
+		ok, err := s.FireSchedule(e.ctx, "s", due, due.Add(time.Minute), []provider.ScheduleStart{f})
+		e.noErr(err, "fire")
+		mustEqual(e.t, "fired", ok, true)
+		mustEqual(e.t, "replaced holder", f.Start.Create.Replaced, "holder")
+		e.wantHolder("k", "holder")
+		e.wantStatus("s-1", provider.StatusPending)
+		it := e.fetchFor("holder")
+		mustEqual(e.t, "messages of the holder", kinds(it.Messages), []history.WorkItemKind{history.WorkCancelInstance})
+		mustEqual(e.t, "cancel reason", it.Messages[0].Reason, "replaced by s-1")
+		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken, provider.AbandonOptions{}), "abandon")
+
+		// A trigger replaces in its transaction too; on a free key it
+		// takes the lock and cancels nothing.
+		t := replacing("s-manual", "free", due.Add(time.Second))
+		ok, err = s.TriggerSchedule(e.ctx, "s", t)
+		e.noErr(err, "trigger")
+		mustEqual(e.t, "triggered", ok, true)
+		mustEqual(e.t, "replaced on a free key", t.Start.Create.Replaced, "")
+		e.wantHolder("free", "s-manual")
+		t = replacing("s-manual-2", "free", due.Add(2*time.Second))
+		ok, err = s.TriggerSchedule(e.ctx, "s", t)
+		e.noErr(err, "trigger on a held key")
+		mustEqual(e.t, "triggered on a held key", ok, true)
+		mustEqual(e.t, "replaced by a trigger", t.Start.Create.Replaced, "s-manual")
+
+		// A plain Enqueue replaces the same way; Replace needs Queue.
+		m := queuedStart("direct", "k", lockTTL)
+		m.Create.Lock.Replace = true
+		e.enqueue(m)
+		mustEqual(e.t, "replaced by an enqueue", m.Create.Replaced, "holder")
+		bad := lockedStart("bad", "k")
+		bad.Create.Lock.Replace = true
+		e.wantErr(e.p.Enqueue(e.ctx, bad), provider.ErrInvalidArgument, "replace without queue")
 	}},
 
 	{name: "changes_wake_the_schedule_watchers", run: func(e *env) {

@@ -60,6 +60,10 @@ func (w *wtx) LiveLockHolder(key string) (*provider.LockedError, error) {
 	}
 }
 
+// LockHolderInstance has nothing to lock under the single writer; see
+// sqlstore.MessageTx.
+func (w *wtx) LockHolderInstance(string) error { return nil }
+
 // freeExecutionLock deletes the lock on key and hands the key to its
 // oldest queued start. It reports whether a start took it.
 func (w *wtx) freeExecutionLock(key string) (bool, error) {

@@ -29,6 +29,9 @@ type Msg struct {
 	// Duplicate is set while the message is inserted: its DedupKey was
 	// recorded already, so nothing was inserted for it.
 	Duplicate bool
+	// Replaced is set while the message is inserted: the instance whose
+	// cancel its Create's LockReplace enqueued ("" for none).
+	Replaced string
 }
 
 // Create is the instance a message creates (provider.NewInstance).
@@ -45,6 +48,10 @@ type Create struct {
 	LockTTL   int64 // ms
 	LockQueue bool
 	IfAbsent  bool
+	// LockReplace (provider.LockRequest.Replace) cancels the key's live
+	// holder in the start's transaction, with the reason ReplaceReason.
+	LockReplace   bool
+	ReplaceReason string
 }
 
 // EncodeMessage validates and encodes m.
@@ -92,6 +99,10 @@ func EncodeMessage(m *provider.OrchestratorMessage) (*Msg, error) {
 				return nil, Invalid("Create.Lock needs a Key and a TTL > 0 (instance %q)", m.InstanceID)
 			}
 			e.Create.LockKey, e.Create.LockTTL, e.Create.LockQueue = l.Key, TTLMillis(l.TTL), l.Queue
+			if l.Replace && !l.Queue {
+				return nil, Invalid("Create.Lock.Replace needs Queue (instance %q)", m.InstanceID)
+			}
+			e.Create.LockReplace, e.Create.ReplaceReason = l.Replace, l.ReplaceReason
 		}
 		e.Create.IfAbsent = c.IfAbsent
 		if c.IfAbsent && c.OnExists != nil {
@@ -493,15 +504,18 @@ func WorkFetchLimit(opts provider.WorkFetchOptions) (int, error) {
 	return limit, nil
 }
 
-// ReportEnqueued copies each committed message's Existed to its
-// provider.NewInstance, and its Duplicate to the message, once the Enqueue
-// that inserted enc committed.
+// ReportEnqueued copies each committed message's Existed and Replaced to
+// its provider.NewInstance, and its Duplicate to the message, once the
+// Enqueue that inserted enc committed.
 func ReportEnqueued(msgs []*provider.OrchestratorMessage, enc []*Msg) {
 	for i, m := range msgs {
 		if m.Create != nil && m.Create.IfAbsent {
 			m.Create.Existed = enc[i].Existed
 		}
 		m.Duplicate = enc[i].Duplicate
+		if m.Create != nil && m.Create.Lock != nil && m.Create.Lock.Replace {
+			m.Create.Replaced = enc[i].Replaced
+		}
 	}
 }
 

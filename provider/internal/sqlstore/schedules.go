@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
@@ -39,7 +41,8 @@ const (
 	// updated_at and revision + 1.
 	SQClaim
 	// SQNote (id, fire_at, instance_id, outcome, now) records a fire
-	// (last_*, updated_at, revision + 1) and leaves next_fire_at.
+	// out of turn (last_*, updated_at, revision + 1) and leaves
+	// next_fire_at (TriggerSchedule).
 	SQNote
 	// SQSetLast (id, instance_id, outcome) sets last_instance_id and
 	// last_outcome, within the transaction of a fire that claimed the
@@ -241,42 +244,77 @@ func ClaimScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string,
 	return n > 0, err
 }
 
-// FireSchedule is the body of provider.ScheduleStore.FireSchedule: the
-// claim (SQClaim), then each start (InsertMessage), then the last fire's
-// outcome (SQSetLast), in one transaction. A start the store refuses (a
-// retained idempotency key, a held execution lock, a taken instance ID)
-// is found by reading before anything of it is written, so the
-// transaction goes on and records the refusal as Settle words it.
+// FireSchedule is the body of provider.ScheduleStore.FireSchedule:
+// FireSchedules with one schedule.
 func FireSchedule(ctx context.Context, db ScheduleDB, id string, due, next time.Time, fires []provider.ScheduleStart) (bool, error) {
-	const op = "firing schedule"
-	if err := checkScheduleID(id); err != nil {
-		return false, err
-	}
-	if due.IsZero() {
-		return false, sqlenc.Invalid("schedule %q: firing without a due time", id)
-	}
-	if len(fires) == 0 {
-		return false, sqlenc.Invalid("schedule %q: firing no fire", id)
-	}
-	st, err := encodeStarts(id, fires)
+	fired, err := FireSchedules(ctx, db, []provider.ScheduleDue{{ID: id, Due: due, Next: next, Fires: fires}})
 	if err != nil {
 		return false, err
 	}
-	last := fires[len(fires)-1]
-	var claimed bool
-	err = db.WriteTx(ctx, op, func(tx ScheduleTx) error {
-		claimed = false
-		n, err := tx.ExecSchedule(SQClaim, id, due.UnixMilli(), nullMs(next), nullMs(last.FireAt), "", "", tx.Now())
-		if err != nil || n == 0 {
-			return err
+	return fired[0], nil
+}
+
+// FireSchedules is the body of provider.ScheduleStore.FireSchedules: for
+// each schedule, in the order of their IDs, the claim (SQClaim), then, if
+// it claimed, each start (InsertMessage), then the last fire's outcome
+// (SQSetLast), all in one transaction. A start the store refuses (a
+// retained idempotency key, a held execution lock, a taken instance ID)
+// is found by reading before anything of it is written, so the
+// transaction goes on and records the refusal as Settle words it.
+func FireSchedules(ctx context.Context, db ScheduleDB, schedules []provider.ScheduleDue) ([]bool, error) {
+	const op = "firing schedules"
+	order := make([]int, len(schedules))
+	starts := make([]*scheduleStarts, len(schedules))
+	seen := make(map[string]bool, len(schedules))
+	for i, sd := range schedules {
+		if err := checkScheduleID(sd.ID); err != nil {
+			return nil, err
 		}
-		if err := st.start(tx, id); err != nil {
-			return err
+		switch {
+		case sd.Due.IsZero():
+			return nil, sqlenc.Invalid("schedule %q: firing without a due time", sd.ID)
+		case len(sd.Fires) == 0:
+			return nil, sqlenc.Invalid("schedule %q: firing no fire", sd.ID)
+		case seen[sd.ID]:
+			return nil, sqlenc.Invalid("schedule %q: fired twice in one call", sd.ID)
 		}
-		claimed = true
+		seen[sd.ID] = true
+		st, err := encodeStarts(sd.ID, sd.Fires)
+		if err != nil {
+			return nil, err
+		}
+		order[i], starts[i] = i, st
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(schedules[a].ID, schedules[b].ID) })
+	fired := make([]bool, len(schedules))
+	err := db.WriteTx(ctx, op, func(tx ScheduleTx) error {
+		clear(fired)
+		for _, i := range order {
+			sd := &schedules[i]
+			last := sd.Fires[len(sd.Fires)-1]
+			n, err := tx.ExecSchedule(SQClaim, sd.ID, sd.Due.UnixMilli(), nullMs(sd.Next), nullMs(last.FireAt), "", "", tx.Now())
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				continue
+			}
+			if err := starts[i].start(tx, sd.ID); err != nil {
+				return err
+			}
+			fired[i] = true
+		}
 		return nil
 	})
-	return claimed, err
+	if err != nil {
+		return nil, err
+	}
+	for i, st := range starts {
+		if fired[i] {
+			st.report()
+		}
+	}
+	return fired, nil
 }
 
 // TriggerSchedule is the body of provider.ScheduleStore.TriggerSchedule:
@@ -308,6 +346,9 @@ func TriggerSchedule(ctx context.Context, db ScheduleDB, id string, f provider.S
 		found = true
 		return nil
 	})
+	if err == nil && found {
+		st.report()
+	}
 	return found, err
 }
 
@@ -346,6 +387,17 @@ func encodeStarts(id string, fires []provider.ScheduleStart) (*scheduleStarts, e
 		st.enc[i] = m
 	}
 	return st, nil
+}
+
+// report copies what the committed transaction's starts found to their
+// messages: the holder a replacing start canceled
+// (provider.NewInstance.Replaced).
+func (st *scheduleStarts) report() {
+	for i, f := range st.fires {
+		if m := st.enc[i]; m != nil && f.Start.Create.Lock != nil && f.Start.Create.Lock.Replace {
+			f.Start.Create.Replaced = m.Replaced
+		}
+	}
 }
 
 // startWaits returns the refusal of the buffer_one start m of fire f when
@@ -394,15 +446,6 @@ func (st *scheduleStarts) start(tx ScheduleTx, id string) error {
 	}
 	_, err := tx.ExecSchedule(SQSetLast, id, inst, outcome)
 	return err
-}
-
-// NoteScheduleFire is the body of provider.ScheduleStore.NoteScheduleFire.
-func NoteScheduleFire(ctx context.Context, db ScheduleDB, now int64, id string, f provider.ScheduleFire) (bool, error) {
-	if err := checkScheduleID(id); err != nil {
-		return false, err
-	}
-	n, err := writeSchedule(ctx, db, "recording schedule fire", SQNote, id, nullMs(f.FireAt), f.InstanceID, f.Outcome, now)
-	return n > 0, err
 }
 
 // Schedules implements provider.ScheduleStore over a store's ScheduleDB;
@@ -455,13 +498,14 @@ func (s Schedules) FireSchedule(ctx context.Context, id string, due, next time.T
 	return FireSchedule(ctx, s.DB, id, due, next, fires)
 }
 
+// FireSchedules claims the due fires of several schedules and starts
+// their instances in one transaction; see provider.ScheduleStore.
+func (s Schedules) FireSchedules(ctx context.Context, schedules []provider.ScheduleDue) ([]bool, error) {
+	return FireSchedules(ctx, s.DB, schedules)
+}
+
 // TriggerSchedule records a fire out of turn and starts its instance in
 // one transaction; see provider.ScheduleStore.
 func (s Schedules) TriggerSchedule(ctx context.Context, id string, f provider.ScheduleStart) (bool, error) {
 	return TriggerSchedule(ctx, s.DB, id, f)
-}
-
-// NoteScheduleFire records a fire out of turn; see provider.ScheduleStore.
-func (s Schedules) NoteScheduleFire(ctx context.Context, id string, f provider.ScheduleFire) (bool, error) {
-	return NoteScheduleFire(ctx, s.DB, s.Now(), id, f)
 }

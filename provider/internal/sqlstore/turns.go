@@ -710,6 +710,13 @@ type MessageTx interface {
 	// RecordExisted writes the idempotency key of a start-if-absent whose
 	// instance exists, naming the instance found.
 	RecordExisted(m *sqlenc.Msg) error
+	// LockHolderInstance prepares a start that replaces the holder of
+	// the execution lock key: a store with concurrent writers takes the
+	// lock (shared) of the instance holding key now, before the key's own
+	// lock (LiveLockHolder), in the order of a turn ack that frees the
+	// key, so that the cancel enqueued for the holder cannot deadlock
+	// with the holder's last ack.
+	LockHolderInstance(key string) error
 }
 
 // InsertMessage enqueues m, creating its instance if asked: when the ID
@@ -723,7 +730,7 @@ func InsertMessage(tx MessageTx, m *sqlenc.Msg) error {
 	if visible == 0 {
 		visible = tx.Now()
 	}
-	m.Existed = false
+	m.Existed, m.Replaced = false, ""
 	if c := m.Create; c != nil {
 		if c.IdemKey != "" {
 			if err := tx.CheckIdempotencyKey(c.IdemKey); err != nil {
@@ -741,8 +748,13 @@ func InsertMessage(tx MessageTx, m *sqlenc.Msg) error {
 				return startExisted(tx, m)
 			}
 		}
-		queued := false
+		queued, replace := false, ""
 		if c.LockKey != "" {
+			if c.LockReplace {
+				if err := tx.LockHolderInstance(c.LockKey); err != nil {
+					return err
+				}
+			}
 			holder, err := tx.LiveLockHolder(c.LockKey)
 			if err != nil {
 				return err
@@ -754,6 +766,9 @@ func InsertMessage(tx MessageTx, m *sqlenc.Msg) error {
 				return holder
 			}
 			queued = holder != nil
+			if queued && c.LockReplace && holder.InstanceID != m.InstanceID {
+				replace = holder.InstanceID
+			}
 		}
 		created, err := tx.CreateInstance(m)
 		if err != nil {
@@ -768,11 +783,33 @@ func InsertMessage(tx MessageTx, m *sqlenc.Msg) error {
 			}
 			return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
 		}
-		if err := tx.RecordStart(m, visible, queued); err != nil || queued {
+		if err := tx.RecordStart(m, visible, queued); err != nil {
 			return err
+		}
+		if replace != "" {
+			return cancelHolder(tx, m, replace)
+		}
+		if queued {
+			return nil
 		}
 	}
 	return tx.EnqueueMessage(m, visible)
+}
+
+// cancelHolder enqueues the cancel of holder, the live holder of the lock
+// that the start m queued for (provider.LockRequest.Replace), in m's
+// transaction, and records it in m.Replaced.
+func cancelHolder(tx MessageTx, m *sqlenc.Msg, holder string) error {
+	cancel, err := sqlenc.EncodeMessage(&provider.OrchestratorMessage{InstanceID: holder,
+		Item: history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: holder, Reason: m.Create.ReplaceReason}})
+	if err != nil {
+		return err
+	}
+	if err := tx.EnqueueMessage(cancel, tx.Now()); err != nil {
+		return err
+	}
+	m.Replaced = holder
+	return nil
 }
 
 // startExisted ends the insert of a start-if-absent whose instance exists:

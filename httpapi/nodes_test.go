@@ -1,0 +1,157 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/duroxide/duroxide-go"
+	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/httpapi"
+	"github.com/duroxide/duroxide-go/provider/sqlite"
+)
+
+// newNodes returns two nodes serving opts on one store (a SQLite file
+// opened twice): each has its own store handle, runtime and server, as two
+// processes would.
+func newNodes(t *testing.T, opts *httpapi.Options) [2]*env {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	var nodes [2]*env
+	for i := range nodes {
+		ctx := context.Background()
+		db, err := sqlite.Open(ctx, path, &sqlite.Options{Logger: discard})
+		if err != nil {
+			t.Fatalf("opening store %d: %v", i, err)
+		}
+		store := &observedStore{Provider: db}
+		reg := duroxide.NewRegistry()
+		demo.Register(reg)
+		rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: discard})
+		if err != nil {
+			t.Fatalf("starting runtime %d: %v", i, err)
+		}
+		o := *opts
+		o.Registry, o.Runtime, o.Logger = reg, rt, discard
+		client := duroxide.NewClient(store)
+		h, err := httpapi.NewHandler(client, &o)
+		if err != nil {
+			t.Fatalf("NewHandler: %v", err)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(func() {
+			srv.Close()
+			sctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			if err := rt.Shutdown(sctx); err != nil {
+				t.Errorf("runtime shutdown: %v", err)
+			}
+			if err := store.Close(); err != nil {
+				t.Errorf("closing store: %v", err)
+			}
+		})
+		nodes[i] = &env{store: store, client: client, reg: reg, h: h, srv: srv}
+	}
+	return nodes
+}
+
+// TestWebhookKeyedTwoNodes fires bursts at per-customer keyed triggers
+// through two nodes sharing one store: the exclusive trigger starts one
+// instance per customer and refuses every other call with a 409 naming
+// it; the queue trigger accepts every call, one instance per customer
+// holds the lock and the others wait in line behind it.
+func TestWebhookKeyedTwoNodes(t *testing.T) {
+	t.Parallel()
+	const calls, customers = 40, 4
+	nodes := newNodes(t, &httpapi.Options{Triggers: []httpapi.Trigger{
+		{ID: "stripe-invoice", WorkflowID: "customer-{/data/object/customer}", Orchestration: demo.Approval},
+		{ID: "stripe-queue", WorkflowID: "queue-{/data/object/customer}", Orchestration: demo.Approval,
+			Concurrency: httpapi.ConcurrencyQueue},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	burst := func(trigger string) []webhookAnswer {
+		answers := make([]webhookAnswer, calls)
+		errs := make([]error, calls)
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() {
+				answers[i], errs[i] = nodes[i%2].callWebhook(ctx, trigger,
+					stripeEvent(fmt.Sprintf("evt_%s_%d", trigger, i), fmt.Sprintf("cus_%d", i%customers)), "")
+			})
+		}
+		wg.Wait()
+		for i, a := range answers {
+			if errs[i] != nil {
+				t.Fatalf("%s call %d: %v", trigger, i, errs[i])
+			}
+			checkWebhookShape(t, a)
+		}
+		return answers
+	}
+
+	started := map[string]string{} // customer → instance
+	answers := burst("stripe-invoice")
+	for i, a := range answers {
+		customer := fmt.Sprintf("cus_%d", i%customers)
+		switch {
+		case a.status == http.StatusOK:
+			if prev, dup := started[customer]; dup {
+				t.Fatalf("%s got two instances: %s and %s", customer, prev, a.ExecutionID)
+			}
+			started[customer] = a.ExecutionID
+		case a.status == http.StatusConflict:
+		default:
+			t.Fatalf("exclusive call %d: %s", i, a)
+		}
+	}
+	if len(started) != customers {
+		t.Fatalf("exclusive: started %v, want one instance for each of %d customers", started, customers)
+	}
+	for i, a := range answers {
+		if a.status == http.StatusConflict && a.ExistingExecutionID != "" && a.ExistingExecutionID != started[fmt.Sprintf("cus_%d", i%customers)] {
+			t.Fatalf("exclusive call %d refused naming %s, not its customer's instance", i, a.ExistingExecutionID)
+		}
+	}
+	for customer, id := range started {
+		nodes[0].heldBy(t, "customer-"+customer, id)
+	}
+
+	holders := map[string]string{}         // customer → instance holding the lock
+	positions := map[string]map[int]bool{} // customer → queue positions given
+	for i, a := range burst("stripe-queue") {
+		customer := fmt.Sprintf("cus_%d", i%customers)
+		if a.status != http.StatusOK {
+			t.Fatalf("queue call %d: %s", i, a)
+		}
+		if !a.Queued {
+			if prev, dup := holders[customer]; dup {
+				t.Fatalf("%s got two lock holders: %s and %s", customer, prev, a.ExecutionID)
+			}
+			holders[customer] = a.ExecutionID
+			continue
+		}
+		if positions[customer] == nil {
+			positions[customer] = map[int]bool{}
+		}
+		if positions[customer][a.QueuePosition] {
+			t.Fatalf("queue call %d: position %d given twice for %s", i, a.QueuePosition, customer)
+		}
+		positions[customer][a.QueuePosition] = true
+	}
+	for c := range customers {
+		customer := fmt.Sprintf("cus_%d", c)
+		if holders[customer] == "" || len(positions[customer]) != calls/customers-1 {
+			t.Fatalf("queue, %s: holder %q and %d queued, want one holder and %d queued", customer, holders[customer],
+				len(positions[customer]), calls/customers-1)
+		}
+		nodes[1].heldBy(t, "queue-"+customer, holders[customer])
+	}
+	if got := nodes[1].instances(t); len(got) != customers+calls {
+		t.Fatalf("%d instances, want %d", len(got), customers+calls)
+	}
+}
