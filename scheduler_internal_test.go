@@ -44,13 +44,7 @@ func (s *flakyScheduleStore) ListSchedules(ctx context.Context) ([]provider.Sche
 func TestSchedulerRetriesAfterStoreErrors(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
-	fc := clockwork.NewFakeClockAt(start)
-	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, fc, start := fakeClockStore(t)
 	store := &flakyScheduleStore{Provider: db, calls: make(chan struct{}, 1)}
 	store.fails.Store(2)
 	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
@@ -189,13 +183,7 @@ func (s *crashAfterFireStore) FireSchedule(ctx context.Context, id string, due, 
 func TestReplaceFireCancelsHolderInItsTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
-	fc := clockwork.NewFakeClockAt(start)
-	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, fc, start := fakeClockStore(t)
 	store := &crashAfterFireStore{Provider: db}
 	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
 	first := start.Add(time.Minute)
@@ -283,13 +271,7 @@ func (s *batchRecordingStore) FireSchedules(ctx context.Context, schedules []pro
 func TestSchedulesDueTogetherFireInOneTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
-	fc := clockwork.NewFakeClockAt(start)
-	db, err := sqlite.Open(ctx, "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db, fc, start := fakeClockStore(t)
 	store := &batchRecordingStore{Provider: db}
 	c := NewClientWithOptions(store, &ClientOptions{Clock: fc})
 	first := start.Add(time.Minute)
@@ -333,4 +315,18 @@ func TestSchedulesDueTogetherFireInOneTransaction(t *testing.T) {
 	if len(store.batches) != 1 || !slices.Equal(store.batches[0], ids) {
 		t.Fatalf("FireSchedules calls: %v, want one with %v", store.batches, ids)
 	}
+}
+
+// fakeClockStore opens an in-memory SQLite store on a fake clock at a
+// fixed start time, closed when the test ends.
+func fakeClockStore(t *testing.T) (*sqlite.Provider, *clockwork.FakeClock, time.Time) {
+	t.Helper()
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	fc := clockwork.NewFakeClockAt(start)
+	db, err := sqlite.Open(t.Context(), "", &sqlite.Options{Clock: fc.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db, fc, start
 }
