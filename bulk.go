@@ -392,7 +392,8 @@ func bulkDedupKey(jobID string) string { return "bulk:" + jobID }
 // counts may then show them as skipped), and raiseEvent raises each
 // event with a deduplication key naming the job (provider.
 // OrchestratorMessage.DedupKey "bulk:<job ID>"), so an instance receives
-// it once. If
+// it once; the repeated raise is counted as succeeded, standing in for
+// the count the crashed runner did not record. If
 // ctx ends or the store fails, it returns with the job Running: its lease
 // expires and a later RunBulkJob (or a runtime) continues it. A job
 // already finished is returned as it is. A job canceled (CancelBulkJob)
