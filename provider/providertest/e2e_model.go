@@ -77,7 +77,7 @@ func e2eRetryOnSession(e *e2e) {
 	}
 	for _, ev := range sched {
 		if ev.SessionID != "gpu-1" {
-			e.t.Fatalf("attempt %d scheduled on session %q, want gpu-1", ev.EventID, ev.SessionID)
+			e.t.Fatalf("ActivityScheduled %d on session %q, want gpu-1", ev.EventID, ev.SessionID)
 		}
 	}
 	mu.Lock()
@@ -418,6 +418,12 @@ func e2eCancelGraceSurvivesRestart(e *e2e) {
 	if !graceWait {
 		e.t.Fatalf("WaitingFor %+v does not show the grace deadline", waits)
 	}
+	// A turn on the new runtime (an event the code does not wait for) is
+	// still in the grace period.
+	if err := e.c.RaiseEvent(e.ctx, "stubborn", "ping", nil); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitEvents("stubborn", history.ExternalEvent, 1)
 	if st := e.status("stubborn"); st.State.IsTerminal() {
 		e.t.Fatalf("the new runtime ended the instance (%s) before the recorded deadline", st.State)
 	}
