@@ -2,7 +2,6 @@ package duroxide_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -55,95 +54,6 @@ func shipRegistry(v int) *duroxide.Registry {
 		return strings.Join(done, ","), nil
 	})
 	return reg
-}
-
-func patches(h []history.Event) []string {
-	var out []string
-	for _, ev := range h {
-		if ev.Kind == history.PatchRecorded {
-			out = append(out, ev.Name)
-		}
-	}
-	return out
-}
-
-// TestPatchedAcrossADeploy runs v1 instances half-way, deploys v2 (the
-// same orchestration version with two patches), and checks that every
-// instance completes: the old ones take the old branch where their history
-// already went past the patch and the new branch where it had not; new
-// instances take the new branches.
-func TestPatchedAcrossADeploy(t *testing.T) {
-	t.Parallel()
-	h := duroxidetest.New(t, shipRegistry(1), nil)
-	for _, id := range []string{"old-1", "old-2"} {
-		h.Start("Ship", id, struct{}{})
-	}
-	h.WaitIdle() // both wait for "go", after pack
-
-	ctx := context.Background()
-	if err := h.Runtime.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := duroxide.StartRuntime(ctx, h.Store, shipRegistry(2), &duroxide.RuntimeOptions{Clock: h.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
-
-	h.Start("Ship", "new-1", struct{}{})
-	h.WaitIdle()
-	want := map[string]string{
-		"old-1": "pack,ship,audit",
-		"old-2": "pack,ship,audit",
-		"new-1": "notify,pack,ship,audit",
-	}
-	wantPatches := map[string]string{"old-1": "[audit]", "old-2": "[audit]", "new-1": "[notify audit]"}
-	for id, w := range want {
-		h.RaiseEvent(id, "go", true)
-		var out string
-		if err := h.Wait(id).Decode(&out); err != nil || out != w {
-			t.Fatalf("%s: got %q, %v; want %q", id, out, err, w)
-		}
-		hist := h.History(id)
-		if got := strings.Join(patches(hist), " "); "["+got+"]" != wantPatches[id] {
-			t.Fatalf("%s: recorded patches [%s], want %s", id, got, wantPatches[id])
-		}
-		st, err := h.Client.Inspect(ctx, id, nil)
-		if err != nil || fmt.Sprint(st.Patches) != wantPatches[id] {
-			t.Fatalf("%s: Inspect shows patches %v (%v), want %s", id, st.Patches, err, wantPatches[id])
-		}
-		// The finished history replays against the code that finished it.
-		if err := duroxide.ReplayHistory(shipRegistry(2), id, hist); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-	}
-
-	// Retiring "notify": v3 (Deprecated) replays the histories that took
-	// the new branch, and records the patch for new instances so v2
-	// replays them.
-	newHist := h.History("new-1")
-	if err := duroxide.ReplayHistory(shipRegistry(3), "new-1", newHist); err != nil {
-		t.Fatalf("v3 does not replay a v2 history: %v", err)
-	}
-	if err := rt.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rt3, err := duroxide.StartRuntime(ctx, h.Store, shipRegistry(3), &duroxide.RuntimeOptions{Clock: h.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt3.Shutdown(context.Background()) })
-	h.Start("Ship", "new-3", struct{}{})
-	h.WaitIdle()
-	h.RaiseEvent("new-3", "go", true)
-	h.Wait("new-3")
-	hist3 := h.History("new-3")
-	if got := strings.Join(patches(hist3), " "); got != "notify audit" {
-		t.Fatalf("v3 recorded patches %q", got)
-	}
-	if err := duroxide.ReplayHistory(shipRegistry(2), "new-3", hist3); err != nil {
-		t.Fatalf("v2 does not replay a v3 history: %v", err)
-	}
 }
 
 // TestPatchedReplaysOldHistory checks the replay rule on its own: a
