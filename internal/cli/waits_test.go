@@ -24,6 +24,8 @@ func TestDescribeWait(t *testing.T) {
 			"event `approval` since 2026-03-01T10:02:00.000Z"},
 		{duroxide.Wait{Kind: duroxide.WaitTimer, FiresAt: at},
 			"timer fires at 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitTimer, Name: duroxide.CancelGraceWaitName, FiresAt: at},
+			"timer fires at 2026-03-01T10:02:00.000Z (cancel grace period)"},
 		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 3, ActivityState: duroxide.ActivityRetrying, RetryAt: at},
 			"activity `Charge` attempt 3, retrying at 2026-03-01T10:02:00.000Z"},
 		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 1, Deliveries: 2, ActivityState: duroxide.ActivityRunning, LockedUntil: at},
