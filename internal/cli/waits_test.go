@@ -176,11 +176,6 @@ func TestEventDetailsShowActivityOptions(t *testing.T) {
 func TestStatusShowsARunningActivitysHeartbeat(t *testing.T) {
 	t.Parallel()
 	db, path := tempDB(t)
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := duroxide.NewRegistry()
 	beating, release := make(chan struct{}), make(chan struct{})
 	render := duroxide.RegisterActivity(reg, "Render", func(ctx context.Context, frame int) (string, error) {
@@ -201,24 +196,11 @@ func TestStatusShowsARunningActivitysHeartbeat(t *testing.T) {
 			StartToCloseTimeout: 2 * time.Hour, ScheduleToCloseTimeout: 3 * time.Hour,
 			Retry: &duroxide.RetryPolicy{MaxAttempts: 2}}).Get()
 	})
-	rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{PollInterval: 10 * time.Millisecond, Queues: []string{"gpu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if err := rt.Shutdown(sctx); err != nil {
-			t.Errorf("runtime Shutdown: %v", err)
-		}
-		if err := store.Close(); err != nil {
-			t.Errorf("store Close: %v", err)
-		}
-	})
+	client := startRuntimeWith(t, path, reg, &duroxide.RuntimeOptions{PollInterval: 10 * time.Millisecond, Queues: []string{"gpu"}})
 	var once sync.Once
 	finish := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(finish) // before the runtime's Shutdown, should the test fail
-	client := duroxide.NewClient(store)
+	ctx := context.Background()
 	if err := client.StartOrchestration(ctx, "film", "Film", struct{}{}, nil); err != nil {
 		t.Fatal(err)
 	}

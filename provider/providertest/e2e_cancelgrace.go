@@ -80,27 +80,14 @@ func e2eCancelGraceDeadline(e *e2e) {
 		e.t.Fatal(err)
 	}
 	e.waitEvents("stub", history.TimerCreated, 1)
-	if st := e.status("stub"); st.State.IsTerminal() {
-		e.t.Fatalf("ended %s before its grace period was over", st.State)
+	h, req := e.endsAtGraceDeadline("stub")
+	if req.TimestampMs < canceledAt.UnixMilli() || req.FireAtMs != req.TimestampMs+time.Hour.Milliseconds() {
+		e.t.Fatalf("cancel request %+v: want a deadline one hour after it", req)
 	}
-	if st := e.advanceUntilDone("stub"); st.State != duroxide.StateCanceled {
-		e.t.Fatalf("state %s, want Canceled", st.State)
-	}
-	h := e.history("stub", 0)
-	e.checkHistory(h)
-	req := find(h, history.OrchestrationCancelRequested)
-	if len(req) != 1 || req[0].TimestampMs < canceledAt.UnixMilli() || req[0].FireAtMs != req[0].TimestampMs+time.Hour.Milliseconds() {
-		e.t.Fatalf("cancel requests %+v: want one with a deadline one hour after it", req)
-	}
-	// It ends when the deadline fires, not before, and the timers the
-	// code created in its grace period fired meanwhile.
-	deadline := req[0].FireAtMs
-	if end := h[len(h)-1].TimestampMs; end < deadline || end > deadline+time.Minute.Milliseconds() {
-		e.t.Fatalf("ended at %v, want at the grace deadline %v", time.UnixMilli(end), time.UnixMilli(deadline))
-	}
+	// The timers the code created in its grace period fired meanwhile.
 	fired := 0
 	for _, ev := range find(h, history.TimerFired) {
-		if ev.SourceEventID != req[0].EventID {
+		if ev.SourceEventID != req.EventID {
 			fired++
 		}
 	}
@@ -110,6 +97,30 @@ func e2eCancelGraceDeadline(e *e2e) {
 	if err := duroxide.ReplayHistory(reg, "stub", h); err != nil {
 		e.t.Fatalf("ReplayHistory: %v", err)
 	}
+}
+
+// endsAtGraceDeadline requires the canceled instance id to be live still,
+// lets time pass until it ends, and requires it Canceled when its cancel
+// request's grace deadline fired, not before. It returns the history and
+// the request.
+func (e *e2e) endsAtGraceDeadline(id string) ([]history.Event, history.Event) {
+	e.t.Helper()
+	if st := e.status(id); st.State.IsTerminal() {
+		e.t.Fatalf("%s ended %s before its grace period was over", id, st.State)
+	}
+	if st := e.advanceUntilDone(id); st.State != duroxide.StateCanceled {
+		e.t.Fatalf("%s: state %s, want Canceled", id, st.State)
+	}
+	h := e.history(id, 0)
+	e.checkHistory(h)
+	req := find(h, history.OrchestrationCancelRequested)
+	if len(req) != 1 || req[0].FireAtMs == 0 {
+		e.t.Fatalf("%s: cancel requests %+v, want one with a grace deadline", id, req)
+	}
+	if end, deadline := h[len(h)-1].TimestampMs, req[0].FireAtMs; end < deadline || end > deadline+time.Minute.Milliseconds() {
+		e.t.Fatalf("%s ended at %v, want at the grace deadline %v", id, time.UnixMilli(end), time.UnixMilli(deadline))
+	}
+	return h, req[0]
 }
 
 // StartOptions.Timeout cancels an instance that has not finished in time,

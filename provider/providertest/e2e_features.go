@@ -71,12 +71,32 @@ func shipRegistry(v int) *duroxide.Registry {
 // their history went past (notify) and taking the one it had not reached
 // (audit), new ones taking both. Inspect shows the patches recorded. v3
 // (notify deprecated) replays the new instance's history, and its own
-// instances record the patch, so v2 replays them.
+// instances record the patch, so v2 replays them. The replay rule on its
+// own: v2 replays a v1 history recorded up to the wait (on the old branch
+// of notify), not a finished v1 history (it ends before audit); v3 replays
+// neither.
 func e2ePatchedAcrossADeploy(e *e2e) {
 	rt1 := e.runtime(shipRegistry(1))
 	e.start("old", "Ship", struct{}{})
+	e.start("v1", "Ship", struct{}{})
 	e.waitEvents("old", history.ExternalSubscribed, 1)
+	e.waitEvents("v1", history.ExternalSubscribed, 1)
+	if err := e.c.RaiseEvent(e.ctx, "v1", "go", true); err != nil {
+		e.t.Fatal(err)
+	}
+	e.result("v1", nil)
 	e.shutdown(rt1)
+	v1 := e.history("v1", 0)
+	waiting := v1[:indexOf(v1, history.ExternalSubscribed, 0)+1]
+	for _, r := range []struct {
+		v       int
+		h       []history.Event
+		replays bool
+	}{{2, waiting, true}, {2, v1, false}, {3, waiting, false}, {3, v1, false}} {
+		if err := duroxide.ReplayHistory(shipRegistry(r.v), "v1", r.h); (err == nil) != r.replays {
+			e.t.Fatalf("v%d replaying a v1 history of %d events: %v, want replays=%v", r.v, len(r.h), err, r.replays)
+		}
+	}
 	rt2 := e.runtime(shipRegistry(2))
 	e.start("new", "Ship", struct{}{})
 	e.waitEvents("new", history.ExternalSubscribed, 1)

@@ -424,16 +424,7 @@ func e2eCancelGraceSurvivesRestart(e *e2e) {
 		e.t.Fatal(err)
 	}
 	e.waitEvents("stubborn", history.ExternalEvent, 1)
-	if st := e.status("stubborn"); st.State.IsTerminal() {
-		e.t.Fatalf("the new runtime ended the instance (%s) before the recorded deadline", st.State)
-	}
-	if st := e.advanceUntilDone("stubborn"); st.State != duroxide.StateCanceled {
-		e.t.Fatalf("state %s, want Canceled", st.State)
-	}
-	h := e.history("stubborn", 0)
-	if end := h[len(h)-1].TimestampMs; end < deadline || end > deadline+time.Minute.Milliseconds() {
-		e.t.Fatalf("ended at %v, want at the recorded deadline %v", time.UnixMilli(end), time.UnixMilli(deadline))
-	}
+	e.endsAtGraceDeadline("stubborn")
 	e.replays(reg, "stubborn")
 }
 
