@@ -628,3 +628,39 @@ func TestInstancePageShowsActivityTimeoutsAndUnserved(t *testing.T) {
 		return strings.Contains(b, `id="unserved-orchestrator">1<`) && strings.Contains(b, `id="unserved-worker">1<`)
 	})
 }
+
+// The instance page shows a running activity's heartbeat timeout, its
+// latest heartbeat and details, as the store recorded them.
+func TestInstancePageShowsActivityHeartbeat(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	e := newEnv(t, envOptions{register: func(reg *duroxide.Registry) {
+		beat := duroxide.RegisterActivity(reg, "test.Beat", func(ctx context.Context, frame int) (string, error) {
+			if err := duroxide.ActivityContextFrom(ctx).Heartbeat(ctx, map[string]int{"frame": frame}); err != nil {
+				return "", err
+			}
+			select {
+			case <-release:
+				return "done", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})
+		duroxide.RegisterOrchestration(reg, "test.Beating", func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+			return duroxide.CallActivity(ctx, beat, 12, &duroxide.ActivityOptions{HeartbeatTimeout: time.Hour}).Get()
+		})
+	}})
+	t.Cleanup(func() { close(release) }) // before the runtime's Shutdown
+	ctx := context.Background()
+	if err := e.client.StartOrchestration(ctx, "beating-1", "test.Beating", struct{}{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "beating-1's activity to heartbeat", func() bool {
+		ws, err := e.client.WaitingFor(ctx, "beating-1", nil)
+		return err == nil && slices.ContainsFunc(ws, func(w duroxide.Wait) bool { return !w.HeartbeatAt.IsZero() })
+	})
+	mustContain(t, e.get(t, "/instances/beating-1"),
+		`<span class="muted">heartbeat timeout ms</span> <bdi>3600000</bdi>`,
+		`<span class="muted">heartbeat at</span>`,
+		`<span class="muted">heartbeat details</span> <bdi>{&#34;frame&#34;:12}</bdi>`)
+}

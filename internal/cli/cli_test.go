@@ -83,14 +83,24 @@ func tempDB(t *testing.T) (string, string) {
 // test ends.
 func startRuntime(t *testing.T, path string) *duroxide.Client {
 	t.Helper()
+	reg := duroxide.NewRegistry()
+	demo.Register(reg)
+	return startRuntimeWith(t, path, reg, nil)
+}
+
+// startRuntimeWith runs reg on the store at path, with opts (nil: a 10ms
+// poll interval), until the test ends.
+func startRuntimeWith(t *testing.T, path string, reg *duroxide.Registry, opts *duroxide.RuntimeOptions) *duroxide.Client {
+	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, path, nil)
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
-	reg := duroxide.NewRegistry()
-	demo.Register(reg)
-	rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{PollInterval: 10 * time.Millisecond})
+	if opts == nil {
+		opts = &duroxide.RuntimeOptions{PollInterval: 10 * time.Millisecond}
+	}
+	rt, err := duroxide.StartRuntime(ctx, store, reg, opts)
 	if err != nil {
 		t.Fatalf("StartRuntime: %v", err)
 	}

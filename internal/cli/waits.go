@@ -42,6 +42,9 @@ func describeWait(w *duroxide.Wait) string {
 		fmt.Fprintf(&b, "event %s since %s", quoted(w.Name), at(w.Since))
 	case duroxide.WaitTimer:
 		fmt.Fprintf(&b, "timer fires at %s", at(w.FiresAt))
+		if w.Name != "" { // duroxide.CancelGraceWaitName: the instance ends then
+			fmt.Fprintf(&b, " (%s)", safe(w.Name))
+		}
 	case duroxide.WaitActivity:
 		fmt.Fprintf(&b, "activity %s attempt %d", quoted(w.Name), w.Attempt)
 		switch w.ActivityState {

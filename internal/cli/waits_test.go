@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ func TestDescribeWait(t *testing.T) {
 			"event `approval` since 2026-03-01T10:02:00.000Z"},
 		{duroxide.Wait{Kind: duroxide.WaitTimer, FiresAt: at},
 			"timer fires at 2026-03-01T10:02:00.000Z"},
+		{duroxide.Wait{Kind: duroxide.WaitTimer, Name: duroxide.CancelGraceWaitName, FiresAt: at},
+			"timer fires at 2026-03-01T10:02:00.000Z (cancel grace period)"},
 		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 3, ActivityState: duroxide.ActivityRetrying, RetryAt: at},
 			"activity `Charge` attempt 3, retrying at 2026-03-01T10:02:00.000Z"},
 		{duroxide.Wait{Kind: duroxide.WaitActivity, Name: "Charge", Attempt: 1, Deliveries: 2, ActivityState: duroxide.ActivityRunning, LockedUntil: at},
@@ -163,5 +166,66 @@ func TestEventDetailsShowActivityOptions(t *testing.T) {
 	want := "name=Render queue=gpu startToClose=1m0s scheduleToClose=1h0m0s heartbeatTimeout=10s"
 	if got := eventDetails(e); got != want {
 		t.Fatalf("eventDetails = %q, want %q", got, want)
+	}
+}
+
+// duroxide status, on a store where an activity runs, shows what the
+// activity was called with and its latest heartbeat (through
+// Client.Inspect), and the patches the execution recorded; duroxide
+// history shows the options on ActivityScheduled.
+func TestStatusShowsARunningActivitysHeartbeat(t *testing.T) {
+	t.Parallel()
+	db, path := tempDB(t)
+	reg := duroxide.NewRegistry()
+	beating, release := make(chan struct{}), make(chan struct{})
+	render := duroxide.RegisterActivity(reg, "Render", func(ctx context.Context, frame int) (string, error) {
+		if err := duroxide.ActivityContextFrom(ctx).Heartbeat(ctx, map[string]int{"frame": frame}); err != nil {
+			return "", err
+		}
+		close(beating)
+		select {
+		case <-release:
+			return "rendered", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	duroxide.RegisterOrchestration(reg, "Film", func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+		ctx.Patched("gpu-render")
+		return duroxide.CallActivity(ctx, render, 12, &duroxide.ActivityOptions{Queue: "gpu", HeartbeatTimeout: time.Hour,
+			StartToCloseTimeout: 2 * time.Hour, ScheduleToCloseTimeout: 3 * time.Hour,
+			Retry: &duroxide.RetryPolicy{MaxAttempts: 2}}).Get()
+	})
+	client := startRuntimeWith(t, path, reg, &duroxide.RuntimeOptions{PollInterval: 10 * time.Millisecond, Queues: []string{"gpu"}})
+	var once sync.Once
+	finish := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(finish) // before the runtime's Shutdown, should the test fail
+	ctx := context.Background()
+	if err := client.StartOrchestration(ctx, "film", "Film", struct{}{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-beating:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the activity did not heartbeat")
+	}
+
+	r := runCLI(t, "status", "film", "--db", db).wantCode(t, 0)
+	for _, want := range []string{"Patches:", "gpu-render", "activity `Render` attempt 1, running", "queue `gpu`",
+		"heartbeat timeout 1h0m0s", "start-to-close timeout 2h0m0s", "schedule-to-close timeout 3h0m0s",
+		"last heartbeat ", `({"frame":12})`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, "history", "film", "--db", db).wantCode(t, 0)
+	if want := "queue=gpu startToClose=2h0m0s scheduleToClose=3h0m0s heartbeatTimeout=1h0m0s"; !strings.Contains(r.stdout, want) {
+		t.Fatalf("history lacks %q:\n%s", want, r.stdout)
+	}
+	finish()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if st, err := client.WaitForOrchestration(wctx, "film"); err != nil || st.State != duroxide.StateCompleted {
+		t.Fatalf("film: %v, %v", st, err)
 	}
 }

@@ -58,6 +58,7 @@ func e2eGroups() [][]e2eCase {
 		e2ePauseCases,
 		e2eScheduleCases,
 		e2eFeatureCases,
+		e2eModelCases,
 	}
 }
 

@@ -45,7 +45,7 @@ func e2eCancelGraceCleanup(e *e2e) {
 		e.t.Fatal(err)
 	}
 	oe := e.terminalError("book", duroxide.StateCanceled)
-	if !errors.Is(oe, duroxide.ErrCanceled) || oe.Info.Message != "customer left" {
+	if !errors.Is(oe, duroxide.ErrCanceled) || errors.Is(oe, duroxide.ErrTimeout) || oe.Info.Message != "customer left" {
 		e.t.Fatalf("canceled error %+v", oe.Info)
 	}
 	h := e.history("book", 0)
@@ -61,11 +61,16 @@ func e2eCancelGraceCleanup(e *e2e) {
 	e.drained()
 }
 
+// Code that ignores the cancellation keeps running in its grace period
+// (the timers it creates fire) until the deadline the request recorded,
+// and the instance ends Canceled there.
 func e2eCancelGraceDeadline(e *e2e) {
 	reg := duroxide.NewRegistry()
 	duroxide.RegisterOrchestration(reg, "Stubborn", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
 		_ = ctx.WaitForEvent("a").Await(nil)
-		return "", ctx.WaitForEvent("b").Await(nil) // ignores the cancellation
+		for {
+			_ = ctx.ScheduleTimer(10 * time.Minute).Await(nil) // ignores ErrCanceled
+		}
 	})
 	e.runtime(reg, func(o *duroxide.RuntimeOptions) { o.CancelGracePeriod = time.Hour })
 	e.start("stub", "Stubborn", nil)
@@ -74,37 +79,73 @@ func e2eCancelGraceDeadline(e *e2e) {
 	if err := e.c.CancelInstance(e.ctx, "stub", "stop"); err != nil {
 		e.t.Fatal(err)
 	}
-	e.waitEvents("stub", history.ExternalSubscribed, 2)
-	if st := e.status("stub"); st.State.IsTerminal() {
-		e.t.Fatalf("ended %s before its grace period was over", st.State)
-	}
-	if st := e.advanceUntilDone("stub"); st.State != duroxide.StateCanceled {
-		e.t.Fatalf("state %s, want Canceled", st.State)
-	}
-	h := e.history("stub", 0)
-	e.checkHistory(h)
-	var req history.Event
-	for _, ev := range h {
-		if ev.Kind == history.OrchestrationCancelRequested {
-			req = ev
-		}
-	}
+	e.waitEvents("stub", history.TimerCreated, 1)
+	h, req := e.endsAtGraceDeadline("stub")
 	if req.TimestampMs < canceledAt.UnixMilli() || req.FireAtMs != req.TimestampMs+time.Hour.Milliseconds() {
 		e.t.Fatalf("cancel request %+v: want a deadline one hour after it", req)
 	}
-	// It ends when the deadline fires, not before.
-	if end := h[len(h)-1]; end.TimestampMs < req.FireAtMs || count(h, history.TimerFired) != 1 {
-		e.t.Fatalf("ended at %v (grace deadline %v): %v", time.UnixMilli(end.TimestampMs), time.UnixMilli(req.FireAtMs), eventKinds(h))
+	// The timers the code created in its grace period fired meanwhile.
+	fired := 0
+	for _, ev := range find(h, history.TimerFired) {
+		if ev.SourceEventID != req.EventID {
+			fired++
+		}
+	}
+	if fired < 5 {
+		e.t.Fatalf("%d timers fired in the grace period, want 5 or more: %v", fired, eventKinds(h))
 	}
 	if err := duroxide.ReplayHistory(reg, "stub", h); err != nil {
 		e.t.Fatalf("ReplayHistory: %v", err)
 	}
 }
 
+// endsAtGraceDeadline requires the canceled instance id to be live still,
+// lets time pass until it ends, and requires it Canceled when its cancel
+// request's grace deadline fired, not before. It returns the history and
+// the request.
+func (e *e2e) endsAtGraceDeadline(id string) ([]history.Event, history.Event) {
+	e.t.Helper()
+	if st := e.status(id); st.State.IsTerminal() {
+		e.t.Fatalf("%s ended %s before its grace period was over", id, st.State)
+	}
+	if st := e.advanceUntilDone(id); st.State != duroxide.StateCanceled {
+		e.t.Fatalf("%s: state %s, want Canceled", id, st.State)
+	}
+	h := e.history(id, 0)
+	e.checkHistory(h)
+	req := find(h, history.OrchestrationCancelRequested)
+	if len(req) != 1 || req[0].FireAtMs == 0 {
+		e.t.Fatalf("%s: cancel requests %+v, want one with a grace deadline", id, req)
+	}
+	if end, deadline := h[len(h)-1].TimestampMs, req[0].FireAtMs; end < deadline || end > deadline+time.Minute.Milliseconds() {
+		e.t.Fatalf("%s ended at %v, want at the grace deadline %v", id, time.UnixMilli(end), time.UnixMilli(deadline))
+	}
+	return h, req[0]
+}
+
+// StartOptions.Timeout cancels an instance that has not finished in time,
+// across ContinueAsNew ("chain"), with the same cleanup chance, and it ends
+// Failed with kind "timeout".
 func e2eInstanceTimeout(e *e2e) {
 	reg := compensatingRegistry()
+	undo := duroxide.NewActivityRef[string, string]("Undo")
+	duroxide.RegisterOrchestration(reg, "Chain", func(ctx *duroxide.OrchestrationContext, round int) (string, error) {
+		if round == 0 {
+			if err := ctx.ScheduleTimer(10 * time.Minute).Await(nil); err != nil {
+				return "", err
+			}
+			return "", ctx.ContinueAsNew(1)
+		}
+		err := ctx.WaitForEvent("never").Await(nil)
+		if ctx.Canceled() {
+			_, uerr := duroxide.CallActivity(ctx, undo, "chain", nil).Get()
+			return "", errors.Join(err, uerr)
+		}
+		return "done", err
+	})
 	e.runtime(reg)
 	e.startWith("late", "Book", nil, &duroxide.StartOptions{Timeout: time.Hour})
+	e.startWith("chain", "Chain", 0, &duroxide.StartOptions{Timeout: time.Hour})
 	st := e.advanceUntilDone("late")
 	if st.State != duroxide.StateFailed || st.Error == nil || st.Error.Kind != "timeout" {
 		e.t.Fatalf("state %s error %+v, want Failed with kind timeout", st.State, st.Error)
@@ -124,5 +165,19 @@ func e2eInstanceTimeout(e *e2e) {
 	}
 	if err := duroxide.ReplayHistory(reg, "late", h); err != nil {
 		e.t.Fatalf("ReplayHistory: %v", err)
+	}
+
+	st = e.advanceUntilDone("chain")
+	if err := st.Decode(nil); st.State != duroxide.StateFailed || !errors.Is(err, duroxide.ErrTimeout) || errors.Is(err, duroxide.ErrCanceled) {
+		e.t.Fatalf("chain: state %s, %v; want Failed with ErrTimeout", st.State, err)
+	}
+	h = e.history("chain", 0)
+	deadline := e2eStart.Add(time.Hour).UnixMilli()
+	if st.ExecutionID != 2 || h[0].FireAtMs != deadline || st.UpdatedAt.UnixMilli() < deadline || count(h, history.ActivityCompleted) != 1 {
+		e.t.Fatalf("chain: execution %d starts with deadline %v, ended at %v: want the first deadline kept across ContinueAsNew and the cleanup run (%v)",
+			st.ExecutionID, time.UnixMilli(h[0].FireAtMs), st.UpdatedAt, eventKinds(h))
+	}
+	if err := duroxide.ReplayHistory(reg, "chain", h); err != nil {
+		e.t.Fatalf("chain: ReplayHistory: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +24,8 @@ var e2eFeatureCases = []e2eCase{
 // shipRegistry registers "Ship" as release v of its code, all under
 // version 1.0.0 (a code change, not a new version): v1 packs, waits for
 // "go" and ships; v2 also notifies before packing and audits after
-// shipping, both behind ctx.Patched.
+// shipping, both behind ctx.Patched; v3 retires the old branch of
+// "notify" (ctx.Deprecated, notify unconditional).
 func shipRegistry(v int) *duroxide.Registry {
 	reg := duroxide.NewRegistry()
 	step := duroxide.RegisterActivity(reg, "Step", func(_ context.Context, s string) (string, error) { return s, nil })
@@ -34,7 +36,13 @@ func shipRegistry(v int) *duroxide.Registry {
 			done = append(done, out)
 			return err
 		}
-		if v >= 2 && ctx.Patched("notify") {
+		switch {
+		case v == 2 && ctx.Patched("notify"):
+			if err := do("notify"); err != nil {
+				return "", err
+			}
+		case v == 3:
+			ctx.Deprecated("notify")
 			if err := do("notify"); err != nil {
 				return "", err
 			}
@@ -61,13 +69,35 @@ func shipRegistry(v int) *duroxide.Registry {
 // Instances of v1 run half-way (they wait for "go" after packing), v2 is
 // deployed: every instance completes, the old ones skipping the patch
 // their history went past (notify) and taking the one it had not reached
-// (audit), new ones taking both. Inspect shows the patches recorded.
+// (audit), new ones taking both. Inspect shows the patches recorded. v3
+// (notify deprecated) replays the new instance's history, and its own
+// instances record the patch, so v2 replays them. The replay rule on its
+// own: v2 replays a v1 history recorded up to the wait (on the old branch
+// of notify), not a finished v1 history (it ends before audit); v3 replays
+// neither.
 func e2ePatchedAcrossADeploy(e *e2e) {
 	rt1 := e.runtime(shipRegistry(1))
 	e.start("old", "Ship", struct{}{})
+	e.start("v1", "Ship", struct{}{})
 	e.waitEvents("old", history.ExternalSubscribed, 1)
+	e.waitEvents("v1", history.ExternalSubscribed, 1)
+	if err := e.c.RaiseEvent(e.ctx, "v1", "go", true); err != nil {
+		e.t.Fatal(err)
+	}
+	e.result("v1", nil)
 	e.shutdown(rt1)
-	e.runtime(shipRegistry(2))
+	v1 := e.history("v1", 0)
+	waiting := v1[:indexOf(v1, history.ExternalSubscribed, 0)+1]
+	for _, r := range []struct {
+		v       int
+		h       []history.Event
+		replays bool
+	}{{2, waiting, true}, {2, v1, false}, {3, waiting, false}, {3, v1, false}} {
+		if err := duroxide.ReplayHistory(shipRegistry(r.v), "v1", r.h); (err == nil) != r.replays {
+			e.t.Fatalf("v%d replaying a v1 history of %d events: %v, want replays=%v", r.v, len(r.h), err, r.replays)
+		}
+	}
+	rt2 := e.runtime(shipRegistry(2))
 	e.start("new", "Ship", struct{}{})
 	e.waitEvents("new", history.ExternalSubscribed, 1)
 	for id, want := range map[string][2]string{"old": {"pack,ship,audit", "[audit]"}, "new": {"notify,pack,ship,audit", "[notify audit]"}} {
@@ -85,6 +115,31 @@ func e2ePatchedAcrossADeploy(e *e2e) {
 		if err := duroxide.ReplayHistory(shipRegistry(2), id, e.history(id, 0)); err != nil {
 			e.t.Fatalf("%s: %v", id, err)
 		}
+	}
+	if err := duroxide.ReplayHistory(shipRegistry(3), "new", e.history("new", 0)); err != nil {
+		e.t.Fatalf("v3 does not replay a v2 history: %v", err)
+	}
+	e.shutdown(rt2)
+	e.runtime(shipRegistry(3))
+	e.start("new-3", "Ship", struct{}{})
+	e.waitEvents("new-3", history.ExternalSubscribed, 1)
+	if err := e.c.RaiseEvent(e.ctx, "new-3", "go", true); err != nil {
+		e.t.Fatal(err)
+	}
+	var out string
+	if e.result("new-3", &out); out != "notify,pack,ship,audit" {
+		e.t.Fatalf("new-3: got %q", out)
+	}
+	h := e.history("new-3", 0)
+	var recorded []string
+	for _, ev := range find(h, history.PatchRecorded) {
+		recorded = append(recorded, ev.Name)
+	}
+	if fmt.Sprint(recorded) != "[notify audit]" {
+		e.t.Fatalf("v3 recorded patches %v, want [notify audit]", recorded)
+	}
+	if err := duroxide.ReplayHistory(shipRegistry(2), "new-3", h); err != nil {
+		e.t.Fatalf("v2 does not replay a v3 history: %v", err)
 	}
 }
 
@@ -139,6 +194,7 @@ func e2eScheduleToCloseTimeout(e *e2e) {
 	if count(h, history.ActivityCancelRequested) != 1 || count(h, history.ActivityCompleted) != 0 {
 		e.t.Fatalf("want one cancel breadcrumb and no late result, got %v", eventKinds(h))
 	}
+	e.replays(reg, "deadline")
 }
 
 // A one-hour start-to-close timeout fails the hanging first attempt (kind
@@ -175,6 +231,7 @@ func e2eStartToCloseTimeoutRetries(e *e2e) {
 	if count(h, history.ActivityScheduled) != 2 || count(h, history.ActivityCancelRequested) != 1 || count(h, history.ActivityCompleted) != 1 {
 		e.t.Fatalf("want 2 attempts, the first canceled by its timeout, got %v", eventKinds(h))
 	}
+	e.replays(reg, "attempts")
 }
 
 // The activity that lost a Select to a timer is canceled: its context is
@@ -213,4 +270,5 @@ func e2eCancelLoser(e *e2e) {
 	if n := count(e.history("race", 0), history.ActivityCancelRequested); n != 1 {
 		e.t.Fatalf("want one cancel breadcrumb, got %d", n)
 	}
+	e.replays(reg, "race")
 }
