@@ -82,6 +82,19 @@ type Status struct {
 	// the current execution recorded, in the order it first checked them:
 	// which code branches it takes. Set where HistoryEvents is.
 	Patches []string `json:"patches,omitempty"`
+	// Deadline is when the instance times out (StartOptions.Timeout): if
+	// it has not finished by then, it is canceled, and it ends Failed with
+	// kind "timeout" once its code returns or the cancel grace period
+	// (RuntimeOptions.CancelGracePeriod) runs out. ContinueAsNew keeps it.
+	// Client.Inspect (and so the HTTP API's instance route, the
+	// dashboard's instance page and 'duroxide status') sets it for a live
+	// instance whose timeout is queued, and keeps it, then in the past,
+	// while the timeout's cancel runs its grace period. Nil when no
+	// timeout was set, before the first turn (the deadline counts from
+	// it), after a rewind (a rewound instance has no timeout), once the
+	// instance has finished, and from GetStatus and list pages (they read
+	// one row per instance).
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// Paused is set while the instance is paused (Client.Pause): who
 	// paused it, why and when. GetStatus, Inspect and ListInstances fill
 	// it.
@@ -165,7 +178,8 @@ type StartOptions struct {
 	// "timeout" (errors.Is(err, ErrTimeout) on Status.Decode's error). The
 	// deadline is durable (recorded in OrchestrationStarted and queued with
 	// the first turn) and covers the whole instance: ContinueAsNew does not
-	// restart it. Zero means no timeout; negative is invalid.
+	// restart it; a rewind drops it. Client.Inspect shows it
+	// (Status.Deadline). Zero means no timeout; negative is invalid.
 	Timeout time.Duration
 }
 

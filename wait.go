@@ -224,7 +224,8 @@ func (c *Client) WaitingFor(ctx context.Context, instanceID string, opts *WaitOp
 }
 
 // Inspect is GetStatus with Status.WaitingFor and Status.Stalled filled
-// (see WaitingFor).
+// (see WaitingFor), and the history's measures: Status.HistoryEvents,
+// HistoryBytes, Patches, and Status.Deadline, the instance timeout.
 func (c *Client) Inspect(ctx context.Context, instanceID string, opts *WaitOptions) (*Status, error) {
 	after := DefaultStalledAfter
 	if opts != nil && opts.StalledAfter != 0 {
@@ -289,6 +290,7 @@ func (c *Client) fillWaits(ctx context.Context, st *Status, info *provider.Insta
 	}
 	st.HistoryEvents, st.HistoryBytes = historySize(hist)
 	st.Patches = patchesOf(hist)
+	st.Deadline = instanceDeadline(hist, q)
 	st.WaitingFor = deriveWaits(waitInput{Info: info, History: hist, Queue: q, Children: children, StalledAfter: after})
 	if p := st.Paused; p != nil {
 		st.WaitingFor = pausedWaits(st.WaitingFor, p)
@@ -798,3 +800,39 @@ func patchesOf(hist []history.Event) []string {
 	}
 	return out
 }
+
+// instanceDeadline is the deadline of a live instance's timeout
+// (StartOptions.Timeout), or nil. The timeout is armed while its delayed
+// cancel (a CancelInstance of kind timeout) is queued, and has fired once
+// the current execution recorded that cancel (its grace period runs);
+// with neither there is none: never set, or dropped by a rewind, although
+// the copied OrchestrationStarted may still record it. The time is the
+// deadline the execution's OrchestrationStarted recorded (kept across
+// ContinueAsNew), else when the queued cancel becomes due.
+func instanceDeadline(hist []history.Event, q *provider.InstanceQueueState) *time.Time {
+	var at time.Time
+	for i := range q.Messages {
+		if it := &q.Messages[i].Item; it.Kind == history.WorkCancelInstance && isTimeout(it.Error) {
+			at = q.Messages[i].VisibleAt
+			break
+		}
+	}
+	if at.IsZero() {
+		for i := range hist {
+			if ev := &hist[i]; ev.Kind == history.OrchestrationCancelRequested && isTimeout(ev.Error) {
+				at = time.UnixMilli(ev.TimestampMs)
+				break
+			}
+		}
+	}
+	if at.IsZero() {
+		return nil
+	}
+	if len(hist) > 0 && hist[0].Kind == history.OrchestrationStarted && hist[0].FireAtMs > 0 {
+		at = time.UnixMilli(hist[0].FireAtMs)
+	}
+	at = at.UTC()
+	return &at
+}
+
+func isTimeout(e *history.ErrorDetails) bool { return e != nil && e.Kind == history.ErrorTimeout }

@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go"
@@ -15,6 +16,7 @@ var e2eCancelGraceCases = []e2eCase{
 	{"CancelGraceRunsCleanup", e2eCancelGraceCleanup},
 	{"CancelGraceDeadline", e2eCancelGraceDeadline},
 	{"InstanceTimeout", e2eInstanceTimeout},
+	{"InstanceDeadlineInInspect", e2eInstanceDeadlineInInspect},
 }
 
 // compensatingRegistry has "Book", which waits for "confirm" and, when
@@ -180,4 +182,110 @@ func e2eInstanceTimeout(e *e2e) {
 	if err := duroxide.ReplayHistory(reg, "chain", h); err != nil {
 		e.t.Fatalf("chain: ReplayHistory: %v", err)
 	}
+}
+
+// Client.Inspect shows the instance deadline of StartOptions.Timeout
+// (Status.Deadline): from the first turn, the same after ContinueAsNew,
+// still (passed) while the timeout's cancel runs its grace period, and
+// no more once the instance has ended; never for an instance without a
+// timeout.
+func e2eInstanceDeadlineInInspect(e *e2e) {
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Chain", func(ctx *duroxide.OrchestrationContext, round int) (string, error) {
+		if round == 0 {
+			if err := ctx.ScheduleTimer(10 * time.Minute).Await(nil); err != nil {
+				return "", err
+			}
+			return "", ctx.ContinueAsNew(1)
+		}
+		err := ctx.WaitForEvent("never").Await(nil)
+		if ctx.Canceled() {
+			_ = ctx.ScheduleTimer(time.Hour).Await(nil) // outlives the grace period
+		}
+		return "", err
+	})
+	duroxide.RegisterOrchestration(reg, "TwoEvents", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		if err := ctx.WaitForEvent("a").Await(nil); err != nil {
+			return "", err
+		}
+		return "", ctx.WaitForEvent("b").Await(nil)
+	})
+	e.runtime(reg)
+	e.startWith("chain", "Chain", 0, &duroxide.StartOptions{Timeout: time.Hour})
+	e.start("plain", "Chain", 1)
+	e.startWith("rewound", "TwoEvents", nil, &duroxide.StartOptions{Timeout: time.Hour})
+	inspect := func(id string) *duroxide.Status {
+		e.t.Helper()
+		st, err := e.c.Inspect(e.ctx, id, nil)
+		if err != nil {
+			e.t.Fatalf("Inspect(%s): %v", id, err)
+		}
+		return st
+	}
+	wantDeadline := func(what string, st *duroxide.Status, want time.Time) {
+		e.t.Helper()
+		switch {
+		case want.IsZero() && st.Deadline != nil:
+			e.t.Fatalf("%s: deadline %v, want none", what, *st.Deadline)
+		case !want.IsZero() && (st.Deadline == nil || !st.Deadline.Equal(want)):
+			e.t.Fatalf("%s: deadline %v, want %v", what, st.Deadline, want)
+		}
+	}
+	started := e.waitEvents("chain", history.TimerCreated, 1)[0]
+	e.waitEvents("plain", history.ExternalSubscribed, 1)
+	// An hour after the first turn, as recorded with it.
+	deadline := time.UnixMilli(started.TimestampMs).Add(time.Hour)
+	if started.FireAtMs != deadline.UnixMilli() {
+		e.t.Fatalf("chain starts with deadline %v, want %v", time.UnixMilli(started.FireAtMs), deadline)
+	}
+	wantDeadline("chain after its first turn", inspect("chain"), deadline)
+	wantDeadline("plain", inspect("plain"), time.Time{})
+
+	// A forced rewind from the second turn keeps the first turn's events,
+	// its recorded deadline with them, and drops the timeout: no deadline.
+	e.waitEvents("rewound", history.ExternalSubscribed, 1)
+	wantDeadline("rewound before the rewind", inspect("rewound"), deadline)
+	if err := e.c.RaiseEvent(e.ctx, "rewound", "a", nil); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitEvents("rewound", history.ExternalSubscribed, 2)
+	if err := e.c.RewindWithOptions(e.ctx, "rewound", &duroxide.RewindOptions{Force: true}); err != nil {
+		e.t.Fatalf("forced rewind: %v", err)
+	}
+	e.eventually("the rewound execution waits for b", func() bool {
+		h, err := e.c.GetHistory(e.ctx, "rewound", 2)
+		return err == nil && count(h, history.ExternalSubscribed) == 2
+	})
+	if h := e.history("rewound", 2); h[0].FireAtMs != deadline.UnixMilli() {
+		e.t.Fatalf("the rewound execution starts with deadline %d, want the copied %d", h[0].FireAtMs, deadline.UnixMilli())
+	}
+	wantDeadline("rewound after the rewind", inspect("rewound"), time.Time{})
+
+	e.advanceTimersUntil("chain continues as new", func() bool {
+		h, err := e.c.GetHistory(e.ctx, "chain", 2)
+		return err == nil && count(h, history.ExternalSubscribed) == 1
+	})
+	st := inspect("chain")
+	wantDeadline("chain after ContinueAsNew", st, deadline)
+	if st.ExecutionID != 2 || e.fc.Now().After(deadline) {
+		e.t.Fatalf("chain at execution %d at %v, want execution 2 before the deadline", st.ExecutionID, e.fc.Now())
+	}
+
+	e.advanceTimersUntil("chain times out", func() bool {
+		h, err := e.c.GetHistory(e.ctx, "chain", 2)
+		return err == nil && count(h, history.TimerCreated) == 1
+	})
+	st = inspect("chain")
+	wantDeadline("chain in its grace period", st, deadline)
+	if st.State != duroxide.StateRunning || !slices.ContainsFunc(st.WaitingFor, func(w duroxide.Wait) bool {
+		return w.Name == duroxide.CancelGraceWaitName
+	}) {
+		e.t.Fatalf("chain %s waits for %+v, want the cancel grace period", st.State, st.WaitingFor)
+	}
+
+	if st := e.advanceUntilDone("chain"); st.State != duroxide.StateFailed || st.Error == nil || st.Error.Kind != "timeout" {
+		e.t.Fatalf("chain ended %s (%+v), want Failed with kind timeout", st.State, st.Error)
+	}
+	wantDeadline("chain once ended", inspect("chain"), time.Time{})
+	wantDeadline("plain", inspect("plain"), time.Time{})
 }

@@ -719,12 +719,19 @@ func e2eRewindRunningDropsTimeout(e *e2e) {
 	e.runtime(reg)
 	e.startWith("w", "Waiter", "x", &duroxide.StartOptions{Timeout: time.Hour})
 	e.eventually("w waits", func() bool { return count(e.history("w", 0), history.ExternalSubscribed) == 1 })
+	deadline := time.UnixMilli(e.history("w", 0)[0].TimestampMs).Add(time.Hour)
+	if st, err := e.c.Inspect(e.ctx, "w", nil); err != nil || st.Deadline == nil || !st.Deadline.Equal(deadline) {
+		e.t.Fatalf("Inspect before the rewind: %+v, %v; want the deadline one hour after the start", st, err)
+	}
 	if err := e.c.RewindWithOptions(e.ctx, "w", &duroxide.RewindOptions{Force: true, Reason: "unstick"}); err != nil {
 		e.t.Fatalf("forced rewind: %v", err)
 	}
 	e.eventually("the new execution waits", func() bool {
 		return count(e.history("w", 2), history.ExternalSubscribed) == 1
 	})
+	if st, err := e.c.Inspect(e.ctx, "w", nil); err != nil || st.Deadline != nil {
+		e.t.Fatalf("Inspect after the rewind: %+v, %v; want no deadline", st, err)
+	}
 	q, err := e.admin().InstanceQueue(e.ctx, "w")
 	if err != nil {
 		e.t.Fatalf("InstanceQueue: %v", err)
