@@ -243,7 +243,7 @@ func endError(st *duroxide.Status) error {
 var statusCommand = &command{
 	name:     "status",
 	synopsis: "ID [--stalled-after D] [--json]",
-	summary:  "show an instance's status, input, output, error and what it waits for",
+	summary:  "show an instance's status, deadline, input, output, error and what it waits for",
 	run: func(ctx context.Context, inv *invocation, args []string) error {
 		stalledAfter := inv.fs.Duration("stalled-after", duroxide.DefaultStalledAfter, "report a wait as stalled after this long without progress (with --server, the server's setting applies)")
 		inv.jsonFlag("the status, with waitingFor")

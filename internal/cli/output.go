@@ -67,6 +67,9 @@ func printStatus(w io.Writer, st *duroxide.Status) error {
 	row("Parent", st.ParentInstanceID)
 	row("Created", formatTime(st.CreatedAt))
 	row("Updated", formatTime(st.UpdatedAt))
+	if st.Deadline != nil {
+		row("Deadline", deadlineText(*st.Deadline, time.Now()))
+	}
 	row("Input", string(st.Input))
 	row("Output", string(st.Output))
 	if st.Error != nil {
@@ -96,6 +99,16 @@ func printStatus(w io.Writer, st *duroxide.Status) error {
 		return err
 	}
 	return printWaits(w, st)
+}
+
+// deadlineText says when a live instance's timeout (Status.Deadline)
+// comes, relative to now: "T (in 4m59s; …)", or, once it passed, that
+// the instance is timing out (canceled, in its cancel grace period).
+func deadlineText(d, now time.Time) string {
+	if left := d.Sub(now).Round(time.Second); left > 0 {
+		return fmt.Sprintf("%s (in %s; the instance times out then)", formatTime(d), left)
+	}
+	return fmt.Sprintf("%s (passed %s ago: the instance is timing out)", formatTime(d), now.Sub(d).Round(time.Second))
 }
 
 func errorText(e *duroxide.ErrorInfo) string {

@@ -229,3 +229,65 @@ func TestStatusShowsARunningActivitysHeartbeat(t *testing.T) {
 		t.Fatalf("film: %v, %v", st, err)
 	}
 }
+
+// deadlineText says how long is left before an instance timeout, or that
+// it passed.
+func TestDeadlineText(t *testing.T) {
+	t.Parallel()
+	d := time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now  time.Time
+		want string
+	}{
+		{d.Add(-4*time.Minute - 59*time.Second - 400*time.Millisecond), "2026-03-04T06:00:00.000Z (in 4m59s; the instance times out then)"},
+		{d.Add(2 * time.Minute), "2026-03-04T06:00:00.000Z (passed 2m0s ago: the instance is timing out)"},
+		{d, "2026-03-04T06:00:00.000Z (passed 0s ago: the instance is timing out)"},
+	} {
+		if got := deadlineText(d, c.now); got != c.want {
+			t.Errorf("deadlineText(%v) = %q, want %q", c.now, got, c.want)
+		}
+	}
+}
+
+// duroxide status shows the deadline of an instance started with a
+// timeout (StartOptions.Timeout), from its first turn, and --json has it;
+// an instance without one shows none.
+func TestStatusShowsTheInstanceDeadline(t *testing.T) {
+	t.Parallel()
+	db, path := tempDB(t)
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterOrchestration(reg, "Wait", func(ctx *duroxide.OrchestrationContext, _ struct{}) (string, error) {
+		var s string
+		return s, ctx.WaitForEvent("go").Await(&s)
+	})
+	client := startRuntimeWith(t, path, reg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for id, opts := range map[string]*duroxide.StartOptions{"timed": {Timeout: time.Hour}, "untimed": nil} {
+		if err := client.StartOrchestration(ctx, id, "Wait", struct{}{}, opts); err != nil {
+			t.Fatal(err)
+		}
+		// The first turn records the deadline (and makes it Running).
+		if _, err := client.WaitForStatusChange(ctx, id, "0.Pending.0.0"); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	st, err := client.Inspect(ctx, "timed", nil)
+	if err != nil || st.Deadline == nil {
+		t.Fatalf("Inspect: %+v, %v; want a deadline", st, err)
+	}
+	r := runCLI(t, "status", "timed", "--db", db).wantCode(t, 0)
+	for _, want := range []string{"Deadline:", " " + formatTime(*st.Deadline) + " (in "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	var got duroxide.Status
+	runCLI(t, "status", "timed", "--json", "--db", db).wantCode(t, 0).decode(t, &got)
+	if got.Deadline == nil || !got.Deadline.Equal(*st.Deadline) {
+		t.Fatalf("status --json: deadline %v, want %v", got.Deadline, *st.Deadline)
+	}
+	if r := runCLI(t, "status", "untimed", "--db", db).wantCode(t, 0); strings.Contains(r.stdout, "Deadline") {
+		t.Fatalf("status of an instance without a timeout shows a deadline:\n%s", r.stdout)
+	}
+}
