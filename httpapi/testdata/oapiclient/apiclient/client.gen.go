@@ -1039,6 +1039,9 @@ type BulkResponse struct {
 		// CustomStatus The value last set by SetCustomStatus.
 		CustomStatus interface{} `json:"customStatus,omitempty"`
 
+		// Deadline When a live instance times out (the start's timeout; ContinueAsNew keeps it): not finished by then, it is canceled and ends Failed with kind timeout after its cancel grace period. Still set, in the past, during that grace period. Absent without a timeout, before the first turn, after a rewind, once finished, and in list items (GET /api/instances/{id} and items of ?stalled=true have it).
+		Deadline *time.Time `json:"deadline,omitempty"`
+
 		// Error The failure of a Failed or Canceled instance.
 		Error *ErrorInfo `json:"error,omitempty"`
 
@@ -1236,6 +1239,9 @@ type InstancePage struct {
 
 		// CustomStatus The value last set by SetCustomStatus.
 		CustomStatus interface{} `json:"customStatus,omitempty"`
+
+		// Deadline When a live instance times out (the start's timeout; ContinueAsNew keeps it): not finished by then, it is canceled and ends Failed with kind timeout after its cancel grace period. Still set, in the past, during that grace period. Absent without a timeout, before the first turn, after a rewind, once finished, and in list items (GET /api/instances/{id} and items of ?stalled=true have it).
+		Deadline *time.Time `json:"deadline,omitempty"`
 
 		// Error The failure of a Failed or Canceled instance.
 		Error *ErrorInfo `json:"error,omitempty"`
@@ -1702,6 +1708,9 @@ type Status struct {
 
 	// CustomStatus The value last set by SetCustomStatus.
 	CustomStatus interface{} `json:"customStatus,omitempty"`
+
+	// Deadline When a live instance times out (the start's timeout; ContinueAsNew keeps it): not finished by then, it is canceled and ends Failed with kind timeout after its cancel grace period. Still set, in the past, during that grace period. Absent without a timeout, before the first turn, after a rewind, once finished, and in list items (GET /api/instances/{id} and items of ?stalled=true have it).
+	Deadline *time.Time `json:"deadline,omitempty"`
 
 	// Error The failure of a Failed or Canceled instance.
 	Error *ErrorInfo `json:"error,omitempty"`
