@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/dashboard"
 	"github.com/duroxide/duroxide-go/demo"
@@ -589,6 +591,37 @@ func TestInstancePageShowsPatches(t *testing.T) {
 		return err == nil && len(st.Patches) == 1
 	})
 	mustContain(t, e.get(t, "/instances/patched-1"), `<dt>Patches</dt><dd id="patches"><bdi>&lt;b&gt;fix-42&lt;/b&gt;</bdi></dd>`)
+}
+
+// The instance page shows the deadline of an instance started with a
+// timeout (StartOptions.Timeout), and none for an instance without one;
+// once the deadline passed (by the dashboard's clock), that the instance
+// is timing out.
+func TestInstancePageShowsTheDeadline(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClockAt(time.Now())
+	e := newEnv(t, envOptions{clock: clock})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for id, opts := range map[string]*duroxide.StartOptions{"timed-1": {Timeout: time.Hour}, "untimed-1": nil} {
+		if err := e.client.StartOrchestration(ctx, id, testPatched, struct{}{}, opts); err != nil {
+			t.Fatal(err)
+		}
+		// The first turn arms the timeout (and makes the instance Running).
+		if _, err := e.client.WaitForStatusChange(ctx, id, "0.Pending.0.0"); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	st, err := e.client.Inspect(ctx, "timed-1", nil)
+	if err != nil || st.Deadline == nil {
+		t.Fatalf("Inspect: %+v, %v; want a deadline", st, err)
+	}
+	mustContain(t, e.get(t, "/instances/timed-1"),
+		`<dt>Deadline</dt><dd id="deadline"><time datetime="`+st.Deadline.Format(time.RFC3339Nano)+`"`,
+		`the instance times out then unless it has finished`)
+	mustNotContain(t, e.get(t, "/instances/untimed-1"), `id="deadline"`)
+	clock.Advance(2 * time.Hour)
+	mustContain(t, e.get(t, "/instances/timed-1"), `passed: the instance is timing out`)
 }
 
 // The instance page shows a waiting activity's timeouts, and an instance

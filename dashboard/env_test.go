@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
 	"github.com/duroxide/duroxide-go"
@@ -56,6 +57,9 @@ type envOptions struct {
 	// noRuntime serves without a runtime: instances stay Pending and bulk
 	// jobs wait for a runner.
 	noRuntime bool
+	// clock, when set, is the dashboard's clock (relative times, the
+	// sampler); the store and the runtime keep the real one.
+	clock clockwork.Clock
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -92,7 +96,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	dash, err := dashboard.New(client, &dashboard.Options{Logger: discard, Registry: reg, AuthToken: o.token,
 		Triggers: o.triggers, SampleEvery: 200 * time.Millisecond, Refresh: o.refresh, StalledAfter: o.stalled,
-		SecureCookies: o.secureCookies, TrustForwardedProto: o.trustProto})
+		SecureCookies: o.secureCookies, TrustForwardedProto: o.trustProto, Clock: o.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
