@@ -292,3 +292,52 @@ func TestDeriveWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestInstanceDeadline checks where Status.Deadline comes from: the queued
+// timeout (the deadline its execution's start recorded, else the
+// message's time), a timeout cancel the execution consumed (its grace
+// period), and nothing else: not a plain cancel, not a start whose
+// timeout a rewind dropped.
+func TestInstanceDeadline(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	deadline := t0.Add(time.Hour)
+	started := history.Event{EventID: 1, Kind: history.OrchestrationStarted, Name: "Order", TimestampMs: t0.UnixMilli(),
+		FireAtMs: deadline.UnixMilli()}
+	plainStart := started
+	plainStart.FireAtMs = 0
+	timeoutErr := &history.ErrorDetails{Kind: history.ErrorTimeout, Message: "instance timed out after 1h0m0s"}
+	cancelMsg := func(e *history.ErrorDetails, visible time.Time) provider.QueuedMessage {
+		return provider.QueuedMessage{Item: history.WorkItem{Kind: history.WorkCancelInstance, InstanceID: "i", Error: e}, VisibleAt: visible}
+	}
+	subscribed := history.Event{EventID: 2, Kind: history.ExternalSubscribed, Name: "go", TimestampMs: t0.UnixMilli()}
+	requested := func(e *history.ErrorDetails) history.Event {
+		return history.Event{EventID: 3, Kind: history.OrchestrationCancelRequested, TimestampMs: deadline.Add(time.Second).UnixMilli(),
+			FireAtMs: deadline.Add(31 * time.Second).UnixMilli(), Error: e}
+	}
+	for _, c := range []struct {
+		name string
+		hist []history.Event
+		msgs []provider.QueuedMessage
+		want time.Time
+	}{
+		{name: "no timeout", hist: []history.Event{plainStart, subscribed}},
+		{name: "queued", hist: []history.Event{started, subscribed}, msgs: []provider.QueuedMessage{cancelMsg(timeoutErr, deadline)}, want: deadline},
+		{name: "queued, moved by a give-back", hist: []history.Event{started, subscribed},
+			msgs: []provider.QueuedMessage{cancelMsg(timeoutErr, deadline.Add(time.Minute))}, want: deadline},
+		{name: "queued, no recorded deadline", hist: nil, msgs: []provider.QueuedMessage{cancelMsg(timeoutErr, deadline)}, want: deadline},
+		{name: "a plain cancel is no deadline", hist: []history.Event{plainStart, subscribed},
+			msgs: []provider.QueuedMessage{cancelMsg(nil, t0), cancelMsg(&history.ErrorDetails{Kind: history.ErrorCanceled}, t0)}},
+		{name: "rewound: recorded, not queued", hist: []history.Event{started, subscribed}},
+		{name: "timed out, in its grace period", hist: []history.Event{started, subscribed, requested(timeoutErr)}, want: deadline},
+		{name: "canceled, in its grace period", hist: []history.Event{plainStart, subscribed, requested(nil)}},
+	} {
+		got := instanceDeadline(c.hist, &provider.InstanceQueueState{Now: t0, Messages: c.msgs})
+		switch {
+		case c.want.IsZero() && got != nil:
+			t.Errorf("%s: deadline %v, want none", c.name, *got)
+		case !c.want.IsZero() && (got == nil || !got.Equal(c.want) || got.Location() != time.UTC):
+			t.Errorf("%s: deadline %v, want %v", c.name, got, c.want)
+		}
+	}
+}
