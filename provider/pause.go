@@ -96,7 +96,9 @@ type RewindRequest struct {
 // one, RewindRequest.End): in one
 // transaction it checks RewindRequest.FromExecutionID, adds the new
 // execution with its history, makes the instance Running again (its
-// output and error cleared) and queues the messages and activities.
+// output and error cleared), deletes its queued CancelInstance messages
+// (its instance timeout: a rewound instance has none) and queues the
+// messages and activities.
 // Earlier executions stay as they were. Both SQL stores implement it.
 type Rewinder interface {
 	// RewindInstance writes req. ErrNotFound if the instance does not

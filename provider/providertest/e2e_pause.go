@@ -30,6 +30,7 @@ var e2ePauseCases = []e2eCase{
 	{"ForcedRewindRefusesAPendingCancel", e2eRewindRunningCancelPending},
 	{"ForcedRewindRefusesAQueuedCancel", e2eRewindRunningCancelQueued},
 	{"ForcedRewindDropsTheTimeout", e2eRewindRunningDropsTimeout},
+	{"RewindFailedDropsTheTimeout", e2eRewindFailedDropsTimeout},
 }
 
 // e2ePauseHolds pauses an instance while its activity runs: the activity
@@ -747,6 +748,56 @@ func e2eRewindRunningDropsTimeout(e *e2e) {
 	}
 	var out string
 	if st := e.result("w", &out); out != "x y" || st.ExecutionID != 2 {
+		e.t.Fatalf("rewound instance: %q at execution %d, state %s", out, st.ExecutionID, st.State)
+	}
+}
+
+// e2eRewindFailedDropsTimeout rewinds an instance started with a timeout
+// (StartOptions.Timeout) that failed before its deadline: the timeout,
+// still queued, is dropped with the rewind (Inspect shows no deadline),
+// so the deadline passing does not end the rewound instance, and an event
+// raised afterwards completes it.
+func e2eRewindFailedDropsTimeout(e *e2e) {
+	reg := duroxide.NewRegistry()
+	var calls atomic.Int32
+	flaky := duroxide.RegisterActivity(reg, "FailsFirst", func(context.Context, string) (string, error) {
+		if calls.Add(1) == 1 {
+			return "", errors.New("partner down")
+		}
+		return "charged", nil
+	})
+	duroxide.RegisterOrchestration(reg, "ChargeThenWait", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
+		out, err := duroxide.CallActivity(ctx, flaky, "x", nil).Get()
+		if err != nil {
+			return "", err
+		}
+		var s string
+		err = ctx.WaitForEvent("go").Await(&s)
+		return out + " " + s, err
+	})
+	e.runtime(reg)
+	e.startWith("f", "ChargeThenWait", nil, &duroxide.StartOptions{Timeout: time.Hour})
+	if st := e.wait("f"); st.State != duroxide.StateFailed {
+		e.t.Fatalf("f ended %s, want Failed", st.State)
+	}
+	if err := e.c.Rewind(e.ctx, "f", "partner is back"); err != nil {
+		e.t.Fatalf("Rewind: %v", err)
+	}
+	e.eventually("the new execution waits", func() bool {
+		h, err := e.c.GetHistory(e.ctx, "f", 2)
+		return err == nil && count(h, history.ExternalSubscribed) == 1
+	})
+	if st, err := e.c.Inspect(e.ctx, "f", nil); err != nil || st.Deadline != nil {
+		e.t.Fatalf("Inspect after the rewind: %+v, %v; want no deadline", st, err)
+	}
+	// Past the old deadline: a timeout still queued would now come due
+	// ahead of the event and end the instance Failed.
+	e.fc.Advance(2 * time.Hour)
+	if err := e.c.RaiseEvent(e.ctx, "f", "go", "y"); err != nil {
+		e.t.Fatalf("RaiseEvent: %v", err)
+	}
+	var out string
+	if st := e.result("f", &out); out != "charged y" || st.ExecutionID != 2 {
 		e.t.Fatalf("rewound instance: %q at execution %d, state %s", out, st.ExecutionID, st.State)
 	}
 }

@@ -278,8 +278,9 @@ type RewindSQL struct {
 	CancelQueued string
 	// DropTimeout (instance_id, prefix) deletes the instance's queued
 	// orchestrator messages whose work item starts with prefix
-	// (CancelPrefix): once noPendingCancel passed, only an instance
-	// timeout not yet due.
+	// (CancelPrefix): its instance timeout, and, for a Failed or Canceled
+	// instance, cancels that came after its end (for a live one,
+	// noPendingCancel leaves only a timeout not yet due).
 	DropTimeout string
 }
 
@@ -387,6 +388,15 @@ func Rewind(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now
 			return err
 		}
 	}
+	// A rewound instance holds no timeout (StartOptions.Timeout): its
+	// deadline, queued as a delayed cancel, would end the new execution.
+	// A Failed or Canceled instance keeps it queued when it ended before
+	// the deadline; a cancel that came after its end would cancel the new
+	// execution too. A forced rewind (once noPendingCancel passed) finds
+	// only a timeout not yet due.
+	if _, err := tx.Exec(ctx, q.DropTimeout, req.InstanceID, CancelPrefix); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, q.Execution, req.InstanceID, req.ExecutionID, req.FromExecutionID, now); err != nil {
 		return err
 	}
@@ -422,7 +432,7 @@ func Rewind(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now
 // endRunning ends the live execution a rewind takes over from: refused
 // while the instance is paused, a turn holds its lock or its cancel is
 // pending; the end event appended, the execution Canceled, its worker
-// rows and its instance timeout not yet due deleted.
+// rows deleted (Rewind then drops its instance timeout not yet due).
 func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind, now int64) error {
 	req := e.req
 	var token string
@@ -459,12 +469,7 @@ func endRunning(ctx context.Context, tx PauseTx, q *RewindSQL, e *EncodedRewind,
 	if n == 0 {
 		return fmt.Errorf("instance %q: execution %d is not Running: %w", req.InstanceID, req.FromExecutionID, provider.ErrStateConflict)
 	}
-	if _, err := tx.Exec(ctx, q.DropWork, req.InstanceID, req.FromExecutionID); err != nil {
-		return err
-	}
-	// A rewound instance holds no timeout (StartOptions.Timeout): its
-	// deadline, queued as a delayed cancel, would end the new execution.
-	_, err = tx.Exec(ctx, q.DropTimeout, req.InstanceID, CancelPrefix)
+	_, err = tx.Exec(ctx, q.DropWork, req.InstanceID, req.FromExecutionID)
 	return err
 }
 
