@@ -125,12 +125,10 @@ func (e *e2e) endsAtGraceDeadline(id string) ([]history.Event, history.Event) {
 	return h, req[0]
 }
 
-// StartOptions.Timeout cancels an instance that has not finished in time,
-// across ContinueAsNew ("chain"), with the same cleanup chance, and it ends
-// Failed with kind "timeout".
-func e2eInstanceTimeout(e *e2e) {
-	reg := compensatingRegistry()
-	undo := duroxide.NewActivityRef[string, string]("Undo")
+// registerChain registers "Chain": round 0 waits ten minutes and
+// continues as new with round 1, which waits for an event that never
+// comes and, canceled, runs cleanup before it returns.
+func registerChain(reg *duroxide.Registry, cleanup func(*duroxide.OrchestrationContext) error) {
 	duroxide.RegisterOrchestration(reg, "Chain", func(ctx *duroxide.OrchestrationContext, round int) (string, error) {
 		if round == 0 {
 			if err := ctx.ScheduleTimer(10 * time.Minute).Await(nil); err != nil {
@@ -140,10 +138,21 @@ func e2eInstanceTimeout(e *e2e) {
 		}
 		err := ctx.WaitForEvent("never").Await(nil)
 		if ctx.Canceled() {
-			_, uerr := duroxide.CallActivity(ctx, undo, "chain", nil).Get()
-			return "", errors.Join(err, uerr)
+			return "", errors.Join(err, cleanup(ctx))
 		}
 		return "done", err
+	})
+}
+
+// StartOptions.Timeout cancels an instance that has not finished in time,
+// across ContinueAsNew ("chain"), with the same cleanup chance, and it ends
+// Failed with kind "timeout".
+func e2eInstanceTimeout(e *e2e) {
+	reg := compensatingRegistry()
+	undo := duroxide.NewActivityRef[string, string]("Undo")
+	registerChain(reg, func(ctx *duroxide.OrchestrationContext) error {
+		_, err := duroxide.CallActivity(ctx, undo, "chain", nil).Get()
+		return err
 	})
 	e.runtime(reg)
 	e.startWith("late", "Book", nil, &duroxide.StartOptions{Timeout: time.Hour})
@@ -191,18 +200,9 @@ func e2eInstanceTimeout(e *e2e) {
 // timeout.
 func e2eInstanceDeadlineInInspect(e *e2e) {
 	reg := duroxide.NewRegistry()
-	duroxide.RegisterOrchestration(reg, "Chain", func(ctx *duroxide.OrchestrationContext, round int) (string, error) {
-		if round == 0 {
-			if err := ctx.ScheduleTimer(10 * time.Minute).Await(nil); err != nil {
-				return "", err
-			}
-			return "", ctx.ContinueAsNew(1)
-		}
-		err := ctx.WaitForEvent("never").Await(nil)
-		if ctx.Canceled() {
-			_ = ctx.ScheduleTimer(time.Hour).Await(nil) // outlives the grace period
-		}
-		return "", err
+	registerChain(reg, func(ctx *duroxide.OrchestrationContext) error {
+		_ = ctx.ScheduleTimer(time.Hour).Await(nil) // outlives the grace period
+		return nil
 	})
 	duroxide.RegisterOrchestration(reg, "TwoEvents", func(ctx *duroxide.OrchestrationContext, _ any) (string, error) {
 		if err := ctx.WaitForEvent("a").Await(nil); err != nil {

@@ -740,14 +740,21 @@ func e2eRewindRunningDropsTimeout(e *e2e) {
 	if len(q.Messages) != 0 {
 		e.t.Fatalf("queued after the forced rewind: %+v, want nothing (the timeout dropped)", q.Messages)
 	}
-	// Past the old deadline: a timeout still queued would now come due
-	// ahead of the event and end the instance Failed.
+	e.outlivesOldDeadline("w", "x y")
+}
+
+// outlivesOldDeadline lets two hours pass, past the old deadline of the
+// rewound instance id (an hour after its start), then raises "go" with
+// "y": a timeout still queued would have come due ahead of the event and
+// ended the instance Failed. id must complete at execution 2 with want.
+func (e *e2e) outlivesOldDeadline(id, want string) {
+	e.t.Helper()
 	e.fc.Advance(2 * time.Hour)
-	if err := e.c.RaiseEvent(e.ctx, "w", "go", "y"); err != nil {
+	if err := e.c.RaiseEvent(e.ctx, id, "go", "y"); err != nil {
 		e.t.Fatalf("RaiseEvent: %v", err)
 	}
 	var out string
-	if st := e.result("w", &out); out != "x y" || st.ExecutionID != 2 {
+	if st := e.result(id, &out); out != want || st.ExecutionID != 2 {
 		e.t.Fatalf("rewound instance: %q at execution %d, state %s", out, st.ExecutionID, st.State)
 	}
 }
@@ -790,14 +797,5 @@ func e2eRewindFailedDropsTimeout(e *e2e) {
 	if st, err := e.c.Inspect(e.ctx, "f", nil); err != nil || st.Deadline != nil {
 		e.t.Fatalf("Inspect after the rewind: %+v, %v; want no deadline", st, err)
 	}
-	// Past the old deadline: a timeout still queued would now come due
-	// ahead of the event and end the instance Failed.
-	e.fc.Advance(2 * time.Hour)
-	if err := e.c.RaiseEvent(e.ctx, "f", "go", "y"); err != nil {
-		e.t.Fatalf("RaiseEvent: %v", err)
-	}
-	var out string
-	if st := e.result("f", &out); out != "charged y" || st.ExecutionID != 2 {
-		e.t.Fatalf("rewound instance: %q at execution %d, state %s", out, st.ExecutionID, st.State)
-	}
+	e.outlivesOldDeadline("f", "charged y")
 }
