@@ -79,8 +79,10 @@ func e2eReplaceCancelsHolder(e *e2e) {
 	if oe := e.terminalError("third", duroxide.StateCanceled); !strings.Contains(oe.Info.Message, "hotfix") {
 		e.t.Fatalf("holder's cancel: %q, want the reason hotfix", oe.Info.Message)
 	}
-	// fourth starts once third ended. (Its event is not awaited: it may
-	// reach fourth late, see the report of the start/abandon race.)
+	// fourth starts once third ended. Its event is not awaited: fetched
+	// ahead of the start in the same batch as third's cancel, it may be
+	// put off until the lock's TTL (the abandon of a turn waiting for
+	// its start can outlast the start's promotion).
 	e.eventually("fourth started", func() bool { return e.status("fourth").State != duroxide.StatePending })
 	if started, err := e.c.SignalWithStart(e.ctx, "second", "Hold", nil, "done", nil, opts); err == nil || started || replaced != "" {
 		e.t.Fatalf("signal-with-start to an ended instance: started %v, replaced %q, %v", started, replaced, err)
