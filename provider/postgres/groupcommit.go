@@ -251,8 +251,20 @@ func (p *Provider) runAlone(r sqlstore.Request[*groupOp]) error {
 			return r.Op.fn(w)
 		}
 	}
-	return guard(p.writeOn(r.Ctx, conn, fn))
+	err = p.writeOn(r.Ctx, conn, fn)
+	for try := 1; try < aloneRuns && isLockConflict(err); try++ {
+		// It lost a deadlock (such as a replacing start whose key's
+		// holder changed between locking the holder and the key, with
+		// the new holder's ack) and wrote nothing: it runs again, as a
+		// group's victims do.
+		err = p.writeOn(r.Ctx, conn, fn)
+	}
+	return guard(err)
 }
+
+// aloneRuns is how many times runAlone runs a call that keeps losing
+// deadlocks before it returns the error (ErrBusy, retryable).
+const aloneRuns = 3
 
 // groupOn runs the calls of group in one transaction on conn: each call's
 // outcome, the transaction of each that succeeded, and the error that
