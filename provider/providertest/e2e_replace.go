@@ -79,11 +79,10 @@ func e2eReplaceCancelsHolder(e *e2e) {
 	if oe := e.terminalError("third", duroxide.StateCanceled); !strings.Contains(oe.Info.Message, "hotfix") {
 		e.t.Fatalf("holder's cancel: %q, want the reason hotfix", oe.Info.Message)
 	}
-	// fourth starts once third ended. Its event is not awaited: fetched
-	// ahead of the start in the same batch as third's cancel, it may be
-	// put off until the lock's TTL (the abandon of a turn waiting for
-	// its start can outlast the start's promotion).
-	e.eventually("fourth started", func() bool { return e.status("fourth").State != duroxide.StatePending })
+	// fourth starts once third ended, with its event: the event may be
+	// fetched ahead of the start, in the batch of third's cancel, and
+	// still comes with the start (AbandonOptions.UntilStart).
+	e.result("fourth", &out)
 	if started, err := e.c.SignalWithStart(e.ctx, "second", "Hold", nil, "done", nil, opts); err == nil || started || replaced != "" {
 		e.t.Fatalf("signal-with-start to an ended instance: started %v, replaced %q, %v", started, replaced, err)
 	}
