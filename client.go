@@ -165,6 +165,31 @@ type StartOptions struct {
 	// expires). Survives restarts: the queue is in the store. Default
 	// false: the start fails.
 	QueueIfLocked bool
+	// ReplaceIfLocked makes a start whose LockKey is held by another live
+	// instance replace that holder: in the start's own store transaction
+	// the holder is asked to stop, as by CancelInstance with the reason
+	// ReplaceReason, and the new instance is queued as with QueueIfLocked
+	// (which it implies), to begin as soon as the holder ends. The start
+	// and the cancel commit together or not at all: a start that fails
+	// cancels nothing, and no moment passes where the new instance is
+	// stored but the holder was not told to stop. On a free key it starts
+	// at once. Replacing starts that arrive while an earlier one still
+	// waits queue behind it, in arrival order; each cancels only the
+	// holder it found, so one instance runs at a time. The canceled
+	// holder is reported through Replaced. Needs LockKey. Default false.
+	ReplaceIfLocked bool
+	// ReplaceReason is the reason of the holder's cancel, at most
+	// MaxReasonLength bytes (default "replaced by <instance ID>"). Only
+	// with ReplaceIfLocked.
+	ReplaceReason string
+	// Replaced, when not nil, receives the ID of the instance that
+	// ReplaceIfLocked canceled, once the start is stored: "" when the
+	// key was free (or held by the started instance itself), when the
+	// call started nothing (a duplicate idempotency key, an instance
+	// SignalWithStart found), or when the call failed. It is written by
+	// every call that takes these options: give concurrent calls their
+	// own StartOptions.
+	Replaced *string
 	// TraceParent is the W3C trace context (a traceparent header value)
 	// to run the instance under when a Tracer is set: recorded in its
 	// history, it makes the instance's turns and activities, in any
@@ -303,7 +328,8 @@ func (c *Client) Store() provider.Provider { return c.p }
 // opts.IdempotencyKey a repeated key returns *DuplicateStartError; with
 // opts.LockKey a held lock returns *WorkflowLockedError (or
 // *LockAcquisitionFailedError when another start took it at the same
-// moment), unless opts.QueueIfLocked. Malformed identifiers (see
+// moment), unless opts.QueueIfLocked or opts.ReplaceIfLocked (which
+// reports the holder it canceled in opts.Replaced). Malformed identifiers (see
 // MaxInstanceIDLength) return ErrInvalidArgument; an input over the
 // client's MaxPayloadBytes returns a *LimitError (matching both
 // ErrLimitExceeded and ErrInvalidArgument).
@@ -315,13 +341,25 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if err := c.p.Enqueue(ctx, msg); err != nil {
 		return startError(name, instanceID, msg.Create.Lock, err)
 	}
+	reportReplaced(opts, msg.Create)
 	return nil
+}
+
+// reportReplaced writes the holder a committed start replaced to
+// opts.Replaced, when asked.
+func reportReplaced(opts *StartOptions, create *provider.NewInstance) {
+	if opts != nil && opts.Replaced != nil {
+		*opts.Replaced = create.Replaced
+	}
 }
 
 // startMessage validates a start and builds its message.
 func (c *Client) startMessage(instanceID, name string, input any, opts *StartOptions) (*provider.OrchestratorMessage, error) {
 	if opts == nil {
 		opts = &StartOptions{}
+	}
+	if opts.Replaced != nil {
+		*opts.Replaced = ""
 	}
 	if err := checkStart(instanceID, name, opts); err != nil {
 		return nil, err
@@ -332,8 +370,16 @@ func (c *Client) startMessage(instanceID, name string, input any, opts *StartOpt
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("%w: Timeout must not be negative", ErrInvalidArgument)
 	}
-	if opts.QueueIfLocked && opts.LockKey == "" {
-		return nil, fmt.Errorf("%w: QueueIfLocked needs a LockKey", ErrInvalidArgument)
+	if (opts.QueueIfLocked || opts.ReplaceIfLocked) && opts.LockKey == "" {
+		return nil, fmt.Errorf("%w: QueueIfLocked and ReplaceIfLocked need a LockKey", ErrInvalidArgument)
+	}
+	if opts.ReplaceReason != "" {
+		if !opts.ReplaceIfLocked {
+			return nil, fmt.Errorf("%w: ReplaceReason applies only with ReplaceIfLocked", ErrInvalidArgument)
+		}
+		if err := checkText("replace reason", opts.ReplaceReason, MaxReasonLength); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkTraceParent(opts.TraceParent); err != nil {
 		return nil, err
@@ -351,7 +397,12 @@ func (c *Client) startMessage(instanceID, name string, input any, opts *StartOpt
 		create.IdempotencyTTL = cmp.Or(opts.IdempotencyRetention, DefaultIdempotencyRetention)
 	}
 	if opts.LockKey != "" {
-		create.Lock = &provider.LockRequest{Key: opts.LockKey, TTL: cmp.Or(opts.LockTTL, DefaultLockTTL), Queue: opts.QueueIfLocked}
+		create.Lock = &provider.LockRequest{Key: opts.LockKey, TTL: cmp.Or(opts.LockTTL, DefaultLockTTL),
+			Queue: opts.QueueIfLocked || opts.ReplaceIfLocked}
+		if opts.ReplaceIfLocked {
+			create.Lock.Replace = true
+			create.Lock.ReplaceReason = cmp.Or(opts.ReplaceReason, "replaced by "+instanceID)
+		}
 	}
 	return &provider.OrchestratorMessage{
 		InstanceID: instanceID,
@@ -527,6 +578,7 @@ func (c *Client) SignalWithStart(ctx context.Context, instanceID, orchestrationN
 	if err != nil {
 		return false, startError(orchestrationName, instanceID, start.Create.Lock, err)
 	}
+	reportReplaced(opts, start.Create)
 	return !start.Create.Existed, nil
 }
 

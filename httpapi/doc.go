@@ -17,9 +17,11 @@
 // Management of instances:
 //
 //	POST   /api/instances                       start: {"orchestration", "instanceId"?, "input"?, "version"?, "startAt"?,
-//	                                            "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?}
+//	                                            "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?, "replaceIfLocked"?}
 //	                                            → 201 {"instanceId"} (a UUID when none is given), with "queued": true and
-//	                                              "queuePosition" (1 = next) when queueIfLocked made it wait; 409 if the ID is taken;
+//	                                              "queuePosition" (1 = next) when queueIfLocked or replaceIfLocked made it
+//	                                              wait, and "replacedInstanceId" naming the holder replaceIfLocked canceled
+//	                                              (in the start's transaction); 409 if the ID is taken;
 //	                                              200 {"instanceId", "duplicate": true} for a repeated idempotencyKey;
 //	                                              409 {"error", "details", "existingExecutionId"} while lockKey is held
 //	GET    /api/instances?status=&orchestration=&parent=&prefix=&limit=&cursor=&include=
@@ -46,7 +48,8 @@
 //	                                              duroxide.MaxEventKeyLength bytes, empty, repeated or not text is 400
 //	POST   /api/instances/{id}/signal-with-start
 //	                                            body: {"orchestration", "input"?, "version"?, "event", "data"?,
-//	                                              "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?}
+//	                                              "idempotencyKey"?, "lockKey"?, "lockTtl"?, "queueIfLocked"?,
+//	                                              "replaceIfLocked"?}
 //	                                            → delivers the event, starting the instance first (one transaction)
 //	                                              when it does not exist: 201 {"instanceId", "event", "started": true},
 //	                                              202 ("started": false), 200 "duplicate": true for a repeated key;
@@ -300,8 +303,9 @@
 //     ("replacedExecutionId"). The new instance starts when the canceled
 //     one ends. Replaces that arrive while an earlier one still waits for
 //     the lock queue behind it, in arrival order: each cancels only the
-//     holder it found. If the cancel cannot be sent, the answer is 5xx and
-//     the new instance stays queued.
+//     holder it found. The cancel and the start are one store transaction
+//     (duroxide.StartOptions.ReplaceIfLocked): a call that fails has
+//     neither started nor canceled anything.
 //   - parallel: no lock; every call starts an instance.
 //
 // The lock is released in the same transaction that makes its holder
@@ -324,7 +328,9 @@
 // (stored as given) unless that one is written in this form on purpose.
 //
 // POST /api/instances takes the same options as fields: "lockKey" (the
-// workflow ID), "lockTtl", "queueIfLocked" and "idempotencyKey". A lock
+// workflow ID), "lockTtl", "queueIfLocked", "replaceIfLocked" (the replace
+// policy: cancel the holder and queue, in one transaction; the answer
+// names the holder in "replacedInstanceId") and "idempotencyKey". A lock
 // conflict is answered 409 with the body of the webhook's, without
 // "success"; a duplicate key 200 {"instanceId": "<first>", "duplicate": true}.
 // A W3C traceparent header on POST /api/instances becomes the instance's

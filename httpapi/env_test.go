@@ -89,6 +89,28 @@ type observedStore struct {
 	*sqlite.Provider
 	mu    sync.Mutex
 	hooks map[string]func()
+	// enqueue, when set, sees every Enqueue call first; an error it
+	// returns fails the call, writing nothing.
+	enqueue func(msgs []*provider.OrchestratorMessage) error
+}
+
+func (s *observedStore) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
+	s.mu.Lock()
+	hook := s.enqueue
+	s.mu.Unlock()
+	if hook != nil {
+		if err := hook(msgs); err != nil {
+			return err
+		}
+	}
+	return s.Provider.Enqueue(ctx, msgs...)
+}
+
+// onEnqueue sets the Enqueue hook (nil: none).
+func (s *observedStore) onEnqueue(hook func(msgs []*provider.OrchestratorMessage) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.enqueue = hook
 }
 
 func (s *observedStore) GetInstance(ctx context.Context, instanceID string) (*provider.InstanceInfo, error) {

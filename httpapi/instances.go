@@ -54,6 +54,11 @@ type StartRequest struct {
 	// on a held lock wait its turn instead of failing. Both need LockKey.
 	LockTTL       *Duration `json:"lockTtl,omitempty"`
 	QueueIfLocked bool      `json:"queueIfLocked,omitempty"`
+	// ReplaceIfLocked makes a start on a held lock cancel the holder and
+	// wait for its end, in one transaction (duroxide.StartOptions.
+	// ReplaceIfLocked); the answer names the holder canceled. Needs
+	// LockKey.
+	ReplaceIfLocked bool `json:"replaceIfLocked,omitempty"`
 	// Timeout ends the instance Failed (kind "timeout") if it has not
 	// finished that long after it started (duroxide.StartOptions.Timeout;
 	// absent: no timeout).
@@ -76,6 +81,21 @@ type StartResponse struct {
 	// (1 = next).
 	Queued        bool `json:"queued,omitempty"`
 	QueuePosition int  `json:"queuePosition,omitempty"`
+	// ReplacedInstanceID is the instance a start with ReplaceIfLocked
+	// canceled: the holder of the lock when the start was stored.
+	ReplacedInstanceID string `json:"replacedInstanceId,omitempty"`
+}
+
+// lockOptionsError checks the lock fields of a start: "" for no lock key,
+// and lockTtl, queueIfLocked and replaceIfLocked need one.
+func lockOptionsError(lockKey string, ttl *Duration, queue, replace bool) error {
+	switch {
+	case lockKey == "" && (ttl != nil || queue || replace):
+		return badRequest("lockKey is required", "lockTtl, queueIfLocked and replaceIfLocked apply to the execution lock named by lockKey")
+	case ttl != nil && ttl.Duration < 0:
+		return badRequest("invalid lockTtl", "lockTtl must not be negative, got %s", ttl.Duration)
+	}
+	return nil
 }
 
 func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
@@ -86,12 +106,11 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case req.Orchestration == "":
 		return badRequest("orchestration is required", `the body must name the orchestration to start: {"orchestration": "name"}`)
-	case req.LockKey == "" && (req.LockTTL != nil || req.QueueIfLocked):
-		return badRequest("lockKey is required", "lockTtl and queueIfLocked apply to the execution lock named by lockKey")
-	case req.LockTTL != nil && req.LockTTL.Duration < 0:
-		return badRequest("invalid lockTtl", "lockTtl must not be negative, got %s", req.LockTTL.Duration)
 	case req.Timeout != nil && req.Timeout.Duration <= 0:
 		return badRequest("invalid timeout", "timeout must be positive, got %s", req.Timeout.Duration)
+	}
+	if err := lockOptionsError(req.LockKey, req.LockTTL, req.QueueIfLocked, req.ReplaceIfLocked); err != nil {
+		return err
 	}
 	traceParent, err := traceParentHeader(r.Header)
 	if err != nil {
@@ -105,8 +124,10 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	if id == "" {
 		id = uuid.NewString()
 	}
+	var replaced string
 	opts := &duroxide.StartOptions{Version: req.Version, IdempotencyKey: req.IdempotencyKey,
-		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked, TraceParent: traceParent}
+		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked, TraceParent: traceParent,
+		ReplaceIfLocked: req.ReplaceIfLocked, Replaced: &replaced}
 	if req.LockTTL != nil {
 		opts.LockTTL = req.LockTTL.Duration
 	}
@@ -127,8 +148,8 @@ func (s *server) startInstance(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	resp := StartResponse{InstanceID: id}
-	if req.QueueIfLocked {
+	resp := StartResponse{InstanceID: id, ReplacedInstanceID: replaced}
+	if req.QueueIfLocked || req.ReplaceIfLocked {
 		resp.Queued, resp.QueuePosition = s.queuedAt(w, r, id)
 	}
 	w.Header().Set("Location", "/api/instances/"+url.PathEscape(id))
@@ -508,6 +529,9 @@ type SignalWithStartRequest struct {
 	LockKey        string    `json:"lockKey,omitempty"`
 	LockTTL        *Duration `json:"lockTtl,omitempty"`
 	QueueIfLocked  bool      `json:"queueIfLocked,omitempty"`
+	// ReplaceIfLocked: a start of the absent instance on a held lock
+	// cancels the holder, as in StartRequest.
+	ReplaceIfLocked bool `json:"replaceIfLocked,omitempty"`
 }
 
 // SignalWithStartResponse is the answer to POST
@@ -519,6 +543,9 @@ type SignalWithStartResponse struct {
 	Event      string `json:"event"`
 	Started    bool   `json:"started"`
 	Duplicate  bool   `json:"duplicate,omitempty"`
+	// ReplacedInstanceID is the lock holder a start with ReplaceIfLocked
+	// canceled.
+	ReplacedInstanceID string `json:"replacedInstanceId,omitempty"`
 }
 
 func (s *server) signalWithStart(w http.ResponseWriter, r *http.Request) error {
@@ -532,10 +559,9 @@ func (s *server) signalWithStart(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("orchestration is required", "the body must name the orchestration to start when the instance does not exist")
 	case req.Event == "":
 		return badRequest("event is required", "the body must name the event to deliver")
-	case req.LockKey == "" && (req.LockTTL != nil || req.QueueIfLocked):
-		return badRequest("lockKey is required", "lockTtl and queueIfLocked apply to the execution lock named by lockKey")
-	case req.LockTTL != nil && req.LockTTL.Duration < 0:
-		return badRequest("invalid lockTtl", "lockTtl must not be negative, got %s", req.LockTTL.Duration)
+	}
+	if err := lockOptionsError(req.LockKey, req.LockTTL, req.QueueIfLocked, req.ReplaceIfLocked); err != nil {
+		return err
 	}
 	traceParent, err := traceParentHeader(r.Header)
 	if err != nil {
@@ -549,8 +575,10 @@ func (s *server) signalWithStart(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var replaced string
 	opts := &duroxide.StartOptions{Version: req.Version, IdempotencyKey: req.IdempotencyKey,
-		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked, TraceParent: traceParent}
+		LockKey: req.LockKey, QueueIfLocked: req.QueueIfLocked, TraceParent: traceParent,
+		ReplaceIfLocked: req.ReplaceIfLocked, Replaced: &replaced}
 	if req.LockTTL != nil {
 		opts.LockTTL = req.LockTTL.Duration
 	}
@@ -568,7 +596,7 @@ func (s *server) signalWithStart(w http.ResponseWriter, r *http.Request) error {
 	if started {
 		code = http.StatusCreated
 	}
-	writeJSON(w, code, SignalWithStartResponse{InstanceID: id, Event: req.Event, Started: started})
+	writeJSON(w, code, SignalWithStartResponse{InstanceID: id, Event: req.Event, Started: started, ReplacedInstanceID: replaced})
 	return nil
 }
 

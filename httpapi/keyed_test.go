@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/httpapi"
+	"github.com/duroxide/duroxide-go/provider"
 )
 
 // stripeEvent is a Stripe-style event body for demo.Approval (which reads
@@ -266,6 +269,60 @@ func TestWebhookReplace(t *testing.T) {
 		t.Fatalf("the other key's instance is %s", st.State)
 	}
 	e.approve(t, second.ExecutionID)
+	e.unlocked(t, "env-prod")
+}
+
+// TestWebhookReplaceOneStep: a replace call stores its start and the
+// holder's cancel in one store call (one transaction). A store that fails
+// any later write (here: every cancel sent on its own) still sees the
+// replace done whole; a call whose start fails cancels nothing.
+func TestWebhookReplaceOneStep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &httpapi.Options{Triggers: []httpapi.Trigger{{
+		ID: "deploy", WorkflowID: "env-prod", InstanceID: "deploy-{/build}", Orchestration: demo.Approval,
+		Concurrency: httpapi.ConcurrencyReplace,
+	}}})
+	body := func(build string) string { return `{"build": "` + build + `", "timeoutSeconds": 3600}` }
+	first := e.webhook(t, "deploy", body("16"), "")
+	holder := e.webhook(t, "deploy", body("17"), "")
+	if st := e.wait(t, first.ExecutionID); st.State != duroxide.StateCanceled || holder.ReplacedExecutionID != first.ExecutionID {
+		t.Fatalf("first replace: %s, replaced %s", st.State, holder.ReplacedExecutionID)
+	}
+	e.heldBy(t, "env-prod", holder.ExecutionID)
+
+	var mu sync.Mutex
+	var calls [][]*provider.OrchestratorMessage
+	e.store.onEnqueue(func(msgs []*provider.OrchestratorMessage) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, msgs)
+		if len(msgs) == 1 && msgs[0].Item.Kind == history.WorkCancelInstance {
+			return fmt.Errorf("the store fails a second write: %w", provider.ErrUnavailable)
+		}
+		return nil
+	})
+	// The start fails (its instance ID is taken by the first, canceled,
+	// instance): the holder is not canceled.
+	if dup := e.webhook(t, "deploy", body("16"), ""); dup.status != http.StatusConflict {
+		t.Fatalf("replace with a taken instance ID: %s, want 409", dup)
+	}
+	r := e.webhook(t, "deploy", body("18"), "")
+	if r.status != http.StatusOK || r.ReplacedExecutionID != holder.ExecutionID || !r.Queued {
+		t.Fatalf("replace: %s replaced=%q queued=%v, want %s replaced", r, r.ReplacedExecutionID, r.Queued, holder.ExecutionID)
+	}
+	mu.Lock()
+	got := slices.Clone(calls)
+	mu.Unlock()
+	if len(got) != 2 || len(got[1]) != 1 || got[1][0].InstanceID != r.ExecutionID || got[1][0].Create.Replaced != holder.ExecutionID {
+		t.Fatalf("store calls %+v, want the failed start, then one call starting %s and canceling %s", got, r.ExecutionID, holder.ExecutionID)
+	}
+	e.store.onEnqueue(nil)
+	st := e.wait(t, holder.ExecutionID)
+	if st.State != duroxide.StateCanceled || st.Error == nil || !strings.Contains(st.Error.Message, "replaced by "+r.ExecutionID) {
+		t.Fatalf("holder ended %s %+v, want Canceled by %s only", st.State, st.Error, r.ExecutionID)
+	}
+	e.heldBy(t, "env-prod", r.ExecutionID)
+	e.approve(t, r.ExecutionID)
 	e.unlocked(t, "env-prod")
 }
 

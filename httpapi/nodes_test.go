@@ -5,30 +5,70 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/demo"
 	"github.com/duroxide/duroxide-go/httpapi"
+	"github.com/duroxide/duroxide-go/internal/storeurl"
+	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/postgres"
 	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
-// newNodes returns two nodes serving opts on one store (a SQLite file
-// opened twice): each has its own store handle, runtime and server, as two
-// processes would.
-func newNodes(t *testing.T, opts *httpapi.Options) [2]*env {
-	t.Helper()
+// nodeStore opens one node's handle on the shared store.
+type nodeStore func(t *testing.T) provider.Provider
+
+// sqliteNodes returns the opener of a SQLite file shared by the nodes.
+func sqliteNodes(t *testing.T) nodeStore {
 	path := filepath.Join(t.TempDir(), "shared.db")
+	return func(t *testing.T) provider.Provider {
+		db, err := sqlite.Open(context.Background(), path, &sqlite.Options{Logger: discard})
+		if err != nil {
+			t.Fatalf("opening the SQLite store: %v", err)
+		}
+		return db
+	}
+}
+
+// postgresNodes returns the opener of a fresh PostgreSQL schema shared by
+// the nodes (dropped when the test ends), in the database
+// $DUROXIDE_TEST_POSTGRES names, or skips the test.
+func postgresNodes(t *testing.T) nodeStore {
+	dsn := os.Getenv("DUROXIDE_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("DUROXIDE_TEST_POSTGRES is not set: set it to a PostgreSQL URL " +
+			"(postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the two nodes on PostgreSQL")
+	}
+	schema := fmt.Sprintf("httpapi_nodes_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		if err := storeurl.DropPostgresSchema(ctx, dsn, schema); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return func(t *testing.T) provider.Provider {
+		db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema, Logger: discard})
+		if err != nil {
+			t.Fatalf("opening the PostgreSQL store: %v", err)
+		}
+		return db
+	}
+}
+
+// newNodes returns two nodes serving opts on one store, each with its
+// own store handle (open), runtime and server, as two processes would.
+func newNodes(t *testing.T, open nodeStore, opts *httpapi.Options) [2]*env {
+	t.Helper()
 	var nodes [2]*env
 	for i := range nodes {
 		ctx := context.Background()
-		db, err := sqlite.Open(ctx, path, &sqlite.Options{Logger: discard})
-		if err != nil {
-			t.Fatalf("opening store %d: %v", i, err)
-		}
-		store := &observedStore{Provider: db}
+		store := open(t)
 		reg := duroxide.NewRegistry()
 		demo.Register(reg)
 		rt, err := duroxide.StartRuntime(ctx, store, reg, &duroxide.RuntimeOptions{Logger: discard})
@@ -54,20 +94,33 @@ func newNodes(t *testing.T, opts *httpapi.Options) [2]*env {
 				t.Errorf("closing store: %v", err)
 			}
 		})
-		nodes[i] = &env{store: store, client: client, reg: reg, h: h, srv: srv}
+		nodes[i] = &env{client: client, reg: reg, h: h, srv: srv}
 	}
 	return nodes
 }
 
 // TestWebhookKeyedTwoNodes fires bursts at per-customer keyed triggers
-// through two nodes sharing one store: the exclusive trigger starts one
+// through two nodes sharing one store (a SQLite file; a PostgreSQL schema
+// when DUROXIDE_TEST_POSTGRES is set): the exclusive trigger starts one
 // instance per customer and refuses every other call with a 409 naming
 // it; the queue trigger accepts every call, one instance per customer
 // holds the lock and the others wait in line behind it.
 func TestWebhookKeyedTwoNodes(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		store func(*testing.T) nodeStore
+	}{{"sqlite", sqliteNodes}, {"postgres", postgresNodes}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testWebhookKeyedTwoNodes(t, c.store(t))
+		})
+	}
+}
+
+func testWebhookKeyedTwoNodes(t *testing.T, open nodeStore) {
 	const calls, customers = 40, 4
-	nodes := newNodes(t, &httpapi.Options{Triggers: []httpapi.Trigger{
+	nodes := newNodes(t, open, &httpapi.Options{Triggers: []httpapi.Trigger{
 		{ID: "stripe-invoice", WorkflowID: "customer-{/data/object/customer}", Orchestration: demo.Approval},
 		{ID: "stripe-queue", WorkflowID: "queue-{/data/object/customer}", Orchestration: demo.Approval,
 			Concurrency: httpapi.ConcurrencyQueue},

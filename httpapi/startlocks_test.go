@@ -5,9 +5,11 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/httpapi"
 )
 
@@ -75,6 +77,36 @@ func TestStartInstanceLocks(t *testing.T) {
 			t.Fatalf("queued start ended %s %s", st.State, st.Output)
 		}
 		e.unlocked(t, "wf-api")
+	})
+
+	t.Run("replace", func(t *testing.T) {
+		t.Parallel()
+		e.expect(t, "POST", "/api/instances",
+			`{"orchestration": "demo.Approval", "instanceId": "rp-1", "lockKey": "wf-replace", "replaceIfLocked": true, "input": {"timeoutSeconds": 3600}}`,
+			http.StatusCreated, nil)
+		e.heldBy(t, "wf-replace", "rp-1")
+		var replacing httpapi.StartResponse
+		res := e.expect(t, "POST", "/api/instances",
+			`{"orchestration": "demo.Approval", "instanceId": "rp-2", "lockKey": "wf-replace", "replaceIfLocked": true, "input": {"timeoutSeconds": 3600}}`,
+			http.StatusCreated, &replacing)
+		if replacing.ReplacedInstanceID != "rp-1" || replacing.InstanceID != "rp-2" {
+			t.Fatalf("replacing start answered %s, want rp-1 replaced", res)
+		}
+		if st := e.wait(t, "rp-1"); st.State != duroxide.StateCanceled || st.Error == nil || !strings.Contains(st.Error.Message, "replaced by rp-2") {
+			t.Fatalf("replaced holder ended %s %+v", st.State, st.Error)
+		}
+		e.heldBy(t, "wf-replace", "rp-2")
+		for _, body := range []string{
+			`{"orchestration": "demo.Hello", "replaceIfLocked": true}`,
+			`{"orchestration": "demo.Hello", "replaceIfLocked": "yes", "lockKey": "wf-replace"}`,
+		} {
+			e.expectError(t, "POST", "/api/instances", body, http.StatusBadRequest)
+			e.expectError(t, "POST", "/api/instances/rp-x/signal-with-start",
+				strings.Replace(body, `"orchestration"`, `"event": "go", "orchestration"`, 1), http.StatusBadRequest)
+		}
+		e.heldBy(t, "wf-replace", "rp-2")
+		e.approve(t, "rp-2")
+		e.unlocked(t, "wf-replace")
 	})
 
 	t.Run("idempotency key", func(t *testing.T) {

@@ -172,6 +172,7 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 		opts.LockTTL = t.LockTTL.Duration
 		opts.QueueIfLocked = t.Concurrency == ConcurrencyQueue || t.Concurrency == ConcurrencyReplace
 	}
+	var replaced string
 	instanceID := t.ID + "-" + uuid.NewString()
 	if keys.instanceID != nil {
 		if instanceID, err = keys.instanceID.render(call, t.ID, fieldInstanceID); err != nil {
@@ -180,6 +181,11 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 		if err := checkKeyValue(fieldInstanceID, t.ID, duroxide.ValidateInstanceID(instanceID)); err != nil {
 			return err
 		}
+	}
+	if keys.lockKey != nil && t.Concurrency == ConcurrencyReplace {
+		// The holder's cancel commits with the start, in one transaction.
+		opts.ReplaceIfLocked, opts.Replaced = true, &replaced
+		opts.ReplaceReason = fmt.Sprintf("replaced by %s (webhook %s, request %s)", instanceID, t.ID, requestID(w))
 	}
 	var event string
 	started := true
@@ -204,18 +210,13 @@ func (s *server) runWebhook(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	resp := webhookResponse{Success: true, ExecutionID: instanceID}
+	resp := webhookResponse{Success: true, ExecutionID: instanceID, ReplacedExecutionID: replaced}
 	if event != "" {
 		resp.Event, resp.Started = event, &started
 	}
 	if !started {
 		writeJSON(w, http.StatusOK, resp) // delivered to a live instance: no start, no lock step
 		return nil
-	}
-	if t.Concurrency == ConcurrencyReplace {
-		if resp.ReplacedExecutionID, err = s.replaceHolder(w, r, t, opts.LockKey, instanceID); err != nil {
-			return err
-		}
 	}
 	if opts.QueueIfLocked {
 		resp.Queued, resp.QueuePosition = s.queuedAt(w, r, instanceID)
@@ -231,33 +232,6 @@ func checkKeyValue(f keyField, triggerID string, err error) error {
 		return nil
 	}
 	return badRequest("invalid "+f.what, "trigger %s, %s: %v", triggerID, f.option, err)
-}
-
-// replaceHolder is the replace policy's step after the start of
-// instanceID, queued on lockKey: it cancels the instance holding the lock
-// now, if it is another one, and returns its ID ("" when the new instance
-// holds the lock or the holder ended meanwhile). The holder's end hands
-// the lock to the queue, in arrival order. Failures are returned: the new
-// instance is stored and waits for the lock, but its predecessor was not
-// told to stop.
-func (s *server) replaceHolder(w http.ResponseWriter, r *http.Request, t *Trigger, lockKey, instanceID string) (string, error) {
-	l, err := s.client.GetLock(r.Context(), lockKey)
-	if err != nil {
-		return "", fmt.Errorf("replacing the holder of lock %q for %s: %w", lockKey, instanceID, err)
-	}
-	if !l.IsLocked || l.InstanceID == nil || *l.InstanceID == instanceID {
-		return "", nil
-	}
-	holder := *l.InstanceID
-	reason := fmt.Sprintf("replaced by %s (webhook %s, request %s)", instanceID, t.ID, requestID(w))
-	err = s.client.CancelInstance(r.Context(), holder, reason)
-	switch {
-	case errors.Is(err, duroxide.ErrInstanceTerminal), errors.Is(err, duroxide.ErrNotFound):
-		return "", nil // it ended on its own; its end frees the lock
-	case err != nil:
-		return "", fmt.Errorf("replacing %s (holder of lock %q) by %s: %w", holder, lockKey, instanceID, err)
-	}
-	return holder, nil
 }
 
 type triggersResponse struct {

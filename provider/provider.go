@@ -296,6 +296,13 @@ type AbandonOptions struct {
 	// of a run of abandons with an error; an abandon without an error
 	// clears both.
 	Error *history.ErrorDetails
+	// UntilStart, on an orchestration abandon, marks messages put off
+	// until the instance's first execution can start (its start message
+	// is delayed, or queued behind an execution lock): they become
+	// visible after Delay, or with the instance's earliest other
+	// unlocked message if that one is visible sooner: a start promoted
+	// from its lock's queue while the turn ran brings them along.
+	UntilStart bool
 }
 
 // Queue names one of the two queues.

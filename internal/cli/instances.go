@@ -52,7 +52,7 @@ func endedError(ctx context.Context, client backend, id string, err error, conse
 
 var startCommand = &command{
 	name:     "start",
-	synopsis: "NAME [--id ID] [--input JSON] [--version V] [--idempotency-key K] [--lock-key W [--lock-ttl D] [--queue-if-locked]] [--instance-timeout D] [--wait [--timeout D]] [--json]",
+	synopsis: "NAME [--id ID] [--input JSON] [--version V] [--idempotency-key K] [--lock-key W [--lock-ttl D] [--queue-if-locked | --replace-if-locked]] [--instance-timeout D] [--wait [--timeout D]] [--json]",
 	summary:  "start an orchestration instance and print its ID",
 	details: `Stores the start of orchestration NAME; a runtime on the same store (for
 example 'duroxide serve --demo') runs it. --input is the orchestration's input
@@ -71,7 +71,11 @@ then waits for that instance; --json without --wait prints
 --lock-key W takes the execution lock of workflow W: while another live
 instance holds it, start fails (exit 1) naming the holder, unless
 --queue-if-locked, which stores the instance Pending to begin when the
-holder ends. The lock is freed when the instance ends; each turn extends it
+holder ends. --replace-if-locked instead cancels the holder (reason
+"replaced by ID") and queues the instance to begin when it ends, in one
+store transaction: a start that fails cancels nothing. start notes the
+canceled holder on standard error ({"replacedInstanceId": ...} with --json).
+The lock is freed when the instance ends; each turn extends it
 by --lock-ttl, so an instance that stops progressing loses it. See
 'duroxide locks'.
 
@@ -95,6 +99,7 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	lockKey := inv.fs.String("lock-key", "", "take the execution lock of this workflow ID: fail if a live instance holds it")
 	lockTTL := inv.fs.Duration("lock-ttl", 0, "with --lock-key, how long the lock outlives the instance's last turn (default 1h)")
 	queue := inv.fs.Bool("queue-if-locked", false, "with --lock-key, when the lock is held, queue the instance to start after the holder ends")
+	replace := inv.fs.Bool("replace-if-locked", false, "with --lock-key, when the lock is held, cancel the holder and start after it ends")
 	instTimeout := inv.fs.Duration("instance-timeout", 0, "fail the instance (kind timeout) if it has not finished this long after it started (default: never)")
 	inv.jsonFlag("the instance ID, or with --wait the final status,")
 	inv.serverFlags()
@@ -117,8 +122,11 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if *instTimeout < 0 {
 		return usageErrorf("start: --instance-timeout must not be negative")
 	}
-	if *lockKey == "" && (*lockTTL > 0 || *queue) {
-		return usageErrorf("start: --lock-ttl and --queue-if-locked only apply with --lock-key")
+	if *lockKey == "" && (*lockTTL > 0 || *queue || *replace) {
+		return usageErrorf("start: --lock-ttl, --queue-if-locked and --replace-if-locked only apply with --lock-key")
+	}
+	if *queue && *replace {
+		return usageErrorf("start: give --queue-if-locked or --replace-if-locked, not both")
 	}
 	if *id == "" {
 		*id = uuid.NewString()
@@ -133,8 +141,10 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	if raw != nil {
 		in = raw
 	}
+	var replaced string
 	opts := &duroxide.StartOptions{Version: *version, IdempotencyKey: *idemKey,
-		LockKey: *lockKey, LockTTL: *lockTTL, QueueIfLocked: *queue, Timeout: *instTimeout}
+		LockKey: *lockKey, LockTTL: *lockTTL, QueueIfLocked: *queue, Timeout: *instTimeout,
+		ReplaceIfLocked: *replace, Replaced: &replaced}
 	duplicate := false
 	var dup *duroxide.DuplicateStartError
 	switch err := client.StartOrchestration(ctx, *id, name, in, opts); {
@@ -155,6 +165,8 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 		return fmt.Errorf("instance %q already exists: choose another --id, or inspect it with 'duroxide status %s'", *id, *id)
 	case err != nil:
 		return interrupted(err) // the client names the orchestration
+	case replaced != "":
+		noteReplaced(inv, replaced, *lockKey, *id)
 	case *queue:
 		// Say whether the instance runs now or waits its turn.
 		if l, lerr := client.GetLock(ctx, *lockKey); lerr == nil && l.InstanceID != nil && *l.InstanceID != *id {
@@ -163,7 +175,11 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 	}
 	if !*wait {
 		if inv.jsonOut {
-			return inv.printJSON(map[string]any{"instanceId": *id, "duplicate": duplicate})
+			out := map[string]any{"instanceId": *id, "duplicate": duplicate}
+			if replaced != "" {
+				out["replacedInstanceId"] = replaced
+			}
+			return inv.printJSON(out)
 		}
 		_, err := fmt.Fprintln(inv.stdout, safe(*id))
 		return err
@@ -184,6 +200,12 @@ func runStart(ctx context.Context, inv *invocation, args []string) error {
 		return err
 	}
 	return endError(st)
+}
+
+// noteReplaced tells on standard error that the start of id canceled
+// replaced, the holder of lock key (--replace-if-locked).
+func noteReplaced(inv *invocation, replaced, key, id string) {
+	fmt.Fprintf(inv.stderr, "replaced: canceled instance %s, the holder of workflow %s; %s starts when it ends\n", safe(replaced), safe(key), safe(id))
 }
 
 // pendingHint is how long start --wait watches an instance stay Pending
@@ -473,7 +495,7 @@ func runValues(ctx context.Context, inv *invocation, args []string) error {
 
 var raiseCommand = &command{
 	name:     "raise",
-	synopsis: "ID EVENT [--data JSON] [--idempotency-key K] [--start NAME [--input JSON] [--version V] [--lock-key W [--lock-ttl D] [--queue-if-locked]]]",
+	synopsis: "ID EVENT [--data JSON] [--idempotency-key K] [--start NAME [--input JSON] [--version V] [--lock-key W [--lock-ttl D] [--queue-if-locked | --replace-if-locked]]]",
 	summary:  "deliver an external event to an instance (or start it with the event)",
 	details: `The instance receives the event where it waits for EVENT (WaitForEvent).
 --data is the event's payload as JSON, e.g. --data true.
@@ -485,8 +507,9 @@ instance keeps its keys until it is purged.
 With --start NAME, raise is a signal-with-start: when instance ID does not
 exist, the orchestration NAME is started as ID with --input, and the event
 is queued behind its start, in one transaction; when it exists, it gets the
-event. raise prints which happened. --version, --lock-key, --lock-ttl and
---queue-if-locked apply to the start only, as in 'duroxide start'.
+event. raise prints which happened. --version, --lock-key, --lock-ttl,
+--queue-if-locked and --replace-if-locked apply to the start only, as in
+'duroxide start'.
 With --start, --idempotency-key K names the whole delivery, as the
 idempotency key of a start: repeating K within 24 hours, on any instance,
 delivers nothing, notes on standard error that it was a duplicate, and
@@ -508,6 +531,7 @@ func runRaise(ctx context.Context, inv *invocation, args []string) error {
 	lockKey := inv.fs.String("lock-key", "", "with --start, the execution lock the start takes")
 	lockTTL := inv.fs.Duration("lock-ttl", 0, "with --lock-key, how long the lock outlives the instance's last turn (default 1h)")
 	queue := inv.fs.Bool("queue-if-locked", false, "with --lock-key, queue the start when the lock is held")
+	replace := inv.fs.Bool("replace-if-locked", false, "with --lock-key, cancel the lock's holder and queue the start behind it")
 	inv.serverFlags()
 	if err := inv.parse(args, 2, "instance ID", "EVENT name"); err != nil {
 		return err
@@ -523,8 +547,10 @@ func runRaise(ctx context.Context, inv *invocation, args []string) error {
 	switch {
 	case *start == "" && (in != nil || *version != "" || *lockKey != ""):
 		return usageErrorf("raise: --input, --version and --lock-key only apply with --start")
-	case *lockKey == "" && (*lockTTL != 0 || *queue):
-		return usageErrorf("raise: --lock-ttl and --queue-if-locked only apply with --lock-key")
+	case *lockKey == "" && (*lockTTL != 0 || *queue || *replace):
+		return usageErrorf("raise: --lock-ttl, --queue-if-locked and --replace-if-locked only apply with --lock-key")
+	case *queue && *replace:
+		return usageErrorf("raise: give --queue-if-locked or --replace-if-locked, not both")
 	case *lockTTL < 0:
 		return usageErrorf("raise: --lock-ttl must not be negative")
 	}
@@ -562,8 +588,9 @@ func runRaise(ctx context.Context, inv *invocation, args []string) error {
 		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", safe(event), safe(id))
 		return err
 	}
+	var replaced string
 	opts := &duroxide.StartOptions{Version: *version, IdempotencyKey: *idemKey, LockKey: *lockKey,
-		LockTTL: *lockTTL, QueueIfLocked: *queue}
+		LockTTL: *lockTTL, QueueIfLocked: *queue, ReplaceIfLocked: *replace, Replaced: &replaced}
 	started, err := client.SignalWithStart(ctx, id, *start, startInput, event, payload, opts)
 	var dup *duroxide.DuplicateStartError
 	switch {
@@ -576,6 +603,9 @@ func runRaise(ctx context.Context, inv *invocation, args []string) error {
 	case err != nil:
 		return err
 	case started:
+		if replaced != "" {
+			noteReplaced(inv, replaced, *lockKey, id)
+		}
 		_, err = fmt.Fprintf(inv.stdout, "started %s as %s with %s\n", safe(*start), safe(id), safe(event))
 	default:
 		_, err = fmt.Fprintf(inv.stdout, "raised %s on %s\n", safe(event), safe(id))

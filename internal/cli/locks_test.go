@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +236,37 @@ func TestStartLockKey(t *testing.T) {
 		{[]string{"--lock-key", "wf", "--lock-ttl", "-1s"}, "--lock-ttl must not be negative"},
 	} {
 		runCLI(t, append([]string{"start", "demo.Hello", "--db", db}, tt.args...)...).wantErr(t, 2, tt.part)
+	}
+}
+
+// TestStartReplaceIfLocked: start --replace-if-locked cancels the holder
+// in the start's transaction and names it, directly and through the HTTP
+// API.
+func TestStartReplaceIfLocked(t *testing.T) {
+	t.Parallel()
+	db, path := tempDB(t)
+	srv, _ := apiServer(t, path)
+	input := `{"timeoutSeconds": 3600}`
+	runCLI(t, "start", "demo.Approval", "--id", "r1", "--input", input, "--lock-key", "wf", "--db", db).wantCode(t, 0)
+	var out struct {
+		InstanceID         string `json:"instanceId"`
+		ReplacedInstanceID string `json:"replacedInstanceId"`
+	}
+	r := runCLI(t, "start", "demo.Approval", "--id", "r2", "--input", input, "--lock-key", "wf", "--replace-if-locked", "--json", "--db", db).wantCode(t, 0)
+	r.decode(t, &out)
+	if out.InstanceID != "r2" || out.ReplacedInstanceID != "r1" || !strings.Contains(r.stderr, "replaced: canceled instance r1, the holder of workflow wf; r2 starts when it ends") {
+		t.Fatalf("start --replace-if-locked: %+v, stderr %q", out, r.stderr)
+	}
+	// Through the server: the holder is r1 (still ending) or r2.
+	r = runCLI(t, "start", "demo.Approval", "--id", "r3", "--input", input, "--lock-key", "wf", "--replace-if-locked",
+		"--server", srv.URL, "--auth-token", testToken).wantCode(t, 0)
+	if r.stdout != "r3\n" || !regexp.MustCompile(`^replaced: canceled instance r[12], the holder of workflow wf; r3 starts when it ends\n$`).MatchString(r.stderr) {
+		t.Fatalf("start --replace-if-locked --server: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	client := startRuntime(t, path)
+	waitState(t, client, "r1", duroxide.StateCanceled)
+	for _, args := range [][]string{{"--replace-if-locked"}, {"--lock-key", "wf", "--replace-if-locked", "--queue-if-locked"}} {
+		runCLI(t, append([]string{"start", "demo.Hello", "--db", db}, args...)...).wantErr(t, 2, "--replace-if-locked")
 	}
 }
 

@@ -273,8 +273,12 @@ func (r *remote) StartOrchestration(ctx context.Context, instanceID, name string
 		}
 		req.Input = b
 	}
+	if err := checkRemoteReplace(opts); err != nil {
+		return err
+	}
 	if opts != nil {
 		req.Version, req.IdempotencyKey, req.LockKey, req.QueueIfLocked = opts.Version, opts.IdempotencyKey, opts.LockKey, opts.QueueIfLocked
+		req.ReplaceIfLocked = opts.ReplaceIfLocked
 		if opts.LockTTL > 0 {
 			req.LockTTL = &httpapi.Duration{Duration: opts.LockTTL}
 		}
@@ -310,6 +314,24 @@ func (r *remote) StartOrchestration(ctx context.Context, instanceID, name string
 			dup.PurgedAt = *out.PurgedAt
 		}
 		return dup
+	}
+	if opts != nil && opts.Replaced != nil {
+		*opts.Replaced = out.ReplacedInstanceID
+	}
+	return nil
+}
+
+// checkRemoteReplace refuses start options the HTTP API does not carry,
+// and clears opts.Replaced as the direct client does.
+func checkRemoteReplace(opts *duroxide.StartOptions) error {
+	if opts == nil {
+		return nil
+	}
+	if opts.Replaced != nil {
+		*opts.Replaced = ""
+	}
+	if opts.ReplaceReason != "" {
+		return fmt.Errorf("%w: ReplaceReason is not sent over the HTTP API", duroxide.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -448,8 +470,12 @@ func (r *remote) SignalWithStart(ctx context.Context, instanceID, name string, i
 		}
 		*f.dst = b
 	}
+	if err := checkRemoteReplace(opts); err != nil {
+		return false, err
+	}
 	if opts != nil {
 		req.Version, req.IdempotencyKey, req.LockKey, req.QueueIfLocked = opts.Version, opts.IdempotencyKey, opts.LockKey, opts.QueueIfLocked
+		req.ReplaceIfLocked = opts.ReplaceIfLocked
 		if opts.LockTTL > 0 {
 			req.LockTTL = &httpapi.Duration{Duration: opts.LockTTL}
 		}
@@ -461,6 +487,9 @@ func (r *remote) SignalWithStart(ctx context.Context, instanceID, name string, i
 	}
 	if out.Duplicate {
 		return false, &duroxide.DuplicateStartError{IdempotencyKey: req.IdempotencyKey, InstanceID: out.InstanceID}
+	}
+	if opts != nil && opts.Replaced != nil {
+		*opts.Replaced = out.ReplacedInstanceID
 	}
 	return out.Started, nil
 }

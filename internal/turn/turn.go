@@ -366,7 +366,7 @@ func beforeStart(it *provider.OrchestrationItem, inst *provider.InstanceMeta, po
 	if inst.StartAt.After(now) {
 		delay = inst.StartAt.Sub(now)
 	}
-	return Decision{Abandon: &provider.AbandonOptions{Delay: delay, IgnoreAttempt: true}}
+	return Decision{Abandon: &provider.AbandonOptions{Delay: delay, IgnoreAttempt: true, UntilStart: true}}
 }
 
 // fail ends the execution with a failure without running its code (poison,

@@ -372,7 +372,7 @@ func TestDecide(t *testing.T) {
 				return it
 			}(),
 			check: func(t *testing.T, d Decision) {
-				wantAbandon(t, d, provider.AbandonOptions{Delay: time.Hour, IgnoreAttempt: true})
+				wantAbandon(t, d, provider.AbandonOptions{Delay: time.Hour, IgnoreAttempt: true, UntilStart: true})
 			},
 		},
 		{
@@ -383,14 +383,14 @@ func TestDecide(t *testing.T) {
 				return it
 			}(),
 			check: func(t *testing.T, d Decision) {
-				wantAbandon(t, d, provider.AbandonOptions{Delay: 2 * time.Second, IgnoreAttempt: true})
+				wantAbandon(t, d, provider.AbandonOptions{Delay: 2 * time.Second, IgnoreAttempt: true, UntilStart: true})
 			},
 		},
 		{
 			name: "events ahead of a start already due back off",
 			item: item(&provider.InstanceMeta{OrchestrationName: "Echo", Status: provider.StatusPending, StartAt: now.Add(-time.Second)}, nil, raised("early", `1`)),
 			check: func(t *testing.T, d Decision) {
-				wantAbandon(t, d, provider.AbandonOptions{Delay: time.Second, IgnoreAttempt: true})
+				wantAbandon(t, d, provider.AbandonOptions{Delay: time.Second, IgnoreAttempt: true, UntilStart: true})
 			},
 		},
 		{

@@ -46,7 +46,13 @@ import (
 // instances takes them first in the same order. Fetches only try locks and
 // never wait. A call that still loses a deadlock in a group (on row locks
 // outside any instance's, such as a session's) is rolled back to its
-// savepoint and runs again alone once the group committed.
+// savepoint and runs again alone once the group committed. A start that
+// takes an execution lock key or an idempotency key (sqlstore.Lock.Alone)
+// never joins a group: the key's lock cannot be declared (a replacing
+// start locks the holder's instance before the key, and the holder is
+// known only once the key is read), and held until a group commits it
+// made the group's other keyed calls, and the groups on other nodes
+// waiting for them, queue behind one another until lock_timeout.
 //
 // A group whose transaction breaks outside any call's savepoint (its
 // locks timed out, a savepoint failed) is rolled back and each of its
@@ -149,9 +155,10 @@ func (p *Provider) writeGrouped(ctx context.Context, op string, locks []sqlstore
 	}
 	r := &groupOp{locks: locks, fn: fn}
 	var err error
-	if p.group.MaxGroup == 1 {
-		// Group commit is off: every call runs alone, as many at once as
-		// the pool allows.
+	if p.group.MaxGroup == 1 || slices.ContainsFunc(locks, func(l sqlstore.Lock) bool { return l.Alone }) {
+		// Group commit is off, or the call takes key locks it could not
+		// declare (sqlstore.Lock.Alone): it runs alone, as many at once
+		// as the pool allows.
 		err = p.runAlone(sqlstore.Request[*groupOp]{Ctx: ctx, Op: r})
 	} else {
 		err = p.group.Do(ctx, r)
@@ -244,8 +251,20 @@ func (p *Provider) runAlone(r sqlstore.Request[*groupOp]) error {
 			return r.Op.fn(w)
 		}
 	}
-	return guard(p.writeOn(r.Ctx, conn, fn))
+	err = p.writeOn(r.Ctx, conn, fn)
+	for try := 1; try < aloneRuns && isLockConflict(err); try++ {
+		// It lost a deadlock (such as a replacing start whose key's
+		// holder changed between locking the holder and the key, with
+		// the new holder's ack) and wrote nothing: it runs again, as a
+		// group's victims do.
+		err = p.writeOn(r.Ctx, conn, fn)
+	}
+	return guard(err)
 }
+
+// aloneRuns is how many times runAlone runs a call that keeps losing
+// deadlocks before it returns the error (ErrBusy, retryable).
+const aloneRuns = 3
 
 // groupOn runs the calls of group in one transaction on conn: each call's
 // outcome, the transaction of each that succeeded, and the error that

@@ -838,7 +838,7 @@ func (w *wtx) FinishTurn(inst, token string) error {
 
 // AbandonTurn releases the instance lock held by token, under the
 // instance's advisory lock; see sqlstore.TurnTx.
-func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr []byte) (bool, error) {
+func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, untilStart bool, lastErr []byte) (bool, error) {
 	if err := w.lockInstance(inst); err != nil {
 		return false, err
 	}
@@ -846,7 +846,7 @@ func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr [
 	if err != nil || n == 0 {
 		return false, err
 	}
-	if _, err := w.exec(sqlUntagMessages, inst, token, w.now+delayMs, undo); err != nil {
+	if _, err := w.exec(sqlUntagMessages, inst, token, w.now+delayMs, undo, untilStart); err != nil {
 		return false, err
 	}
 	// The instance is ready again, now or after the delay.

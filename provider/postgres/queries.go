@@ -284,9 +284,14 @@ ORDER BY m.ord`
 )
 SELECT EXISTS (SELECT 1 FROM orchestrator_queue AS q WHERE q.instance_id = $1 AND q.id NOT IN (SELECT id FROM d))`
 
-	// $1 instance, $2 token, $3 visible_at, $4 1 to undo the attempt.
+	// $1 instance, $2 token, $3 visible_at, $4 1 to undo the attempt, $5
+	// true to make them visible no later than the instance's earliest
+	// untagged message (AbandonOptions.UntilStart).
 	sqlUntagMessages = `UPDATE orchestrator_queue
-SET lock_token = NULL, locked_until = NULL, visible_at = $3,
+SET lock_token = NULL, locked_until = NULL,
+    visible_at = CASE WHEN $5::bool THEN least($3, coalesce((SELECT min(o.visible_at) FROM orchestrator_queue AS o
+                                                          WHERE o.instance_id = $1 AND o.lock_token IS NULL), $3))
+                 ELSE $3 END,
     attempt_count = greatest(attempt_count - $4, 0)
 WHERE instance_id = $1 AND lock_token = $2`
 

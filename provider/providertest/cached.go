@@ -156,13 +156,7 @@ var pendingStartCases = []testCase{
 	}},
 
 	{name: "start_queued_behind_a_lock_reports_its_expiry_and_brings_waiting_messages", run: func(e *env) {
-		e.enqueue(lockedStart("holder", "k"))
-		e.runStart("holder")
-		queued := lockedStart("next", "k")
-		queued.Create.Lock.Queue = true
-		e.enqueue(queued)
-		e.enqueue(eventMsg("next", "early", 1))
-		it := e.fetchFor("next")
+		it := e.eventBehindLock()
 		mustEqual(e.t, "messages", kinds(it.Messages), []history.WorkItemKind{history.WorkExternalRaised})
 		lock := e.getLock("k")
 		e.sameTime("StartAt", it.Instance.StartAt, lock.ExpiresAt)
@@ -177,4 +171,32 @@ var pendingStartCases = []testCase{
 		mustEqual(e.t, "messages at the start", kinds(it.Messages),
 			[]history.WorkItemKind{history.WorkExternalRaised, history.WorkStartOrchestration})
 	}},
+
+	{name: "start_promoted_while_its_waiting_messages_are_fetched_brings_them", run: func(e *env) {
+		it := e.eventBehindLock()
+		lock := e.getLock("k")
+		// The holder ends while the event's turn runs: the start takes
+		// the lock, and the turn, which saw no start, puts the event off
+		// until the lock's expiry, as the runtime does.
+		e.finish("holder", provider.StatusCompleted)
+		e.noErr(e.p.AbandonOrchestrationItem(e.ctx, it.LockToken,
+			provider.AbandonOptions{Delay: lock.ExpiresAt.Sub(e.clock.Now()), IgnoreAttempt: true, UntilStart: true}), "abandon until the start")
+		it = e.fetchFor("next")
+		mustEqual(e.t, "messages at the start", kinds(it.Messages),
+			[]history.WorkItemKind{history.WorkExternalRaised, history.WorkStartOrchestration})
+	}},
+}
+
+// eventBehindLock runs "holder", which holds lock "k", queues the start of
+// "next" behind it and an event for "next", and returns the fetch of
+// "next": the event without its start.
+func (e *env) eventBehindLock() *provider.OrchestrationItem {
+	e.t.Helper()
+	e.enqueue(lockedStart("holder", "k"))
+	e.runStart("holder")
+	queued := lockedStart("next", "k")
+	queued.Create.Lock.Queue = true
+	e.enqueue(queued)
+	e.enqueue(eventMsg("next", "early", 1))
+	return e.fetchFor("next")
 }

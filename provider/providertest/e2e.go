@@ -52,6 +52,7 @@ func e2eGroups() [][]e2eCase {
 		e2eManagementCases,
 		e2eDetachedCases,
 		e2eSignalStartCases,
+		e2eReplaceCases,
 		e2eValueCases,
 		e2eBulkCases,
 		e2eRoutingCases,

@@ -559,12 +559,12 @@ func (w *wtx) noteLeftovers(instance string) error {
 
 // AbandonTurn releases the instance lock held by token; see
 // sqlstore.TurnTx.
-func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, lastErr []byte) (bool, error) {
+func (w *wtx) AbandonTurn(inst, token string, delayMs int64, undo int, untilStart bool, lastErr []byte) (bool, error) {
 	n, err := w.exec(sAbandonLock, nil, inst, token, w.now)
 	if err != nil || n == 0 {
 		return false, err
 	}
-	if _, err := w.exec(sUntagMessages, nil, inst, token, w.now+delayMs, undo); err != nil {
+	if _, err := w.exec(sUntagMessages, nil, inst, token, w.now+delayMs, undo, untilStart); err != nil {
 		return false, err
 	}
 	// The instance is ready again, now or after the delay.

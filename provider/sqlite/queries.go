@@ -434,9 +434,14 @@ ON CONFLICT (instance_id, value_key) DO UPDATE SET value = excluded.value, updat
 	// ?1 instance, ?2 token, ?3 now.
 	sAbandonLock: `DELETE FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
 
-	// ?1 instance, ?2 token, ?3 visible_at, ?4 1 to undo the attempt.
+	// ?1 instance, ?2 token, ?3 visible_at, ?4 1 to undo the attempt, ?5
+	// true to make them visible no later than the instance's earliest
+	// untagged message (AbandonOptions.UntilStart).
 	sUntagMessages: `UPDATE orchestrator_queue
-SET lock_token = NULL, locked_until = NULL, visible_at = ?3,
+SET lock_token = NULL, locked_until = NULL,
+    visible_at = CASE WHEN ?5 THEN min(?3, coalesce((SELECT min(o.visible_at) FROM orchestrator_queue AS o
+                                                   WHERE o.instance_id = ?1 AND o.lock_token IS NULL), ?3))
+                 ELSE ?3 END,
     attempt_count = max(attempt_count - ?4, 0)
 WHERE instance_id = ?1 AND lock_token = ?2`,
 

@@ -8,14 +8,25 @@ import "github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 type Lock struct {
 	Instance  string
 	Exclusive bool
+	// Alone, on any lock of a call, asks a store that groups calls into
+	// one transaction to run the call in a transaction of its own: the
+	// call also takes the locks of execution lock keys or idempotency
+	// keys, which it cannot declare (a replacing start takes the
+	// holder's instance lock before its key's, and the holder is known
+	// only once the call reads the key). In a group they would be held
+	// until the group commits, while the group's other calls wait for
+	// keys that other groups hold in another order.
+	Alone bool
 }
 
 // SharedLocks appends to locks a shared lock of the instance of each of
-// msgs (an enqueue's targets).
+// msgs (an enqueue's targets), marked Alone for a start that takes an
+// execution lock or an idempotency key.
 func SharedLocks(locks []Lock, msgs ...*sqlenc.Msg) []Lock {
 	for _, m := range msgs {
 		if m != nil {
-			locks = append(locks, Lock{Instance: m.InstanceID})
+			keyed := m.Create != nil && (m.Create.LockKey != "" || m.Create.IdemKey != "")
+			locks = append(locks, Lock{Instance: m.InstanceID, Alone: keyed})
 		}
 	}
 	return locks

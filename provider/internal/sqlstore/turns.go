@@ -77,9 +77,11 @@ type TurnTx interface {
 	LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error)
 	// AbandonTurn releases the instance lock held by token, makes the
 	// tagged messages visible after delayMs (undoing their attempt with
-	// undo 1) and records lastErr (JSON; nil for none) as the instance's
-	// last error. It reports false when token holds no lock.
-	AbandonTurn(instance, token string, delayMs int64, undo int, lastErr []byte) (bool, error)
+	// undo 1; with untilStart, no later than the instance's earliest
+	// untagged message: provider.AbandonOptions.UntilStart) and records
+	// lastErr (JSON; nil for none) as the instance's last error. It
+	// reports false when token holds no lock.
+	AbandonTurn(instance, token string, delayMs int64, undo int, untilStart bool, lastErr []byte) (bool, error)
 	// RenewTurn extends to the transaction's time plus extendMs the
 	// unexpired instance lock token holds on instance, and the lock of
 	// the messages tagged with it, reporting false (changing nothing)
@@ -367,7 +369,7 @@ func (w Writes) AbandonOrchestrationItem(ctx context.Context, lockToken string, 
 		return w.DB.Fail(op, provider.ErrLockLost)
 	}
 	return w.DB.WriteGrouped(ctx, op, []Lock{{Instance: inst, Exclusive: true}}, func(tx Tx) error {
-		held, err := tx.AbandonTurn(inst, lockToken, sqlenc.DurMs(opts.Delay), undo, lastErr)
+		held, err := tx.AbandonTurn(inst, lockToken, sqlenc.DurMs(opts.Delay), undo, opts.UntilStart, lastErr)
 		if err == nil && !held {
 			err = provider.ErrLockLost
 		}

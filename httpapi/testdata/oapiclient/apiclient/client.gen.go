@@ -1576,6 +1576,9 @@ type SignalWithStartRequest struct {
 	// QueueIfLocked Queue the start behind a held lock instead of answering 409; the event waits with it. Needs lockKey.
 	QueueIfLocked *bool `json:"queueIfLocked,omitempty"`
 
+	// ReplaceIfLocked When the instance is absent and another running instance holds the lock, cancel that holder and queue the start behind it, in one store transaction (as in StartRequest). Needs lockKey.
+	ReplaceIfLocked *bool `json:"replaceIfLocked,omitempty"`
+
 	// Version Pin this semantic version for the start.
 	Version *string `json:"version,omitempty"`
 }
@@ -1597,6 +1600,9 @@ type SignalWithStartResult struct {
 	Duplicate  *SignalWithStartResultDuplicate `json:"duplicate,omitempty"`
 	Event      string                          `json:"event"`
 	InstanceId string                          `json:"instanceId"`
+
+	// ReplacedInstanceId Present when replaceIfLocked canceled the lock's holder to start the instance: the holder's ID.
+	ReplacedInstanceId *string `json:"replacedInstanceId,omitempty"`
 
 	// Started Whether this call started the instance (201); false when it existed (202) or for a duplicate (200).
 	Started bool `json:"started"`
@@ -1641,6 +1647,9 @@ type StartRequest struct {
 
 	// QueueIfLocked When the lock is held, create the instance Pending and start it when the lock is free, in arrival order, instead of answering 409. Needs lockKey. Absent: false.
 	QueueIfLocked *bool `json:"queueIfLocked,omitempty"`
+
+	// ReplaceIfLocked When another running instance holds the lock, cancel it (reason "replaced by <instanceId>") and create this instance Pending to start when the lock is free, as queueIfLocked does; the cancel and the start are one store transaction, so a failed call cancels nothing. The answer names the canceled holder in replacedInstanceId. Needs lockKey. Absent: false.
+	ReplaceIfLocked *bool `json:"replaceIfLocked,omitempty"`
 
 	// StartAt Delay the start until this time.
 	StartAt *time.Time `json:"startAt,omitempty"`
@@ -1691,6 +1700,9 @@ type StartResponse struct {
 
 	// Queued Present (true) when the instance waits (Pending) for its execution lock: a start with queueIfLocked, or a call of a queue trigger, while another instance holds the lock.
 	Queued *StartResponseQueued `json:"queued,omitempty"`
+
+	// ReplacedInstanceId Present when replaceIfLocked canceled the instance holding the lock: its ID. Absent when the lock was free.
+	ReplacedInstanceId *string `json:"replacedInstanceId,omitempty"`
 }
 
 // StartResponseDuplicate Present on a duplicate start (200): instanceId is the instance the idempotency key first started.
