@@ -25,13 +25,17 @@ import (
 // every lane (Options.GroupCommitLanes) is busy into one transaction of up
 // to Options.GroupCommitMax, committed once.
 //
-// In a group each call runs in a savepoint of its own: one that fails
-// rolls back to it (releasing what it locked) and the others go on; its
-// caller gets its error. Results and the in-process notifications are
-// delivered after the commit; the notifications to other nodes (pg_notify)
-// of what the calls that succeeded changed follow the COMMIT in its round
-// trip, one for the group besides the ones turn and activity acks queued
-// themselves (a failed call's are dropped).
+// A group runs its calls pipelined when they cannot disturb one another
+// (pipeline.go: all of them at once, their statements sent together, one
+// round trip for the calls whatever their number); a call that fails after
+// it wrote something then rolls the group back and every call runs again
+// alone. Otherwise (serial mode) each call runs in turn, in a savepoint of
+// its own: one that fails rolls back to it (releasing what it locked) and
+// the others go on; its caller gets its error. Results and the in-process
+// notifications are delivered after the commit; the notification to other
+// nodes (pg_notify) of what the calls that succeeded changed follows the
+// COMMIT in its round trip, one for the group (a failed call's changes are
+// left out).
 //
 // Lock order. A group holds the advisory locks of all its calls until it
 // commits, so two groups (here or on other nodes) taking them call by call
@@ -57,6 +61,7 @@ import (
 
 // groupOp is one call of writeGrouped.
 type groupOp struct {
+	op    string
 	locks []sqlstore.Lock
 	fn    func(w *wtx) error
 }
@@ -147,7 +152,7 @@ func (p *Provider) writeGrouped(ctx context.Context, op string, locks []sqlstore
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
-	r := &groupOp{locks: locks, fn: fn}
+	r := &groupOp{op: op, locks: locks, fn: fn}
 	var err error
 	if p.group.MaxGroup == 1 {
 		// Group commit is off: every call runs alone, as many at once as
@@ -178,7 +183,19 @@ func (p *Provider) runGroup(group []sqlstore.Request[*groupOp]) []error {
 		return errs
 	}
 	guard := p.guardConn(ctx, conn.Conn())
-	results, ws, err := p.groupOn(conn, group)
+	results, ws, err := p.groupOn(conn, group, false)
+	if errors.Is(err, errGroupSerial) && !conn.Conn().IsClosed() {
+		// Rolled back: nothing was written.
+		results, ws, err = p.groupOn(conn, group, true)
+	}
+	if cf, ok := errors.AsType[*checkFailedError](err); ok && !conn.Conn().IsClosed() {
+		// Rolled back: the call whose check failed fails, and the
+		// others run again without it.
+		_ = guard(nil)
+		conn.Release()
+		rest := p.runGroup(slices.Delete(slices.Clone(group), cf.call, cf.call+1))
+		return slices.Insert(rest, cf.call, cf.err)
+	}
 	err = guard(err)
 	broken := conn.Conn().IsClosed()
 	conn.Release()
@@ -188,10 +205,12 @@ func (p *Provider) runGroup(group []sqlstore.Request[*groupOp]) []error {
 		for i, w := range ws {
 			if w != nil {
 				p.notifyLocal(&w.changes)
-			} else if isLockConflict(results[i]) {
+			} else if isLockConflict(results[i]) || errors.Is(results[i], errRunAlone) {
 				// Rolled back to its savepoint, a victim of a deadlock
 				// on row locks with another transaction, which has
-				// gone on: it wrote nothing, so it runs again alone.
+				// gone on, or a call that could not be pipelined and
+				// sent nothing: it wrote nothing, so it runs again
+				// alone.
 				results[i] = p.runAlone(group[i])
 			}
 		}
@@ -220,6 +239,15 @@ func isLockConflict(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
+// checkFailedError is what groupOn returns for a pipelined group rolled
+// back because the check of one of its acks (call) failed with err.
+type checkFailedError struct {
+	call int
+	err  error
+}
+
+func (e *checkFailedError) Error() string { return e.err.Error() }
+
 // errCommitFailed marks the failure of a group's commit.
 var errCommitFailed = errors.New("committing a group")
 
@@ -247,11 +275,13 @@ func (p *Provider) runAlone(r sqlstore.Request[*groupOp]) error {
 	return guard(p.writeOn(r.Ctx, conn, fn))
 }
 
-// groupOn runs the calls of group in one transaction on conn: each call's
+// groupOn runs the calls of group in one transaction on conn, pipelined
+// when it may and serial is not set (else call after call): each call's
 // outcome, the transaction of each that succeeded, and the error that
 // broke the transaction (then nothing was committed, unless it wraps
-// errCommitFailed: then the outcome is unknown).
-func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp]) ([]error, []*wtx, error) {
+// errCommitFailed: then the outcome is unknown; errGroupSerial: the group
+// must run again in serial mode).
+func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp], serial bool) ([]error, []*wtx, error) {
 	ctx := context.Background()
 	tx := newLazyTx(conn.Conn())
 	fail := func(err error) ([]error, []*wtx, error) {
@@ -273,6 +303,50 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 	}
 	errs := make([]error, len(group))
 	ws := make([]*wtx, len(group))
+	if !serial && !p.serialGroups && pipelinable(group) {
+		var rerun, serial bool
+		var checked int
+		var err error
+		errs, rerun, serial, checked, err = p.pipelineOn(tx, group, ws)
+		switch {
+		case err != nil:
+			return fail(err)
+		case serial:
+			return fail(errGroupSerial)
+		case checked >= 0:
+			return fail(&checkFailedError{call: checked, err: errs[checked]})
+		case rerun:
+			return fail(errGroupAborted)
+		}
+	} else if err := p.serialOn(tx, group, errs, ws); err != nil {
+		return fail(err)
+	}
+	// The notifications of the calls that committed follow the COMMIT:
+	// one round trip.
+	b, after := &pgx.Batch{}, &pgx.Batch{}
+	relaxed := groupRelaxed(ws)
+	p.relaxCommit(relaxed && tx.begun, b)
+	if err := p.queueNotifyAll(after, ws...); err != nil {
+		return fail(err)
+	}
+	if committing, err := tx.commitBatch(ctx, b, after); err != nil {
+		if committing {
+			return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
+		}
+		return nil, nil, err
+	}
+	if relaxed {
+		p.relaxedCommits.Add(1)
+	}
+	return errs, ws, nil
+}
+
+// serialOn runs the calls of group one after another in tx, each in a
+// savepoint of its own, setting each call's outcome in errs and the
+// transaction of each that succeeded in ws. An error broke the
+// transaction outside the calls.
+func (p *Provider) serialOn(tx *lazyTx, group []sqlstore.Request[*groupOp], errs []error, ws []*wtx) error {
+	ctx := context.Background()
 	sp := []string{sqlGroupSavepoint}
 	for i, r := range group {
 		stx := &savepointTx{Tx: tx, sp: sp}
@@ -294,35 +368,13 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		if err != nil {
 			errs[i] = err
 			if _, err := tx.Exec(ctx, sqlGroupRollback); err != nil {
-				return fail(err)
+				return err
 			}
 			continue
 		}
 		ws[i] = w
 	}
-	// The notifications of the calls that committed follow the COMMIT:
-	// one round trip.
-	b, after := &pgx.Batch{}, &pgx.Batch{}
-	relaxed := groupRelaxed(ws)
-	p.relaxCommit(relaxed && tx.begun, b)
-	for _, w := range ws {
-		if w != nil {
-			after.QueuedQueries = append(after.QueuedQueries, w.after.QueuedQueries...)
-		}
-	}
-	if err := p.queueNotifyAll(groupChanges(ws), after); err != nil {
-		return fail(err)
-	}
-	if committing, err := tx.commitBatch(ctx, b, after); err != nil {
-		if committing {
-			return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
-		}
-		return nil, nil, err
-	}
-	if relaxed {
-		p.relaxedCommits.Add(1)
-	}
-	return errs, ws, nil
+	return nil
 }
 
 // groupRelaxed reports whether every call of a group that succeeded (ws,
@@ -335,26 +387,6 @@ func groupRelaxed(ws []*wtx) bool {
 		}
 	}
 	return true
-}
-
-// groupChanges returns a transaction holding, as changes still to notify,
-// what the calls of a group (ws, nil for a call that failed) changed and
-// did not notify in their own batches.
-func groupChanges(ws []*wtx) *wtx {
-	all := &wtx{}
-	for _, w := range ws {
-		if w == nil {
-			continue
-		}
-		c := &w.changes
-		if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
-			continue
-		}
-		all.changes.orch = all.changes.orch || c.orch
-		all.changes.work = all.changes.work || c.work
-		all.changes.addInstance(c.instances...)
-	}
-	return all
 }
 
 // runOp calls fn, turning a panic into an error, so that one call cannot

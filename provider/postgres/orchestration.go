@@ -494,6 +494,11 @@ func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
 // CheckTurnLock takes the instance's advisory lock and reads its lock row
 // (in one round trip); see sqlstore.TurnTx.
 func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
+	// In a pipelined group no other call writes what this reads: the
+	// instance's lock row is only ever changed by the ack of its holder
+	// (or by a fetch once it expired, which fails this check anyway), and
+	// an activity ack carrying a turn of the instance finds it locked.
+	markPrivate(w.tx)
 	b := &pgx.Batch{}
 	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
 	b.Queue(sqlCheckLock, inst).Query(func(r pgx.Rows) error {
@@ -640,7 +645,7 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	// for the instance?), unless starts or lock hand-overs follow.
 	inline := len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
-		w.queueAckNotify(inst)
+		w.askOrch = append(w.askOrch, inst)
 	}
 	return t
 }

@@ -327,6 +327,9 @@ type Provider struct {
 	// committed more than one, for tests.
 	group  sqlstore.GroupCommit[*groupOp]
 	groups atomic.Int64
+	// serialGroups makes every group run its calls one after another, in
+	// savepoints (groupOn's serial mode), for tests.
+	serialGroups bool
 
 	// callLimit bounds how long a store call holds a connection for its
 	// transaction (see guardConn); 0: only the caller's context does.
@@ -483,12 +486,9 @@ type wtx struct {
 	// What the transaction changed, for the notifications sent once it
 	// committed (notify.go).
 	changes changes
-	// inlineSent: the call queued its own notification (on after),
-	// covering the instances changed until then (inlineInstances).
-	inlineSent      bool
-	inlineInstances int
-	// after holds the statements (notifications) sent after the COMMIT.
-	after pgx.Batch
+	// askOrch are the instances of the turns acked whose notification
+	// asks, after the COMMIT, whether messages wait for them.
+	askOrch []string
 	// The leases of the worker rows a turn ack inserted locked to its
 	// caller.
 	leases []*provider.WorkItemLease
@@ -630,13 +630,13 @@ func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *w
 		return err
 	}
 	// The notifications follow the COMMIT in its round trip.
-	b := &pgx.Batch{}
+	b, after := &pgx.Batch{}, &pgx.Batch{}
 	p.relaxCommit(w.relaxed && tx.begun, b)
-	if err := p.queueNotifyAll(w, &w.after); err != nil {
+	if err := p.queueNotifyAll(after, w); err != nil {
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	if err := tx.CommitBatch(tctx, b, &w.after); err != nil {
+	if err := tx.CommitBatch(tctx, b, after); err != nil {
 		return err
 	}
 	if w.relaxed {

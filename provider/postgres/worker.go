@@ -154,7 +154,6 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
-		w.queueNotify()
 		if e.TakeMs > 0 {
 			// TakeTurn's first question, asked in this round trip: the
 			// shared advisory lock keeps any turn ack of the instance (the
