@@ -288,6 +288,11 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		_ = tx.Rollback(ctx)
 		return nil, nil, err
 	}
+	pipelined := !serial && !p.serialGroups && pipelinable(group)
+	var (
+		held  map[string]bool
+		locks *pgx.QueuedQuery
+	)
 	if ids, _ := groupLocks(group); len(ids) > 0 {
 		// Exclusive, also where the calls need them only shared: rows of
 		// an instance that enqueuers share (its orchestrator_ready row)
@@ -297,17 +302,27 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		for i := range excl {
 			excl[i] = true
 		}
-		if _, err := tx.Exec(ctx, sqlAdvisoryLockGroup, p.lockSpace, ids, excl); err != nil {
-			return fail(err)
+		locks = &pgx.QueuedQuery{SQL: sqlAdvisoryLockGroup, Arguments: []any{p.lockSpace, ids, excl}}
+		if !pipelined {
+			// Taken on their own, so that the calls are dated after
+			// the lock waits; a pipelined group sends them at the
+			// head of its first round.
+			if _, err := tx.Exec(ctx, locks.SQL, locks.Arguments...); err != nil {
+				return fail(err)
+			}
+		}
+		held = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			held[id] = true
 		}
 	}
 	errs := make([]error, len(group))
 	ws := make([]*wtx, len(group))
-	if !serial && !p.serialGroups && pipelinable(group) {
+	if pipelined {
 		var rerun, serial bool
 		var checked int
 		var err error
-		errs, rerun, serial, checked, err = p.pipelineOn(tx, group, ws)
+		errs, rerun, serial, checked, err = p.pipelineOn(tx, group, ws, locks, held)
 		switch {
 		case err != nil:
 			return fail(err)
@@ -318,7 +333,7 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		case rerun:
 			return fail(errGroupAborted)
 		}
-	} else if err := p.serialOn(tx, group, errs, ws); err != nil {
+	} else if err := p.serialOn(tx, group, errs, ws, held); err != nil {
 		return fail(err)
 	}
 	// The notifications of the calls that committed follow the COMMIT:
@@ -341,18 +356,19 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 	return errs, ws, nil
 }
 
-// serialOn runs the calls of group one after another in tx, each in a
-// savepoint of its own, setting each call's outcome in errs and the
+// serialOn runs the calls of group one after another in tx (whose group
+// holds the locks of the instances held), each in a savepoint of its own,
+// setting each call's outcome in errs and the
 // transaction of each that succeeded in ws. An error broke the
 // transaction outside the calls.
-func (p *Provider) serialOn(tx *lazyTx, group []sqlstore.Request[*groupOp], errs []error, ws []*wtx) error {
+func (p *Provider) serialOn(tx *lazyTx, group []sqlstore.Request[*groupOp], errs []error, ws []*wtx, held map[string]bool) error {
 	ctx := context.Background()
 	sp := []string{sqlGroupSavepoint}
 	for i, r := range group {
 		stx := &savepointTx{Tx: tx, sp: sp}
 		// Dated after the group's lock waits, as a lone call's is after
 		// its own.
-		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: stx, p: p, now: p.now()}
+		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: stx, p: p, now: p.now(), groupHeld: held}
 		// The call's notifications follow the group's COMMIT (below).
 		err := runOp(r.Op.fn, w)
 		if stx.sp != nil {

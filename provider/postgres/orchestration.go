@@ -500,7 +500,7 @@ func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 	// an activity ack carrying a turn of the instance finds it locked.
 	markPrivate(w.tx)
 	b := &pgx.Batch{}
-	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckLock, inst).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var tok string
@@ -531,7 +531,7 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 // See sqlstore.LockedTurnApplier.
 func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
 	b := &pgx.Batch{}
-	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
 	t := w.queueTurn(b, inst, e)
 	err := w.tx.SendBatch(w.ctx, b).Close()

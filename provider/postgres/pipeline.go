@@ -21,8 +21,8 @@ import (
 // every call still running has handed over its next batch, the group
 // sends all of them as one pipeline, in call order, and gives each call
 // its results. A group of acks then costs one round trip for its calls
-// (after the one that takes its locks) and one for its COMMIT, whatever
-// its size.
+// (headed by the statement that takes the group's locks) and one for its
+// COMMIT, whatever its size.
 //
 // The calls of one round run in order on the server (pipelineOrder). A
 // call may run a further round only while no call after it in order has
@@ -175,8 +175,9 @@ func (b errBatch) QueryRow() pgx.Row                { return errRow{errRunAlone}
 func (b errBatch) Close() error                     { return b.err }
 func (b errBatch) Tx() pgx.Tx                       { return nil }
 
-// pipelineOn runs the calls of group pipelined in tx (whose group locks
-// were taken), each with its wtx in ws. It returns each call's outcome,
+// pipelineOn runs the calls of group pipelined in tx, each with its wtx
+// in ws; locks, if set, takes the group's locks (of the instances held)
+// at the head of the first round. It returns each call's outcome,
 // whether every call must run again alone (the group must then be rolled
 // back: a call failed after it sent something, or a round failed),
 // whether the group must run again in serial mode (rolled back too: a call
@@ -185,7 +186,7 @@ func (b errBatch) Tx() pgx.Tx                       { return nil }
 // instance was not quiet, -1 if none: its error is its outcome, and the
 // others run again without it), and an error that broke the transaction
 // outside the calls.
-func (p *Provider) pipelineOn(tx *lazyTx, group []sqlstore.Request[*groupOp], ws []*wtx) (errs []error, rerun, serial bool, checked int, err error) {
+func (p *Provider) pipelineOn(tx *lazyTx, group []sqlstore.Request[*groupOp], ws []*wtx, locks *pgx.QueuedQuery, held map[string]bool) (errs []error, rerun, serial bool, checked int, err error) {
 	ctx := context.Background()
 	checked = -1
 	n := len(group)
@@ -193,7 +194,7 @@ func (p *Provider) pipelineOn(tx *lazyTx, group []sqlstore.Request[*groupOp], ws
 	txs := make([]*pipeTx, n)
 	for i, r := range group {
 		txs[i] = &pipeTx{call: i, sends: sends}
-		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: txs[i], p: p, now: p.now()}
+		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: txs[i], p: p, now: p.now(), groupHeld: held}
 		ws[i] = w
 		go func() {
 			err := runOp(r.Op.fn, w)
@@ -241,6 +242,14 @@ func (p *Provider) pipelineOn(tx *lazyTx, group []sqlstore.Request[*groupOp], ws
 		}
 		callErrs := make([]error, n)
 		merged := &pgx.Batch{}
+		if locks != nil {
+			// The group's locks (held) head its first round. The calls
+			// were dated before their waits: a turn ack re-dates the
+			// leases it took if its batch ran long, and a fetch the
+			// locks it took if they expired meanwhile.
+			merged.QueuedQueries = append(merged.QueuedQueries, locks)
+			locks = nil
+		}
 		for _, i := range order {
 			s := pending[i]
 			if s == nil {

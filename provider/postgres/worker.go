@@ -208,7 +208,7 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	// without its turn and enqueues the completion).
 	inst := e.Completion.InstanceID
 	b := &pgx.Batch{}
-	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id)
 	b.Queue(sqlAckWorkChecked, id, e.Token, w.now)
 	t := w.queueTurn(b, inst, e.Then)
