@@ -112,10 +112,18 @@
 // (sqlstore.GroupCommit, shared with the SQLite store): a call that finds
 // no group running runs at once in a transaction of its own; calls that
 // arrive while one runs queue up, and the next group runs them (up to
-// Options.GroupCommitMax, default 32) in one transaction on one connection,
-// each in a savepoint of its own, and commits once. A call that fails rolls
-// back to its savepoint, releasing what it locked, and only its caller sees
-// the error; results and notifications follow the commit. Up to
+// Options.GroupCommitMax, default 32) in one transaction on one connection
+// and commits once. Unless it holds two fetches of one kind, the group
+// runs its calls pipelined: all at once, each on a goroutine of its own,
+// their statements sent together in one round trip per round (a call of
+// one batch, such as an ack or an enqueue, takes one round; a fetch two,
+// and runs last), so that the server runs them exactly as one after
+// another; a call that fails after writing rolls the group back and every
+// call runs again alone, and a call that needs a further round after calls
+// behind it ran theirs makes the group run again call after call. In that
+// serial mode each call runs in turn in a savepoint of its own: a call
+// that fails rolls back to it, releasing what it locked. Either way only a failed call's caller sees its error,
+// and results and the group's one notification follow the commit. Up to
 // Options.GroupCommitLanes groups (default 2, at most MaxConns) run at once, a further one
 // opening only while a quarter of GroupCommitMax calls wait, so groups stay
 // big unless the load needs parallel transactions. Each call declares the

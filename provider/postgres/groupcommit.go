@@ -25,13 +25,17 @@ import (
 // every lane (Options.GroupCommitLanes) is busy into one transaction of up
 // to Options.GroupCommitMax, committed once.
 //
-// In a group each call runs in a savepoint of its own: one that fails
-// rolls back to it (releasing what it locked) and the others go on; its
-// caller gets its error. Results and the in-process notifications are
-// delivered after the commit; the notifications to other nodes (pg_notify)
-// of what the calls that succeeded changed follow the COMMIT in its round
-// trip, one for the group besides the ones turn and activity acks queued
-// themselves (a failed call's are dropped).
+// A group runs its calls pipelined when they cannot disturb one another
+// (pipeline.go: all of them at once, their statements sent together, one
+// round trip for the calls whatever their number); a call that fails after
+// it wrote something then rolls the group back and every call runs again
+// alone. Otherwise (serial mode) each call runs in turn, in a savepoint of
+// its own: one that fails rolls back to it (releasing what it locked) and
+// the others go on; its caller gets its error. Results and the in-process
+// notifications are delivered after the commit; the notification to other
+// nodes (pg_notify) of what the calls that succeeded changed follows the
+// COMMIT in its round trip, one for the group (a failed call's changes are
+// left out).
 //
 // Lock order. A group holds the advisory locks of all its calls until it
 // commits, so two groups (here or on other nodes) taking them call by call
@@ -63,6 +67,7 @@ import (
 
 // groupOp is one call of writeGrouped.
 type groupOp struct {
+	op    string
 	locks []sqlstore.Lock
 	fn    func(w *wtx) error
 }
@@ -153,7 +158,7 @@ func (p *Provider) writeGrouped(ctx context.Context, op string, locks []sqlstore
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
-	r := &groupOp{locks: locks, fn: fn}
+	r := &groupOp{op: op, locks: locks, fn: fn}
 	var err error
 	if p.group.MaxGroup == 1 || slices.ContainsFunc(locks, func(l sqlstore.Lock) bool { return l.Alone }) {
 		// Group commit is off, or the call takes key locks it could not
@@ -185,7 +190,19 @@ func (p *Provider) runGroup(group []sqlstore.Request[*groupOp]) []error {
 		return errs
 	}
 	guard := p.guardConn(ctx, conn.Conn())
-	results, ws, err := p.groupOn(conn, group)
+	results, ws, err := p.groupOn(conn, group, false)
+	if errors.Is(err, errGroupSerial) && !conn.Conn().IsClosed() {
+		// Rolled back: nothing was written.
+		results, ws, err = p.groupOn(conn, group, true)
+	}
+	if cf, ok := errors.AsType[*checkFailedError](err); ok && !conn.Conn().IsClosed() {
+		// Rolled back: the call whose check failed fails, and the
+		// others run again without it.
+		_ = guard(nil)
+		conn.Release()
+		rest := p.runGroup(slices.Delete(slices.Clone(group), cf.call, cf.call+1))
+		return slices.Insert(rest, cf.call, cf.err)
+	}
 	err = guard(err)
 	broken := conn.Conn().IsClosed()
 	conn.Release()
@@ -195,10 +212,12 @@ func (p *Provider) runGroup(group []sqlstore.Request[*groupOp]) []error {
 		for i, w := range ws {
 			if w != nil {
 				p.notifyLocal(&w.changes)
-			} else if isLockConflict(results[i]) {
+			} else if isLockConflict(results[i]) || errors.Is(results[i], errRunAlone) {
 				// Rolled back to its savepoint, a victim of a deadlock
 				// on row locks with another transaction, which has
-				// gone on: it wrote nothing, so it runs again alone.
+				// gone on, or a call that could not be pipelined and
+				// sent nothing: it wrote nothing, so it runs again
+				// alone.
 				results[i] = p.runAlone(group[i])
 			}
 		}
@@ -226,6 +245,15 @@ func isLockConflict(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
+
+// checkFailedError is what groupOn returns for a pipelined group rolled
+// back because the check of one of its acks (call) failed with err.
+type checkFailedError struct {
+	call int
+	err  error
+}
+
+func (e *checkFailedError) Error() string { return e.err.Error() }
 
 // errCommitFailed marks the failure of a group's commit.
 var errCommitFailed = errors.New("committing a group")
@@ -266,17 +294,24 @@ func (p *Provider) runAlone(r sqlstore.Request[*groupOp]) error {
 // deadlocks before it returns the error (ErrBusy, retryable).
 const aloneRuns = 3
 
-// groupOn runs the calls of group in one transaction on conn: each call's
+// groupOn runs the calls of group in one transaction on conn, pipelined
+// when it may and serial is not set (else call after call): each call's
 // outcome, the transaction of each that succeeded, and the error that
 // broke the transaction (then nothing was committed, unless it wraps
-// errCommitFailed: then the outcome is unknown).
-func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp]) ([]error, []*wtx, error) {
+// errCommitFailed: then the outcome is unknown; errGroupSerial: the group
+// must run again in serial mode).
+func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp], serial bool) ([]error, []*wtx, error) {
 	ctx := context.Background()
 	tx := newLazyTx(conn.Conn())
 	fail := func(err error) ([]error, []*wtx, error) {
 		_ = tx.Rollback(ctx)
 		return nil, nil, err
 	}
+	pipelined := !serial && !p.serialGroups && pipelinable(group)
+	var (
+		held  map[string]bool
+		locks *pgx.QueuedQuery
+	)
 	if ids, _ := groupLocks(group); len(ids) > 0 {
 		// Exclusive, also where the calls need them only shared: rows of
 		// an instance that enqueuers share (its orchestrator_ready row)
@@ -286,18 +321,73 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		for i := range excl {
 			excl[i] = true
 		}
-		if _, err := tx.Exec(ctx, sqlAdvisoryLockGroup, p.lockSpace, ids, excl); err != nil {
-			return fail(err)
+		locks = &pgx.QueuedQuery{SQL: sqlAdvisoryLockGroup, Arguments: []any{p.lockSpace, ids, excl}}
+		if !pipelined {
+			// Taken on their own, so that the calls are dated after
+			// the lock waits; a pipelined group sends them at the
+			// head of its first round.
+			if _, err := tx.Exec(ctx, locks.SQL, locks.Arguments...); err != nil {
+				return fail(err)
+			}
+		}
+		held = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			held[id] = true
 		}
 	}
 	errs := make([]error, len(group))
 	ws := make([]*wtx, len(group))
+	if pipelined {
+		var rerun, serial bool
+		var checked int
+		var err error
+		errs, rerun, serial, checked, err = p.pipelineOn(tx, group, ws, locks, held)
+		switch {
+		case err != nil:
+			return fail(err)
+		case serial:
+			return fail(errGroupSerial)
+		case checked >= 0:
+			return fail(&checkFailedError{call: checked, err: errs[checked]})
+		case rerun:
+			return fail(errGroupAborted)
+		}
+	} else if err := p.serialOn(tx, group, errs, ws, held); err != nil {
+		return fail(err)
+	}
+	// The notifications of the calls that committed follow the COMMIT:
+	// one round trip.
+	b, after := &pgx.Batch{}, &pgx.Batch{}
+	relaxed := groupRelaxed(ws)
+	p.relaxCommit(relaxed && tx.begun, b)
+	if err := p.queueNotifyAll(after, ws...); err != nil {
+		return fail(err)
+	}
+	if committing, err := tx.commitBatch(ctx, b, after); err != nil {
+		if committing {
+			return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
+		}
+		return nil, nil, err
+	}
+	if relaxed {
+		p.relaxedCommits.Add(1)
+	}
+	return errs, ws, nil
+}
+
+// serialOn runs the calls of group one after another in tx (whose group
+// holds the locks of the instances held), each in a savepoint of its own,
+// setting each call's outcome in errs and the
+// transaction of each that succeeded in ws. An error broke the
+// transaction outside the calls.
+func (p *Provider) serialOn(tx *lazyTx, group []sqlstore.Request[*groupOp], errs []error, ws []*wtx, held map[string]bool) error {
+	ctx := context.Background()
 	sp := []string{sqlGroupSavepoint}
 	for i, r := range group {
 		stx := &savepointTx{Tx: tx, sp: sp}
 		// Dated after the group's lock waits, as a lone call's is after
 		// its own.
-		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: stx, p: p, now: p.now()}
+		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: stx, p: p, now: p.now(), groupHeld: held}
 		// The call's notifications follow the group's COMMIT (below).
 		err := runOp(r.Op.fn, w)
 		if stx.sp != nil {
@@ -313,35 +403,13 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		if err != nil {
 			errs[i] = err
 			if _, err := tx.Exec(ctx, sqlGroupRollback); err != nil {
-				return fail(err)
+				return err
 			}
 			continue
 		}
 		ws[i] = w
 	}
-	// The notifications of the calls that committed follow the COMMIT:
-	// one round trip.
-	b, after := &pgx.Batch{}, &pgx.Batch{}
-	relaxed := groupRelaxed(ws)
-	p.relaxCommit(relaxed && tx.begun, b)
-	for _, w := range ws {
-		if w != nil {
-			after.QueuedQueries = append(after.QueuedQueries, w.after.QueuedQueries...)
-		}
-	}
-	if err := p.queueNotifyAll(groupChanges(ws), after); err != nil {
-		return fail(err)
-	}
-	if committing, err := tx.commitBatch(ctx, b, after); err != nil {
-		if committing {
-			return nil, nil, fmt.Errorf("%w: %w", errCommitFailed, err)
-		}
-		return nil, nil, err
-	}
-	if relaxed {
-		p.relaxedCommits.Add(1)
-	}
-	return errs, ws, nil
+	return nil
 }
 
 // groupRelaxed reports whether every call of a group that succeeded (ws,
@@ -354,26 +422,6 @@ func groupRelaxed(ws []*wtx) bool {
 		}
 	}
 	return true
-}
-
-// groupChanges returns a transaction holding, as changes still to notify,
-// what the calls of a group (ws, nil for a call that failed) changed and
-// did not notify in their own batches.
-func groupChanges(ws []*wtx) *wtx {
-	all := &wtx{}
-	for _, w := range ws {
-		if w == nil {
-			continue
-		}
-		c := &w.changes
-		if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
-			continue
-		}
-		all.changes.orch = all.changes.orch || c.orch
-		all.changes.work = all.changes.work || c.work
-		all.changes.addInstance(c.instances...)
-	}
-	return all
 }
 
 // runOp calls fn, turning a panic into an error, so that one call cannot

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,8 +56,6 @@ type changes struct {
 
 func (c *changes) addInstance(ids ...string) { c.instances = append(c.instances, ids...) }
 
-func (c *changes) empty() bool { return !c.orch && !c.work && len(c.instances) == 0 }
-
 // payload is the JSON carried by a notification.
 type payload struct {
 	Node      string   `json:"n"`
@@ -79,14 +78,32 @@ func channelName(schema string) string {
 	return name
 }
 
-// queueNotifyAll queues on b the notification of w's changes, if any: a
-// transaction sends it right after its COMMIT, in the same round trip.
-func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
-	c := &w.changes
-	if c.empty() || (w.inlineSent && len(c.instances) == w.inlineInstances) {
-		return nil // nothing, or nothing the ack's own notification did not cover
+// queueNotifyAll queues on b the one notification of what the
+// transactions ws (nil for a call that failed: a group's) changed, if
+// anything: a transaction or group sends it right after its COMMIT, in the
+// same round trip. Whether the orchestrator queue has news for the
+// instances of turn acks (askOrch) is decided in SQL then: messages may
+// still wait for them.
+func (p *Provider) queueNotifyAll(b *pgx.Batch, ws ...*wtx) error {
+	var (
+		orch, work bool
+		ids, ask   []string
+	)
+	for _, w := range ws {
+		if w == nil {
+			continue
+		}
+		orch = orch || w.changes.orch
+		work = work || w.changes.work
+		ids = append(ids, w.changes.instances...)
+		ask = append(ask, w.askOrch...)
 	}
-	pl := payload{Node: p.node, Orch: c.orch, Work: c.work, Instances: c.instances}
+	if !orch && !work && len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	pl := payload{Node: p.node, Orch: orch, Work: work, Instances: ids}
 	raw, err := json.Marshal(pl)
 	if err != nil {
 		return err
@@ -97,30 +114,12 @@ func (p *Provider) queueNotifyAll(w *wtx, b *pgx.Batch) error {
 			return err
 		}
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, p.channel, string(raw))
-	return nil
-}
-
-// queueNotify queues the notification of what w changed so far, sent
-// after the COMMIT (w.after); queueNotifyAll then queues another one only
-// if the transaction goes on to touch other instances.
-func (w *wtx) queueNotify() {
-	c := &w.changes
-	raw, err := json.Marshal(payload{Node: w.p.node, Orch: c.orch, Work: c.work, Instances: c.instances})
-	if err != nil || len(raw) > maxNotifyPayload {
-		return // queueNotifyAll queues it
+	if orch || len(ask) == 0 {
+		b.Queue(`SELECT pg_notify($1, $2)`, p.channel, string(raw))
+		return nil
 	}
-	w.after.Queue(`SELECT pg_notify($1, $2)`, w.p.channel, string(raw))
-	w.inlineSent, w.inlineInstances = true, len(c.instances)
-}
-
-// queueAckNotify queues the notification of a turn ack of inst, with what
-// w changed so far, sent after the COMMIT (w.after); queueNotifyAll then
-// queues another one only if the transaction goes on to touch other
-// instances.
-func (w *wtx) queueAckNotify(inst string) {
-	w.after.Queue(sqlAckNotify, w.p.channel, w.p.node, w.changes.orch, w.changes.work, inst)
-	w.inlineSent, w.inlineInstances = true, len(w.changes.instances)
+	b.Queue(sqlAckNotify, p.channel, p.node, work, ask, pl.Instances, pl.All)
+	return nil
 }
 
 // notifyLocal delivers c to this process's subscribers after its

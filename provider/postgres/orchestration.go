@@ -494,8 +494,13 @@ func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
 // CheckTurnLock takes the instance's advisory lock and reads its lock row
 // (in one round trip); see sqlstore.TurnTx.
 func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
+	// In a pipelined group no other call writes what this reads: the
+	// instance's lock row is only ever changed by the ack of its holder
+	// (or by a fetch once it expired, which fails this check anyway), and
+	// an activity ack carrying a turn of the instance finds it locked.
+	markPrivate(w.tx)
 	b := &pgx.Batch{}
-	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckLock, inst).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var tok string
@@ -526,7 +531,7 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 // See sqlstore.LockedTurnApplier.
 func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
 	b := &pgx.Batch{}
-	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
 	t := w.queueTurn(b, inst, e)
 	err := w.tx.SendBatch(w.ctx, b).Close()
@@ -640,7 +645,7 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	// for the instance?), unless starts or lock hand-overs follow.
 	inline := len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
-		w.queueAckNotify(inst)
+		w.askOrch = append(w.askOrch, inst)
 	}
 	return t
 }

@@ -327,6 +327,9 @@ type Provider struct {
 	// committed more than one, for tests.
 	group  sqlstore.GroupCommit[*groupOp]
 	groups atomic.Int64
+	// serialGroups makes every group run its calls one after another, in
+	// savepoints (groupOn's serial mode), for tests.
+	serialGroups bool
 
 	// callLimit bounds how long a store call holds a connection for its
 	// transaction (see guardConn); 0: only the caller's context does.
@@ -483,12 +486,15 @@ type wtx struct {
 	// What the transaction changed, for the notifications sent once it
 	// committed (notify.go).
 	changes changes
-	// inlineSent: the call queued its own notification (on after),
-	// covering the instances changed until then (inlineInstances).
-	inlineSent      bool
-	inlineInstances int
-	// after holds the statements (notifications) sent after the COMMIT.
-	after pgx.Batch
+	// askOrch are the instances of the turns acked whose notification
+	// asks, after the COMMIT, whether messages wait for them.
+	askOrch []string
+	// groupHeld are the instances whose advisory locks the transaction's
+	// group took, exclusively, before its calls ran (read only: the
+	// calls of a group share it); sharedHeld those the call took shared.
+	// Their locks are not taken again.
+	groupHeld  map[string]bool
+	sharedHeld map[string]bool
 	// The leases of the worker rows a turn ack inserted locked to its
 	// caller.
 	leases []*provider.WorkItemLease
@@ -630,13 +636,13 @@ func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *w
 		return err
 	}
 	// The notifications follow the COMMIT in its round trip.
-	b := &pgx.Batch{}
+	b, after := &pgx.Batch{}, &pgx.Batch{}
 	p.relaxCommit(w.relaxed && tx.begun, b)
-	if err := p.queueNotifyAll(w, &w.after); err != nil {
+	if err := p.queueNotifyAll(after, w); err != nil {
 		_ = tx.Rollback(tctx)
 		return err
 	}
-	if err := tx.CommitBatch(tctx, b, &w.after); err != nil {
+	if err := tx.CommitBatch(tctx, b, after); err != nil {
 		return err
 	}
 	if w.relaxed {
@@ -774,10 +780,23 @@ func queryRows(ctx context.Context, q querier, sql string, scan func(pgx.Rows) e
 // dispatchers, or after the ack committed, so its own notification finds
 // the instance free. Fetches only try the lock and skip an instance whose
 // messages are being enqueued; enqueuers never block each other.
+//
+// An instance whose lock the transaction holds already (its group's, or
+// shared by an earlier call of this method) is left out: taking it again
+// would change nothing.
 func (w *wtx) lockInstancesShared(b *pgx.Batch, instances []string) error {
-	ids := slices.Clone(instances)
+	ids := slices.DeleteFunc(slices.Clone(instances), func(id string) bool { return w.groupHeld[id] || w.sharedHeld[id] })
+	if len(ids) == 0 {
+		return nil
+	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	if w.sharedHeld == nil {
+		w.sharedHeld = map[string]bool{}
+	}
+	for _, id := range ids {
+		w.sharedHeld[id] = true
+	}
 	if b != nil {
 		b.Queue(sqlAdvisoryLockShared, w.p.lockSpace, ids)
 		return nil
@@ -791,8 +810,19 @@ func (w *wtx) lockInstancesShared(b *pgx.Batch, instances []string) error {
 // (ack, abandon, renew) takes it first; fetches only try it and skip an
 // instance another transaction holds.
 func (w *wtx) lockInstance(instance string) error {
+	if w.groupHeld[instance] {
+		return nil // its group holds it, exclusively
+	}
 	_, err := w.tx.Exec(w.ctx, sqlAdvisoryLock, w.p.lockSpace+instance)
 	return err
+}
+
+// queueLockInstance queues on b the taking of instance's advisory lock, as
+// lockInstance takes it.
+func (w *wtx) queueLockInstance(b *pgx.Batch, instance string) {
+	if !w.groupHeld[instance] {
+		b.Queue(sqlAdvisoryLock, w.p.lockSpace+instance)
+	}
 }
 
 // sharedSQL is the SQL text of the shared code's statements.

@@ -510,12 +510,13 @@ FOR UPDATE OF l`
 	sqlXLockDelete = `DELETE FROM execution_locks WHERE lock_key = $1`
 	// $1 key, $2 instance, $3 now, $4 ttl_ms.
 	sqlXLockInsert = `INSERT INTO execution_locks (lock_key, instance_id, locked_at, expires_at, ttl_ms) VALUES ($1, $2, $3::bigint, $3::bigint + $4::bigint, $4::bigint)`
-	// The notification of a turn ack, sent in its batch: the orchestrator
-	// queue has news if the ack queued messages ($3) or messages still
-	// wait for the instance. $1 channel, $2 node, $3 orch, $4 work, $5 instance.
+	// The notification of turn acks, sent after their COMMIT: the
+	// orchestrator queue has news if messages still wait for one of the
+	// acked instances. $1 channel, $2 node, $3 work, $4 the acked
+	// instances, $5 the instances changed, $6 all (too many to name).
 	sqlAckNotify = `SELECT pg_notify($1::text, json_build_object('n', $2::text,
-    'o', $3::bool OR EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = $5::text),
-    'w', $4::bool, 'i', json_build_array($5::text))::text)`
+    'o', EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ANY ($4::text[])),
+    'w', $3::bool, 'i', $5::text[], 'a', $6::bool)::text)`
 	// The advisory locks of the keys whose execution locks instances $2
 	// hold, in key order ($1 the lock space). A transaction that deletes
 	// execution_locks rows takes them first, as a start takes the key's

@@ -77,7 +77,7 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 		for _, op := range ops {
 			reqs = append(reqs, sqlstore.Request[*groupOp]{Ctx: ctx, Op: op})
 		}
-		if _, _, err := p.groupOn(conn, reqs); err != nil {
+		if _, _, err := p.groupOn(conn, reqs, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -154,7 +154,6 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
-		w.queueNotify()
 		if e.TakeMs > 0 {
 			// TakeTurn's first question, asked in this round trip: the
 			// shared advisory lock keeps any turn ack of the instance (the
@@ -209,7 +208,7 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	// without its turn and enqueues the completion).
 	inst := e.Completion.InstanceID
 	b := &pgx.Batch{}
-	b.Queue(sqlAdvisoryLock, w.p.lockSpace+inst)
+	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id)
 	b.Queue(sqlAckWorkChecked, id, e.Token, w.now)
 	t := w.queueTurn(b, inst, e.Then)
