@@ -94,6 +94,7 @@ const (
 	sLockInstances
 	sTagMessages
 	sDeleteMessage
+	sUntagMessage
 	sReleaseLock
 	sInstanceMetas
 	sHistoriesOf
@@ -278,6 +279,7 @@ WHERE instance_id IN (SELECT value FROM json_each(?2)) AND visible_at <= ?4
 RETURNING id, instance_id, work_item, attempt_count`,
 
 	sDeleteMessage: `DELETE FROM orchestrator_queue WHERE id = ?1`,
+	sUntagMessage:  `UPDATE orchestrator_queue SET lock_token = NULL, locked_until = NULL WHERE id = ?1`,
 
 	sReleaseLock: `DELETE FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2`,
 
@@ -425,7 +427,9 @@ ON CONFLICT (instance_id, value_key) DO UPDATE SET value = excluded.value, updat
 	// ?1 instance, ?2 work item, ?3 visible_at, ?4 now.
 	sInsertMessage: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES (?1, ?2, ?3, ?4)`,
 
-	// ?1 instance, ?2 token.
+	// ?1 instance, ?2 token. The messages of a held lock: the delete
+	// trigger skips them, and sDeleteLock, which follows, recomputes the
+	// instance's orchestrator_ready row once (migration 0017).
 	sDeleteTagged: `DELETE FROM orchestrator_queue WHERE instance_id = ?1 AND lock_token = ?2`,
 
 	// ?1 instance, ?2 token.
