@@ -384,21 +384,22 @@ WHERE instance_id = ?1
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
 
 	// ?1 instance, ?2 execution, ?3 activity, ?4 session (NULL: none),
-	// ?5 work item, ?6 visible_at, ?7 now.
-	// The row's activity name and queue are copied from its work item
-	// (migration 0010).
+	// ?5 work item, ?6 visible_at, ?7 now, ?8 and ?9 the row's activity
+	// name (NULL: none) and queue, as its work item holds them (migration
+	// 0010; see workRouteArgs).
 	sInsertWork: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
 
 	// sInsertWork, but leased at once, as a fetch would lock it (sLockWork)
 	// until ?6, with ?8 the token's prefix: the row takes the next ID
 	// itself (the single writer inserts nothing in between), so that its
-	// token, which ends with its ID, is known as it is inserted. Returns
-	// the row's ID.
+	// token, which ends with its ID, is known as it is inserted; ?9 and
+	// ?10 are its activity name and queue, as in sInsertWork. Returns the
+	// row's ID.
 	sInsertWorkLeased: `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue, lock_token, locked_until, attempt_count)
-SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `, ?8 || n, ?6, 1
+SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?8 || n, ?6, 1
 FROM (SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
                  coalesce((SELECT max(id) FROM worker_queue), 0)) + 1 AS n)
 RETURNING id`,

@@ -588,3 +588,45 @@ func TestReadyTableExactAroundTurns(t *testing.T) {
 	}
 	checkReadyTable(t, p)
 }
+
+// TestWorkRowRouteMatchesItem checks that the activity name and queue of
+// worker rows inserted by a turn ack, leased or not, are those their
+// stored work item holds (migration 0010 reads them from it), including a
+// name and a queue that are not valid UTF-8, which the JSON encoding
+// replaces.
+func TestWorkRowRouteMatchesItem(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "route.db"), nil)
+	ctx := t.Context()
+	if err := p.Enqueue(ctx, benchStart("r")); err != nil {
+		t.Fatal(err)
+	}
+	it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+	if err != nil || it == nil {
+		t.Fatalf("fetch: %v, %v", it, err)
+	}
+	ack := benchTurn(it)
+	ack.LeaseFor = time.Minute
+	routes := [][2]string{{"Charge", ""}, {"Ship", "east"}, {"Bad\xff", "west\xfe"}, {"Refund", "q"}}
+	ack.WorkerItems = nil
+	for i, r := range routes {
+		m := benchActivity("r", int64(i)+3)
+		m.Item.Name, m.Item.Queue = r[0], r[1]
+		m.Lease = i%2 == 1
+		ack.WorkerItems = append(ack.WorkerItems, m)
+	}
+	res, err := p.AckOrchestrationItem(ctx, ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leased) != 2 {
+		t.Fatalf("%d leased, want 2", len(res.Leased))
+	}
+	var rows, wrong int
+	queryCount(t, p, `SELECT count(*) FROM worker_queue`, &rows)
+	queryCount(t, p, `SELECT count(*) FROM worker_queue
+WHERE activity_name IS NOT json_extract(work_item, '$.name') OR queue IS NOT coalesce(json_extract(work_item, '$.queue'), '')`, &wrong)
+	if rows != len(routes) || wrong != 0 {
+		t.Fatalf("%d worker rows, %d with a route other than their item's; want %d, 0", rows, wrong, len(routes))
+	}
+}
