@@ -185,6 +185,7 @@ const (
 	sDataVersion
 	sInstanceHasMessages
 	sInstanceHasWork
+	sInstancesWithWork
 	sInstanceQuiet
 
 	// Routing and heartbeats.
@@ -617,6 +618,10 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// Renew a worker lock and record a heartbeat (NULL details keep the
 	// recorded ones). ?1 id, ?2 token, ?3 now, ?4 new locked_until, ?5
 	// details or NULL.
+	// Which of the instances ?1 (JSON array of IDs) have activities in
+	// the worker queue.
+	sInstancesWithWork: `SELECT value FROM json_each(?1)
+WHERE EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = json_each.value)`,
 	sHeartbeatWork: `UPDATE worker_queue
 SET locked_until = ?4, visible_at = ?4, heartbeat_at = ?3, heartbeat_details = coalesce(?5, heartbeat_details)
 WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3

@@ -298,7 +298,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	p := openFile(t, filepath.Join(t.TempDir(), "plan.db"), nil)
 	var hot []string
 	for _, id := range []stmtID{
-		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sPendingStarts, sInstanceHasMessages, sInstanceHasWork, sCheckLock,
+		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sPendingStarts, sInstanceHasMessages, sInstanceHasWork, sInstancesWithWork, sCheckLock,
 		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sSetLastError, sRenewLock, sCancelActivity,
 		sUnservedTurnCandidates, sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
 		sTouchSession, sRenewSessions, sPurgeTree, sPurgeDeleteHistory, sPurgeDeleteOrch, sPurgeDeleteWork,

@@ -234,6 +234,9 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch; so is
 	// the turn of an orchestration the caller does not run.
+	if w.busy[instance] {
+		return sqlstore.Fetched{}, nil
+	}
 	var busy bool
 	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance, orchNamesArg(names)); err != nil || busy {
 		return sqlstore.Fetched{}, err
