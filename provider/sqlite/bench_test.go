@@ -460,3 +460,76 @@ func BenchmarkTurnFetchAckByName(b *testing.B) {
 		})
 	}
 }
+
+// fanOutWidth is the activities of one BenchmarkFanOut orchestration.
+const fanOutWidth = 100
+
+// BenchmarkFanOut: one orchestration of the bench fanout workload, at the
+// store: its first turn schedules fanOutWidth activities, which are fetched
+// benchBatch at a time and acked concurrently (one group commit when they
+// meet), and one last turn consumes their fanOutWidth results and
+// completes it.
+func BenchmarkFanOut(b *testing.B) {
+	p := openBench(b)
+	ctx := context.Background()
+	wopts := benchWorkFetch
+	wopts.Max = benchBatch
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := "fan-" + strconv.Itoa(i)
+		if err := p.Enqueue(ctx, benchStart(id)); err != nil {
+			b.Fatal(err)
+		}
+		it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+		if err != nil || it == nil {
+			b.Fatalf("fetch: %v, %v", it, err)
+		}
+		now := time.Now().UnixMilli()
+		ack := &provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 1,
+			History: []history.Event{
+				{EventID: 1, Kind: history.OrchestrationStarted, TimestampMs: now, Name: "Bench", Version: "1.0.0", Input: benchInput},
+			},
+			Metadata: provider.ExecutionMetadata{
+				OrchestrationName: "Bench", OrchestrationVersion: "1.0.0", Status: provider.StatusRunning, Input: benchInput,
+			},
+		}
+		for a := int64(2); a < 2+fanOutWidth; a++ {
+			ack.History = append(ack.History, history.Event{EventID: a, Kind: history.ActivityScheduled, TimestampMs: now, Name: "Charge", Input: benchInput})
+			ack.WorkerItems = append(ack.WorkerItems, benchActivity(id, a))
+		}
+		if _, err := p.AckOrchestrationItem(ctx, ack); err != nil {
+			b.Fatal(err)
+		}
+		for done := 0; done < fanOutWidth; {
+			leases, err := p.FetchWorkItems(ctx, wopts)
+			if err != nil || len(leases) == 0 {
+				b.Fatalf("fetch: %d leases, %v", len(leases), err)
+			}
+			if err := concurrently(len(leases), func(j int) error { _, err := p.AckWorkItem(ctx, benchCompletion(leases[j])); return err }); err != nil {
+				b.Fatal(err)
+			}
+			done += len(leases)
+		}
+		it, err = provider.FetchOrchestrationItem(ctx, p, benchFetch)
+		if err != nil || it == nil || len(it.Messages) != fanOutWidth {
+			b.Fatalf("fetch: %v, %v", it, err)
+		}
+		next := int64(len(it.History)) + 1
+		last := &provider.TurnAck{
+			LockToken: it.LockToken, ExecutionID: 1,
+			Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: json.RawMessage(`5050`)},
+		}
+		for _, m := range it.Messages {
+			last.History = append(last.History, history.Event{EventID: next, Kind: history.ActivityCompleted, TimestampMs: now,
+				SourceEventID: m.ID, Output: m.Output})
+			next++
+		}
+		last.History = append(last.History, history.Event{EventID: next, Kind: history.OrchestrationCompleted, TimestampMs: now, Output: json.RawMessage(`5050`)})
+		if _, err := p.AckOrchestrationItem(ctx, last); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b, fanOutWidth, "activities/s")
+}

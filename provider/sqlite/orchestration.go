@@ -191,6 +191,12 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64, count int) (
 
 	for _, inst := range lockedIDs {
 		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
+			// Untagged first: the delete trigger skips the messages of a
+			// held lock, which its release accounts for (migration 0017),
+			// and this lock may be kept for the instance's other messages.
+			if _, err := w.exec(sUntagMessage, nil, m.ID); err != nil {
+				return err
+			}
 			return w.deadLetter(queueOrchestrator, sDeleteMessage, m.ID, inst, m.Data, cause)
 		})
 		if err != nil {

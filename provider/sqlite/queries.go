@@ -94,6 +94,7 @@ const (
 	sLockInstances
 	sTagMessages
 	sDeleteMessage
+	sUntagMessage
 	sReleaseLock
 	sInstanceMetas
 	sHistoriesOf
@@ -184,6 +185,7 @@ const (
 	sDataVersion
 	sInstanceHasMessages
 	sInstanceHasWork
+	sInstancesWithWork
 	sInstanceQuiet
 
 	// Routing and heartbeats.
@@ -278,6 +280,7 @@ WHERE instance_id IN (SELECT value FROM json_each(?2)) AND visible_at <= ?4
 RETURNING id, instance_id, work_item, attempt_count`,
 
 	sDeleteMessage: `DELETE FROM orchestrator_queue WHERE id = ?1`,
+	sUntagMessage:  `UPDATE orchestrator_queue SET lock_token = NULL, locked_until = NULL WHERE id = ?1`,
 
 	sReleaseLock: `DELETE FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2`,
 
@@ -382,21 +385,22 @@ WHERE instance_id = ?1
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
 
 	// ?1 instance, ?2 execution, ?3 activity, ?4 session (NULL: none),
-	// ?5 work item, ?6 visible_at, ?7 now.
-	// The row's activity name and queue are copied from its work item
-	// (migration 0010).
+	// ?5 work item, ?6 visible_at, ?7 now, ?8 and ?9 the row's activity
+	// name (NULL: none) and queue, as its work item holds them (migration
+	// 0010; see workRouteArgs).
 	sInsertWork: `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `)`,
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
 
 	// sInsertWork, but leased at once, as a fetch would lock it (sLockWork)
 	// until ?6, with ?8 the token's prefix: the row takes the next ID
 	// itself (the single writer inserts nothing in between), so that its
-	// token, which ends with its ID, is known as it is inserted. Returns
-	// the row's ID.
+	// token, which ends with its ID, is known as it is inserted; ?9 and
+	// ?10 are its activity name and queue, as in sInsertWork. Returns the
+	// row's ID.
 	sInsertWorkLeased: `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue, lock_token, locked_until, attempt_count)
-SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ` + workRoute + `, ?8 || n, ?6, 1
+SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?8 || n, ?6, 1
 FROM (SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
                  coalesce((SELECT max(id) FROM worker_queue), 0)) + 1 AS n)
 RETURNING id`,
@@ -425,7 +429,9 @@ ON CONFLICT (instance_id, value_key) DO UPDATE SET value = excluded.value, updat
 	// ?1 instance, ?2 work item, ?3 visible_at, ?4 now.
 	sInsertMessage: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES (?1, ?2, ?3, ?4)`,
 
-	// ?1 instance, ?2 token.
+	// ?1 instance, ?2 token. The messages of a held lock: the delete
+	// trigger skips them, and sDeleteLock, which follows, recomputes the
+	// instance's orchestrator_ready row once (migration 0017).
 	sDeleteTagged: `DELETE FROM orchestrator_queue WHERE instance_id = ?1 AND lock_token = ?2`,
 
 	// ?1 instance, ?2 token.
@@ -617,6 +623,10 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// Renew a worker lock and record a heartbeat (NULL details keep the
 	// recorded ones). ?1 id, ?2 token, ?3 now, ?4 new locked_until, ?5
 	// details or NULL.
+	// Which of the instances ?1 (JSON array of IDs) have activities in
+	// the worker queue.
+	sInstancesWithWork: `SELECT value FROM json_each(?1)
+WHERE EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = json_each.value)`,
 	sHeartbeatWork: `UPDATE worker_queue
 SET locked_until = ?4, visible_at = ?4, heartbeat_at = ?3, heartbeat_details = coalesce(?5, heartbeat_details)
 WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3

@@ -438,6 +438,10 @@ type wtx struct {
 	leasePrefix   string
 	leaseUntil    int64
 	leaseCanceled bool
+	// busy, when not nil, holds the instances of a group's work acks that
+	// still have activities queued (runAcks): TakeTurn takes none of
+	// their turns without asking the store again.
+	busy map[string]bool
 }
 
 type txStmts [numWriterStmts]*sql.Stmt

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -297,7 +298,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	p := openFile(t, filepath.Join(t.TempDir(), "plan.db"), nil)
 	var hot []string
 	for _, id := range []stmtID{
-		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sPendingStarts, sInstanceHasMessages, sInstanceHasWork, sCheckLock,
+		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sPendingStarts, sInstanceHasMessages, sInstanceHasWork, sInstancesWithWork, sCheckLock,
 		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sSetLastError, sRenewLock, sCancelActivity,
 		sUnservedTurnCandidates, sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
 		sTouchSession, sRenewSessions, sPurgeTree, sPurgeDeleteHistory, sPurgeDeleteOrch, sPurgeDeleteWork,
@@ -512,5 +513,120 @@ func TestMigration0016CopiesOrchestrationsToReadyTable(t *testing.T) {
 	}
 	if want := "[named=V@2.0.0 rowless=@]"; fmt.Sprint(got) != want {
 		t.Fatalf("ready rows = %v, want %s", got, want)
+	}
+}
+
+// TestReadyTableExactAroundTurns checks orchestrator_ready against its
+// recomputation at every step of the paths whose deletes of a locked
+// instance's messages the delete trigger skips (migration 0017): a turn
+// consuming many messages while more arrive, the last turn consuming all,
+// a dead-lettered message of a fetch that keeps its lock, and the purge of
+// a locked instance.
+func TestReadyTableExactAroundTurns(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "ready.db"), nil)
+	ctx := t.Context()
+	raise := func(id string, n int) {
+		t.Helper()
+		for i := range n {
+			m := &provider.OrchestratorMessage{InstanceID: id, Item: history.WorkItem{Kind: history.WorkExternalRaised,
+				InstanceID: id, Name: "ev", Data: json.RawMessage(strconv.Itoa(i))}}
+			if err := p.Enqueue(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fetch := func(want int) *provider.OrchestrationItem {
+		t.Helper()
+		it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+		if err != nil || it == nil || len(it.Messages) != want {
+			t.Fatalf("fetch: %v, %v; want %d messages", it, err, want)
+		}
+		checkReadyTable(t, p)
+		return it
+	}
+	consume := func(it *provider.OrchestrationItem) {
+		t.Helper()
+		if _, err := p.AckOrchestrationItem(ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		checkReadyTable(t, p)
+	}
+
+	if err := p.Enqueue(ctx, benchStart("fan")); err != nil {
+		t.Fatal(err)
+	}
+	it := fetch(1)
+	if _, err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
+		t.Fatal(err)
+	}
+	checkReadyTable(t, p)
+	raise("fan", 20)
+	it = fetch(20)
+	raise("fan", 3) // arrive during the turn: left for the next one
+	checkReadyTable(t, p)
+	consume(it)
+	consume(fetch(3))
+	var ready int
+	queryCount(t, p, `SELECT count(*) FROM orchestrator_ready`, &ready)
+	if ready != 0 {
+		t.Fatalf("%d instances ready after every message was consumed, want 0", ready)
+	}
+
+	// A fetch dead-letters an undecodable message and keeps the lock for
+	// the message after it.
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('fan', '{not json', 0, 0)`)
+	raise("fan", 1)
+	it = fetch(1)
+	consume(it)
+
+	// A purge of a locked instance.
+	raise("fan", 2)
+	fetch(2)
+	if _, err := p.PurgeInstances(ctx, []string{"fan"}, provider.PurgeOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkReadyTable(t, p)
+}
+
+// TestWorkRowRouteMatchesItem checks that the activity name and queue of
+// worker rows inserted by a turn ack, leased or not, are those their
+// stored work item holds (migration 0010 reads them from it), including a
+// name and a queue that are not valid UTF-8, which the JSON encoding
+// replaces.
+func TestWorkRowRouteMatchesItem(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "route.db"), nil)
+	ctx := t.Context()
+	if err := p.Enqueue(ctx, benchStart("r")); err != nil {
+		t.Fatal(err)
+	}
+	it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+	if err != nil || it == nil {
+		t.Fatalf("fetch: %v, %v", it, err)
+	}
+	ack := benchTurn(it)
+	ack.LeaseFor = time.Minute
+	routes := [][2]string{{"Charge", ""}, {"Ship", "east"}, {"Bad\xff", "west\xfe"}, {"Refund", "q"}}
+	ack.WorkerItems = nil
+	for i, r := range routes {
+		m := benchActivity("r", int64(i)+3)
+		m.Item.Name, m.Item.Queue = r[0], r[1]
+		m.Lease = i%2 == 1
+		ack.WorkerItems = append(ack.WorkerItems, m)
+	}
+	res, err := p.AckOrchestrationItem(ctx, ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leased) != 2 {
+		t.Fatalf("%d leased, want 2", len(res.Leased))
+	}
+	var rows, wrong int
+	queryCount(t, p, `SELECT count(*) FROM worker_queue`, &rows)
+	queryCount(t, p, `SELECT count(*) FROM worker_queue
+WHERE activity_name IS NOT json_extract(work_item, '$.name') OR queue IS NOT coalesce(json_extract(work_item, '$.queue'), '')`, &wrong)
+	if rows != len(routes) || wrong != 0 {
+		t.Fatalf("%d worker rows, %d with a route other than their item's; want %d, 0", rows, wrong, len(routes))
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -18,9 +20,34 @@ func (w *wtx) insertWork(e *sqlenc.Work) error {
 	if visible == 0 {
 		visible = w.now
 	}
-	_, err := w.exec(sInsertWork, nil, e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), visible, w.now)
+	name, queue := workRouteArgs(e)
+	_, err := w.exec(sInsertWork, nil, e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), visible, w.now, name, queue)
 	w.changes.work = true
 	return err
+}
+
+// workRouteArgs returns the activity name (nil when it has none) and the
+// queue of a worker row, as its stored work item holds them (migration
+// 0010 reads them from the JSON with json_extract): taken from the
+// message it was encoded from rather than parsed back out of the JSON,
+// unless a field is not valid UTF-8, which the encoding replaced.
+func workRouteArgs(e *sqlenc.Work) (name any, queue string) {
+	it := &e.Msg.Item
+	if !utf8.ValidString(it.Name) || !utf8.ValidString(it.Queue) {
+		var route struct {
+			Name  *string `json:"name"`
+			Queue string  `json:"queue"`
+		}
+		_ = json.Unmarshal(e.Item, &route)
+		if route.Name != nil {
+			return *route.Name, route.Queue
+		}
+		return nil, route.Queue
+	}
+	if it.Name == "" {
+		return nil, it.Queue
+	}
+	return it.Name, it.Queue
 }
 
 // insertLeased inserts e as insertWork does, but leased to the caller
@@ -37,8 +64,9 @@ func (w *wtx) insertLeased(e *sqlenc.Work, lockMs int64) error {
 		w.leaseUntil = w.p.now() + lockMs
 	}
 	var id int64
+	name, queue := workRouteArgs(e)
 	err := w.query(sInsertWorkLeased, func(r *sql.Rows) error { return r.Scan(&id) },
-		e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), w.leaseUntil, w.now, w.leasePrefix)
+		e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), w.leaseUntil, w.now, w.leasePrefix, name, queue)
 	if err != nil {
 		return err
 	}
@@ -206,6 +234,9 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch; so is
 	// the turn of an orchestration the caller does not run.
+	if w.busy[instance] {
+		return sqlstore.Fetched{}, nil
+	}
 	var busy bool
 	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance, orchNamesArg(names)); err != nil || busy {
 		return sqlstore.Fetched{}, err

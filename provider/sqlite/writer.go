@@ -326,12 +326,36 @@ func (p *Provider) runAcks(tx sqlTxRunner, stmts *txStmts, group []sqlstore.Requ
 			return nil
 		}
 	}
+	// Which instances whose turn an ack may take (WorkAck.TakeTurn) still
+	// have activities queued, asked once for the group: TakeTurn leaves
+	// those to a fetch, and nothing After does adds or removes a worker row.
+	var takers []string
+	for k, i := range idx {
+		if a := group[i].Op.ack; applied[k] && a.Ack.TakeMs > 0 {
+			takers = append(takers, a.Ack.Completion.InstanceID)
+		}
+	}
+	var busy map[string]bool
+	if len(takers) > 1 {
+		busy = make(map[string]bool, len(takers))
+		err := w.query(sInstancesWithWork, func(r *sql.Rows) error {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				return err
+			}
+			busy[id] = true
+			return nil
+		}, jsonStrings(takers))
+		if err != nil {
+			return nil
+		}
+	}
 	for k, i := range idx {
 		if !applied[k] {
 			continue
 		}
 		a := group[i].Op.ack
-		aw := &wtx{ctx: context.WithoutCancel(group[i].Ctx), tx: tx, p: p, now: w.now, stmts: stmts}
+		aw := &wtx{ctx: context.WithoutCancel(group[i].Ctx), tx: tx, p: p, now: w.now, stmts: stmts, busy: busy}
 		aw.changes.orch = a.Ack.Completion != nil
 		txs[i] = aw
 		if err := run(func(w *wtx) error { return a.After(w) }, aw); err != nil {
