@@ -50,13 +50,18 @@ import (
 // instances takes them first in the same order. Fetches only try locks and
 // never wait. A call that still loses a deadlock in a group (on row locks
 // outside any instance's, such as a session's) is rolled back to its
-// savepoint and runs again alone once the group committed. A start that
-// takes an execution lock key or an idempotency key (sqlstore.Lock.Alone)
-// never joins a group: the key's lock cannot be declared (a replacing
-// start locks the holder's instance before the key, and the holder is
-// known only once the key is read), and held until a group commits it
-// made the group's other keyed calls, and the groups on other nodes
-// waiting for them, queue behind one another until lock_timeout.
+// savepoint and runs again alone once the group committed. A start
+// (sqlstore.Lock.Alone) never joins a group. One that takes an execution
+// lock key or an idempotency key cannot declare the key's lock (a
+// replacing start locks the holder's instance before the key, and the
+// holder is known only once the key is read), and held until a group
+// commits it made the group's other keyed calls, and the groups on other
+// nodes waiting for them, queue behind one another until lock_timeout.
+// An enqueue that starts an instance gains little from a group and waited
+// for one: starts made one after another each waited for the running
+// group to commit and the next to take it (the bench's sequence workload,
+// starting 1,000 instances from one goroutine, ran about 60% faster once
+// they ran alone).
 //
 // A group whose transaction breaks outside any call's savepoint (its
 // locks timed out, a savepoint failed) is rolled back and each of its

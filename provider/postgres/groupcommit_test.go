@@ -220,3 +220,33 @@ func TestGroupCommitNotifiesOtherNodes(t *testing.T) {
 	waitFor(t, watchA, 10*time.Second, "the other node's watcher of a")
 	waitFor(t, watchC, 10*time.Second, "the other node's watcher of c")
 }
+
+// TestStartsDoNotJoinGroups: an enqueue that starts an instance runs in a
+// transaction of its own (sqlstore.EnqueueLocks marks it Alone), so a
+// caller starting instances never waits for a group to take its start:
+// many concurrent starts form no group, and every one is created.
+func TestStartsDoNotJoinGroups(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{GroupCommitLanes: 1})
+	ctx := t.Context()
+	const n = 48
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("solo-%d", i))) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+	}
+	if g := p.groups.Load(); g != 0 {
+		t.Fatalf("groups = %d, want none: starts joined groups", g)
+	}
+	for i := range n {
+		if _, err := p.GetInstance(ctx, fmt.Sprintf("solo-%d", i)); err != nil {
+			t.Fatalf("GetInstance(solo-%d) = %v", i, err)
+		}
+	}
+}

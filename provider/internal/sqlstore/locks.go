@@ -1,6 +1,10 @@
 package sqlstore
 
-import "github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+import (
+	"slices"
+
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
+)
 
 // Lock is an instance lock a grouped write declares it takes (see
 // WriteDB.WriteGrouped): exclusive for the instance whose turn it commits,
@@ -9,13 +13,20 @@ type Lock struct {
 	Instance  string
 	Exclusive bool
 	// Alone, on any lock of a call, asks a store that groups calls into
-	// one transaction to run the call in a transaction of its own: the
-	// call also takes the locks of execution lock keys or idempotency
-	// keys, which it cannot declare (a replacing start takes the
-	// holder's instance lock before its key's, and the holder is known
-	// only once the call reads the key). In a group they would be held
-	// until the group commits, while the group's other calls wait for
-	// keys that other groups hold in another order.
+	// one transaction to run the call in a transaction of its own. Two
+	// kinds of call ask it:
+	//   - A start that takes an execution lock key or an idempotency key
+	//     takes the key's lock too, which it cannot declare (a replacing
+	//     start takes the holder's instance lock before its key's, and
+	//     the holder is known only once the call reads the key). In a
+	//     group it would be held until the group commits, while the
+	//     group's other calls wait for keys that other groups hold in
+	//     another order.
+	//   - An enqueue that starts an instance (EnqueueLocks) touches no
+	//     instance that runs, so it gains little from a group and would
+	//     wait for one: a caller starting instances one after another
+	//     would wait, at each start, for the running group to commit and
+	//     for the next to take the start.
 	Alone bool
 }
 
@@ -27,6 +38,18 @@ func SharedLocks(locks []Lock, msgs ...*sqlenc.Msg) []Lock {
 		if m != nil {
 			keyed := m.Create != nil && (m.Create.LockKey != "" || m.Create.IdemKey != "")
 			locks = append(locks, Lock{Instance: m.InstanceID, Alone: keyed})
+		}
+	}
+	return locks
+}
+
+// EnqueueLocks declares the locks of an enqueue of msgs: SharedLocks,
+// all marked Alone when one of msgs starts an instance (see Lock.Alone).
+func EnqueueLocks(msgs ...*sqlenc.Msg) []Lock {
+	locks := SharedLocks(nil, msgs...)
+	if slices.ContainsFunc(msgs, func(m *sqlenc.Msg) bool { return m != nil && m.Create != nil }) {
+		for i := range locks {
+			locks[i].Alone = true
 		}
 	}
 	return locks

@@ -13,6 +13,9 @@ import (
 // turn's targets; nothing for a work ack without a completion.
 func TestDeclaredLocks(t *testing.T) {
 	msg := func(id string) *sqlenc.Msg { return &sqlenc.Msg{InstanceID: id} }
+	start := func(id, lockKey string) *sqlenc.Msg {
+		return &sqlenc.Msg{InstanceID: id, Create: &sqlenc.Create{LockKey: lockKey}}
+	}
 	token := NewTokenPrefix() + "a"
 	cases := []struct {
 		name string
@@ -20,6 +23,11 @@ func TestDeclaredLocks(t *testing.T) {
 		want []Lock
 	}{
 		{"enqueue", SharedLocks(nil, msg("x"), nil, msg("y")), []Lock{{Instance: "x"}, {Instance: "y"}}},
+		{"enqueue of messages", EnqueueLocks(msg("x"), msg("y")), []Lock{{Instance: "x"}, {Instance: "y"}}},
+		{"enqueue of a start", EnqueueLocks(msg("x"), start("y", "")), []Lock{{Instance: "x", Alone: true}, {Instance: "y", Alone: true}}},
+		{"keyed start", SharedLocks(nil, start("y", "k")), []Lock{{Instance: "y", Alone: true}}},
+		{"turn ack starting a child", TurnAckLocks(&sqlenc.Ack{Token: token, Msgs: []*sqlenc.Msg{start("child", "")}}),
+			[]Lock{{Instance: "a", Exclusive: true}, {Instance: "child"}}},
 		{"turn ack", TurnAckLocks(&sqlenc.Ack{Token: token, Msgs: []*sqlenc.Msg{msg("child")}}),
 			[]Lock{{Instance: "a", Exclusive: true}, {Instance: "child"}}},
 		{"turn ack of a malformed token", TurnAckLocks(&sqlenc.Ack{Token: "bad", Msgs: []*sqlenc.Msg{msg("child")}}),

@@ -242,7 +242,7 @@ func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessa
 		}
 		return nil
 	}
-	err := w.DB.WriteGrouped(ctx, op, SharedLocks(nil, enc...), func(tx Tx) error {
+	err := w.DB.WriteGrouped(ctx, op, EnqueueLocks(enc...), func(tx Tx) error {
 		ins, err := dedup(tx, enc)
 		if err != nil || len(ins) == 0 {
 			return err
