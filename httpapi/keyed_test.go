@@ -306,9 +306,13 @@ func TestWebhookReplaceOneStep(t *testing.T) {
 	if dup := e.webhook(t, "deploy", body("16"), ""); dup.status != http.StatusConflict {
 		t.Fatalf("replace with a taken instance ID: %s, want 409", dup)
 	}
+	// Whether the answer says queued depends on timing: the runtime may
+	// end the canceled holder, passing the lock on, before the answer
+	// reads the new instance (TestWebhookReplaceArrivalOrder checks the
+	// queue with no runtime running).
 	r := e.webhook(t, "deploy", body("18"), "")
-	if r.status != http.StatusOK || r.ReplacedExecutionID != holder.ExecutionID || !r.Queued {
-		t.Fatalf("replace: %s replaced=%q queued=%v, want %s replaced", r, r.ReplacedExecutionID, r.Queued, holder.ExecutionID)
+	if r.status != http.StatusOK || r.ReplacedExecutionID != holder.ExecutionID {
+		t.Fatalf("replace: %s replaced=%q, want %s replaced", r, r.ReplacedExecutionID, holder.ExecutionID)
 	}
 	mu.Lock()
 	got := slices.Clone(calls)
