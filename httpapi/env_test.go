@@ -199,6 +199,16 @@ func newEnvClock(t *testing.T, opts *httpapi.Options, clock *clockwork.FakeClock
 			t.Fatalf("starting runtime: %v", err)
 		}
 	}
+	e := serve(t, store, reg, rt, opts)
+	e.store, e.clock = store, clock
+	return e
+}
+
+// serve serves the API over store with opts, for reg and rt (nil: no
+// runtime) unless opts names others; when the test ends it stops the
+// server and the runtime and closes the store.
+func serve(t *testing.T, store provider.Provider, reg *duroxide.Registry, rt *duroxide.Runtime, opts *httpapi.Options) *env {
+	t.Helper()
 	var o httpapi.Options
 	if opts != nil {
 		o = *opts
@@ -231,11 +241,7 @@ func newEnvClock(t *testing.T, opts *httpapi.Options, clock *clockwork.FakeClock
 			t.Errorf("closing store: %v", err)
 		}
 	})
-	e := &env{store: store, client: client, reg: reg, h: h, srv: srv, clock: clock}
-	if opts != nil {
-		e.token = opts.AuthToken
-	}
-	return e
+	return &env{client: client, reg: reg, h: h, srv: srv, token: o.AuthToken}
 }
 
 // response is a buffered HTTP response.

@@ -397,12 +397,35 @@ func TestWebhookKeyedBurst(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	started := map[string]string{} // customer → instance
 	for i, a := range answers {
 		if errs[i] != nil {
 			t.Fatalf("call %d: %v", i, errs[i])
 		}
 		checkWebhookShape(t, a)
+	}
+	started := exclusivePerCustomer(t, answers, customers, func(a webhookAnswer) bool {
+		return a.Error == "Workflow currently executing" || a.Error == "Concurrent execution attempted"
+	})
+	if got := e.instances(t); len(got) != customers {
+		t.Fatalf("instances %v, want %d", got, customers)
+	}
+	for customer, id := range started {
+		e.heldBy(t, "customer-"+customer, id)
+		if st := e.wait0(t, id); st.State.IsTerminal() {
+			t.Fatalf("%s is %s", id, st.State)
+		}
+	}
+}
+
+// exclusivePerCustomer checks the answers of a burst of exclusive webhook
+// calls, call i for customer cus_<i % customers>: each customer got one
+// instance started (200) and every other call was refused (409, with
+// refused true for it) naming that customer's instance, if any. It
+// returns the instances started, by customer.
+func exclusivePerCustomer(t *testing.T, answers []webhookAnswer, customers int, refused func(webhookAnswer) bool) map[string]string {
+	t.Helper()
+	started := map[string]string{} // customer → instance
+	for i, a := range answers {
 		customer := fmt.Sprintf("cus_%d", i%customers)
 		switch {
 		case a.status == http.StatusOK:
@@ -410,7 +433,7 @@ func TestWebhookKeyedBurst(t *testing.T) {
 				t.Fatalf("%s got two instances: %s and %s", customer, prev, a.ExecutionID)
 			}
 			started[customer] = a.ExecutionID
-		case a.status == http.StatusConflict && (a.Error == "Workflow currently executing" || a.Error == "Concurrent execution attempted"):
+		case a.status == http.StatusConflict && refused(a):
 		default:
 			t.Fatalf("call %d: %s", i, a)
 		}
@@ -423,13 +446,5 @@ func TestWebhookKeyedBurst(t *testing.T) {
 			t.Fatalf("call %d refused naming %s, not its customer's instance", i, a.ExistingExecutionID)
 		}
 	}
-	if got := e.instances(t); len(got) != customers {
-		t.Fatalf("instances %v, want %d", got, customers)
-	}
-	for customer, id := range started {
-		e.heldBy(t, "customer-"+customer, id)
-		if st := e.wait0(t, id); st.State.IsTerminal() {
-			t.Fatalf("%s is %s", id, st.State)
-		}
-	}
+	return started
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -75,26 +74,7 @@ func newNodes(t *testing.T, open nodeStore, opts *httpapi.Options) [2]*env {
 		if err != nil {
 			t.Fatalf("starting runtime %d: %v", i, err)
 		}
-		o := *opts
-		o.Registry, o.Runtime, o.Logger = reg, rt, discard
-		client := duroxide.NewClient(store)
-		h, err := httpapi.NewHandler(client, &o)
-		if err != nil {
-			t.Fatalf("NewHandler: %v", err)
-		}
-		srv := httptest.NewServer(h)
-		t.Cleanup(func() {
-			srv.Close()
-			sctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-			defer cancel()
-			if err := rt.Shutdown(sctx); err != nil {
-				t.Errorf("runtime shutdown: %v", err)
-			}
-			if err := store.Close(); err != nil {
-				t.Errorf("closing store: %v", err)
-			}
-		})
-		nodes[i] = &env{client: client, reg: reg, h: h, srv: srv}
+		nodes[i] = serve(t, store, reg, rt, opts)
 	}
 	return nodes
 }
@@ -147,29 +127,7 @@ func testWebhookKeyedTwoNodes(t *testing.T, open nodeStore) {
 		return answers
 	}
 
-	started := map[string]string{} // customer → instance
-	answers := burst("stripe-invoice")
-	for i, a := range answers {
-		customer := fmt.Sprintf("cus_%d", i%customers)
-		switch {
-		case a.status == http.StatusOK:
-			if prev, dup := started[customer]; dup {
-				t.Fatalf("%s got two instances: %s and %s", customer, prev, a.ExecutionID)
-			}
-			started[customer] = a.ExecutionID
-		case a.status == http.StatusConflict:
-		default:
-			t.Fatalf("exclusive call %d: %s", i, a)
-		}
-	}
-	if len(started) != customers {
-		t.Fatalf("exclusive: started %v, want one instance for each of %d customers", started, customers)
-	}
-	for i, a := range answers {
-		if a.status == http.StatusConflict && a.ExistingExecutionID != "" && a.ExistingExecutionID != started[fmt.Sprintf("cus_%d", i%customers)] {
-			t.Fatalf("exclusive call %d refused naming %s, not its customer's instance", i, a.ExistingExecutionID)
-		}
-	}
+	started := exclusivePerCustomer(t, burst("stripe-invoice"), customers, func(webhookAnswer) bool { return true })
 	for customer, id := range started {
 		nodes[0].heldBy(t, "customer-"+customer, id)
 	}
