@@ -420,17 +420,7 @@ func TestMigration0002BackfillsReadyTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	p := openFile(t, path, &Options{NoMigrate: true})
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.writer.ExecContext(ctx, sqlCreateMigrationsTable); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.applyMigration(ctx, ms[0]); err != nil {
-		t.Fatalf("applying %s: %v", ms[0].Name, err)
-	}
+	p := openMigratedBefore(t, path, 2)
 	// Data as release 0001 wrote it: messages for a free instance, a locked
 	// one with a late arrival, and a delayed timer.
 	for _, q := range []string{
@@ -470,22 +460,7 @@ func TestMigration0002BackfillsReadyTable(t *testing.T) {
 func TestMigration0016CopiesOrchestrationsToReadyTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p := openFile(t, filepath.Join(t.TempDir(), "old.db"), &Options{NoMigrate: true})
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.writer.ExecContext(ctx, sqlCreateMigrationsTable); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Version >= 16 {
-			break
-		}
-		if err := p.applyMigration(ctx, m); err != nil {
-			t.Fatalf("applying %s: %v", m.Name, err)
-		}
-	}
+	p := openMigratedBefore(t, filepath.Join(t.TempDir(), "old.db"), 16)
 	for _, q := range []string{
 		`INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, created_at, updated_at)
 			VALUES ('named', 'V', '2.0.0', 'Running', 1, 1)`,
@@ -629,4 +604,28 @@ WHERE activity_name IS NOT json_extract(work_item, '$.name') OR queue IS NOT coa
 	if rows != len(routes) || wrong != 0 {
 		t.Fatalf("%d worker rows, %d with a route other than their item's; want %d, 0", rows, wrong, len(routes))
 	}
+}
+
+// openMigratedBefore opens a store file at path migrated only up to the
+// migration before version, as an older release left it.
+func openMigratedBefore(t *testing.T, path string, version int) *Provider {
+	t.Helper()
+	ctx := context.Background()
+	p := openFile(t, path, &Options{NoMigrate: true})
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.writer.ExecContext(ctx, sqlCreateMigrationsTable); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Version >= version {
+			break
+		}
+		if err := p.applyMigration(ctx, m); err != nil {
+			t.Fatalf("applying %s: %v", m.Name, err)
+		}
+	}
+	return p
 }

@@ -18,19 +18,7 @@ import (
 func TestMigrations0003And0004UpgradeOldStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p := openFile(t, filepath.Join(t.TempDir(), "old.db"), &Options{NoMigrate: true})
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.writer.ExecContext(ctx, sqlCreateMigrationsTable); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms[:2] {
-		if err := p.applyMigration(ctx, m); err != nil {
-			t.Fatalf("applying %s: %v", m.Name, err)
-		}
-	}
+	p := openMigratedBefore(t, filepath.Join(t.TempDir(), "old.db"), 3)
 	for _, q := range []string{
 		`INSERT INTO instances (instance_id, status, created_at, updated_at) VALUES ('old', 'Running', 1, 1)`,
 		`INSERT INTO worker_queue (instance_id, execution_id, activity_id, work_item, visible_at, created_at) VALUES
