@@ -595,17 +595,18 @@ func TestCheckWritableOnReadOnlyServer(t *testing.T) {
 }
 
 // checkReadyTable fails unless orchestrator_ready holds exactly one row per
-// instance with queued messages, with the ready time and first message
-// its messages and lock give, and the instance's orchestration name and
-// version (migration 0013).
+// instance with queued messages, with the ready time, first message and
+// earliest visibility (migration 0014) its messages and lock give, and the
+// instance's orchestration name and version (migration 0013).
 func checkReadyTable(t *testing.T, p *Provider) {
 	t.Helper()
 	const recomputed = `SELECT q.instance_id, greatest(min(q.visible_at), coalesce(max(l.locked_until), 0)), min(q.id),
-         coalesce(max(i.orchestration_name), ''), coalesce(max(i.orchestration_version), '')
+         min(q.visible_at), coalesce(max(i.orchestration_name), ''), coalesce(max(i.orchestration_version), '')
      FROM orchestrator_queue AS q LEFT JOIN instance_locks AS l ON l.instance_id = q.instance_id
      LEFT JOIN instances AS i ON i.instance_id = q.instance_id
      GROUP BY q.instance_id`
-	const stored = `SELECT instance_id, ready_at, first_id, orchestration_name, orchestration_version FROM orchestrator_ready`
+	const stored = `SELECT instance_id, ready_at, first_id, first_visible, orchestration_name, orchestration_version
+     FROM orchestrator_ready`
 	var bad int
 	err := p.pool.QueryRow(t.Context(), `SELECT count(*) FROM (
     (`+stored+` EXCEPT `+recomputed+`)
@@ -657,6 +658,99 @@ func TestReadyTableStaysExact(t *testing.T) {
 	}
 }
 
+// TestReadyTableExactAroundTurns checks orchestrator_ready against its
+// recomputation at every step of the paths whose lock changes set the
+// ready time from the scheduling row alone (migration 0014): a turn
+// consuming many messages while more arrive (and a timer that stays), the
+// lock renewed, expired and stolen, a dead-lettered message of a fetch
+// that keeps its lock, a pause with an event arriving, a lock row that
+// ends before the first message, and the purge of a locked instance.
+func TestReadyTableExactAroundTurns(t *testing.T) {
+	t.Parallel()
+	clock := providertest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := openFresh(t, &Options{Clock: clock.Now})
+	ctx := t.Context()
+	check := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		checkReadyTable(t, p)
+	}
+	raise := func(id string, n int) {
+		t.Helper()
+		msgs := make([]*provider.OrchestratorMessage, n)
+		for i := range msgs {
+			msgs[i] = providertest.HammerEvent(id)
+		}
+		check("raise", p.Enqueue(ctx, msgs...))
+	}
+	fetch := func(want int) *provider.OrchestrationItem {
+		t.Helper()
+		it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+		if err != nil || it == nil || len(it.Messages) != want {
+			t.Fatalf("fetch: %v, %v; want %d messages", it, err, want)
+		}
+		checkReadyTable(t, p)
+		return it
+	}
+	consume := func(it *provider.OrchestrationItem) {
+		t.Helper()
+		_, err := p.AckOrchestrationItem(ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1})
+		check("ack", err)
+	}
+
+	check("start", p.Enqueue(ctx, providertest.HammerStart("fan")))
+	_, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(fetch(1), 0))
+	check("first turn", err)
+	timer := providertest.HammerEvent("fan")
+	timer.VisibleAt = clock.Now().Add(time.Hour)
+	check("timer", p.Enqueue(ctx, timer))
+	raise("fan", 20)
+	it := fetch(20)
+	raise("fan", 3) // arrive during the turn: left for the next one
+	check("renew", p.RenewOrchestrationItemLock(ctx, it.LockToken, 2*time.Minute))
+	consume(it)
+	it = fetch(3)
+	clock.Advance(3 * time.Minute) // the lock expires: the instance is ready again
+	checkReadyTable(t, p)
+	it = fetch(3) // steals the expired lock
+	consume(it)
+
+	// A fetch dead-letters an undecodable message and keeps the lock for
+	// the message after it.
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('fan', '{not json', 0, 0)`)
+	raise("fan", 1)
+	consume(fetch(1))
+
+	// A pause takes the lock of an instance with only a timer queued; an
+	// event arrives earlier than the timer while it is paused; a resume
+	// releases the lock.
+	check("pause", p.PauseInstance(ctx, "fan", provider.PauseInfo{Reason: "check"}))
+	raise("fan", 2)
+	check("resume", p.ResumeInstance(ctx, "fan"))
+
+	// A lock row written directly (as a copy writes pauses) that ends
+	// before the instance's first message, then moved and removed.
+	consume(fetch(2))
+	mustExec(t, p, `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at) VALUES ('fan', 'tok', 1, 1)`)
+	checkReadyTable(t, p)
+	mustExec(t, p, `UPDATE instance_locks SET locked_until = 2 WHERE instance_id = 'fan'`)
+	checkReadyTable(t, p)
+	mustExec(t, p, `DELETE FROM instance_locks WHERE instance_id = 'fan'`)
+	checkReadyTable(t, p)
+	raise("fan", 2)
+
+	// A purge of a locked instance.
+	fetch(2)
+	_, err = p.PurgeInstances(ctx, []string{"fan"}, provider.PurgeOptions{Force: true})
+	check("purge", err)
+	var n int
+	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM orchestrator_ready`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("ready rows after purging everything = %d, %v; want 0", n, err)
+	}
+}
+
 // A schema created before migration 0002 gets its scheduling table filled
 // from the queued messages and locks it already has.
 func TestMigration0002BackfillsReadyTable(t *testing.T) {
@@ -695,19 +789,7 @@ func TestMigration0002BackfillsReadyTable(t *testing.T) {
 // ready instance copied onto its scheduling row.
 func TestMigration0013CopiesOrchestrationsToReadyTable(t *testing.T) {
 	t.Parallel()
-	p := openFresh(t, &Options{NoMigrate: true})
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, p, sqlCreateMigrationsTable)
-	for _, m := range ms {
-		if m.Version >= 13 {
-			break
-		}
-		mustExec(t, p, m.SQL)
-		mustExec(t, p, sqlInsertMigration, m.Version, m.Name, 0)
-	}
+	p := openMigratedBefore(t, 13)
 	mustExec(t, p, `INSERT INTO instances (instance_id, orchestration_name, orchestration_version, status, created_at, updated_at)
 		VALUES ('named', 'V', '2.0.0', 'Running', 1, 1)`)
 	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('named', '{}', 10, 10), ('rowless', '{}', 20, 20)`)
@@ -724,6 +806,54 @@ func TestMigration0013CopiesOrchestrationsToReadyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "[named=V@2.0.0 rowless=@]"; fmt.Sprint(got) != want {
+		t.Fatalf("ready rows = %v, want %s", got, want)
+	}
+}
+
+// openMigratedBefore opens a fresh schema migrated only up to the
+// migration before version, as an older release left it.
+func openMigratedBefore(t *testing.T, version int) *Provider {
+	t.Helper()
+	p := openFresh(t, &Options{NoMigrate: true})
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, p, sqlCreateMigrationsTable)
+	for _, m := range ms {
+		if m.Version >= version {
+			break
+		}
+		mustExec(t, p, m.SQL)
+		mustExec(t, p, sqlInsertMigration, m.Version, m.Name, 0)
+	}
+	return p
+}
+
+// A schema created before migration 0014 gets the earliest visibility of
+// each ready instance's messages on its scheduling row, and its triggers
+// keep the row exact from there.
+func TestMigration0014BackfillsFirstVisible(t *testing.T) {
+	t.Parallel()
+	p := openMigratedBefore(t, 14)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES
+		('free', '{}', 100, 100), ('free', '{}', 50, 100), ('busy', '{}', 10, 10), ('busy', '{}', 20, 20), ('later', '{}', 9000, 1)`)
+	mustExec(t, p, `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at) VALUES ('busy', 'tok', 5000, 10)`)
+	if err := p.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	checkReadyTable(t, p)
+	mustExec(t, p, `DELETE FROM instance_locks WHERE instance_id = 'busy'`)
+	checkReadyTable(t, p)
+	rows, err := p.pool.Query(t.Context(), `SELECT instance_id || '@' || ready_at || '/' || first_visible FROM orchestrator_ready ORDER BY ready_at, first_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[busy@10/10 free@50/50 later@9000/9000]"; fmt.Sprint(got) != want {
 		t.Fatalf("ready rows = %v, want %s", got, want)
 	}
 }
