@@ -50,10 +50,12 @@
 // lease that is already expired.
 //
 // Candidates come from a small per-instance scheduling table
-// (orchestrator_ready, kept exact by triggers: migration 0002) holding,
-// for each instance with queued messages, the time it becomes ready (the
-// later of its earliest message and its lock's expiry) and its oldest
-// message. The fetch reads it by index in that order and stops at its
+// (orchestrator_ready, kept exact by triggers: migrations 0002 and 0014)
+// holding, for each instance with queued messages, the time it becomes
+// ready (the later of its earliest message and its lock's expiry), its
+// earliest message's visibility and its oldest message. A change of the
+// instance's lock sets the ready time from that row alone; only changes
+// of its messages read them. The fetch reads it by index in that order and stops at its
 // limit, so its cost does not grow with the backlog, with timers due
 // later, or with late arrivals for instances whose turn is in progress;
 // NextVisible is the low end of the same index.
