@@ -711,11 +711,10 @@ func TestReadyTableExactAroundTurns(t *testing.T) {
 	raise("fan", 3) // arrive during the turn: left for the next one
 	check("renew", p.RenewOrchestrationItemLock(ctx, it.LockToken, 2*time.Minute))
 	consume(it)
-	it = fetch(3)
+	fetch(3)
 	clock.Advance(3 * time.Minute) // the lock expires: the instance is ready again
 	checkReadyTable(t, p)
-	it = fetch(3) // steals the expired lock
-	consume(it)
+	consume(fetch(3)) // steals the expired lock
 
 	// A fetch dead-letters an undecodable message and keeps the lock for
 	// the message after it.
