@@ -67,8 +67,11 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- Messages were deleted: their instances' rows are recomputed in two
--- statements over the deleted rows, without a nested call.
+-- Messages were deleted: their instances' rows are removed with their last
+-- message or recomputed from the messages left, in two statements over the
+-- deleted rows, without a nested call. An instance with messages left has
+-- a row (the insert trigger made it), so updating the rows that exist is
+-- enough.
 CREATE OR REPLACE FUNCTION orchestrator_ready_on_delete() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
