@@ -148,10 +148,18 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	var found bool
 	b := &pgx.Batch{}
 	plain := e.Completion != nil && e.Completion.Create == nil
+	// Nothing follows the batch (no turn to take, no instance to start):
+	// its COMMIT rides with it, and a lost lock fails it (sqlAckWorkChecked)
+	// instead of being found after it.
+	last := w.fold && e.TakeMs == 0 && (e.Completion == nil || plain)
 	if plain {
 		_ = w.lockInstancesShared(b, []string{e.Completion.InstanceID})
 	}
-	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	if last {
+		b.Queue(sqlAckWorkChecked, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	} else {
+		b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	}
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
 		if e.TakeMs > 0 {
@@ -166,14 +174,20 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 			})
 		}
 	}
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+	send := func() error { return w.tx.SendBatch(w.ctx, b).Close() }
+	if last {
+		send = func() error { return w.sendLast(b) }
+	}
+	if err := send(); checkFailed(err, codeLockLost) {
+		found = false
+	} else if err != nil {
 		return err
 	}
 	if !found {
 		return fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
 	if e.Completion != nil && !plain {
-		return w.insertMessage(e.Completion)
+		return w.insertMessage(e.Completion, false)
 	}
 	return nil
 }
@@ -212,7 +226,7 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	b.Queue(sqlCheckQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id)
 	b.Queue(sqlAckWorkChecked, id, e.Token, w.now)
 	t := w.queueTurn(b, inst, e.Then)
-	err = w.tx.SendBatch(w.ctx, b).Close()
+	err = w.sendTurn(b, t)
 	switch {
 	case checkFailed(err, codeLockLost):
 		return false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
