@@ -210,25 +210,26 @@ func TestRenewalsAreOneStatement(t *testing.T) {
 // start of an existing instance (ErrInstanceExists, nothing written), an
 // event, a turn ack, an ending turn ack, a work ack, and a work ack whose
 // lock is lost (ErrLockLost, nothing written: its completion is not
-// enqueued; its ROLLBACK is a round trip more).
+// enqueued; its ROLLBACK is a round trip more). A work ack that takes
+// its turn costs three.
 func TestLoneCallsRoundTrips(t *testing.T) {
 	t.Parallel()
 	tr := &countingTracer{}
 	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
 	ctx := t.Context()
-	lone := func(name string, want error, call func() error) {
+	trips := func(name string, want error, wantTrips int, call func() error) {
 		t.Helper()
 		tr.snapshot()
 		if err := call(); !errors.Is(err, want) {
 			t.Fatalf("%s: %v, want %v", name, err, want)
 		}
-		trips, stmts, bySQL := tr.snapshot()
-		if want != nil && errors.Is(want, provider.ErrLockLost) {
-			trips-- // its batch failed: the ROLLBACK follows it
+		if trips, stmts, bySQL := tr.snapshot(); trips != wantTrips {
+			t.Errorf("%s: %d round trips, %d statements (%v), want %d", name, trips, stmts, bySQL, wantTrips)
 		}
-		if trips != 1 {
-			t.Errorf("%s: %d round trips, %d statements (%v), want 1", name, trips, stmts, bySQL)
-		}
+	}
+	lone := func(name string, want error, call func() error) {
+		t.Helper()
+		trips(name, want, 1, call)
 	}
 	fetch := func(n int) *provider.OrchestrationItem {
 		t.Helper()
@@ -258,7 +259,8 @@ func TestLoneCallsRoundTrips(t *testing.T) {
 		_, err := p.AckWorkItem(ctx, providertest.HammerCompletion(leases[0]))
 		return err
 	})
-	lone("work ack, lock lost", provider.ErrLockLost, func() error {
+	// Its batch fails: the ROLLBACK follows.
+	trips("work ack, lock lost", provider.ErrLockLost, 2, func() error {
 		_, err := p.AckWorkItem(ctx, providertest.HammerCompletion(leases[0]))
 		return err
 	})
@@ -267,6 +269,24 @@ func TestLoneCallsRoundTrips(t *testing.T) {
 	lone("event", nil, func() error { return p.Enqueue(ctx, providertest.HammerEvent("a")) })
 	it = fetch(1)
 	lone("ending turn ack", nil, ack(providertest.HammerTurn(it, 2)))
+	// A work ack that takes the turn its completion causes: its batch
+	// (the ack, whether the instance is busy, its advisory lock tried),
+	// the turn's lock and reads, the COMMIT.
+	lone("start b", nil, func() error { return p.Enqueue(ctx, providertest.HammerStart("b")) })
+	lone("turn ack b", nil, ack(providertest.HammerTurn(fetch(1), 0)))
+	leases, err = p.FetchWorkItems(ctx, provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute})
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
+	}
+	trips("work ack taking its turn", nil, 3, func() error {
+		wa := providertest.HammerCompletion(leases[0])
+		wa.TakeTurn = &provider.FetchOptions{LockTimeout: time.Minute}
+		res, err := p.AckWorkItem(ctx, wa)
+		if err == nil && (res.Turn == nil || len(res.Turn.Messages) != 1) {
+			t.Errorf("AckWorkItem took turn %+v, want the completion's", res.Turn)
+		}
+		return err
+	})
 	info, err := p.GetInstance(ctx, "a")
 	if err != nil || info.Status != provider.StatusCompleted {
 		t.Fatalf("GetInstance = %+v, %v; want Completed", info, err)

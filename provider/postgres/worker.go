@@ -169,8 +169,20 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 			// ends.
 			inst := e.Completion.InstanceID
 			b.Queue(sqlInstanceHasWork, inst, orchNamesArg(e.TakeNames)).QueryRow(func(r pgx.Row) error {
-				w.hasWork = &instanceWork{instance: inst}
+				w.hasWork = &instanceWork{instance: inst, free: []string{}}
 				return r.Scan(&w.hasWork.busy)
+			})
+			// And its advisory lock, tried (a turn it cannot take keeps
+			// it only until the commit that follows).
+			b.Queue(sqlAdvisoryTryLock, w.p.lockSpace, []string{inst}).Query(func(r pgx.Rows) error {
+				return forEach(r, func() error {
+					var id string
+					if err := r.Scan(&id); err != nil {
+						return err
+					}
+					w.hasWork.free = append(w.hasWork.free, id)
+					return nil
+				})
 			})
 		}
 	}
@@ -193,10 +205,12 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 }
 
 // instanceWork says whether worker rows of an instance were queued, as
-// AckWork found right after deleting its own (for TakeTurn).
+// AckWork found right after deleting its own, and whether it took the
+// instance's advisory lock (free lists the instance then), for TakeTurn.
 type instanceWork struct {
 	instance string
 	busy     bool
+	free     []string
 }
 
 // AckWorkThen acks the worker row of a work ack that carries the turn its
@@ -243,11 +257,14 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch; so is
 	// the turn of an orchestration the caller does not run. AckWork may
-	// have asked this already, in its round trip, with the same names.
+	// have asked this already, in its round trip, with the same names,
+	// and tried the instance's advisory lock.
+	var free []string
 	if k := w.hasWork; k != nil && k.instance == instance {
 		if k.busy {
 			return sqlstore.Fetched{}, nil
 		}
+		free = k.free
 	} else {
 		var busy bool
 		if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance, orchNamesArg(names)).Scan(&busy); err != nil || busy {
@@ -256,7 +273,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(cached)
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
+	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
