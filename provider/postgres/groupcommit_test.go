@@ -27,6 +27,11 @@ func startOp(t *testing.T, ctx context.Context, id string, fail error) sqlstore.
 	return sqlstore.Request[*groupOp]{Ctx: ctx, Op: &groupOp{
 		locks: sqlstore.SharedLocks(nil, m),
 		fn: func(w *wtx) error {
+			if fail != nil {
+				// It goes on after its enqueue (to fail): run alone,
+				// its enqueue must not commit (see wtx.sendLast).
+				w.fold = false
+			}
 			if err := w.InsertMessages([]*sqlenc.Msg{m}); err != nil {
 				return err
 			}

@@ -361,8 +361,11 @@ func forEach(r pgx.Rows, fn func() error) error {
 
 // insertMessage enqueues m (see sqlstore.InsertMessage). A plain start
 // (no idempotency key, execution lock, start-if-absent or OnExists)
-// creates its instance and enqueues its message in one round trip.
-func (w *wtx) insertMessage(m *sqlenc.Msg) error {
+// creates its instance and enqueues its message in one round trip; when
+// it is the transaction's last write (last), its COMMIT rides in that
+// round trip too (sendLast: an instance that exists already makes the
+// statement write nothing, so the call fails having committed nothing).
+func (w *wtx) insertMessage(m *sqlenc.Msg, last bool) error {
 	c := m.Create
 	if c == nil || c.IdemKey != "" || c.LockKey != "" || c.IfAbsent || c.OnExists != nil {
 		return sqlstore.InsertMessage(w, m)
@@ -377,14 +380,21 @@ func (w *wtx) insertMessage(m *sqlenc.Msg) error {
 	_ = w.lockInstancesShared(b, []string{m.InstanceID})
 	b.Queue(sqlCreateAndEnqueue, m.InstanceID, c.Name, c.Version, c.Input, c.Parent, c.ParentExec, w.now,
 		string(m.Item), visible).QueryRow(func(r pgx.Row) error { return r.Scan(&created) })
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+	// Noted before the batch, for a COMMIT that rides with it.
+	ch := w.changes
+	w.changes.addInstance(m.InstanceID)
+	w.changes.orch = true
+	send := func() error { return w.tx.SendBatch(w.ctx, b).Close() }
+	if last {
+		send = func() error { return w.sendLast(b) }
+	}
+	if err := send(); err != nil {
 		return err
 	}
 	if !created {
+		w.changes = ch
 		return fmt.Errorf("creating instance %q: %w", m.InstanceID, provider.ErrInstanceExists)
 	}
-	w.changes.addInstance(m.InstanceID)
-	w.changes.orch = true
 	return nil
 }
 
@@ -464,7 +474,9 @@ func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
 	var vis []int64
 	for _, m := range msgs {
 		if m.Create != nil {
-			if err := w.insertMessage(m); err != nil {
+			// The only message, after no write (no deduplication key
+			// claimed): the transaction's last statement.
+			if err := w.insertMessage(m, len(msgs) == 1 && m.DedupKey == ""); err != nil {
 				return err
 			}
 			continue
@@ -482,7 +494,8 @@ func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
 	b := &pgx.Batch{}
 	_ = w.lockInstancesShared(b, ids)
 	b.Queue(sqlInsertMessages, ids, items, vis, w.now)
-	return w.tx.SendBatch(w.ctx, b).Close()
+	// The enqueue's last statements: its COMMIT rides with them.
+	return w.sendLast(b)
 }
 
 // LeaseInserted leases the worker rows ApplyTurn inserted to lease; see
@@ -521,7 +534,7 @@ func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	b := &pgx.Batch{}
 	t := w.queueTurn(b, inst, e)
-	return w.afterTurn(inst, e, t, w.tx.SendBatch(w.ctx, b).Close())
+	return w.afterTurn(inst, e, t, w.sendTurn(b, t))
 }
 
 // ApplyLockedTurn performs steps (a) to (k) of a turn ack that creates
@@ -534,11 +547,20 @@ func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
 	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
 	t := w.queueTurn(b, inst, e)
-	err := w.tx.SendBatch(w.ctx, b).Close()
+	err := w.sendTurn(b, t)
 	if checkFailed(err, codeLockLost) {
 		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
 	}
 	return w.afterTurn(inst, e, t, err)
+}
+
+// sendTurn sends b, the batch of turn t: with the transaction's COMMIT if
+// it is the last (sendLast).
+func (w *wtx) sendTurn(b *pgx.Batch, t *queuedTurn) error {
+	if t.last {
+		return w.sendLast(b)
+	}
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // checkFailed reports whether err is the failure of a check of an ack's
@@ -557,6 +579,10 @@ type queuedTurn struct {
 	// that ended, freeing keys.
 	released bool
 	keys     []string
+	// last: the batch is the transaction's last (a lone write's turn that
+	// starts no instance): its COMMIT rides with it (sendLast), guarded so
+	// that afterTurn has nothing to write.
+	last bool
 }
 
 // queueTurn queues on b steps (b) to (k) of a turn ack, as ApplyTurn
@@ -619,11 +645,17 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 			}
 		}
 	}
+	t.last = w.fold && len(t.creates) == 0
 	if e.Terminal && e.Status != string(provider.StatusContinuedAsNew) {
 		// An instance that ended releases its execution locks (and
 		// leaves the queues of others); afterTurn hands them over.
 		// The keys' advisory locks come first (see sqlXLockKeysOf).
 		t.released = true
+		if t.last {
+			// Nothing to hand over (it holds no lock, so the release
+			// frees no key), or the turn commits separately.
+			b.Queue(sqlGuardNoExecutionLocks, inst)
+		}
 		b.Queue(sqlXLockKeysOfEnded, w.p.lockSpace, inst)
 		b.Queue(sqlXLockReleaseEnded, inst).Query(func(r pgx.Rows) error {
 			return forEach(r, func() error {
@@ -640,10 +672,16 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	if e.Token != "" {
 		w.queueFinishTurn(b, inst, e.Token)
 	}
+	if t.last && !t.released {
+		// An instance left ended releases its locks (afterTurn), or
+		// the turn commits separately.
+		b.Queue(sqlGuardNotEnded, inst)
+	}
 	w.changes.addInstance(inst)
 	// The notification other nodes get, decided in SQL (are messages left
-	// for the instance?), unless starts or lock hand-overs follow.
-	inline := len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
+	// for the instance?), unless starts or lock hand-overs follow (a
+	// last batch has none to follow).
+	inline := t.last || len(t.creates) == 0 && (e.Status == nil || !e.Terminal || e.Status == string(provider.StatusContinuedAsNew))
 	if inline {
 		w.askOrch = append(w.askOrch, inst)
 	}
@@ -663,8 +701,14 @@ func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) er
 		}
 		return err
 	}
+	if t.last {
+		// Committed with its batch, whose guards left nothing to do
+		// but the leases' dates.
+		w.redateCommitted(e.LeaseMs)
+		return nil
+	}
 	for _, m := range t.creates {
-		if err := w.insertMessage(m); err != nil {
+		if err := w.insertMessage(m, false); err != nil {
 			return err
 		}
 	}
@@ -831,6 +875,36 @@ func (w *wtx) redateLeases(lockMs int64) error {
 	w.leaseFrom = now
 	_, err := w.exec(sqlRedateWork, ids, w.leasePrefix, until)
 	return err
+}
+
+// redateCommitted is redateLeases for leases already committed (the
+// ack's batch carried its COMMIT): their rows are re-dated by a statement
+// of its own, and the leases only if it re-dated every row (a row whose
+// lease expired meanwhile may have been taken by another fetch). A lease
+// left as it was is dropped by the caller once expired
+// (sqlenc.UnexpiredLeases).
+func (w *wtx) redateCommitted(lockMs int64) {
+	lt, ok := w.tx.(*lazyTx)
+	if !ok || len(w.leases) == 0 {
+		return
+	}
+	now := w.p.now()
+	if now-w.leaseFrom <= lockMs/10 {
+		return
+	}
+	until := now + lockMs
+	ids := make([]int64, len(w.leases))
+	for i, l := range w.leases {
+		ids[i], _ = sqlstore.TokenRow(l.LockToken)
+	}
+	tag, err := lt.conn.Exec(w.ctx, sqlRedateWork, ids, w.leasePrefix, until)
+	if err != nil || tag.RowsAffected() != int64(len(ids)) {
+		return
+	}
+	w.leaseFrom = now
+	for _, l := range w.leases {
+		l.LockedUntil = msTime(until)
+	}
 }
 
 // FinishTurn consumes the turn's messages and releases the instance lock

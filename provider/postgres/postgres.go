@@ -507,6 +507,9 @@ type wtx struct {
 	// relaxed: the call only took locks and leases (a fetch), which a
 	// server crash may lose without harm (see relaxCommit).
 	relaxed bool
+	// fold: the transaction is a lone write's (writeOn), whose last batch
+	// may carry its COMMIT (sendLast); committed: sendLast committed it.
+	fold, committed bool
 }
 
 // Relaxed commits.
@@ -626,14 +629,38 @@ func (p *Provider) onConn(ctx context.Context, op string, fn func(conn *pgxpool.
 	return p.fail(op, guard(fn(conn)))
 }
 
-// writeOn is write's transaction on conn.
+// writeOn is write's transaction on conn. Its last batch may carry its
+// COMMIT and notifications (sendLast); if a guard of that batch refuses
+// (the call needs statements after it), fn runs again, committing
+// separately.
 func (p *Provider) writeOn(ctx context.Context, conn *pgxpool.Conn, fn func(w *wtx) error) error {
+	err := p.writeOnce(ctx, conn, fn, true)
+	if checkFailed(err, codeNotLast) {
+		// Rolled back: nothing was written.
+		err = p.writeOnce(ctx, conn, fn, false)
+	}
+	return err
+}
+
+// writeOnce is one run of writeOn's transaction; fold: its last batch may
+// carry its COMMIT.
+func (p *Provider) writeOnce(ctx context.Context, conn *pgxpool.Conn, fn func(w *wtx) error, fold bool) error {
 	tctx := context.WithoutCancel(ctx)
 	tx := newLazyTx(conn.Conn())
-	w := &wtx{ctx: tctx, tx: tx, p: p, now: p.now()}
+	w := &wtx{ctx: tctx, tx: tx, p: p, now: p.now(), fold: fold}
 	if err := fn(w); err != nil {
 		_ = tx.Rollback(tctx)
 		return err
+	}
+	if w.committed {
+		// Its last batch committed it (sendLast) and sent its
+		// notifications.
+		p.commits.Add(1)
+		if w.relaxed {
+			p.relaxedCommits.Add(1)
+		}
+		p.notifyLocal(&w.changes)
+		return nil
 	}
 	// The notifications follow the COMMIT in its round trip.
 	b, after := &pgx.Batch{}, &pgx.Batch{}
@@ -712,6 +739,39 @@ func (p *Provider) readTx(ctx context.Context, op string, fn func(tx pgx.Tx) err
 			return fn(tx)
 		}())
 	})
+}
+
+// sendLast sends b, the transaction's last statements. In a lone write
+// (wtx.fold) the transaction's COMMIT and its notifications (built from
+// what the transaction changed so far: the call must have noted its
+// changes before) ride in the same round trip, so a lone write whose
+// statements do not depend on one another's results costs one round trip.
+// The callbacks of b then run before the COMMIT's outcome is known; the
+// caller must neither write after sendLast nor fail after it succeeded,
+// except where what it then returns is an error that wrote nothing (a
+// guard of b that refuses fails b with codeNotLast instead: writeOn runs
+// the call again, committing separately). A statement of b that fails
+// rolls everything back, as when b is sent alone; an error of the COMMIT
+// leaves the outcome unknown, as for any commit. Elsewhere (a group's
+// call) b is sent as it is.
+func (w *wtx) sendLast(b *pgx.Batch) error {
+	lt, ok := w.tx.(*lazyTx)
+	if !w.fold || !ok {
+		return w.tx.SendBatch(w.ctx, b).Close()
+	}
+	after := &pgx.Batch{}
+	if err := w.p.queueNotifyAll(after, w); err != nil {
+		return err
+	}
+	if !lt.begun {
+		// The BEGIN rides at the batch's head.
+		lt.begun = true
+		b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: sqlBegin}}, b.QueuedQueries...)
+	}
+	w.p.relaxCommit(w.relaxed, b)
+	_, err := lt.commitBatch(w.ctx, b, after)
+	w.committed = err == nil
+	return err
 }
 
 // exec runs a statement and returns the rows it affected.

@@ -112,7 +112,11 @@ func (t *lazyTx) CommitBatch(ctx context.Context, b, after *pgx.Batch) error {
 
 // commitBatch is CommitBatch, also reporting whether the error (if any)
 // may be the COMMIT's (committing: the outcome is unknown) rather than a
-// statement's of b (nothing was committed).
+// statement's of b (nothing was committed). The statements of b keep
+// their callbacks (a lone write's last batch reads results with them, see
+// wtx.sendLast); an error a callback returns does not stop the batch, so
+// the COMMIT's outcome is always read: it is returned once the batch
+// ended, with committing set when the COMMIT ran.
 func (t *lazyTx) commitBatch(ctx context.Context, b, after *pgx.Batch) (committing bool, err error) {
 	if !t.begun {
 		return true, nil // nothing was written: nothing to commit or notify
@@ -123,13 +127,24 @@ func (t *lazyTx) commitBatch(ctx context.Context, b, after *pgx.Batch) (committi
 	var (
 		tag       pgconn.CommandTag
 		committed bool
+		reached   bool // the COMMIT's result was read
+		callErr   error
 	)
-	n := b.Len()
-	done := 0
-	for _, q := range b.QueuedQueries {
-		q.Exec(func(pgconn.CommandTag) error { done++; return nil })
+	for i, q := range b.QueuedQueries {
+		b.QueuedQueries[i] = wrapQuery(q, &callErr)
 	}
-	b.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error { tag, committed = ct, true; return nil })
+	b.Queue("COMMIT").Fn = func(br pgx.BatchResults) error {
+		// After a statement of b failed on the server, the pipeline
+		// skipped the COMMIT: reading its result returns that error.
+		var pe *pgconn.PgError
+		reached = !errors.As(callErr, &pe)
+		ct, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		tag, committed = ct, true
+		return nil
+	}
 	b.QueuedQueries = append(b.QueuedQueries, after.QueuedQueries...)
 	err = t.conn.SendBatch(ctx, b).Close()
 	t.begun = false
@@ -138,11 +153,15 @@ func (t *lazyTx) commitBatch(ctx context.Context, b, after *pgx.Batch) (committi
 		return true, pgx.ErrTxCommitRollback
 	case committed:
 		// A notification that failed after the COMMIT: its own
-		// transaction, rolled back at the pipeline's end.
-		return true, nil
-	case err != nil && done < n && !t.conn.IsClosed():
+		// transaction, rolled back at the pipeline's end. A callback of
+		// b that failed read what the transaction committed.
+		return true, callErr
+	case (err != nil || callErr != nil) && !reached && !t.conn.IsClosed():
 		// A statement of b failed: the pipeline skipped the COMMIT.
 		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+		if err == nil {
+			err = callErr
+		}
 		return false, err
 	case err != nil:
 		return true, err
@@ -162,3 +181,19 @@ func (t *lazyTx) Rollback(ctx context.Context) error {
 	_, err := t.conn.Exec(ctx, "ROLLBACK")
 	return err
 }
+
+// The guards of a lone write's last batch (wtx.sendLast): a turn whose
+// COMMIT rides with its statements cannot run the steps that follow them
+// when the turn turns out to need them (an ended instance hands over its
+// execution locks; a turn that leaves its instance ended without ending
+// it releases them). A guard fails the batch with codeNotLast in those
+// cases, rolling it back, and the call runs again committing separately
+// (writeOn).
+const (
+	codeNotLast = "DX101"
+	// The instance holds no execution lock. $1 instance.
+	sqlGuardNoExecutionLocks = `SELECT duroxide_check(NOT EXISTS (SELECT 1 FROM execution_locks WHERE instance_id = $1), '` + codeNotLast + `', 'the turn needs more round trips')`
+	// The instance has not ended. $1 instance.
+	sqlGuardNotEnded = `SELECT duroxide_check(NOT EXISTS (SELECT 1 FROM instances WHERE instance_id = $1
+    AND status IN ('Completed', 'Failed', 'Canceled')), '` + codeNotLast + `', 'the turn needs more round trips')`
+)

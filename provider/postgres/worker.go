@@ -148,10 +148,18 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 	var found bool
 	b := &pgx.Batch{}
 	plain := e.Completion != nil && e.Completion.Create == nil
+	// Nothing follows the batch (no turn to take, no instance to start):
+	// its COMMIT rides with it, and a lost lock fails it (sqlAckWorkChecked)
+	// instead of being found after it.
+	last := w.fold && e.TakeMs == 0 && (e.Completion == nil || plain)
 	if plain {
 		_ = w.lockInstancesShared(b, []string{e.Completion.InstanceID})
 	}
-	b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	if last {
+		b.Queue(sqlAckWorkChecked, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	} else {
+		b.Queue(sqlAckWork, id, e.Token, w.now).QueryRow(func(r pgx.Row) error { return r.Scan(&found) })
+	}
 	if plain {
 		w.queuePlainMessages(b, []*sqlenc.Msg{e.Completion})
 		if e.TakeMs > 0 {
@@ -161,28 +169,48 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 			// ends.
 			inst := e.Completion.InstanceID
 			b.Queue(sqlInstanceHasWork, inst, orchNamesArg(e.TakeNames)).QueryRow(func(r pgx.Row) error {
-				w.hasWork = &instanceWork{instance: inst}
+				w.hasWork = &instanceWork{instance: inst, free: []string{}}
 				return r.Scan(&w.hasWork.busy)
+			})
+			// And its advisory lock, tried (a turn it cannot take keeps
+			// it only until the commit that follows).
+			b.Queue(sqlAdvisoryTryLock, w.p.lockSpace, []string{inst}).Query(func(r pgx.Rows) error {
+				return forEach(r, func() error {
+					var id string
+					if err := r.Scan(&id); err != nil {
+						return err
+					}
+					w.hasWork.free = append(w.hasWork.free, id)
+					return nil
+				})
 			})
 		}
 	}
-	if err := w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+	send := func() error { return w.tx.SendBatch(w.ctx, b).Close() }
+	if last {
+		send = func() error { return w.sendLast(b) }
+	}
+	if err := send(); checkFailed(err, codeLockLost) {
+		found = false
+	} else if err != nil {
 		return err
 	}
 	if !found {
 		return fmt.Errorf("work ack: %w", provider.ErrLockLost)
 	}
 	if e.Completion != nil && !plain {
-		return w.insertMessage(e.Completion)
+		return w.insertMessage(e.Completion, false)
 	}
 	return nil
 }
 
 // instanceWork says whether worker rows of an instance were queued, as
-// AckWork found right after deleting its own (for TakeTurn).
+// AckWork found right after deleting its own, and whether it took the
+// instance's advisory lock (free lists the instance then), for TakeTurn.
 type instanceWork struct {
 	instance string
 	busy     bool
+	free     []string
 }
 
 // AckWorkThen acks the worker row of a work ack that carries the turn its
@@ -212,7 +240,7 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	b.Queue(sqlCheckQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id)
 	b.Queue(sqlAckWorkChecked, id, e.Token, w.now)
 	t := w.queueTurn(b, inst, e.Then)
-	err = w.tx.SendBatch(w.ctx, b).Close()
+	err = w.sendTurn(b, t)
 	switch {
 	case checkFailed(err, codeLockLost):
 		return false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
@@ -229,11 +257,14 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch; so is
 	// the turn of an orchestration the caller does not run. AckWork may
-	// have asked this already, in its round trip, with the same names.
+	// have asked this already, in its round trip, with the same names,
+	// and tried the instance's advisory lock.
+	var free []string
 	if k := w.hasWork; k != nil && k.instance == instance {
 		if k.busy {
 			return sqlstore.Fetched{}, nil
 		}
+		free = k.free
 	} else {
 		var busy bool
 		if err := w.tx.QueryRow(w.ctx, sqlInstanceHasWork, instance, orchNamesArg(names)).Scan(&busy); err != nil || busy {
@@ -242,7 +273,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(cached)
-	items, _, dead, err := w.lockTurns([]string{instance}, nil, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
+	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}

@@ -93,7 +93,9 @@ type TurnTx interface {
 	// provider.Router.FetchUnservedOrchestrationItems).
 	FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (Fetched, error)
 	// InsertMessages enqueues msgs on the orchestrator queue, creating
-	// the instances they ask for (see provider.Provider.Enqueue).
+	// the instances they ask for (see provider.Provider.Enqueue). It is
+	// its transaction's last step: a store may send the COMMIT with its
+	// statements.
 	InsertMessages(msgs []*sqlenc.Msg) error
 	// ClaimDedupKey records key for instance and reports true, or reports
 	// false, changing nothing, when the instance already has it.

@@ -48,7 +48,11 @@ type WriteDB interface {
 // calls, each written in the store's dialect (one statement or several,
 // batched where the store can). Steps return driver errors untranslated;
 // each notes what it changed for the notifications the store sends after
-// the commit.
+// the commit. The shared calls end their transactions with the step that
+// writes last (InsertMessages, ApplyTurn, ApplyLockedTurn, AckWorkThen,
+// AckWork without TakeTurn after it) and never fail after it succeeded:
+// a store may send the COMMIT with that step's statements (PostgreSQL's
+// lone writes do).
 type Tx interface {
 	TurnTx
 	WorkTx
