@@ -509,6 +509,9 @@ type OrchestratorMessage struct {
 
 // EnqueueResult is what a committed Enqueue reports about one of its
 // messages. The zero value says the message was inserted as given.
+// (Earlier releases had the store write these into the call's arguments,
+// as OrchestratorMessage.Duplicate, NewInstance.Existed and
+// NewInstance.Replaced; those fields are gone.)
 type EnqueueResult struct {
 	// Duplicate: the message's DedupKey was already recorded for its
 	// instance, so the message was skipped (see
