@@ -338,19 +338,30 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 	if err != nil {
 		return err
 	}
-	if err := c.p.Enqueue(ctx, msg); err != nil {
+	res, err := c.p.Enqueue(ctx, msg)
+	if err != nil {
 		return startError(name, instanceID, msg.Create.Lock, err)
 	}
-	reportReplaced(opts, msg.Create)
+	reportReplaced(opts, enqueued(res, 0))
 	return nil
 }
 
-// reportReplaced writes the holder a committed start replaced to
-// opts.Replaced, when asked.
-func reportReplaced(opts *StartOptions, create *provider.NewInstance) {
+// reportReplaced writes the holder a committed start replaced (its
+// result res) to opts.Replaced, when asked.
+func reportReplaced(opts *StartOptions, res provider.EnqueueResult) {
 	if opts != nil && opts.Replaced != nil {
-		*opts.Replaced = create.Replaced
+		*opts.Replaced = res.Replaced
 	}
+}
+
+// enqueued returns the result of the i-th message of a committed Enqueue
+// whose results are res: the zero value (inserted as given) when the
+// store reported none for it.
+func enqueued(res []provider.EnqueueResult, i int) provider.EnqueueResult {
+	if i < len(res) {
+		return res[i]
+	}
+	return provider.EnqueueResult{}
 }
 
 // startMessage validates a start and builds its message.
@@ -510,10 +521,11 @@ func (c *Client) raiseEvent(ctx context.Context, instanceID, name string, data a
 	}
 	msg := &provider.OrchestratorMessage{InstanceID: instanceID, DedupKey: dedupKey,
 		Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: name, Data: raw}}
-	if err := c.p.Enqueue(ctx, msg); err != nil {
+	res, err := c.p.Enqueue(ctx, msg)
+	if err != nil {
 		return false, fmt.Errorf("sending %s to %s: %w", msg.Item.Kind, instanceID, err)
 	}
-	return msg.Duplicate, nil
+	return enqueued(res, 0).Duplicate, nil
 }
 
 // eventData validates an event for instanceID and encodes its data.
@@ -567,7 +579,7 @@ func (c *Client) SignalWithStart(ctx context.Context, instanceID, orchestrationN
 	start.Create.IfAbsent = true
 	event := &provider.OrchestratorMessage{InstanceID: instanceID,
 		Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: instanceID, Name: eventName, Data: raw}}
-	err = c.p.Enqueue(ctx, start, event)
+	res, err := c.p.Enqueue(ctx, start, event)
 	if errors.Is(err, provider.ErrInstanceEnded) {
 		te := &InstanceTerminalError{InstanceID: instanceID, State: StateCompleted}
 		if info, ierr := c.p.GetInstance(ctx, instanceID); ierr == nil {
@@ -578,8 +590,8 @@ func (c *Client) SignalWithStart(ctx context.Context, instanceID, orchestrationN
 	if err != nil {
 		return false, startError(orchestrationName, instanceID, start.Create.Lock, err)
 	}
-	reportReplaced(opts, start.Create)
-	return !start.Create.Existed, nil
+	reportReplaced(opts, enqueued(res, 0))
+	return !enqueued(res, 0).Existed, nil
 }
 
 // CancelInstance asks instanceID to stop. The orchestration sees the
@@ -602,7 +614,7 @@ func (c *Client) CancelInstance(ctx context.Context, instanceID, reason string) 
 }
 
 func (c *Client) send(ctx context.Context, instanceID string, item history.WorkItem) error {
-	if err := c.p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: instanceID, Item: item}); err != nil {
+	if _, err := c.p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: instanceID, Item: item}); err != nil {
 		return fmt.Errorf("sending %s to %s: %w", item.Kind, instanceID, err)
 	}
 	return nil

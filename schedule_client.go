@@ -370,9 +370,9 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire,
 	// cannot leave an instance started that the schedule does not name.
 	var f ScheduleFire
 	found, err := st.TriggerSchedule(ctx, id, provider.ScheduleStart{FireAt: now, Start: p.msg, BufferOne: p.bufferOne,
-		Settle: func(err error) (string, string, bool) {
+		Settle: func(started provider.EnqueueResult, err error) (string, string, bool) {
 			var ok bool
-			f, ok = p.settle(err)
+			f, ok = p.settle(started, err)
 			return f.InstanceID, f.Outcome, ok
 		}})
 	if err != nil {
@@ -384,7 +384,6 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire,
 	if !found {
 		return nil, fmt.Errorf("schedule %q: %w", id, ErrNotFound)
 	}
-	p.started(&f)
 	return &f, nil
 }
 
@@ -454,11 +453,19 @@ func (c *Client) planFire(ctx context.Context, id string, cs *compiledSchedule, 
 	return p, nil
 }
 
-// settle returns the fire as it reads after its start returned err (nil:
-// started), and false for an error that is not an outcome (the store's).
-func (p *firePlan) settle(err error) (ScheduleFire, bool) {
+// settle returns the fire as it reads after its start returned started
+// and err (nil: started), and false for an error that is not an outcome
+// (the store's). Under OverlapReplace, a fire that started names the
+// holder its transaction canceled.
+func (p *firePlan) settle(started provider.EnqueueResult, err error) (ScheduleFire, bool) {
 	f := p.f
-	if p.msg == nil || err == nil {
+	if p.msg == nil {
+		return f, true
+	}
+	if err == nil {
+		if p.replace {
+			f.ReplacedInstanceID = started.Replaced
+		}
 		return f, true
 	}
 	var waiting *provider.StartWaitingError
@@ -482,12 +489,4 @@ func (p *firePlan) settle(err error) (ScheduleFire, bool) {
 		return f, false
 	}
 	return f, true
-}
-
-// started finishes a committed fire whose outcome is f: under
-// OverlapReplace, it names the holder the fire's transaction canceled.
-func (p *firePlan) started(f *ScheduleFire) {
-	if p.replace && p.msg != nil && p.msg.Create != nil {
-		f.ReplacedInstanceID = p.msg.Create.Replaced
-	}
 }

@@ -203,8 +203,8 @@ func (s *scheduler) plan(ctx context.Context, sc *provider.Schedule, now time.Ti
 			return nil, time.Time{}, err
 		}
 		due.Fires = append(due.Fires, provider.ScheduleStart{FireAt: at, Start: p.msg, BufferOne: p.bufferOne,
-			Settle: func(err error) (string, string, bool) {
-				f, ok := p.settle(err)
+			Settle: func(started provider.EnqueueResult, err error) (string, string, bool) {
+				f, ok := p.settle(started, err)
 				return f.InstanceID, f.Outcome, ok
 			}})
 	}

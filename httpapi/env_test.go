@@ -94,13 +94,13 @@ type observedStore struct {
 	enqueue func(msgs []*provider.OrchestratorMessage) error
 }
 
-func (s *observedStore) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
+func (s *observedStore) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) ([]provider.EnqueueResult, error) {
 	s.mu.Lock()
 	hook := s.enqueue
 	s.mu.Unlock()
 	if hook != nil {
 		if err := hook(msgs); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	return s.Provider.Enqueue(ctx, msgs...)

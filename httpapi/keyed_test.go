@@ -317,7 +317,7 @@ func TestWebhookReplaceOneStep(t *testing.T) {
 	mu.Lock()
 	got := slices.Clone(calls)
 	mu.Unlock()
-	if len(got) != 2 || len(got[1]) != 1 || got[1][0].InstanceID != r.ExecutionID || got[1][0].Create.Replaced != holder.ExecutionID {
+	if len(got) != 2 || len(got[1]) != 1 || got[1][0].InstanceID != r.ExecutionID || got[1][0].Create.Lock == nil || !got[1][0].Create.Lock.Replace {
 		t.Fatalf("store calls %+v, want the failed start, then one call starting %s and canceling %s", got, r.ExecutionID, holder.ExecutionID)
 	}
 	e.store.onEnqueue(nil)

@@ -215,8 +215,8 @@ type faultyStore struct {
 }
 
 func (s *faultyStore) CheckWritable(context.Context) error { return s.err }
-func (s *faultyStore) Enqueue(context.Context, ...*provider.OrchestratorMessage) error {
-	return s.err
+func (s *faultyStore) Enqueue(context.Context, ...*provider.OrchestratorMessage) ([]provider.EnqueueResult, error) {
+	return nil, s.err
 }
 func (s *faultyStore) GetInstance(context.Context, string) (*provider.InstanceInfo, error) {
 	return nil, s.err

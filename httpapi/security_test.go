@@ -519,10 +519,10 @@ type failingStore struct {
 	err, checkErr error
 }
 
-func (s *failingStore) Enqueue(ctx context.Context, ms ...*provider.OrchestratorMessage) error {
+func (s *failingStore) Enqueue(ctx context.Context, ms ...*provider.OrchestratorMessage) ([]provider.EnqueueResult, error) {
 	for _, m := range ms {
 		if s.err != nil && m.Create != nil {
-			return s.err
+			return nil, s.err
 		}
 	}
 	return s.Provider.Enqueue(ctx, ms...)

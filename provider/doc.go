@@ -38,6 +38,13 @@
 // to decide what to do. Likewise the instance's status, output and custom
 // status come from TurnAck.Metadata, never from scanning history.
 //
+// The other way, a call returns what it did and never writes into its
+// arguments: AckOrchestrationItem its TurnResult, AckWorkItem its
+// WorkResult, Enqueue one EnqueueResult per message (a message skipped
+// for its DedupKey, a start-if-absent that found its instance, the lock
+// holder a Replace canceled), and a schedule fire passes its start's
+// EnqueueResult to ScheduleStart.Settle.
+//
 // # Batching and group commit
 //
 // A fetch locks several ready instances or activities in one call. An ack

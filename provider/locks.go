@@ -54,9 +54,10 @@ type LockRequest struct {
 	// as the queued start, a WorkCancelInstance message with the reason
 	// ReplaceReason is enqueued for the holder (as a cancel sent through
 	// Enqueue would be), so the start and the cancel commit together or
-	// not at all. Once the Enqueue committed, NewInstance.Replaced names
-	// the holder it canceled ("" when the key was free). Without Queue it
-	// is ErrInvalidArgument.
+	// not at all. A committed Enqueue names the holder it canceled in
+	// EnqueueResult.Replaced ("" when the key was free); a schedule fire
+	// passes that result to ScheduleStart.Settle. Without Queue it is
+	// ErrInvalidArgument.
 	Replace       bool
 	ReplaceReason string
 }

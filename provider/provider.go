@@ -112,7 +112,14 @@ type Provider interface {
 	// and (4) when it is taken (see NewInstance.IfAbsent). A message with a
 	// DedupKey its instance already recorded is skipped, the rest of the
 	// call going on (see OrchestratorMessage.DedupKey).
-	Enqueue(ctx context.Context, msgs ...*OrchestratorMessage) error
+	//
+	// A committed call reports what it did with each message in results,
+	// one EnqueueResult per message in msgs order, whenever one of them
+	// asks for it: a DedupKey, a Create with IfAbsent, or a Create whose
+	// Lock has Replace. When none does, results may be nil (the SQL stores
+	// return nil, allocating nothing). A failed call returns nil results.
+	// The store does not modify msgs.
+	Enqueue(ctx context.Context, msgs ...*OrchestratorMessage) (results []EnqueueResult, err error)
 
 	// FetchWorkItems locks up to opts.Max worker-queue rows that are visible
 	// and unlocked (or whose lock expired), oldest first, each with its own
@@ -495,12 +502,29 @@ type OrchestratorMessage struct {
 	// and skips (inserting nothing, failing nothing) a later message for
 	// the same InstanceID with a key already recorded. Keys are kept until
 	// the instance is purged. At most 512 bytes; not with Create
-	// (ErrInvalidArgument).
+	// (ErrInvalidArgument). A committed Enqueue reports a skipped message
+	// as EnqueueResult.Duplicate.
 	DedupKey string
-	// Duplicate is set by a committed Enqueue when DedupKey was already
-	// recorded for the instance, so this message was skipped. A store that
-	// does not set it reports every keyed message as inserted.
+}
+
+// EnqueueResult is what a committed Enqueue reports about one of its
+// messages. The zero value says the message was inserted as given.
+// (Earlier releases had the store write these into the call's arguments,
+// as OrchestratorMessage.Duplicate, NewInstance.Existed and
+// NewInstance.Replaced; those fields are gone.)
+type EnqueueResult struct {
+	// Duplicate: the message's DedupKey was already recorded for its
+	// instance, so the message was skipped (see
+	// OrchestratorMessage.DedupKey).
 	Duplicate bool
+	// Existed: the message's Create had IfAbsent and found the ID taken,
+	// so nothing was inserted for it but its idempotency key (see
+	// NewInstance.IfAbsent).
+	Existed bool
+	// Replaced names the live holder of the execution lock that the
+	// message's Create.Lock.Replace canceled; "" when the key was free
+	// (see LockRequest.Replace).
+	Replaced string
 }
 
 // NewInstance describes an instance created by a message.
@@ -529,14 +553,9 @@ type NewInstance struct {
 	// call with ErrInstanceEnded, writing nothing.
 	// An IdempotencyKey is checked first as usual and, once the call
 	// commits, names the instance whether it was created or found. With
-	// IfAbsent, OnExists must be nil (ErrInvalidArgument).
+	// IfAbsent, OnExists must be nil (ErrInvalidArgument). A committed
+	// Enqueue reports a taken ID as EnqueueResult.Existed.
 	IfAbsent bool
-	// Existed is set by a committed Enqueue when IfAbsent found the ID
-	// taken and inserted nothing for this message.
-	Existed bool
-	// Replaced is set by a committed Enqueue (or schedule fire) whose
-	// Lock.Replace canceled the key's holder: the holder's instance ID.
-	Replaced string
 }
 
 // WorkerMessage is a message for the worker queue with its identity and

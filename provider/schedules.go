@@ -76,16 +76,21 @@ type ScheduleStart struct {
 	// lock key (of one schedule or of two) thus never queue two waiting
 	// starts.
 	BufferOne bool
-	// Settle says what the fire records, given the error of its Start
-	// (nil when the instance was created, or when Start is nil): the
-	// instance and the outcome (ScheduleFire.InstanceID and Outcome), and
-	// ok false for an error that must fail the whole FireSchedule (then
-	// nothing is recorded nor started). A refused start (a
-	// *DuplicateStartError, a *LockedError, ErrInstanceExists) leaves the
-	// transaction usable: the fire is recorded with the outcome Settle
-	// gives. The store may call Settle more than once (a transaction run
-	// again); it must not have side effects. Required.
-	Settle func(startErr error) (instanceID, outcome string, ok bool)
+	// Settle says what the fire records, given what its Start did: its
+	// result, as Enqueue would report it (EnqueueResult.Replaced names
+	// the holder a Lock.Replace canceled; the zero value when Start is nil
+	// or refused), and its error (nil when the instance was created, or
+	// when Start is nil). It returns the instance and the outcome
+	// (ScheduleFire.InstanceID and Outcome), and ok false for an error
+	// that must fail the whole FireSchedule (then nothing is recorded nor
+	// started). A refused start (a *DuplicateStartError, a *LockedError,
+	// ErrInstanceExists) leaves the transaction usable: the fire is
+	// recorded with the outcome Settle gives. Settle runs inside the
+	// fire's transaction, and the store may call it more than once (a
+	// transaction run again): it must have no side effects beyond keeping
+	// what it was given, and what it was given last counts only once the
+	// call reports the fire made. Required.
+	Settle func(started EnqueueResult, startErr error) (instanceID, outcome string, ok bool)
 }
 
 // ScheduleDue is one schedule of FireSchedules: the fire time it is

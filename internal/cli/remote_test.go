@@ -386,7 +386,7 @@ func openTestStore(t *testing.T, path string) *sqlite.Provider {
 func enqueueStart(t *testing.T, p provider.Provider, id, name, input string) {
 	t.Helper()
 	in := json.RawMessage(input)
-	err := p.Enqueue(context.Background(), &provider.OrchestratorMessage{
+	_, err := p.Enqueue(context.Background(), &provider.OrchestratorMessage{
 		InstanceID: id,
 		Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1,
 			Name: name, Version: "1.0.0", Input: in},

@@ -148,7 +148,7 @@ func TestRuntimeMetricsCount(t *testing.T) {
 	const n = 5
 	for i := range n {
 		id := fmt.Sprint("metrics-", i)
-		err := store.Enqueue(ctx, &provider.OrchestratorMessage{
+		_, err := store.Enqueue(ctx, &provider.OrchestratorMessage{
 			InstanceID: id,
 			Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1,
 				Name: "twoSteps", Input: json.RawMessage(`"hi"`)},

@@ -100,7 +100,7 @@ func TestShutdownGivesBackUnstartedActivityUncounted(t *testing.T) {
 // before the runtime starts.
 func scheduleActivity(ctx context.Context, t *testing.T, store provider.Provider) {
 	t.Helper()
-	err := store.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: "i",
+	_, err := store.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: "i",
 		Item:   history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: "i", ExecutionID: 1, Name: "T"},
 		Create: &provider.NewInstance{OrchestrationName: "T"}})
 	if err != nil {

@@ -205,7 +205,7 @@ func enqueueUntilAccepted(t *testing.T, b *Provider, instance string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	for {
-		err := b.Enqueue(ctx, raised(instance))
+		_, err := b.Enqueue(ctx, raised(instance))
 		if err == nil {
 			return
 		}
@@ -232,7 +232,7 @@ func TestStuckConnectionCostsOthersOnlyALockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeAfterDrop(hp, a)
-	if err := b.Enqueue(t.Context(), testStart("i1")); err != nil {
+	if _, err := b.Enqueue(t.Context(), testStart("i1")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -242,7 +242,7 @@ func TestStuckConnectionCostsOthersOnlyALockTimeout(t *testing.T) {
 
 	bctx, cancelB := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancelB()
-	err = b.Enqueue(bctx, raised("i1"))
+	_, err = b.Enqueue(bctx, raised("i1"))
 	if !errors.Is(err, provider.ErrBusy) || !provider.IsRetryable(err) {
 		t.Fatalf("enqueue while another store holds the instance: %v, want a retryable ErrBusy", err)
 	}
@@ -273,7 +273,7 @@ func TestIdleInTransactionTimeoutReleasesLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeAfterDrop(hp, a)
-	if err := b.Enqueue(t.Context(), testStart("i1")); err != nil {
+	if _, err := b.Enqueue(t.Context(), testStart("i1")); err != nil {
 		t.Fatal(err)
 	}
 	actx, cancelA := context.WithCancel(t.Context())
@@ -306,7 +306,7 @@ func TestStatementTimeoutBoundsAStuckCall(t *testing.T) {
 	// The dropped connection never returns to the pool: the next call
 	// works on a fresh one.
 	hp.Drop()
-	if err := a.Enqueue(t.Context(), testStart("i2")); err != nil {
+	if _, err := a.Enqueue(t.Context(), testStart("i2")); err != nil {
 		t.Fatalf("enqueue after the stuck connection was dropped: %v", err)
 	}
 }

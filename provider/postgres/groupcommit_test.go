@@ -183,7 +183,7 @@ func TestGroupCommitOff(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { errs[i] = p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("off-%d", i))) })
+		wg.Go(func() { _, errs[i] = p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("off-%d", i))) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -238,7 +238,7 @@ func TestStartsDoNotJoinGroups(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { errs[i] = p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("solo-%d", i))) })
+		wg.Go(func() { _, errs[i] = p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("solo-%d", i))) })
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -21,7 +21,7 @@ func TestDelayedTurnAckLeasesFromItsCommit(t *testing.T) {
 	p := openFresh(t, &Options{Clock: clock.Now})
 	ctx := t.Context()
 	const id = "slow-commit"
-	if err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
 		t.Fatal(err)
 	}
 	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Hour})

@@ -55,7 +55,7 @@ func TestEndingHolderTakesKeyLockBeforeLockRow(t *testing.T) {
 	p := openFresh(t, &Options{GroupCommitMax: 1})
 	ctx := t.Context()
 	const id, key = "holder", "k"
-	if err := p.Enqueue(ctx, lockedHolder(id, key)); err != nil {
+	if _, err := p.Enqueue(ctx, lockedHolder(id, key)); err != nil {
 		t.Fatal(err)
 	}
 	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Hour})
@@ -189,7 +189,7 @@ func TestConcurrentStartsOnOneKeyNeverDeadlock(t *testing.T) {
 			for i := range perStarter {
 				m := lockedHolder(fmt.Sprintf("s%d-%d", s, i), key)
 				m.Create.Lock.Queue = true
-				if err := p.Enqueue(ctx, m); err != nil {
+				if _, err := p.Enqueue(ctx, m); err != nil {
 					fail(fmt.Errorf("Enqueue: %w", err))
 					return
 				}

@@ -160,7 +160,7 @@ func TestMigrationsRaceSafely(t *testing.T) {
 func TestNoMigrateThenMigrate(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, &Options{NoMigrate: true})
-	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err == nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err == nil {
 		t.Fatal("Enqueue on an unmigrated store succeeded")
 	}
 	err := p.CheckWritable(t.Context())
@@ -173,7 +173,7 @@ func TestNoMigrateThenMigrate(t *testing.T) {
 	if err := p.CheckWritable(t.Context()); err != nil {
 		t.Fatalf("CheckWritable after Migrate: %v", err)
 	}
-	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
 		t.Fatalf("Enqueue after Migrate: %v", err)
 	}
 }
@@ -210,7 +210,7 @@ func TestCloseIsIdempotentAndFinal(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	for name, err := range map[string]error{
-		"Enqueue":       p.Enqueue(t.Context(), providertest.HammerStart("x")),
+		"Enqueue":       errOf(p.Enqueue(t.Context(), providertest.HammerStart("x"))),
 		"CheckWritable": p.CheckWritable(t.Context()),
 		"Migrate":       p.Migrate(t.Context()),
 	} {
@@ -228,7 +228,7 @@ func TestCloseIsIdempotentAndFinal(t *testing.T) {
 func TestSchemasAreIsolated(t *testing.T) {
 	t.Parallel()
 	a, b := openFresh(t, nil), openFresh(t, nil)
-	if err := a.Enqueue(t.Context(), providertest.HammerStart("only-a")); err != nil {
+	if _, err := a.Enqueue(t.Context(), providertest.HammerStart("only-a")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.GetInstance(t.Context(), "only-a"); !errors.Is(err, provider.ErrNotFound) {
@@ -366,7 +366,7 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
 	providertest.RunFirstTurn(t, p, "d")
-	if err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
 		t.Fatal(err)
 	}
 	it := providertest.MustFetch(t, p)
@@ -389,7 +389,7 @@ func TestNULByteIsInvalidArgument(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
 	for name, err := range map[string]error{
-		"Enqueue":     p.Enqueue(t.Context(), providertest.HammerStart("a\x00b")),
+		"Enqueue":     errOf(p.Enqueue(t.Context(), providertest.HammerStart("a\x00b"))),
 		"EnqueueWork": p.enqueueWork(t.Context(), providertest.HammerActivity("a\x00b", 1)),
 		"GetInstance": func() error { _, err := p.GetInstance(t.Context(), "a\x00b"); return err }(),
 	} {
@@ -397,7 +397,7 @@ func TestNULByteIsInvalidArgument(t *testing.T) {
 			t.Errorf("%s with a NUL byte: %v, want permanent ErrInvalidArgument", name, err)
 		}
 	}
-	if err := p.Enqueue(t.Context(), providertest.HammerStart("fine")); err != nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerStart("fine")); err != nil {
 		t.Fatalf("Enqueue after rejected ones: %v", err)
 	}
 }
@@ -435,7 +435,7 @@ func TestNotifyAcrossStores(t *testing.T) {
 	watch, stopWatch := b.WatchInstance("n1")
 	defer stopWatch()
 
-	if err := a.Enqueue(t.Context(), providertest.HammerStart("n1")); err != nil {
+	if _, err := a.Enqueue(t.Context(), providertest.HammerStart("n1")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, orch, 10*time.Second, "B's orchestrator subscriber after A's enqueue")
@@ -467,12 +467,12 @@ func TestNotifyOnlyOnCommit(t *testing.T) {
 	defer stop()
 	work, stopW := b.Subscribe(provider.QueueWorker)
 	defer stopW()
-	if err := a.Enqueue(t.Context(), providertest.HammerStart("dup")); err != nil {
+	if _, err := a.Enqueue(t.Context(), providertest.HammerStart("dup")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, orch, 10*time.Second, "first enqueue")
 	// Fails (the ID is taken) after inserting another message: rolled back.
-	if err := a.Enqueue(t.Context(), providertest.HammerEvent("dup"), providertest.HammerStart("dup")); !errors.Is(err, provider.ErrInstanceExists) {
+	if _, err := a.Enqueue(t.Context(), providertest.HammerEvent("dup"), providertest.HammerStart("dup")); !errors.Is(err, provider.ErrInstanceExists) {
 		t.Fatalf("Enqueue of a taken ID: %v, want ErrInstanceExists", err)
 	}
 	// A later commit on the other queue: notifications arrive in commit
@@ -522,7 +522,7 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatalf("listening backend %d after reconnect, was %d", newPID, pid)
 	}
 	drain(orch)
-	if err := a.Enqueue(t.Context(), providertest.HammerStart("after")); err != nil {
+	if _, err := a.Enqueue(t.Context(), providertest.HammerStart("after")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, orch, 10*time.Second, "B's subscriber after A's enqueue, once reconnected")
@@ -557,7 +557,7 @@ func TestNotifyWithManyInstances(t *testing.T) {
 	last := msgs[len(msgs)-1].InstanceID
 	watch, stop := b.WatchInstance(last)
 	defer stop()
-	if err := a.Enqueue(t.Context(), msgs...); err != nil {
+	if _, err := a.Enqueue(t.Context(), msgs...); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, watch, 10*time.Second, "B's watcher of the last of 100 instances created by A")
@@ -583,7 +583,7 @@ func TestCheckWritableOnReadOnlyServer(t *testing.T) {
 	defer ro.Close()
 	for name, err := range map[string]error{
 		"CheckWritable": ro.CheckWritable(t.Context()),
-		"Enqueue":       ro.Enqueue(t.Context(), providertest.HammerStart("ro")),
+		"Enqueue":       errOf(ro.Enqueue(t.Context(), providertest.HammerStart("ro"))),
 	} {
 		if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
 			t.Errorf("%s on a read-only server: %v, want retryable ErrUnavailable", name, err)
@@ -634,19 +634,19 @@ func TestReadyTableStaysExact(t *testing.T) {
 		}
 		checkReadyTable(t, p)
 	}
-	step("enqueue", p.Enqueue(ctx, providertest.HammerStart("r1"), providertest.HammerStart("r2"), providertest.HammerEvent("r1")))
+	step("enqueue", errOf(p.Enqueue(ctx, providertest.HammerStart("r1"), providertest.HammerStart("r2"), providertest.HammerEvent("r1"))))
 	it := providertest.MustFetch(t, p)
 	checkReadyTable(t, p)
 	step("renew", p.RenewOrchestrationItemLock(ctx, it.LockToken, 2*time.Minute))
-	step("late arrival", p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID)))
+	step("late arrival", errOf(p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID))))
 	step("abandon", p.AbandonOrchestrationItem(ctx, it.LockToken, provider.AbandonOptions{Delay: time.Second}))
 	it = providertest.MustFetch(t, p)
-	step("late arrival", p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID)))
+	step("late arrival", errOf(p.Enqueue(ctx, providertest.HammerEvent(it.InstanceID))))
 	_, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 0))
 	step("ack", err)
 	timer := providertest.HammerEvent("r2")
 	timer.VisibleAt = time.Now().Add(time.Hour)
-	step("timer", p.Enqueue(ctx, timer))
+	step("timer", errOf(p.Enqueue(ctx, timer)))
 	mustExec(t, p, `UPDATE orchestrator_queue SET work_item = 'not json' WHERE id = (SELECT min(id) FROM orchestrator_queue)`)
 	_, err = p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 10})
 	step("fetch with a dead letter", err)
@@ -683,7 +683,7 @@ func TestReadyTableExactAroundTurns(t *testing.T) {
 		for i := range msgs {
 			msgs[i] = providertest.HammerEvent(id)
 		}
-		check("raise", p.Enqueue(ctx, msgs...))
+		check("raise", errOf(p.Enqueue(ctx, msgs...)))
 	}
 	fetch := func(want int) *provider.OrchestrationItem {
 		t.Helper()
@@ -700,12 +700,12 @@ func TestReadyTableExactAroundTurns(t *testing.T) {
 		check("ack", err)
 	}
 
-	check("start", p.Enqueue(ctx, providertest.HammerStart("fan")))
+	check("start", errOf(p.Enqueue(ctx, providertest.HammerStart("fan"))))
 	_, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(fetch(1), 0))
 	check("first turn", err)
 	timer := providertest.HammerEvent("fan")
 	timer.VisibleAt = clock.Now().Add(time.Hour)
-	check("timer", p.Enqueue(ctx, timer))
+	check("timer", errOf(p.Enqueue(ctx, timer)))
 	raise("fan", 20)
 	it := fetch(20)
 	raise("fan", 3) // arrive during the turn: left for the next one
@@ -875,3 +875,6 @@ func TestTurnCandidatesFilterOnTheReadyRows(t *testing.T) {
 		t.Fatalf("the candidates' plan reads instance rows:\n%s", text)
 	}
 }
+
+// errOf is the error of a call that also returns Enqueue's results.
+func errOf(_ []provider.EnqueueResult, err error) error { return err }

@@ -33,7 +33,7 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 			t.Fatalf("%s: %d relaxed commits, %d %q sent; want %d", step, got, sent, sqlRelaxCommit, want)
 		}
 	}
-	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
 	relaxed("enqueue", 0)
@@ -140,7 +140,7 @@ func TestNotificationsFollowTheCommit(t *testing.T) {
 	tr := &orderTracer{committed: map[*pgx.Conn]bool{}}
 	p := openFresh(t, &Options{tracer: tr})
 	ctx := t.Context()
-	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
 	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
@@ -154,7 +154,7 @@ func TestNotificationsFollowTheCommit(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			if err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprint("g", i))); err != nil {
+			if _, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprint("g", i))); err != nil {
 				t.Error(err)
 			}
 		})

@@ -173,7 +173,7 @@ func TestRenewalsAreOneStatement(t *testing.T) {
 	tr := &countingTracer{}
 	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
 	ctx := t.Context()
-	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.enqueueWork(ctx, providertest.HammerActivity("b", 1)); err != nil {

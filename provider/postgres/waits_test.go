@@ -81,7 +81,7 @@ func TestListInstancesByteLevelPrefix(t *testing.T) {
 	p := openFresh(t, nil)
 	ctx := t.Context()
 	for _, id := range []string{"order-\u00e9", "order-\u00ea", "order-e", "other"} {
-		if err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
+		if _, err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
 			t.Fatalf("Enqueue(%q): %v", id, err)
 		}
 	}

@@ -33,13 +33,13 @@ func (e *env) rejectedAckKeepsLock(it *provider.OrchestrationItem) {
 var badInputCases = []testCase{
 	{name: "enqueue_empty_instance_id_rejected_whole_call", run: func(e *env) {
 		bad := eventMsg("", "x", 1)
-		err := e.p.Enqueue(e.ctx, startMsg("ok"), bad)
+		_, err := e.p.Enqueue(e.ctx, startMsg("ok"), bad)
 		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue with empty instance ID")
 		e.fetchNone()
 	}},
 
 	{name: "enqueue_nil_message_rejected", run: func(e *env) {
-		err := e.p.Enqueue(e.ctx, startMsg("ok"), nil)
+		_, err := e.p.Enqueue(e.ctx, startMsg("ok"), nil)
 		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue(nil)")
 		e.fetchNone()
 	}},
@@ -47,10 +47,10 @@ var badInputCases = []testCase{
 	{name: "enqueue_invalid_work_item_rejected", run: func(e *env) {
 		bad := eventMsg("bad", "x", 1)
 		bad.Item.Kind = "NoSuchKind"
-		err := e.p.Enqueue(e.ctx, bad)
+		_, err := e.p.Enqueue(e.ctx, bad)
 		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue with unknown item kind")
 		noName := eventMsg("bad", "", 1) // ExternalRaised requires a name
-		e.wantErr(e.p.Enqueue(e.ctx, noName), provider.ErrInvalidArgument, "Enqueue with item failing Validate")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, noName)), provider.ErrInvalidArgument, "Enqueue with item failing Validate")
 		e.fetchNone()
 	}},
 

@@ -28,6 +28,9 @@ func retryErr(f func() error) error {
 	return err
 }
 
+// errOf is the error of a call that also returns Enqueue's results.
+func errOf(_ []provider.EnqueueResult, err error) error { return err }
+
 // parallel runs f(0), ..., f(n-1) on n goroutines released at the same
 // moment, and waits for all of them.
 func parallel(n int, f func(i int)) {

@@ -97,7 +97,7 @@ var copyCases = []testCase{
 		lb, err := dst.GetExecutionLock(e.ctx, "w")
 		e.noErr(err, "GetExecutionLock on the copy")
 		mustEqual(e.t, "execution lock w in the copy", lb, la)
-		err = dst.Enqueue(e.ctx, withIdem(startMsg("again"), "k-purged"))
+		_, err = dst.Enqueue(e.ctx, withIdem(startMsg("again"), "k-purged"))
 		var dup *provider.DuplicateStartError
 		if !errors.As(err, &dup) || dup.InstanceID != "purged" || dup.PurgedAt.IsZero() {
 			e.t.Fatalf("a repeat of the purged instance's key on the copy: %v, want a duplicate of purged, purged", err)

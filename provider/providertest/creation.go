@@ -166,7 +166,7 @@ var creationCases = []testCase{
 	{name: "CreateOnTakenIDFailsAndWritesNothing", run: func(e *env) {
 		e.createInstance("a")
 		before := e.snapshot("a", "b")
-		err := e.p.Enqueue(e.ctx, eventMsg("b", "ok", 1), startMsg("a"))
+		_, err := e.p.Enqueue(e.ctx, eventMsg("b", "ok", 1), startMsg("a"))
 		e.wantErr(err, provider.ErrInstanceExists, "Enqueue creating a taken ID")
 		e.wantPermanent(err, "ErrInstanceExists")
 		e.unchanged(before)
@@ -176,7 +176,7 @@ var creationCases = []testCase{
 		e.enqueue(startMsg("a"))
 		second := startMsg("a")
 		second.Create.Input = js("second")
-		e.wantErr(e.p.Enqueue(e.ctx, second), provider.ErrInstanceExists, "second create of a pending instance")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, second)), provider.ErrInstanceExists, "second create of a pending instance")
 		it := e.fetchFor("a")
 		mustEqual(e.t, "messages", len(it.Messages), 1)
 		{
@@ -187,7 +187,7 @@ var creationCases = []testCase{
 		}
 	}},
 	{name: "CreateSameIDTwiceInOneCallFails", run: func(e *env) {
-		e.wantErr(e.p.Enqueue(e.ctx, startMsg("a"), startMsg("a")), provider.ErrInstanceExists, "one Enqueue creating a twice")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, startMsg("a"), startMsg("a"))), provider.ErrInstanceExists, "one Enqueue creating a twice")
 		e.fetchNone()
 		_, err := e.p.ReadHistory(e.ctx, "a", 0)
 		e.wantErr(err, provider.ErrNotFound, "ReadHistory(a)")
@@ -198,7 +198,7 @@ var creationCases = []testCase{
 		before := e.snapshot("c")
 		m := childStartMsg("p", 1, 2, "c")
 		m.Create.OnExists = subOrchFailedMsg("p", 1, 2, "c")
-		e.noErr(e.p.Enqueue(e.ctx, m), "Enqueue with OnExists on a taken ID")
+		e.noErr(errOf(e.p.Enqueue(e.ctx, m)), "Enqueue with OnExists on a taken ID")
 		mustEqual(e.t, "state of c", e.snapshot("c").Instances["c"], before.Instances["c"])
 		it := e.fetchFor("p")
 		mustEqual(e.t, "parent messages", kinds(it.Messages), []history.WorkItemKind{history.WorkSubOrchFailed})

@@ -263,7 +263,7 @@ func e2eEventToFinishedDropped(e *e2e) {
 	for i := range 3 {
 		msg := &provider.OrchestratorMessage{InstanceID: "greet", Item: history.WorkItem{Kind: history.WorkExternalRaised,
 			InstanceID: "greet", Name: "late", Data: json.RawMessage(fmt.Sprint(i))}}
-		if err := e.store.Enqueue(e.ctx, msg); err != nil {
+		if _, err := e.store.Enqueue(e.ctx, msg); err != nil {
 			e.t.Fatalf("enqueueing a late event: %v", err)
 		}
 	}
@@ -384,7 +384,7 @@ func e2eUnknownInstanceMessage(e *e2e) {
 	e.runtime(helloRegistry())
 	// A message addressed to an instance that does not exist (a purged
 	// parent, a typo in a tool) is dropped; it must not block the queue.
-	err := e.store.Enqueue(e.ctx, &provider.OrchestratorMessage{InstanceID: "ghost",
+	_, err := e.store.Enqueue(e.ctx, &provider.OrchestratorMessage{InstanceID: "ghost",
 		Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: "ghost", Name: "boo"}})
 	if err != nil {
 		e.t.Fatal(err)

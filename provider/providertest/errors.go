@@ -102,7 +102,7 @@ var errorCases = []testCase{
 		e.fetchNone() // no child was created
 	}},
 	{name: "EnqueueInvalidItemWritesNothing", run: func(e *env) {
-		err := e.p.Enqueue(e.ctx, startMsg("a"), eventMsg("b", "ok", 1), invalidMsg("b"))
+		_, err := e.p.Enqueue(e.ctx, startMsg("a"), eventMsg("b", "ok", 1), invalidMsg("b"))
 		e.wantErr(err, provider.ErrInvalidArgument, "Enqueue with an invalid item")
 		e.wantPermanent(err, "Enqueue with an invalid item")
 		e.fetchNone()
@@ -115,7 +115,7 @@ var errorCases = []testCase{
 	{name: "EnqueueEmptyInstanceIDInvalid", run: func(e *env) {
 		m := eventMsg("a", "x", 1)
 		m.InstanceID = ""
-		e.wantErr(e.p.Enqueue(e.ctx, eventMsg("a", "ok", 1), m), provider.ErrInvalidArgument, "Enqueue with an empty instance ID")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, eventMsg("a", "ok", 1), m)), provider.ErrInvalidArgument, "Enqueue with an empty instance ID")
 		e.fetchNone()
 	}},
 	{name: "TokenIsDeadAfterAck", run: func(e *env) {
@@ -148,7 +148,7 @@ var errorCases = []testCase{
 	{name: "CallsAfterCloseReturnErrClosed", run: func(e *env) {
 		e.createInstance("a")
 		e.noErr(e.p.Close(), "Close")
-		e.wantErr(e.p.Enqueue(e.ctx, eventMsg("a", "x", 1)), provider.ErrClosed, "Enqueue after Close")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, eventMsg("a", "x", 1))), provider.ErrClosed, "Enqueue after Close")
 		_, err := e.p.FetchOrchestrationItems(e.ctx, fetchOpts())
 		e.wantErr(err, provider.ErrClosed, "FetchOrchestrationItems after Close")
 		_, err = e.p.ReadHistory(e.ctx, "a", 0)

@@ -55,7 +55,7 @@ var execLockCases = []testCase{
 		e.runStart("a")
 		e.clock.Advance(time.Minute)
 		before := e.snapshot("a", "b")
-		err := e.p.Enqueue(e.ctx, lockedStart("b", "k"))
+		_, err := e.p.Enqueue(e.ctx, lockedStart("b", "k"))
 		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
 		if errors.Is(err, provider.ErrInstanceExists) {
 			e.t.Fatalf("LockedError %v matches ErrInstanceExists", err)
@@ -69,7 +69,7 @@ var execLockCases = []testCase{
 		e.enqueue(lockedStart("a", "k"))
 		t0 := e.clock.Now()
 		before := e.snapshot("a", "b", "c")
-		err := e.p.Enqueue(e.ctx, startMsg("c"), eventMsg("a", "x", 1), lockedStart("d", "free"), lockedStart("b", "k"))
+		_, err := e.p.Enqueue(e.ctx, startMsg("c"), eventMsg("a", "x", 1), lockedStart("d", "free"), lockedStart("b", "k"))
 		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
 		e.unchanged(before)
 		e.absent("b")
@@ -83,7 +83,7 @@ var execLockCases = []testCase{
 	}},
 	{name: "SameKeyTwiceInOneEnqueueFails", run: func(e *env) {
 		t0 := e.clock.Now()
-		err := e.p.Enqueue(e.ctx, lockedStart("a", "k"), lockedStart("b", "k"))
+		_, err := e.p.Enqueue(e.ctx, lockedStart("a", "k"), lockedStart("b", "k"))
 		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
 		e.absent("a")
 		e.absent("b")
@@ -112,13 +112,13 @@ var execLockCases = []testCase{
 	{name: "LockCheckedBeforeInstanceID", run: func(e *env) {
 		t0 := e.clock.Now()
 		e.enqueue(lockedStart("a", "k"), startMsg("x"))
-		err := e.p.Enqueue(e.ctx, lockedStart("x", "k"))
+		_, err := e.p.Enqueue(e.ctx, lockedStart("x", "k"))
 		e.wantLockedErr(err, "k", "a", t0, t0.Add(lockTTL))
 	}},
 	{name: "InstanceIDCollisionDoesNotTakeFreeLock", run: func(e *env) {
 		e.createInstance("a")
 		before := e.snapshot("a")
-		err := e.p.Enqueue(e.ctx, lockedStart("a", "k"))
+		_, err := e.p.Enqueue(e.ctx, lockedStart("a", "k"))
 		e.wantErr(err, provider.ErrInstanceExists, "locked start on a taken ID")
 		if errors.Is(err, provider.ErrLocked) {
 			e.t.Fatalf("error %v matches ErrLocked", err)
@@ -136,7 +136,7 @@ var execLockCases = []testCase{
 			{Key: "", TTL: lockTTL, Queue: true},
 			{Key: "k", TTL: 0, Queue: true},
 		} {
-			err := e.p.Enqueue(e.ctx, startMsg("ok"), startWithLock("a", lr))
+			_, err := e.p.Enqueue(e.ctx, startMsg("ok"), startWithLock("a", lr))
 			e.wantErr(err, provider.ErrInvalidArgument, fmt.Sprintf("start with lock request %d %+v", i, *lr))
 			e.absent("a")
 			e.absent("ok")
@@ -315,7 +315,7 @@ var execLockCases = []testCase{
 		e.enqueue(queuedStart("q", "k", lockTTL))
 		e.clock.Advance(lockTTL + time.Second)
 		now := e.clock.Now()
-		err := e.p.Enqueue(e.ctx, lockedStart("b", "k"))
+		_, err := e.p.Enqueue(e.ctx, lockedStart("b", "k"))
 		e.wantLockedErr(err, "k", "q", now, now.Add(lockTTL))
 		e.absent("b")
 		// The failed Enqueue wrote nothing, its hand-over included: cleanup
@@ -562,7 +562,7 @@ var execLockCases = []testCase{
 		const n = 8
 		errs := make([]error, n)
 		parallel(n, func(i int) {
-			errs[i] = retryErr(func() error { return e.p.Enqueue(e.ctx, lockedStart(fmt.Sprintf("s%d", i), "k")) })
+			errs[i] = retryErr(func() error { return errOf(e.p.Enqueue(e.ctx, lockedStart(fmt.Sprintf("s%d", i), "k"))) })
 		})
 		winner := -1
 		for i, err := range errs {
@@ -591,7 +591,7 @@ var execLockCases = []testCase{
 		const n = 8
 		var errs goErrors
 		parallel(n, func(i int) {
-			errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, queuedStart(fmt.Sprintf("s%d", i), "k", lockTTL)) }))
+			errs.add(retryErr(func() error { return errOf(e.p.Enqueue(e.ctx, queuedStart(fmt.Sprintf("s%d", i), "k", lockTTL))) }))
 		})
 		errs.check(e)
 		l := e.getLock("k")
@@ -621,14 +621,14 @@ var execLockCases = []testCase{
 var idempotencyCases = []testCase{
 	{name: "RepeatKeySameInstanceIsDuplicate", run: func(e *env) {
 		e.enqueue(idemStart("a", "i", idemRetention))
-		err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention))
+		_, err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention))
 		e.wantDupErr(err, "i", "a")
 	}},
 	{name: "RepeatKeyOtherInstanceIsDuplicateAndWritesNothing", run: func(e *env) {
 		e.enqueue(idemStart("a", "i", idemRetention))
 		e.clock.Advance(time.Hour)
 		before := e.snapshot("a", "b")
-		err := e.p.Enqueue(e.ctx, idemStart("b", "i", 2*idemRetention))
+		_, err := e.p.Enqueue(e.ctx, idemStart("b", "i", 2*idemRetention))
 		e.wantDupErr(err, "i", "a")
 		e.unchanged(before)
 		e.absent("b")
@@ -642,18 +642,18 @@ var idempotencyCases = []testCase{
 		e.runStart("a")
 		e.finish("a", provider.StatusCompleted)
 		e.clock.Advance(idemRetention - time.Minute)
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "a")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention))), "i", "a")
 		e.absent("b")
 	}},
 	{name: "KeyReusableAfterRetention", run: func(e *env) {
 		e.enqueue(idemStart("a", "i", time.Hour))
 		e.clock.Advance(time.Hour - time.Millisecond)
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("b", "i", time.Hour)), "i", "a")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("b", "i", time.Hour))), "i", "a")
 		e.clock.Advance(2 * time.Millisecond)
 		e.enqueue(idemStart("b", "i", 2*time.Hour))
 		e.wantStatus("b", provider.StatusPending)
 		e.clock.Advance(time.Hour + time.Minute) // b's retention (2h) applies now
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("c", "i", time.Hour)), "i", "b")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("c", "i", time.Hour))), "i", "b")
 		e.absent("c")
 	}},
 	{name: "KeyCheckedBeforeLock", run: func(e *env) {
@@ -664,23 +664,23 @@ var idempotencyCases = []testCase{
 		again := lockedStart("b", "k")
 		again.Create.IdempotencyKey, again.Create.IdempotencyTTL = "i", idemRetention
 		before := e.snapshot("a", "b")
-		e.wantDupErr(e.p.Enqueue(e.ctx, again), "i", "a")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, again)), "i", "a")
 		e.unchanged(before)
 		queued := queuedStart("c", "k", lockTTL)
 		queued.Create.IdempotencyKey, queued.Create.IdempotencyTTL = "i", idemRetention
-		e.wantDupErr(e.p.Enqueue(e.ctx, queued), "i", "a")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, queued)), "i", "a")
 		mustEqual(e.t, "queued starts", e.wantHolder("k", "a").Queued, 0)
 		e.absent("c")
 	}},
 	{name: "KeyCheckedBeforeInstanceID", run: func(e *env) {
 		e.enqueue(idemStart("a", "i", idemRetention))
 		e.enqueue(startMsg("x"))
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("x", "i", idemRetention)), "i", "a")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("x", "i", idemRetention))), "i", "a")
 	}},
 	{name: "DuplicateInMultiMessageEnqueueRollsBackAll", run: func(e *env) {
 		e.enqueue(idemStart("a", "i", idemRetention))
 		before := e.snapshot("a", "b", "c", "d")
-		err := e.p.Enqueue(e.ctx, startMsg("c"), idemStart("d", "j", idemRetention), eventMsg("a", "x", 1), idemStart("b", "i", idemRetention))
+		_, err := e.p.Enqueue(e.ctx, startMsg("c"), idemStart("d", "j", idemRetention), eventMsg("a", "x", 1), idemStart("b", "i", idemRetention))
 		e.wantDupErr(err, "i", "a")
 		e.unchanged(before)
 		e.absent("c")
@@ -690,40 +690,40 @@ var idempotencyCases = []testCase{
 		e.enqueue(idemStart("e", "j", idemRetention)) // j was not recorded
 	}},
 	{name: "SameKeyTwiceInOneEnqueueIsDuplicate", run: func(e *env) {
-		err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention), idemStart("b", "i", idemRetention))
+		_, err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention), idemStart("b", "i", idemRetention))
 		e.wantDupErr(err, "i", "a")
 		e.absent("a")
 		e.absent("b")
 		e.fetchNone()
 		e.enqueue(idemStart("c", "i", idemRetention))
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("d", "i", idemRetention)), "i", "c")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("d", "i", idemRetention))), "i", "c")
 	}},
 	{name: "RefusedLockedStartRecordsNoKey", run: func(e *env) {
 		t0 := e.clock.Now()
 		e.enqueue(lockedStart("a", "k"))
 		m := lockedStart("b", "k")
 		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", idemRetention
-		e.wantLockedErr(e.p.Enqueue(e.ctx, m), "k", "a", t0, t0.Add(lockTTL))
+		e.wantLockedErr(errOf(e.p.Enqueue(e.ctx, m)), "k", "a", t0, t0.Add(lockTTL))
 		e.enqueue(idemStart("c", "i", idemRetention))
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("d", "i", idemRetention)), "i", "c")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("d", "i", idemRetention))), "i", "c")
 	}},
 	{name: "InstanceIDCollisionRecordsNoKey", run: func(e *env) {
 		e.createInstance("a")
-		err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention))
+		_, err := e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention))
 		e.wantErr(err, provider.ErrInstanceExists, "start with a key on a taken ID")
 		var de *provider.DuplicateStartError
 		if errors.As(err, &de) {
 			e.t.Fatalf("got %v, want plain ErrInstanceExists: key i was never recorded", err)
 		}
 		e.enqueue(idemStart("b", "i", idemRetention))
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention)), "i", "b")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention))), "i", "b")
 	}},
 	{name: "QueuedStartKeyIsRecorded", run: func(e *env) {
 		e.enqueue(lockedStart("a", "k"))
 		m := queuedStart("q", "k", lockTTL)
 		m.Create.IdempotencyKey, m.Create.IdempotencyTTL = "i", idemRetention
 		e.enqueue(m)
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "q")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention))), "i", "q")
 		mustEqual(e.t, "queued starts", e.wantHolder("k", "a").Queued, 1)
 	}},
 	{name: "PurgeKeepsKeyForItsRetention", run: func(e *env) {
@@ -734,14 +734,14 @@ var idempotencyCases = []testCase{
 		e.mustPurge(true, "a")
 		e.clock.Advance(idemRetention - time.Minute - time.Millisecond)
 		before := e.snapshot("a", "c")
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention)), "i", "a", purgedAt)
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention)), "i", "a", purgedAt)
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention))), "i", "a", purgedAt)
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("a", "i", idemRetention))), "i", "a", purgedAt)
 		e.unchanged(before)
 		e.absent("a")
 		e.absent("c")
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("c", "j", idemRetention)), "j", "b", time.Time{})
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("c", "j", idemRetention))), "j", "b", time.Time{})
 		mustEqual(e.t, "cleanup within retention", e.cleanupLocks(), provider.LockCleanup{})
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention)), "i", "a", purgedAt)
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("c", "i", idemRetention))), "i", "a", purgedAt)
 	}},
 	{name: "PurgedKeyReusableAfterRetention", run: func(e *env) {
 		e.admin()
@@ -749,7 +749,7 @@ var idempotencyCases = []testCase{
 		e.mustPurge(true, "a", "b")
 		e.clock.Advance(time.Hour)
 		e.enqueue(idemStart("c", "i", time.Hour))
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("d", "i", time.Hour)), "i", "c", time.Time{})
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("d", "i", time.Hour))), "i", "c", time.Time{})
 		mustEqual(e.t, "cleanup after retention", e.cleanupLocks(), provider.LockCleanup{IdempotencyKeys: 1})
 		e.enqueue(idemStart("d", "j", time.Hour))
 	}},
@@ -761,19 +761,19 @@ var idempotencyCases = []testCase{
 		e.mustPurge(true, "a")
 		e.clock.Advance(time.Minute)
 		e.enqueue(idemStart("a", "j", idemRetention)) // the purged ID, a new key
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "a", first)
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "j", idemRetention)), "j", "a", time.Time{})
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention))), "i", "a", first)
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("b", "j", idemRetention))), "j", "a", time.Time{})
 		e.clock.Advance(time.Minute)
 		second := e.clock.Now()
 		e.mustPurge(true, "a")
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention)), "i", "a", first)
-		e.wantDupPurged(e.p.Enqueue(e.ctx, idemStart("b", "j", idemRetention)), "j", "a", second)
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("b", "i", idemRetention))), "i", "a", first)
+		e.wantDupPurged(errOf(e.p.Enqueue(e.ctx, idemStart("b", "j", idemRetention))), "j", "a", second)
 		e.absent("a")
 		e.absent("b")
 	}},
 	{name: "InvalidRetentionWritesNothing", run: func(e *env) {
 		for _, ttl := range []time.Duration{0, -time.Second} {
-			err := e.p.Enqueue(e.ctx, startMsg("ok"), idemStart("a", "i", ttl))
+			_, err := e.p.Enqueue(e.ctx, startMsg("ok"), idemStart("a", "i", ttl))
 			e.wantErr(err, provider.ErrInvalidArgument, fmt.Sprintf("start with key retention %v", ttl))
 			e.absent("a")
 			e.absent("ok")
@@ -786,7 +786,7 @@ var idempotencyCases = []testCase{
 		e.clock.Advance(2 * time.Hour)
 		mustEqual(e.t, "cleanup", e.cleanupLocks(), provider.LockCleanup{IdempotencyKeys: 2})
 		mustEqual(e.t, "second cleanup", e.cleanupLocks(), provider.LockCleanup{})
-		e.wantDupErr(e.p.Enqueue(e.ctx, idemStart("d", "i2", time.Hour)), "i2", "b")
+		e.wantDupErr(errOf(e.p.Enqueue(e.ctx, idemStart("d", "i2", time.Hour))), "i2", "b")
 		e.enqueue(idemStart("d", "i1", time.Hour))
 		e.wantStatus("a", provider.StatusPending) // cleanup deletes keys, not instances
 	}},

@@ -61,7 +61,7 @@ func Hammer(t *testing.T, ps []provider.Provider, goroutines, perGoroutine int) 
 		wg.Go(func() {
 			p := ps[g%len(ps)]
 			for i := range perGoroutine {
-				if err := p.Enqueue(ctx, HammerStart(fmt.Sprintf("h-%d-%d", g, i))); err != nil {
+				if _, err := p.Enqueue(ctx, HammerStart(fmt.Sprintf("h-%d-%d", g, i))); err != nil {
 					fail("Enqueue: %v", err)
 					return
 				}
@@ -120,7 +120,7 @@ func Hammer(t *testing.T, ps []provider.Provider, goroutines, perGoroutine int) 
 						fail("AckWorkItem: %v", err)
 						return
 					}
-					if err := p.Enqueue(ctx, HammerEvent(l.InstanceID)); err != nil {
+					if _, err := p.Enqueue(ctx, HammerEvent(l.InstanceID)); err != nil {
 						fail("Enqueue event: %v", err)
 						return
 					}
@@ -241,7 +241,7 @@ func MustFetch(t testing.TB, p provider.Provider) *provider.OrchestrationItem {
 // other ready instance.
 func RunFirstTurn(t testing.TB, p provider.Provider, id string) {
 	t.Helper()
-	if err := p.Enqueue(t.Context(), HammerStart(id)); err != nil {
+	if _, err := p.Enqueue(t.Context(), HammerStart(id)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AckOrchestrationItem(t.Context(), HammerTurn(MustFetch(t, p), 0)); err != nil {

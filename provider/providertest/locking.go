@@ -194,7 +194,7 @@ var lockingCases = []testCase{
 		a := e.fetchFor("foo")
 		var errs goErrors
 		parallel(10, func(i int) {
-			errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, completionMsg("foo", int64(i)+2, i)) }))
+			errs.add(retryErr(func() error { return errOf(e.p.Enqueue(e.ctx, completionMsg("foo", int64(i)+2, i))) }))
 		})
 		errs.check(e)
 		e.fetchNone() // worker B: foo is locked
@@ -313,7 +313,7 @@ var lockingCases = []testCase{
 			}
 			for j := range each {
 				m := eventMsg("a", fmt.Sprintf("%d/%02d", i, j), j)
-				errs.add(retryErr(func() error { return e.p.Enqueue(e.ctx, m) }))
+				errs.add(retryErr(func() error { return errOf(e.p.Enqueue(e.ctx, m)) }))
 			}
 		})
 		errs.check(e)

@@ -259,38 +259,36 @@ var maintenanceCases = []testCase{
 			}
 			return n
 		}
-		first := keyed("a", "k1")
-		first.Duplicate = true // an output: Enqueue sets it either way
-		e.enqueue(first)
+		first := e.enqueue(keyed("a", "k1"))
 		// The same key again, alone or beside other messages: only the
-		// keyed message is dropped (marked Duplicate), and the call
+		// keyed message is dropped (reported Duplicate), and the call
 		// succeeds.
-		again := keyed("a", "k1")
-		e.enqueue(again)
-		batch := []*provider.OrchestratorMessage{keyed("a", "k1"), eventMsg("a", "plain", 1), keyed("a", "k2"), keyed("b", "k1")}
-		e.enqueue(batch...)
+		again := e.enqueue(keyed("a", "k1"))
+		batch := e.enqueue(keyed("a", "k1"), eventMsg("a", "plain", 1), keyed("a", "k2"), keyed("b", "k1"))
 		mustEqual(e.t, "events of a and b", []int{events("a"), events("b")}, []int{3, 1})
-		mustEqual(e.t, "Duplicate of the first, the repeat and the batch",
-			[]bool{first.Duplicate, again.Duplicate, batch[0].Duplicate, batch[1].Duplicate, batch[2].Duplicate, batch[3].Duplicate},
-			[]bool{false, true, true, false, false, false})
+		mustEqual(e.t, "results of the first, the repeat and the batch",
+			[][]provider.EnqueueResult{first, again, batch},
+			[][]provider.EnqueueResult{{{}}, {{Duplicate: true}}, {{Duplicate: true}, {}, {}, {}}})
 
 		// The key outlives the message: a consumed event is not raised again.
 		for range 2 {
 			e.ackStart(e.fetch())
 		}
-		e.enqueue(keyed("a", "k1"), keyed("b", "k1"))
+		mustEqual(e.t, "results after the turns", e.enqueue(keyed("a", "k1"), keyed("b", "k1")),
+			[]provider.EnqueueResult{{Duplicate: true}, {Duplicate: true}})
 		mustEqual(e.t, "events after the turns", []int{events("a"), events("b")}, []int{0, 0})
 
 		// Bad keys are refused, writing nothing.
 		withCreate := startMsg("c")
 		withCreate.DedupKey = "k"
-		e.wantErr(e.p.Enqueue(e.ctx, withCreate), provider.ErrInvalidArgument, "DedupKey with Create")
-		e.wantErr(e.p.Enqueue(e.ctx, keyed("a", strings.Repeat("k", 513))), provider.ErrInvalidArgument, "long DedupKey")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, withCreate)), provider.ErrInvalidArgument, "DedupKey with Create")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, keyed("a", strings.Repeat("k", 513)))), provider.ErrInvalidArgument, "long DedupKey")
 
 		// A purge forgets the instance's keys.
 		_, err := e.admin().PurgeInstances(e.ctx, []string{"a"}, provider.PurgeOptions{Force: true})
 		e.noErr(err, "PurgeInstances")
-		e.enqueue(startMsg("a"), keyed("a", "k1"))
+		mustEqual(e.t, "results after the purge", e.enqueue(startMsg("a"), keyed("a", "k1")),
+			[]provider.EnqueueResult{{}, {}})
 		mustEqual(e.t, "events of the new a", events("a"), 1)
 	}},
 }

@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go/history"
@@ -21,10 +22,27 @@ func js(v any) json.RawMessage {
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // enqueue enqueues messages, failing the case on error.
-func (e *env) enqueue(msgs ...*provider.OrchestratorMessage) {
+func (e *env) enqueue(msgs ...*provider.OrchestratorMessage) []provider.EnqueueResult {
 	e.t.Helper()
-	if err := e.p.Enqueue(e.ctx, msgs...); err != nil {
+	res, err := e.p.Enqueue(e.ctx, msgs...)
+	if err != nil {
 		e.t.Fatalf("Enqueue: %v", err)
+	}
+	e.checkResults(msgs, res)
+	return res
+}
+
+// checkResults fails the case when the results res of a committed
+// Enqueue of msgs do not hold one result per message although a message
+// asked for one (provider.Provider.Enqueue).
+func (e *env) checkResults(msgs []*provider.OrchestratorMessage, res []provider.EnqueueResult) {
+	e.t.Helper()
+	asked := slices.ContainsFunc(msgs, func(m *provider.OrchestratorMessage) bool {
+		c := m.Create
+		return m.DedupKey != "" || c != nil && (c.IfAbsent || c.Lock != nil && c.Lock.Replace)
+	})
+	if asked && len(res) != len(msgs) {
+		e.t.Fatalf("Enqueue of %d messages asking for results returned %d results", len(msgs), len(res))
 	}
 }
 

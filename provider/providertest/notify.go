@@ -143,7 +143,7 @@ var notifyCases = []testCase{
 		other := e.sharing()
 		orch := e.subscribe(provider.QueueOrchestrator)
 		inst := e.watch("a")
-		e.noErr(other.Enqueue(e.ctx, startMsg("a")), "Enqueue through the other store")
+		e.noErr(errOf(other.Enqueue(e.ctx, startMsg("a"))), "Enqueue through the other store")
 		// Other processes' commits are noticed by polling something cheap:
 		// wait for it, in real time, boundedly.
 		e.notifiedWithin(orch, 10*time.Second, "orchestrator subscriber after another store's enqueue")

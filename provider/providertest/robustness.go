@@ -379,7 +379,7 @@ var concurrentMigrationCases = []testCase{
 		}
 		// One schema: what one store writes, every other one sees.
 		for i, p := range stores {
-			e.noErr(p.Enqueue(e.ctx, startMsg(fmt.Sprintf("m%d", i))), "Enqueue")
+			e.noErr(errOf(p.Enqueue(e.ctx, startMsg(fmt.Sprintf("m%d", i)))), "Enqueue")
 		}
 		for i, p := range stores {
 			c, err := p.Counts(e.ctx)

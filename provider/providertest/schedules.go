@@ -195,7 +195,7 @@ var scheduleCases = []testCase{
 		// words it, and the schedule moves on.
 		dup := fireStart("s-1", next)
 		var seen error
-		dup.Settle = func(err error) (string, string, bool) {
+		dup.Settle = func(_ provider.EnqueueResult, err error) (string, string, bool) {
 			seen = err
 			return "s-1", "duplicate", errors.Is(err, provider.ErrInstanceExists)
 		}
@@ -212,7 +212,7 @@ var scheduleCases = []testCase{
 		// A Settle that refuses the error fails the whole fire: nothing
 		// is claimed nor started.
 		bad := fireStart("s-1", later)
-		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		bad.Settle = func(_ provider.EnqueueResult, err error) (string, string, bool) { return "", "", err == nil }
 		ok, err = s.FireSchedule(e.ctx, "s", later, time.Time{}, []provider.ScheduleStart{fireStart("s-4", later), bad})
 		if err == nil || ok {
 			e.t.Fatalf("fire with a refused start = %v, %v; want an error", ok, err)
@@ -265,7 +265,7 @@ var scheduleCases = []testCase{
 		// A start whose error Settle refuses fails the whole call:
 		// neither schedule moves, no instance starts.
 		bad := fireStart("a-1", next)
-		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		bad.Settle = func(_ provider.EnqueueResult, err error) (string, string, bool) { return "", "", err == nil }
 		_, err = s.FireSchedules(e.ctx, []provider.ScheduleDue{one("c", due, fireStart("c-2", due)), one("a", next, bad)})
 		if err == nil {
 			e.t.Fatal("a fire with a refused start: no error")
@@ -306,7 +306,7 @@ var scheduleCases = []testCase{
 
 		// A refused start is recorded as Settle words it.
 		dup := fireStart("s-manual-1", at.Add(time.Second))
-		dup.Settle = func(err error) (string, string, bool) {
+		dup.Settle = func(_ provider.EnqueueResult, err error) (string, string, bool) {
 			return "s-manual-1", "duplicate", errors.Is(err, provider.ErrInstanceExists)
 		}
 		ok, err = s.TriggerSchedule(e.ctx, "s", dup)
@@ -320,7 +320,7 @@ var scheduleCases = []testCase{
 		// A Settle that refuses the error fails the trigger: neither the
 		// record nor any start commits.
 		bad := fireStart("s-manual-1", at.Add(2*time.Second))
-		bad.Settle = func(err error) (string, string, bool) { return "", "", err == nil }
+		bad.Settle = func(_ provider.EnqueueResult, err error) (string, string, bool) { return "", "", err == nil }
 		ok, err = s.TriggerSchedule(e.ctx, "s", bad)
 		if err == nil || ok {
 			e.t.Fatalf("trigger with a refused start = %v, %v; want an error", ok, err)
@@ -418,7 +418,7 @@ var scheduleCases = []testCase{
 		due := e.clock.Now()
 		bufferOne := func(inst, key string, seen *error) provider.ScheduleStart {
 			return provider.ScheduleStart{FireAt: due, Start: queuedStart(inst, key, lockTTL), BufferOne: true,
-				Settle: func(err error) (string, string, bool) {
+				Settle: func(_ provider.EnqueueResult, err error) (string, string, bool) {
 					*seen = err
 					var waiting *provider.StartWaitingError
 					switch {
@@ -484,10 +484,16 @@ var scheduleCases = []testCase{
 	{name: "replace_cancels_the_holder_in_the_fire_transaction", run: func(e *env) {
 		s := e.schedules()
 		due := e.clock.Now()
-		replacing := func(inst, key string, at time.Time) provider.ScheduleStart {
+		// replacing is a fire that replaces the holder of key; its Settle
+		// keeps the start's result in *started.
+		replacing := func(inst, key string, at time.Time, started *provider.EnqueueResult) provider.ScheduleStart {
 			f := fireStart(inst, at)
 			f.Start = queuedStart(inst, key, lockTTL)
 			f.Start.Create.Lock.Replace, f.Start.Create.Lock.ReplaceReason = true, "replaced by "+inst
+			f.Settle = func(res provider.EnqueueResult, err error) (string, string, bool) {
+				*started = res
+				return inst, "started", err == nil
+			}
 			return f
 		}
 		e.enqueue(lockedStart("holder", "k"))
@@ -498,11 +504,11 @@ var scheduleCases = []testCase{
 		// same transaction, sends the holder its cancel: once the fire
 		// returns, the cancel is committed (no step after the commit can
 		// be lost to a crash).
-		f := replacing("s-1", "k", due)
-		ok, err := s.FireSchedule(e.ctx, "s", due, due.Add(time.Minute), []provider.ScheduleStart{f})
+		var started provider.EnqueueResult
+		ok, err := s.FireSchedule(e.ctx, "s", due, due.Add(time.Minute), []provider.ScheduleStart{replacing("s-1", "k", due, &started)})
 		e.noErr(err, "fire")
 		mustEqual(e.t, "fired", ok, true)
-		mustEqual(e.t, "replaced holder", f.Start.Create.Replaced, "holder")
+		mustEqual(e.t, "start of the fire", started, provider.EnqueueResult{Replaced: "holder"})
 		e.wantHolder("k", "holder")
 		e.wantStatus("s-1", provider.StatusPending)
 		it := e.fetchFor("holder")
@@ -512,26 +518,25 @@ var scheduleCases = []testCase{
 
 		// A trigger replaces in its transaction too; on a free key it
 		// takes the lock and cancels nothing.
-		t := replacing("s-manual", "free", due.Add(time.Second))
-		ok, err = s.TriggerSchedule(e.ctx, "s", t)
+		started = provider.EnqueueResult{Replaced: "stale"}
+		ok, err = s.TriggerSchedule(e.ctx, "s", replacing("s-manual", "free", due.Add(time.Second), &started))
 		e.noErr(err, "trigger")
 		mustEqual(e.t, "triggered", ok, true)
-		mustEqual(e.t, "replaced on a free key", t.Start.Create.Replaced, "")
+		mustEqual(e.t, "start on a free key", started, provider.EnqueueResult{})
 		e.wantHolder("free", "s-manual")
-		t = replacing("s-manual-2", "free", due.Add(2*time.Second))
-		ok, err = s.TriggerSchedule(e.ctx, "s", t)
+		ok, err = s.TriggerSchedule(e.ctx, "s", replacing("s-manual-2", "free", due.Add(2*time.Second), &started))
 		e.noErr(err, "trigger on a held key")
 		mustEqual(e.t, "triggered on a held key", ok, true)
-		mustEqual(e.t, "replaced by a trigger", t.Start.Create.Replaced, "s-manual")
+		mustEqual(e.t, "start of a trigger on a held key", started, provider.EnqueueResult{Replaced: "s-manual"})
 
 		// A plain Enqueue replaces the same way; Replace needs Queue.
 		m := queuedStart("direct", "k", lockTTL)
 		m.Create.Lock.Replace = true
-		e.enqueue(m)
-		mustEqual(e.t, "replaced by an enqueue", m.Create.Replaced, "holder")
+		mustEqual(e.t, "results of a replacing enqueue", e.enqueue(m, eventMsg("holder", "x", 1)),
+			[]provider.EnqueueResult{{Replaced: "holder"}, {}})
 		bad := lockedStart("bad", "k")
 		bad.Create.Lock.Replace = true
-		e.wantErr(e.p.Enqueue(e.ctx, bad), provider.ErrInvalidArgument, "replace without queue")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, bad)), provider.ErrInvalidArgument, "replace without queue")
 	}},
 
 	{name: "changes_wake_the_schedule_watchers", run: func(e *env) {
@@ -586,7 +591,7 @@ func (e *env) schedules() provider.ScheduleStore {
 // fireStart is a fire at at starting instance id, recording "started" (or
 // failing on any start error).
 func fireStart(id string, at time.Time) provider.ScheduleStart {
-	return provider.ScheduleStart{FireAt: at, Start: startMsg(id), Settle: func(err error) (string, string, bool) {
+	return provider.ScheduleStart{FireAt: at, Start: startMsg(id), Settle: func(_ provider.EnqueueResult, err error) (string, string, bool) {
 		return id, "started", err == nil
 	}}
 }

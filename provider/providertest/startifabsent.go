@@ -24,11 +24,8 @@ func startIfAbsent(id string) *provider.OrchestratorMessage {
 // and queue every event.
 var startIfAbsentCases = []testCase{
 	{name: "CreatesTheInstanceWithTheEventQueued", run: func(e *env) {
-		start := startIfAbsent("a")
-		e.enqueue(start, eventMsg("a", "paid", 1))
-		if start.Create.Existed {
-			e.t.Fatal("Existed = true for a new instance")
-		}
+		res := e.enqueue(startIfAbsent("a"), eventMsg("a", "paid", 1))
+		mustEqual(e.t, "results for a new instance", res, []provider.EnqueueResult{{}, {}})
 		it := e.fetchFor("a")
 		mustEqual(e.t, "messages", kinds(it.Messages),
 			[]history.WorkItemKind{history.WorkStartOrchestration, history.WorkExternalRaised})
@@ -38,11 +35,8 @@ var startIfAbsentCases = []testCase{
 		e.enqueue(startMsg("a"))
 		e.ackStart(e.fetchFor("a"))
 		before := e.snapshot("a").Instances["a"]
-		start := startIfAbsent("a")
-		e.enqueue(start, eventMsg("a", "paid", 1))
-		if !start.Create.Existed {
-			e.t.Fatal("Existed = false for a taken ID")
-		}
+		res := e.enqueue(startIfAbsent("a"), eventMsg("a", "paid", 1))
+		mustEqual(e.t, "results for a taken ID", res, []provider.EnqueueResult{{Existed: true}, {}})
 		mustEqual(e.t, "instance row", e.snapshot("a").Instances["a"], before)
 		it := e.fetchFor("a")
 		mustEqual(e.t, "messages", kinds(it.Messages), []history.WorkItemKind{history.WorkExternalRaised})
@@ -52,14 +46,12 @@ var startIfAbsentCases = []testCase{
 		e.ackStart(e.fetchFor("a"))
 		start := startIfAbsent("a")
 		start.Create.Lock = &provider.LockRequest{Key: "cust-1", TTL: lockTTL}
-		e.enqueue(start, eventMsg("a", "paid", 1))
-		if !start.Create.Existed {
-			e.t.Fatal("Existed = false for the lock's own holder")
-		}
+		res := e.enqueue(start, eventMsg("a", "paid", 1))
+		mustEqual(e.t, "results for the lock's own holder", res, []provider.EnqueueResult{{Existed: true}, {}})
 		// An absent instance still meets the lock held by another.
 		other := startIfAbsent("b")
 		other.Create.Lock = &provider.LockRequest{Key: "cust-1", TTL: lockTTL}
-		err := e.p.Enqueue(e.ctx, other, eventMsg("b", "paid", 1))
+		_, err := e.p.Enqueue(e.ctx, other, eventMsg("b", "paid", 1))
 		var le *provider.LockedError
 		if !errors.As(err, &le) || le.InstanceID != "a" {
 			e.t.Fatalf("start-if-absent of b behind a's lock: %v, want *LockedError naming a", err)
@@ -72,10 +64,11 @@ var startIfAbsentCases = []testCase{
 		e.enqueue(startMsg("a"))
 		start := startIfAbsent("a")
 		start.Create.IdempotencyKey, start.Create.IdempotencyTTL = "delivery-1", idemRetention
-		e.enqueue(start, eventMsg("a", "paid", 1))
+		res := e.enqueue(start, eventMsg("a", "paid", 1))
+		mustEqual(e.t, "results for a found instance with a key", res, []provider.EnqueueResult{{Existed: true}, {}})
 		again := startIfAbsent("a")
 		again.Create.IdempotencyKey, again.Create.IdempotencyTTL = "delivery-1", idemRetention
-		err := e.p.Enqueue(e.ctx, again, eventMsg("a", "paid", 2))
+		_, err := e.p.Enqueue(e.ctx, again, eventMsg("a", "paid", 2))
 		var de *provider.DuplicateStartError
 		if !errors.As(err, &de) || de.InstanceID != "a" {
 			e.t.Fatalf("repeated delivery: %v, want *DuplicateStartError naming a", err)
@@ -90,7 +83,7 @@ var startIfAbsentCases = []testCase{
 		e.enqueue(eventMsg("a", "finish", 1))
 		e.finish("a", provider.StatusCompleted)
 		before := e.snapshot("a")
-		e.wantErr(e.p.Enqueue(e.ctx, startIfAbsent("a"), eventMsg("a", "paid", 1)), provider.ErrInstanceEnded,
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, startIfAbsent("a"), eventMsg("a", "paid", 1))), provider.ErrInstanceEnded,
 			"start-if-absent of a Completed instance")
 		mustEqual(e.t, "store after a refused call", e.snapshot("a"), before)
 		// A retained key still answers as the duplicate it is.
@@ -102,14 +95,14 @@ var startIfAbsentCases = []testCase{
 		again := startIfAbsent("b")
 		again.Create.IdempotencyKey, again.Create.IdempotencyTTL = "delivery-b", idemRetention
 		var de *provider.DuplicateStartError
-		if err := e.p.Enqueue(e.ctx, again, eventMsg("b", "paid", 1)); !errors.As(err, &de) || de.InstanceID != "b" {
+		if _, err := e.p.Enqueue(e.ctx, again, eventMsg("b", "paid", 1)); !errors.As(err, &de) || de.InstanceID != "b" {
 			e.t.Fatalf("repeated delivery to an ended instance: %v, want *DuplicateStartError naming b", err)
 		}
 	}},
 	{name: "WithOnExistsIsInvalid", run: func(e *env) {
 		start := startIfAbsent("a")
 		start.Create.OnExists = eventMsg("a", "x", 1)
-		e.wantErr(e.p.Enqueue(e.ctx, start), provider.ErrInvalidArgument, "IfAbsent with OnExists")
+		e.wantErr(errOf(e.p.Enqueue(e.ctx, start)), provider.ErrInvalidArgument, "IfAbsent with OnExists")
 		e.fetchNone()
 	}},
 	{name: "ConcurrentCallsCreateOnceAndQueueEveryEvent", run: func(e *env) {
@@ -129,21 +122,21 @@ var startIfAbsentCases = []testCase{
 func concurrentStartIfAbsent(e *env, ps []provider.Provider, lock *provider.LockRequest) {
 	const n = 16
 	var wg sync.WaitGroup
-	created := make([]bool, n)
+	results := make([][]provider.EnqueueResult, n)
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
 			start := startIfAbsent("order-42")
 			start.Create.Lock = lock
-			errs[i] = ps[i%len(ps)].Enqueue(e.ctx, start, eventMsg("order-42", "update", i))
-			created[i] = !start.Create.Existed
+			results[i], errs[i] = ps[i%len(ps)].Enqueue(e.ctx, start, eventMsg("order-42", "update", i))
 		})
 	}
 	wg.Wait()
 	creators := 0
 	for i := range n {
 		e.noErr(errs[i], fmt.Sprintf("Enqueue %d", i))
-		if created[i] {
+		mustEqual(e.t, fmt.Sprintf("number of results of Enqueue %d", i), len(results[i]), 2)
+		if !results[i][0].Existed {
 			creators++
 		}
 	}

@@ -94,7 +94,7 @@ func BenchmarkTurnFetchAck(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		id := "turn-" + strconv.Itoa(i)
-		if err := p.Enqueue(ctx, benchStart(id)); err != nil {
+		if _, err := p.Enqueue(ctx, benchStart(id)); err != nil {
 			b.Fatal(err)
 		}
 		it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
@@ -122,7 +122,7 @@ func BenchmarkTurnFetchAckBatch(b *testing.B) {
 		for j := range msgs {
 			msgs[j] = benchStart("batch-" + strconv.Itoa(i) + "-" + strconv.Itoa(j))
 		}
-		if err := p.Enqueue(ctx, msgs...); err != nil {
+		if _, err := p.Enqueue(ctx, msgs...); err != nil {
 			b.Fatal(err)
 		}
 		items, err := p.FetchOrchestrationItems(ctx, opts)
@@ -210,7 +210,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		id := "ev-" + strconv.Itoa(i%100)
-		err := p.Enqueue(ctx, &provider.OrchestratorMessage{
+		_, err := p.Enqueue(ctx, &provider.OrchestratorMessage{
 			InstanceID: id,
 			Item:       history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: id, Name: "approval", Data: json.RawMessage(`true`)},
 		})
@@ -259,7 +259,7 @@ func BenchmarkParallelTurnFetchAck(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := "pturn-" + strconv.FormatInt(n.Add(1), 10)
-			if err := p.Enqueue(ctx, benchStart(id)); err != nil {
+			if _, err := p.Enqueue(ctx, benchStart(id)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -307,7 +307,7 @@ func BenchmarkTurnFetchAckWithBacklog(b *testing.B) {
 				}
 				for len(msgs) > 0 {
 					n := min(len(msgs), 500)
-					if err := p.Enqueue(ctx, msgs[:n]...); err != nil {
+					if _, err := p.Enqueue(ctx, msgs[:n]...); err != nil {
 						b.Fatal(err)
 					}
 					msgs = msgs[n:]
@@ -331,7 +331,7 @@ func BenchmarkTurnFetchAckWithBacklog(b *testing.B) {
 							late[j] = &provider.OrchestratorMessage{InstanceID: id, Item: history.WorkItem{
 								Kind: history.WorkActivityCompleted, InstanceID: id, ExecutionID: 1, ID: int64(100 + j), Output: json.RawMessage(`1`)}}
 						}
-						if err := p.Enqueue(ctx, late...); err != nil {
+						if _, err := p.Enqueue(ctx, late...); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -339,7 +339,7 @@ func BenchmarkTurnFetchAckWithBacklog(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := range b.N {
-					if err := p.Enqueue(ctx, benchStart("free-"+strconv.Itoa(i))); err != nil {
+					if _, err := p.Enqueue(ctx, benchStart("free-"+strconv.Itoa(i))); err != nil {
 						b.Fatal(err)
 					}
 					it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
@@ -379,7 +379,7 @@ func BenchmarkNextVisible(b *testing.B) {
 						a.VisibleAt = at
 						work = append(work, a)
 					}
-					if err := p.Enqueue(ctx, msgs...); err != nil {
+					if _, err := p.Enqueue(ctx, msgs...); err != nil {
 						b.Fatal(err)
 					}
 					if err := p.enqueueWork(ctx, work...); err != nil {
@@ -436,7 +436,7 @@ func BenchmarkTurnFetchAckByName(b *testing.B) {
 			}
 			for len(msgs) > 0 {
 				n := min(len(msgs), 500)
-				if err := p.Enqueue(ctx, msgs[:n]...); err != nil {
+				if _, err := p.Enqueue(ctx, msgs[:n]...); err != nil {
 					b.Fatal(err)
 				}
 				msgs = msgs[n:]
@@ -445,7 +445,7 @@ func BenchmarkTurnFetchAckByName(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				if err := p.Enqueue(ctx, benchStart("named-"+strconv.Itoa(i))); err != nil {
+				if _, err := p.Enqueue(ctx, benchStart("named-"+strconv.Itoa(i))); err != nil {
 					b.Fatal(err)
 				}
 				it, err := provider.FetchOrchestrationItem(ctx, p, opts)
@@ -478,7 +478,7 @@ func BenchmarkFanOut(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		id := "fan-" + strconv.Itoa(i)
-		if err := p.Enqueue(ctx, benchStart(id)); err != nil {
+		if _, err := p.Enqueue(ctx, benchStart(id)); err != nil {
 			b.Fatal(err)
 		}
 		it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)

@@ -33,7 +33,7 @@ func TestCheckpointsRunOffTheWriter(t *testing.T) {
 	}
 	before := p.stats.commits.Load()
 	for i := 0; p.stats.commits.Load()-before < checkpointEvery; i++ {
-		if err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("c%d", i))); err != nil {
+		if _, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("c%d", i))); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -62,7 +62,7 @@ func TestFullSyncCheckpointsOnTheWriter(t *testing.T) {
 		t.Fatalf("FULL: writer wal_autocheckpoint = %d, checkpointer %v; want SQLite's 1000 and none", auto, p.ckpt != nil)
 	}
 	for i := range 3 * checkpointEvery {
-		if err := p.Enqueue(t.Context(), providertest.HammerStart(fmt.Sprintf("f%d", i))); err != nil {
+		if _, err := p.Enqueue(t.Context(), providertest.HammerStart(fmt.Sprintf("f%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -64,7 +64,7 @@ func TestCrashLosesNothingAndDoesNothingTwice(t *testing.T) {
 		id := "crash-" + strconv.Itoa(i)
 		msg := providertest.HammerStart(id)
 		msg.Create.Lock = &provider.LockRequest{Key: crashKey(i), TTL: crashLockTTL, Queue: true}
-		if err := setup.Enqueue(ctx, msg); err != nil {
+		if _, err := setup.Enqueue(ctx, msg); err != nil {
 			t.Fatalf("Enqueue(%s): %v", id, err)
 		}
 	}

@@ -91,7 +91,7 @@ func TestCommonPrefixQueryLists(t *testing.T) {
 	ctx := t.Context()
 	p := openFile(t, filepath.Join(t.TempDir(), "prefix.db"), nil)
 	for _, id := range []string{"a-1", "b-1", "a-2", "ab", "a-3", "a"} {
-		if err := p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: id,
+		if _, err := p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: id,
 			Item:   history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "O"},
 			Create: &provider.NewInstance{OrchestrationName: "O"}}); err != nil {
 			t.Fatal(err)

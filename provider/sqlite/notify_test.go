@@ -27,7 +27,7 @@ func TestForeignCommitSeenByTheWriter(t *testing.T) {
 
 	work, stop := p.Subscribe(provider.QueueWorker)
 	defer stop()
-	if err := other.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+	if _, err := other.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -37,7 +37,7 @@ func TestForeignCommitSeenByTheWriter(t *testing.T) {
 	}
 	// Any write of p begins by looking: an enqueue wakes the orchestrator
 	// queue itself, but only the foreign commit wakes the worker queue.
-	if err := p.Enqueue(ctx, providertest.HammerStart("b")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("b")); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -49,7 +49,7 @@ func TestForeignCommitSeenByTheWriter(t *testing.T) {
 		t.Fatalf("foreign commits seen = %d, want 1", n)
 	}
 	// Its own commits are not foreign.
-	if err := p.Enqueue(ctx, providertest.HammerStart("c")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("c")); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.foreignCommits.Load(); n != 1 {

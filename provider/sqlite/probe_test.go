@@ -59,7 +59,7 @@ func TestCheckWritable(t *testing.T) {
 			t.Fatalf("CheckWritable on a read-only store: %v, want an error", err)
 		}
 		// Writes fail as permanent errors: retrying will not help.
-		err = p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: "x",
+		_, err = p.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: "x",
 			Item: history.WorkItem{Kind: history.WorkExternalRaised, InstanceID: "x", Name: "e"}})
 		if err == nil || provider.IsRetryable(err) || provider.IsRetryable(p.CheckWritable(ctx)) {
 			t.Fatalf("a write to a read-only store: %v (retryable: %v), want a permanent error", err, provider.IsRetryable(err))
@@ -98,7 +98,7 @@ func TestListInstancesSurvivesCorruptRow(t *testing.T) {
 	ctx := context.Background()
 	p := openProbeStore(t, nil)
 	for _, id := range []string{"a", "bad", "c"} {
-		err := p.Enqueue(ctx, &provider.OrchestratorMessage{
+		_, err := p.Enqueue(ctx, &provider.OrchestratorMessage{
 			InstanceID: id,
 			Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1,
 				Name: "O", Input: json.RawMessage(`{"n":1}`)},

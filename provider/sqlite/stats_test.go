@@ -16,17 +16,17 @@ func TestStatsCountsCommittedWrites(t *testing.T) {
 	if got := p.Stats().Commits; got != 0 {
 		t.Fatalf("Commits after Open = %d, want 0 (migrations are not counted)", got)
 	}
-	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Enqueue(ctx, providertest.HammerStart("b")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("b")); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.Stats().Commits; got != 2 {
 		t.Fatalf("Commits after two enqueues = %d, want 2", got)
 	}
 	// A write that fails rolls back: not a commit.
-	if err := p.Enqueue(ctx, providertest.HammerStart("a")); !errors.Is(err, provider.ErrInstanceExists) {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a")); !errors.Is(err, provider.ErrInstanceExists) {
 		t.Fatalf("duplicate enqueue: %v, want ErrInstanceExists", err)
 	}
 	// Reads commit nothing.

@@ -178,13 +178,13 @@ func TestMigrationsRecordedAndIdempotent(t *testing.T) {
 func TestNoMigrateThenMigrate(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "n.db"), &Options{NoMigrate: true})
-	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err == nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err == nil {
 		t.Fatal("Enqueue on an unmigrated store succeeded")
 	}
 	if err := p.Migrate(t.Context()); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
-	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
 		t.Fatalf("Enqueue after Migrate: %v", err)
 	}
 }
@@ -251,7 +251,7 @@ func TestBusyFromAnotherProcessIsErrBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	err = p.Enqueue(t.Context(), providertest.HammerStart("a"))
+	_, err = p.Enqueue(t.Context(), providertest.HammerStart("a"))
 	if !errors.Is(err, provider.ErrBusy) || !provider.IsRetryable(err) {
 		t.Fatalf("Enqueue while another process writes: %v, want retryable ErrBusy", err)
 	}
@@ -278,7 +278,7 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "dup.db"), nil)
 	providertest.RunFirstTurn(t, p, "d")
-	if err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
 		t.Fatal(err)
 	}
 	it := providertest.MustFetch(t, p)
@@ -405,7 +405,7 @@ func TestJSONColumnsAreText(t *testing.T) {
 			t.Errorf("%s = %q, want text", q, typ)
 		}
 	}
-	if err := p.Enqueue(ctx, providertest.HammerEvent("txt")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerEvent("txt")); err != nil {
 		t.Fatal(err)
 	}
 	var name string
@@ -506,7 +506,7 @@ func TestReadyTableExactAroundTurns(t *testing.T) {
 		for i := range n {
 			m := &provider.OrchestratorMessage{InstanceID: id, Item: history.WorkItem{Kind: history.WorkExternalRaised,
 				InstanceID: id, Name: "ev", Data: json.RawMessage(strconv.Itoa(i))}}
-			if err := p.Enqueue(ctx, m); err != nil {
+			if _, err := p.Enqueue(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -528,7 +528,7 @@ func TestReadyTableExactAroundTurns(t *testing.T) {
 		checkReadyTable(t, p)
 	}
 
-	if err := p.Enqueue(ctx, benchStart("fan")); err != nil {
+	if _, err := p.Enqueue(ctx, benchStart("fan")); err != nil {
 		t.Fatal(err)
 	}
 	it := fetch(1)
@@ -573,7 +573,7 @@ func TestWorkRowRouteMatchesItem(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "route.db"), nil)
 	ctx := t.Context()
-	if err := p.Enqueue(ctx, benchStart("r")); err != nil {
+	if _, err := p.Enqueue(ctx, benchStart("r")); err != nil {
 		t.Fatal(err)
 	}
 	it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)

@@ -64,7 +64,7 @@ func TestAbandonRejectsInvalidError(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := openFile(t, ":memory:", &Options{Clock: func() time.Time { return now }})
-	if err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
 	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})

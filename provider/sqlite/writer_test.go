@@ -66,8 +66,8 @@ func TestGroupCommitIsolatesFailingRequests(t *testing.T) {
 		for i := range 6 {
 			id := fmt.Sprintf("g%d-%d", round, i)
 			ops = append(ops,
-				func() error { return p.Enqueue(ctx, providertest.HammerStart(id)) },
-				func() error { return p.Enqueue(ctx, providertest.HammerStart(id)) }, // the second fails: taken
+				func() error { _, err := p.Enqueue(ctx, providertest.HammerStart(id)); return err },
+				func() error { _, err := p.Enqueue(ctx, providertest.HammerStart(id)); return err }, // the second fails: taken
 				func() error {
 					return p.AbandonOrchestrationItem(ctx, "0123456789abcdef0123456789abcdef.nobody", provider.AbandonOptions{})
 				},
@@ -119,14 +119,20 @@ func TestBrokenGroupReRunsEachRequestAlone(t *testing.T) {
 	breakErr := errors.New("broke the transaction")
 	for round := 0; round < 20 && p.brokenGroups.Load() == 0; round++ {
 		ops := []func() error{
-			func() error { return p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-1", round))) },
+			func() error {
+				_, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-1", round)))
+				return err
+			},
 			func() error {
 				return p.write(ctx, "breaking", func(w *wtx) error {
 					_, _ = w.tx.ExecContext(w.ctx, "ROLLBACK")
 					return breakErr
 				})
 			},
-			func() error { return p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-2", round))) },
+			func() error {
+				_, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-2", round)))
+				return err
+			},
 		}
 		errs := groupRound(t, p, ops)
 		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], breakErr) {
@@ -156,7 +162,7 @@ func TestCloseDuringWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("c%d-%d", g, i)))
+				_, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("c%d-%d", g, i)))
 				if i == 0 {
 					started <- struct{}{}
 				}
@@ -224,7 +230,7 @@ func TestWriterTransactionsEndCleanly(t *testing.T) {
 			t.Fatalf("request %d: no error", i)
 		}
 		id := fmt.Sprintf("after-%d", i)
-		if err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
+		if _, err := p.Enqueue(ctx, providertest.HammerStart(id)); err != nil {
 			t.Fatalf("write after request %d: %v", i, err)
 		}
 		if _, err := p.GetInstance(ctx, id); err != nil {

@@ -21,16 +21,19 @@ type Msg struct {
 	Item       []byte
 	VisibleAt  int64 // 0: now
 	Create     *Create
-	// Existed is set while the message is inserted: its Create had
-	// IfAbsent and found the ID taken, so nothing was inserted for it.
+	// Existed, Duplicate and Replaced are what inserting the message
+	// found (provider.EnqueueResult), set in its transaction.
+	//
+	// Existed: its Create had IfAbsent and found the ID taken, so nothing
+	// was inserted for it.
 	Existed bool
 	// DedupKey is the message's provider.OrchestratorMessage.DedupKey.
 	DedupKey string
-	// Duplicate is set while the message is inserted: its DedupKey was
-	// recorded already, so nothing was inserted for it.
+	// Duplicate: its DedupKey was recorded already, so nothing was
+	// inserted for it.
 	Duplicate bool
-	// Replaced is set while the message is inserted: the instance whose
-	// cancel its Create's LockReplace enqueued ("" for none).
+	// Replaced: the instance whose cancel its Create's LockReplace
+	// enqueued ("" for none).
 	Replaced string
 }
 
@@ -504,19 +507,33 @@ func WorkFetchLimit(opts provider.WorkFetchOptions) (int, error) {
 	return limit, nil
 }
 
-// ReportEnqueued copies each committed message's Existed and Replaced to
-// its provider.NewInstance, and its Duplicate to the message, once the
-// Enqueue that inserted enc committed.
-func ReportEnqueued(msgs []*provider.OrchestratorMessage, enc []*Msg) {
-	for i, m := range msgs {
-		if m.Create != nil && m.Create.IfAbsent {
-			m.Create.Existed = enc[i].Existed
-		}
-		m.Duplicate = enc[i].Duplicate
-		if m.Create != nil && m.Create.Lock != nil && m.Create.Lock.Replace {
-			m.Create.Replaced = enc[i].Replaced
-		}
+// EnqueueResults returns what a committed Enqueue reports about msgs,
+// encoded as enc (provider.Provider.Enqueue): one result per message when
+// one of them asks for it (a DedupKey, IfAbsent, or Lock.Replace), nil
+// otherwise.
+func EnqueueResults(msgs []*provider.OrchestratorMessage, enc []*Msg) []provider.EnqueueResult {
+	if !slices.ContainsFunc(msgs, asksResult) {
+		return nil
 	}
+	out := make([]provider.EnqueueResult, len(enc))
+	for i, m := range enc {
+		out[i] = m.Result()
+	}
+	return out
+}
+
+// asksResult reports whether m asks Enqueue for a result.
+func asksResult(m *provider.OrchestratorMessage) bool {
+	if m.DedupKey != "" {
+		return true
+	}
+	c := m.Create
+	return c != nil && (c.IfAbsent || c.Lock != nil && c.Lock.Replace)
+}
+
+// Result is what inserting m found (provider.EnqueueResult).
+func (m *Msg) Result() provider.EnqueueResult {
+	return provider.EnqueueResult{Duplicate: m.Duplicate, Existed: m.Existed, Replaced: m.Replaced}
 }
 
 // encodeValues validates an ack's value changes and keeps the last change

@@ -309,11 +309,6 @@ func FireSchedules(ctx context.Context, db ScheduleDB, schedules []provider.Sche
 	if err != nil {
 		return nil, err
 	}
-	for i, st := range starts {
-		if fired[i] {
-			st.report()
-		}
-	}
 	return fired, nil
 }
 
@@ -346,9 +341,6 @@ func TriggerSchedule(ctx context.Context, db ScheduleDB, id string, f provider.S
 		found = true
 		return nil
 	})
-	if err == nil && found {
-		st.report()
-	}
 	return found, err
 }
 
@@ -378,7 +370,7 @@ func encodeStarts(id string, fires []provider.ScheduleStart) (*scheduleStarts, e
 		}
 		m, err := sqlenc.EncodeMessage(f.Start)
 		if err != nil {
-			if _, _, ok := f.Settle(err); !ok {
+			if _, _, ok := f.Settle(provider.EnqueueResult{}, err); !ok {
 				return nil, err
 			}
 			st.early[i] = err
@@ -387,17 +379,6 @@ func encodeStarts(id string, fires []provider.ScheduleStart) (*scheduleStarts, e
 		st.enc[i] = m
 	}
 	return st, nil
-}
-
-// report copies what the committed transaction's starts found to their
-// messages: the holder a replacing start canceled
-// (provider.NewInstance.Replaced).
-func (st *scheduleStarts) report() {
-	for i, f := range st.fires {
-		if m := st.enc[i]; m != nil && f.Start.Create.Lock != nil && f.Start.Create.Lock.Replace {
-			f.Start.Create.Replaced = m.Replaced
-		}
-	}
 }
 
 // startWaits returns the refusal of the buffer_one start m of fire f when
@@ -428,6 +409,7 @@ func (st *scheduleStarts) start(tx ScheduleTx, id string) error {
 	var inst, outcome string
 	for i, f := range st.fires {
 		startErr := st.early[i]
+		var started provider.EnqueueResult
 		if m := st.enc[i]; m != nil {
 			waiting, err := startWaits(tx, f, m)
 			switch {
@@ -436,11 +418,13 @@ func (st *scheduleStarts) start(tx ScheduleTx, id string) error {
 			case waiting != nil:
 				startErr = waiting
 			default:
-				startErr = InsertMessage(tx, m)
+				if startErr = InsertMessage(tx, m); startErr == nil {
+					started = m.Result()
+				}
 			}
 		}
 		var ok bool
-		if inst, outcome, ok = f.Settle(startErr); !ok {
+		if inst, outcome, ok = f.Settle(started, startErr); !ok {
 			return startErr
 		}
 	}

@@ -228,21 +228,21 @@ func (w Writes) FetchUnservedOrchestrationItems(ctx context.Context, olderThan, 
 }
 
 // Enqueue inserts orchestrator messages atomically; see provider.Provider.
-func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) error {
+func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) ([]provider.EnqueueResult, error) {
 	const op = "enqueueing"
 	enc := make([]*sqlenc.Msg, len(msgs))
 	for i, m := range msgs {
 		e, err := sqlenc.EncodeMessage(m)
 		if err != nil {
-			return w.DB.Fail(op, err)
+			return nil, w.DB.Fail(op, err)
 		}
 		enc[i] = e
 	}
 	if len(enc) == 0 {
 		if w.DB.Closed() {
-			return w.DB.Fail(op, provider.ErrClosed)
+			return nil, w.DB.Fail(op, provider.ErrClosed)
 		}
-		return nil
+		return nil, nil
 	}
 	err := w.DB.WriteGrouped(ctx, op, EnqueueLocks(enc...), func(tx Tx) error {
 		ins, err := dedup(tx, enc)
@@ -252,10 +252,9 @@ func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessa
 		return tx.InsertMessages(ins)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sqlenc.ReportEnqueued(msgs, enc)
-	return nil
+	return sqlenc.EnqueueResults(msgs, enc), nil
 }
 
 // dedup returns the messages of enc to insert: those without a DedupKey,
