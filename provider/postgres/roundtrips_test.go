@@ -245,9 +245,9 @@ func TestLoneCallsRoundTrips(t *testing.T) {
 		ack.Metadata.OrchestrationName = "T"
 		return func() error { _, err := p.AckOrchestrationItem(ctx, ack); return err }
 	}
-	lone("start", nil, func() error { return p.Enqueue(ctx, providertest.HammerStart("a")) })
+	lone("start", nil, func() error { return errOf(p.Enqueue(ctx, providertest.HammerStart("a"))) })
 	lone("start of an existing instance", provider.ErrInstanceExists, func() error {
-		return p.Enqueue(ctx, providertest.HammerStart("a"))
+		return errOf(p.Enqueue(ctx, providertest.HammerStart("a")))
 	})
 	it := fetch(1) // the start only
 	lone("turn ack", nil, ack(providertest.HammerTurn(it, 0)))
@@ -266,13 +266,13 @@ func TestLoneCallsRoundTrips(t *testing.T) {
 	})
 	it = fetch(1) // the completion, once
 	lone("turn ack of the completion", nil, ack(providertest.HammerTurn(it, 1)))
-	lone("event", nil, func() error { return p.Enqueue(ctx, providertest.HammerEvent("a")) })
+	lone("event", nil, func() error { return errOf(p.Enqueue(ctx, providertest.HammerEvent("a"))) })
 	it = fetch(1)
 	lone("ending turn ack", nil, ack(providertest.HammerTurn(it, 2)))
 	// A work ack that takes the turn its completion causes: its batch
 	// (the ack, whether the instance is busy, its advisory lock tried),
 	// the turn's lock and reads, the COMMIT.
-	lone("start b", nil, func() error { return p.Enqueue(ctx, providertest.HammerStart("b")) })
+	lone("start b", nil, func() error { return errOf(p.Enqueue(ctx, providertest.HammerStart("b"))) })
 	lone("turn ack b", nil, ack(providertest.HammerTurn(fetch(1), 0)))
 	leases, err = p.FetchWorkItems(ctx, provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute})
 	if err != nil || len(leases) != 1 {
@@ -310,7 +310,7 @@ func TestLoneTurnOfEndedInstanceReleasesItsLocks(t *testing.T) {
 		}
 		return it
 	}
-	if err := p.Enqueue(ctx, providertest.HammerStart("e")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("e")); err != nil {
 		t.Fatal(err)
 	}
 	it := fetch()
@@ -330,7 +330,7 @@ func TestLoneTurnOfEndedInstanceReleasesItsLocks(t *testing.T) {
 VALUES ('k', 'e', $1, $2, 3600000)`, ts, ts+3600000); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Enqueue(ctx, providertest.HammerEvent("e")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerEvent("e")); err != nil {
 		t.Fatal(err)
 	}
 	it = fetch()
