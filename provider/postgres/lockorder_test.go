@@ -272,6 +272,35 @@ func session(t *testing.T, p *Provider) (pgx.Tx, int) {
 	return tx, pid
 }
 
+// none fails the test if a statement of the store failed with
+// deadlock_detected (40P01).
+func (d *deadlockTracer) none(t *testing.T) {
+	t.Helper()
+	if n := d.count(); n > 0 {
+		t.Fatalf("%d statements of the store failed with deadlock_detected (40P01)", n)
+	}
+}
+
+// runBlocked runs fn in a goroutine, and returns once fn waits for
+// backend pid (or returned); wait returns fn's error once it returned.
+func runBlocked(t *testing.T, p *Provider, pid int, fn func() error) (wait func() error) {
+	t.Helper()
+	var err error
+	done := make(chan struct{})
+	go func() { defer close(done); err = fn() }()
+	blockedBy(t, p, pid, done)
+	return func() error { <-done; return err }
+}
+
+// commitThenWait commits tx and returns wait's error.
+func commitThenWait(t *testing.T, tx pgx.Tx, wait func() error) error {
+	t.Helper()
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return wait()
+}
+
 // noDeadlock fails the test if err is deadlock_detected (40P01).
 func noDeadlock(t *testing.T, what string, err error) {
 	t.Helper()
@@ -322,26 +351,14 @@ func TestReplacingStartLocksHolderBeforeLockRow(t *testing.T) {
 	}
 	m := lockedHolder("replacer", key)
 	m.Create.Lock.Queue, m.Create.Lock.Replace = true, true
-	var (
-		wg       sync.WaitGroup
-		startErr error
-	)
-	started := make(chan struct{})
-	wg.Go(func() { defer close(started); startErr = p.Enqueue(ctx, m) })
-	blockedBy(t, p, ackPID, started)
+	wait := runBlocked(t, p, ackPID, func() error { return p.Enqueue(ctx, m) })
 	if _, err := ack.Exec(ctx, sqlXLockKeysOf, p.lockSpace, []string{holder}); err != nil {
 		noDeadlock(t, "the live ack's keys", err)
 	}
 	_, err := ack.Exec(ctx, `UPDATE execution_locks SET expires_at = expires_at + 1 WHERE instance_id = $1`, holder)
 	noDeadlock(t, "the live ack's extension of its lock row", err)
-	if err := ack.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	noDeadlock(t, "the replacing start", startErr)
-	if n := tr.count(); n > 0 {
-		t.Fatalf("%d statements of the store failed with deadlock_detected (40P01)", n)
-	}
+	noDeadlock(t, "the replacing start", commitThenWait(t, ack, wait))
+	tr.none(t)
 	l, err := p.GetExecutionLock(ctx, key)
 	if err != nil || l.InstanceID != holder || l.Queued != 1 {
 		t.Fatalf("GetExecutionLock = %+v, %v; want held by %s with the replacer queued", l, err, holder)
@@ -366,9 +383,7 @@ func TestStartWaitsForLiveAck(t *testing.T) {
 	}
 	check := func(t *testing.T, p *Provider, tr *deadlockTracer, queued int) {
 		t.Helper()
-		if n := tr.count(); n > 0 {
-			t.Fatalf("%d statements of the store failed with deadlock_detected (40P01)", n)
-		}
+		tr.none(t)
 		l, err := p.GetExecutionLock(t.Context(), key)
 		if err != nil || l.InstanceID != holder || l.Queued != queued {
 			t.Fatalf("GetExecutionLock = %+v, %v; want held by %s with %d queued", l, err, holder, queued)
@@ -389,18 +404,8 @@ func TestStartWaitsForLiveAck(t *testing.T) {
 		}
 		m := lockedHolder("second", key)
 		m.Create.Lock.Queue = true
-		var (
-			wg       sync.WaitGroup
-			startErr error
-		)
-		started := make(chan struct{})
-		wg.Go(func() { defer close(started); startErr = p.Enqueue(ctx, m) })
-		blockedBy(t, p, ackPID, started)
-		if err := ack.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
-		noDeadlock(t, "the start", startErr)
+		wait := runBlocked(t, p, ackPID, func() error { return p.Enqueue(ctx, m) })
+		noDeadlock(t, "the start", commitThenWait(t, ack, wait))
 		check(t, p, tr, 1)
 	})
 	t.Run("start first", func(t *testing.T) {
@@ -421,18 +426,11 @@ func TestStartWaitsForLiveAck(t *testing.T) {
 		if err := start.QueryRow(ctx, sqlXLockGet, key).Scan(&inst, &lockedAt, &expires, &status); err != nil {
 			t.Fatal(err)
 		}
-		var (
-			wg     sync.WaitGroup
-			ackErr error
-		)
-		acked := make(chan struct{})
-		wg.Go(func() { defer close(acked); _, ackErr = p.AckOrchestrationItem(ctx, liveAck(it)) })
-		blockedBy(t, p, startPID, acked)
-		if err := start.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
-		noDeadlock(t, "the live ack", ackErr)
+		wait := runBlocked(t, p, startPID, func() error {
+			_, err := p.AckOrchestrationItem(ctx, liveAck(it))
+			return err
+		})
+		noDeadlock(t, "the live ack", commitThenWait(t, start, wait))
 		check(t, p, tr, 0)
 		l, _ := p.GetExecutionLock(ctx, key)
 		if l.ExpiresAt.UnixMilli() <= expires {
@@ -468,24 +466,15 @@ func TestCleanupSkipsRowsOfLiveAcks(t *testing.T) {
 	if _, err := group.Exec(ctx, `UPDATE execution_locks SET expires_at = expires_at WHERE instance_id = 'ib'`); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		wg         sync.WaitGroup
-		cleanup    *provider.LockCleanup
-		cleanupErr error
-	)
-	cleaned := make(chan struct{})
-	wg.Go(func() { defer close(cleaned); cleanup, cleanupErr = p.CleanupExecutionLocks(ctx) })
-	blockedBy(t, p, groupPID, cleaned)
+	var cleanup *provider.LockCleanup
+	wait := runBlocked(t, p, groupPID, func() (err error) {
+		cleanup, err = p.CleanupExecutionLocks(ctx)
+		return err
+	})
 	_, err := group.Exec(ctx, sqlAdvisoryLock, p.lockSpace+"xlock:a")
 	noDeadlock(t, "the group's lock of key a", err)
-	if err := group.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	noDeadlock(t, "cleanup", cleanupErr)
-	if n := tr.count(); n > 0 {
-		t.Fatalf("%d statements of the store failed with deadlock_detected (40P01)", n)
-	}
+	noDeadlock(t, "cleanup", commitThenWait(t, group, wait))
+	tr.none(t)
 	if cleanup.Locks != 1 {
 		t.Fatalf("cleanup freed %d locks, want 1 (a; b's row was busy)", cleanup.Locks)
 	}
