@@ -81,7 +81,13 @@
 // keys it is about to free (in key order) before it deletes their rows.
 // Deleting first and taking the key after would wait for a start that
 // waits for the deleted row, a deadlock the server breaks by aborting
-// one of them (40P01).
+// one of them (40P01). A start that replaces the holder takes the
+// holder's instance lock before the key's and reads the holder without
+// locking its row; a live turn ack, which extends its lock rows holding
+// its instance's lock only, then never waits for a transaction that
+// waits for it; cleanup, which settles several keys at once, waits for
+// no key or row and leaves a busy one to its next run (see "Lock order"
+// in execlocks.go).
 //
 // Writes are set-based and pipelined (pgx batches: many statements, one
 // round trip). A transaction's BEGIN rides at the head of its first batch,

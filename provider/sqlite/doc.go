@@ -31,7 +31,11 @@
 // A file store holds that connection for its whole life and runs its
 // statements, prepared once, directly on it (not through a database/sql
 // transaction, which would wrap each statement and start a goroutine per
-// query). Under synchronous NORMAL its commits never checkpoint the WAL:
+// query). If that connection breaks (database/sql closed it, or the driver
+// reports it unusable), the store takes a fresh one, with the same
+// settings, before its next transaction: the write that was running when
+// it broke returns an error (the store never runs it again), and the
+// writes after it succeed. Under synchronous NORMAL its commits never checkpoint the WAL:
 // a goroutine does, on a connection of its own, every few dozen commits
 // once the writer pauses (PASSIVE checkpoints, so it never waits for the
 // writer or the readers), so no caller's commit pays for copying the WAL

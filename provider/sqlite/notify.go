@@ -75,7 +75,17 @@ func (p *Provider) watchForeignCommits(every time.Duration) {
 		var v int64
 		err := p.prepare(context.Background())
 		if err == nil {
-			err = p.wstmts[sDataVersion].QueryRow().Scan(&v)
+			// An idle store's writer may break too: replace it here, or
+			// the store would miss other processes' commits until its
+			// next write.
+			p.connMu.Lock()
+			if !p.writerUsable() {
+				err = p.replaceWriter()
+			}
+			if err == nil {
+				err = p.wstmts[sDataVersion].QueryRow().Scan(&v)
+			}
+			p.connMu.Unlock()
 		}
 		p.group.Release()
 		if err == nil {

@@ -121,6 +121,7 @@ type Provider struct {
 	// queued for the writer.
 	groups, brokenGroups atomic.Int64
 	batchedAcks          atomic.Int64 // work acks runAcks applied set-based
+	writerReplaced       atomic.Int64 // broken writer connections replaced (writer.go)
 	testHookSubmit       func()
 	stats                stats // counters of Stats (stats.go)
 
@@ -330,8 +331,11 @@ func (p *Provider) Close() error {
 		}
 		p.group.Close()
 		p.prepMu.Lock()
+		// The statements of a writer connection database/sql closed are
+		// only dropped: the driver cannot finalize them (writer.go).
+		writerGone := p.wconn != nil && errors.Is(p.writerState(), sql.ErrConnDone)
 		for _, s := range p.wstmts {
-			if s != nil {
+			if s != nil && !writerGone {
 				_ = s.Close()
 			}
 		}
@@ -356,7 +360,10 @@ func (p *Provider) closeDBs() error {
 		errs = append(errs, p.readers.Close())
 	}
 	if p.wconn != nil {
-		errs = append(errs, p.wconn.Close())
+		// A writer connection that broke was closed already (writer.go).
+		if err := p.wconn.Close(); !errors.Is(err, sql.ErrConnDone) {
+			errs = append(errs, err)
+		}
 	}
 	if p.writerDB != nil {
 		errs = append(errs, p.writerDB.Close())

@@ -3,10 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
@@ -193,11 +196,141 @@ func (p *Provider) begin() (tx sqlTxRunner, stmts *txStmts, err error) {
 		return t, new(txStmts), nil
 	}
 	p.connMu.Lock()
-	if _, err := p.wstmts[sBegin].Exec(); err != nil {
+	if !p.writerUsable() {
+		if err := p.replaceWriter(); err != nil {
+			p.connMu.Unlock()
+			return nil, nil, err
+		}
+	}
+	_, err = p.wstmts[sBegin].Exec()
+	if isBadConn(err) {
+		// The connection broke before BEGIN ran: no transaction began, so
+		// BEGIN may run again on a fresh connection.
+		if err = p.replaceWriter(); err == nil {
+			_, err = p.wstmts[sBegin].Exec()
+		}
+	}
+	if err != nil {
 		p.connMu.Unlock()
 		return nil, nil, err
 	}
 	return p.wconn, nil, nil
+}
+
+// A broken writer connection.
+//
+// The file store's writer connection is pinned, so database/sql never
+// checks it the way it checks a pooled connection before reusing it. If
+// it breaks (database/sql closed it after the driver returned
+// driver.ErrBadConn, or the driver reports it unusable), begin replaces
+// it before the next transaction: it discards the connection, takes a
+// fresh one from the writer's pool (whose DSN sets the writer's pragmas
+// on every connection it opens), prepares the writer's statements on it
+// and takes a new data_version baseline. Nothing is retried that may
+// have committed: a request whose statement or COMMIT failed on the
+// broken connection returns its error (ErrUnavailable), as any failed
+// write; only BEGIN, which began nothing when it failed that way, runs
+// again. A group whose shared transaction broke runs each request alone
+// (see runGroup): none of it committed, the connection that held it
+// rolled it back when it closed.
+
+// errUnusable is what writerUsable's check reports to database/sql.
+var errUnusable = errors.New("sqlite: the writer connection is unusable")
+
+// isBadConn reports whether err says the writer connection is gone.
+func isBadConn(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
+}
+
+// writerUsable reports whether the pinned writer connection is open and
+// the driver holds it usable (driver.Validator, what database/sql asks
+// before it pools a connection). connMu is held.
+func (p *Provider) writerUsable() bool { return p.writerState() == nil }
+
+// writerState is nil for a usable writer connection, errUnusable for one
+// the driver reports unusable, and sql.ErrConnDone for one database/sql
+// closed.
+func (p *Provider) writerState() error {
+	return p.wconn.Raw(func(dc any) error {
+		if v, ok := dc.(driver.Validator); ok && !v.IsValid() {
+			return errUnusable
+		}
+		return nil
+	})
+}
+
+// replaceWriter replaces the pinned writer connection with a fresh one
+// from the writer's pool (see "A broken writer connection"). If that
+// fails, the old connection stays, and the next begin tries again.
+// connMu is held, and no transaction is open.
+func (p *Provider) replaceWriter() error {
+	p.prepMu.Lock()
+	defer p.prepMu.Unlock()
+	if p.closed.Load() {
+		return provider.ErrClosed
+	}
+	old := p.wstmts
+	for i := range p.wstmts {
+		p.wstmts[i] = nil
+	}
+	if !errors.Is(p.writerState(), sql.ErrConnDone) {
+		// Close the statements while their connection is open: the
+		// driver cannot finalize a statement of a closed connection
+		// (database/sql does not track a *sql.Conn's statements), so those
+		// of a connection database/sql closed are only dropped.
+		for _, s := range old {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+		// Returning driver.ErrBadConn from Raw makes database/sql close
+		// the connection instead of pooling it.
+		_ = p.wconn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	ctx := context.Background()
+	c, err := p.writerDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	var stmts [numWriterStmts]*sql.Stmt
+	fresh := func() error {
+		var mode string
+		if err := c.QueryRowContext(ctx, sqlJournalMode).Scan(&mode); err != nil {
+			return err
+		}
+		if !strings.EqualFold(mode, "wal") {
+			return fmt.Errorf("sqlite: new writer connection: journal mode is %q, not WAL", mode)
+		}
+		for i, q := range writerSQL {
+			s, err := c.PrepareContext(ctx, q)
+			if err != nil {
+				return err
+			}
+			stmts[i] = s
+		}
+		var v int64
+		if err := stmts[sDataVersion].QueryRow().Scan(&v); err != nil {
+			return err
+		}
+		p.dataVersion.Store(v)
+		return nil
+	}
+	if err := fresh(); err != nil {
+		for _, s := range stmts {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		return err
+	}
+	p.wstmts = stmts
+	p.wconn, p.writer = c, c
+	p.writerReplaced.Add(1)
+	p.log.Warn("sqlite: the writer connection broke and was replaced", logkey.Path, p.path)
+	// Another process may have committed while no connection watched.
+	p.hub.WakeAll()
+	return nil
 }
 
 // commit commits a transaction of begin.
