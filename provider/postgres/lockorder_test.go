@@ -342,7 +342,7 @@ func TestReplacingStartLocksHolderBeforeLockRow(t *testing.T) {
 	p := openFresh(t, &Options{tracer: tr, MaxConns: 8, GroupCommitMax: 1})
 	ctx := t.Context()
 	const holder, key = "holder", "k"
-	if err := p.Enqueue(ctx, lockedHolder(holder, key)); err != nil {
+	if _, err := p.Enqueue(ctx, lockedHolder(holder, key)); err != nil {
 		t.Fatal(err)
 	}
 	ack, ackPID := session(t, p)
@@ -351,7 +351,7 @@ func TestReplacingStartLocksHolderBeforeLockRow(t *testing.T) {
 	}
 	m := lockedHolder("replacer", key)
 	m.Create.Lock.Queue, m.Create.Lock.Replace = true, true
-	wait := runBlocked(t, p, ackPID, func() error { return p.Enqueue(ctx, m) })
+	wait := runBlocked(t, p, ackPID, func() error { return errOf(p.Enqueue(ctx, m)) })
 	if _, err := ack.Exec(ctx, sqlXLockKeysOf, p.lockSpace, []string{holder}); err != nil {
 		noDeadlock(t, "the live ack's keys", err)
 	}
@@ -376,7 +376,7 @@ func TestStartWaitsForLiveAck(t *testing.T) {
 	setup := func(t *testing.T) (*Provider, *deadlockTracer) {
 		tr := &deadlockTracer{}
 		p := openFresh(t, &Options{tracer: tr, MaxConns: 8, GroupCommitMax: 1})
-		if err := p.Enqueue(t.Context(), lockedHolder(holder, key)); err != nil {
+		if _, err := p.Enqueue(t.Context(), lockedHolder(holder, key)); err != nil {
 			t.Fatal(err)
 		}
 		return p, tr
@@ -404,7 +404,7 @@ func TestStartWaitsForLiveAck(t *testing.T) {
 		}
 		m := lockedHolder("second", key)
 		m.Create.Lock.Queue = true
-		wait := runBlocked(t, p, ackPID, func() error { return p.Enqueue(ctx, m) })
+		wait := runBlocked(t, p, ackPID, func() error { return errOf(p.Enqueue(ctx, m)) })
 		noDeadlock(t, "the start", commitThenWait(t, ack, wait))
 		check(t, p, tr, 1)
 	})
@@ -455,10 +455,10 @@ func TestCleanupSkipsRowsOfLiveAcks(t *testing.T) {
 	tr := &deadlockTracer{}
 	p := openFresh(t, &Options{tracer: tr, MaxConns: 8, GroupCommitMax: 1})
 	ctx := t.Context()
-	if err := p.Enqueue(ctx, lockedHolder("ia", "a")); err != nil {
+	if _, err := p.Enqueue(ctx, lockedHolder("ia", "a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Enqueue(ctx, lockedHolder("ib", "b")); err != nil {
+	if _, err := p.Enqueue(ctx, lockedHolder("ib", "b")); err != nil {
 		t.Fatal(err)
 	}
 	mustExec(t, p, `UPDATE execution_locks SET expires_at = 0`)

@@ -62,7 +62,7 @@ func BenchmarkConcurrentStarts(b *testing.B) {
 							case "idem":
 								m.Create.IdempotencyKey, m.Create.IdempotencyTTL = id, time.Hour
 							}
-							if err := p.Enqueue(ctx, m); err != nil {
+							if _, err := p.Enqueue(ctx, m); err != nil {
 								b.Error(err)
 								return
 							}

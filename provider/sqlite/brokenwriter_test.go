@@ -58,15 +58,15 @@ func TestWriterReplacesBrokenConnection(t *testing.T) {
 			t.Parallel()
 			p := openFile(t, filepath.Join(t.TempDir(), "broken.db"), &Options{Synchronous: sync, BusyTimeout: 1234 * time.Millisecond})
 			ctx := t.Context()
-			if err := p.Enqueue(ctx, providertest.HammerStart("before")); err != nil {
+			if _, err := p.Enqueue(ctx, providertest.HammerStart("before")); err != nil {
 				t.Fatal(err)
 			}
 			want := writerPragmas(t, p)
 			breakWriter(t, p)
-			if err := p.Enqueue(ctx, providertest.HammerStart("after")); err != nil {
+			if _, err := p.Enqueue(ctx, providertest.HammerStart("after")); err != nil {
 				t.Fatalf("the first write after the writer broke: %v", err)
 			}
-			if err := p.Enqueue(ctx, providertest.HammerStart("later")); err != nil {
+			if _, err := p.Enqueue(ctx, providertest.HammerStart("later")); err != nil {
 				t.Fatalf("a later write: %v", err)
 			}
 			for _, id := range []string{"before", "after", "later"} {
@@ -119,7 +119,7 @@ func TestWriteOnBrokenWriterFailsAndIsNotRetried(t *testing.T) {
 	if runs != 1 {
 		t.Fatalf("the request ran %d times, want 1", runs)
 	}
-	if err := p.Enqueue(ctx, providertest.HammerStart("next")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("next")); err != nil {
 		t.Fatalf("the next write: %v", err)
 	}
 	var n int
@@ -152,7 +152,7 @@ func TestWriterReplacesConnectionTheDriverCallsUnusable(t *testing.T) {
 	t.Parallel()
 	p := openFile(t, filepath.Join(t.TempDir(), "unusable.db"), nil)
 	ctx := t.Context()
-	if err := p.Enqueue(ctx, providertest.HammerStart("before")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("before")); err != nil {
 		t.Fatal(err)
 	}
 	qctx, cancel := context.WithCancel(ctx)
@@ -167,7 +167,7 @@ func TestWriterReplacesConnectionTheDriverCallsUnusable(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || usable {
 		t.Fatalf("interrupting the writer: %v, usable %v; want context.Canceled and unusable", err, usable)
 	}
-	if err := p.Enqueue(ctx, providertest.HammerStart("after")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("after")); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.writerReplaced.Load(); n != 1 {
@@ -183,7 +183,7 @@ func TestIdleStoreReplacesBrokenWriter(t *testing.T) {
 	p := openFile(t, path, &Options{ChangeCheckInterval: time.Millisecond})
 	other := openFile(t, path, &Options{ChangeCheckInterval: -1})
 	ctx := t.Context()
-	if err := p.Enqueue(ctx, providertest.HammerStart("before")); err != nil {
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("before")); err != nil {
 		t.Fatal(err)
 	}
 	work, stop := p.Subscribe(provider.QueueWorker)
@@ -202,7 +202,7 @@ func TestIdleStoreReplacesBrokenWriter(t *testing.T) {
 	breakWriter(t, p)
 	wait("replaced its broken writer", func() bool { return p.writerReplaced.Load() == 1 })
 	seen := p.foreignCommits.Load()
-	if err := other.Enqueue(ctx, providertest.HammerStart("other")); err != nil {
+	if _, err := other.Enqueue(ctx, providertest.HammerStart("other")); err != nil {
 		t.Fatal(err)
 	}
 	wait("saw the other store's commit", func() bool { return p.foreignCommits.Load() > seen })
@@ -215,7 +215,7 @@ func TestCloseAfterWriterBroke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
+	if _, err := p.Enqueue(t.Context(), providertest.HammerStart("a")); err != nil {
 		t.Fatal(err)
 	}
 	breakWriter(t, p)
