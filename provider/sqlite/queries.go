@@ -1,6 +1,9 @@
 package sqlite
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
@@ -110,6 +113,8 @@ const (
 	sSetInstanceStatus
 	sSetInstanceName
 	sInsertEvent
+	sInsertEvents4
+	sInsertEvents16
 	sInsertWork
 	sInsertWorkLeased
 	sWorkExists
@@ -383,6 +388,10 @@ WHERE instance_id = ?1
 	// ?1 instance, ?2 execution, ?3 event id, ?4 type, ?5 data, ?6 now.
 	sInsertEvent: `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+	// sInsertEvent for 4 and 16 events at once (insertEvents): ?1
+	// instance, ?2 execution, ?3 now, then each event's id, type and data.
+	sInsertEvents4:  insertEventsSQL(4),
+	sInsertEvents16: insertEventsSQL(16),
 
 	// ?1 instance, ?2 execution, ?3 activity, ?4 session (NULL: none),
 	// ?5 work item, ?6 visible_at, ?7 now, ?8 and ?9 the row's activity
@@ -682,6 +691,21 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id
 WHERE l.expires_at <= ?1 OR i.instance_id IS NULL OR i.status IN ('Completed', 'Failed', 'Canceled')
 ORDER BY l.lock_key`,
+}
+
+// insertEventsSQL is an INSERT of n history events of one execution: ?1
+// instance, ?2 execution, ?3 now, then the id, type and data of each.
+func insertEventsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at) VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		k := 4 + 3*i
+		fmt.Fprintf(&b, "(?1, ?2, ?%d, ?%d, ?%d, ?3)", k, k+1, k+2)
+	}
+	return b.String()
 }
 
 // instanceColumns are the columns scanned by scanInstanceInfo.
