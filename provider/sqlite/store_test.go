@@ -291,6 +291,44 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	}
 }
 
+// TestDuplicateEventInBatchNamesIt: a turn ack's events are appended
+// several per statement; one that is already there fails the ack with
+// ErrDuplicateEvent naming that event, and none of the ack's events is
+// kept.
+func TestDuplicateEventInBatchNamesIt(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "dup.db"), nil)
+	providertest.RunFirstTurn(t, p, "d")
+	if err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := p.ReadHistory(t.Context(), "d", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := providertest.MustFetch(t, p)
+	next := int64(len(before)) + 1
+	var evs []history.Event
+	for i := range 20 {
+		id := next + int64(i)
+		if i == 10 {
+			id = 2 // already in the history
+		}
+		evs = append(evs, history.Event{EventID: id, Kind: history.NowRecorded, TimestampMs: 1, TimeMs: 1})
+	}
+	_, err = p.AckOrchestrationItem(t.Context(), &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: evs})
+	if !errors.Is(err, provider.ErrDuplicateEvent) || !strings.Contains(err.Error(), "appending event 2 ") {
+		t.Fatalf("ack re-appending event 2 among 20: %v, want ErrDuplicateEvent naming event 2", err)
+	}
+	after, err := p.ReadHistory(t.Context(), "d", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("history has %d events after the failed ack, want %d", len(after), len(before))
+	}
+}
+
 // TestHotQueriesUseIndexes checks the plans of the fetch and ack paths and
 // of the dispatchers' idle reads (NextVisible): no statement scans a table.
 func TestHotQueriesUseIndexes(t *testing.T) {
