@@ -543,16 +543,8 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	}
 
 	// (g) Worker items, then (h) cancellations.
-	for _, wk := range e.Work {
-		if wk.Lease && e.LeaseMs > 0 {
-			if err := w.insertLeased(wk, e.LeaseMs); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := w.insertWork(wk); err != nil {
-			return err
-		}
+	if err := w.insertWorks(e.Work, e.LeaseMs); err != nil {
+		return err
 	}
 	for _, c := range e.Canceled {
 		n, err := w.exec(sCancelActivity, nil, c.InstanceID, c.ExecutionID, c.ActivityID)

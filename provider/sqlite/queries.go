@@ -116,6 +116,11 @@ const (
 	sInsertEvents4
 	sInsertEvents16
 	sInsertWork
+	sInsertWorks4
+	sInsertWorks16
+	sInsertWorksLeased4
+	sInsertWorksLeased16
+	sNextWorkID
 	sInsertWorkLeased
 	sWorkExists
 	sCancelActivity
@@ -413,6 +418,15 @@ SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?8 || n, ?6, 1
 FROM (SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
                  coalesce((SELECT max(id) FROM worker_queue), 0)) + 1 AS n)
 RETURNING id`,
+	// sInsertWork and sInsertWorkLeased for 4 and 16 rows at once
+	// (insertWorkRun, insertLeasedRun); see insertWorksSQL.
+	sInsertWorks4:        insertWorksSQL(4, false),
+	sInsertWorks16:       insertWorksSQL(16, false),
+	sInsertWorksLeased4:  insertWorksSQL(4, true),
+	sInsertWorksLeased16: insertWorksSQL(16, true),
+	// The ID the next worker row takes (as sInsertWorkLeased computes it).
+	sNextWorkID: `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
+           coalesce((SELECT max(id) FROM worker_queue), 0)) + 1`,
 	// Which of the rows ?1 (JSON array of IDs) still exist.
 	sWorkExists: `SELECT id FROM worker_queue WHERE id IN (SELECT value FROM json_each(?1))`,
 
@@ -704,6 +718,36 @@ func insertEventsSQL(n int) string {
 		}
 		k := 4 + 3*i
 		fmt.Fprintf(&b, "(?1, ?2, ?%d, ?%d, ?%d, ?3)", k, k+1, k+2)
+	}
+	return b.String()
+}
+
+// insertWorksSQL is an INSERT of n worker rows. Not leased: ?1 now, then
+// each row's instance, execution, activity, session, work item,
+// visible_at, activity name and queue (as sInsertWork). Leased: ?1
+// locked_until (and visible_at), ?2 now, ?3 the token prefix, then each
+// row's ID (which its token ends with), instance, execution, activity,
+// session, work item, activity name and queue (as sInsertWorkLeased).
+func insertWorksSQL(n int, leased bool) string {
+	var b strings.Builder
+	if leased {
+		b.WriteString(`INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, activity_name, queue,
+    visible_at, created_at, lock_token, locked_until, attempt_count) VALUES `)
+	} else {
+		b.WriteString(`INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, activity_name, queue,
+    created_at) VALUES `)
+	}
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if leased {
+			k := 4 + 8*i
+			fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1, ?2, ?3 || ?%d, ?1, 1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7, k)
+		} else {
+			k := 2 + 8*i
+			fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7)
+		}
 	}
 	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
@@ -326,6 +327,53 @@ func TestDuplicateEventInBatchNamesIt(t *testing.T) {
 	}
 	if len(after) != len(before) {
 		t.Fatalf("history has %d events after the failed ack, want %d", len(after), len(before))
+	}
+}
+
+// TestManyWorkItemsKeepOrder: a turn ack inserts its worker items several
+// per statement; the rows still take IDs in the items' order, leased or
+// not, each lease's token holds its own row, and a fetch finds the rest
+// in order.
+func TestManyWorkItemsKeepOrder(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "work.db"), nil)
+	if err := p.Enqueue(t.Context(), providertest.HammerStart("w")); err != nil {
+		t.Fatal(err)
+	}
+	it := providertest.MustFetch(t, p)
+	ack := &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, LeaseFor: time.Minute,
+		History:  []history.Event{{EventID: 1, Kind: history.OrchestrationStarted, TimestampMs: 1, Name: "T", Input: json.RawMessage(`1`)}},
+		Metadata: provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning, Input: json.RawMessage(`1`)}}
+	// 5 not leased, 17 leased, 6 not leased: runs of 4+1, 16+1 and 4+1+1.
+	for act := int64(1); act <= 28; act++ {
+		m := providertest.HammerActivity("w", act)
+		m.Lease = act >= 6 && act <= 22
+		ack.WorkerItems = append(ack.WorkerItems, m)
+	}
+	res, err := p.AckOrchestrationItem(t.Context(), ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched, err := p.FetchWorkItems(t.Context(), provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leased) != 17 || len(fetched) != 11 {
+		t.Fatalf("%d leased, %d fetched, want 17 and 11", len(res.Leased), len(fetched))
+	}
+	all := append(append(append([]*provider.WorkItemLease{}, fetched[:5]...), res.Leased...), fetched[5:]...)
+	var last int64
+	for k, l := range all {
+		row, ok := sqlstore.TokenRow(l.LockToken)
+		if l.ActivityID != int64(k+1) || !ok || row <= last {
+			t.Fatalf("item %d: activity %d, token %q (row %d after %d): want activity %d on a later row", k, l.ActivityID, l.LockToken, row, last, k+1)
+		}
+		last = row
+	}
+	for _, l := range res.Leased {
+		if _, err := p.AckWorkItem(t.Context(), providertest.HammerCompletion(l)); err != nil {
+			t.Fatalf("acking leased activity %d: %v", l.ActivityID, err)
+		}
 	}
 }
 
