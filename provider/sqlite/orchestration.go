@@ -635,3 +635,40 @@ func (w *wtx) applyValues(inst string, e *sqlenc.Ack) error {
 	_, err := w.exec(sValuesBump, nil, inst)
 	return err
 }
+
+// insertMessages enqueues the completions msgs in order, several per
+// statement (as insertEvents appends events).
+func (w *wtx) insertMessages(msgs []*sqlenc.Msg) error {
+	var args []any
+	for len(msgs) > 0 {
+		n := chunk(len(msgs))
+		id := sInsertMessage
+		switch n {
+		case 16:
+			id = sInsertMessages16
+		case 4:
+			id = sInsertMessages4
+		}
+		if n == 1 {
+			args = append(args[:0], msgs[0].InstanceID, string(msgs[0].Item), msgVisible(msgs[0], w.now), w.now)
+		} else {
+			args = append(args[:0], w.now)
+			for _, m := range msgs[:n] {
+				args = append(args, m.InstanceID, string(m.Item), msgVisible(m, w.now))
+			}
+		}
+		if _, err := w.exec(id, nil, args...); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+// msgVisible is when message m becomes visible: its VisibleAt, or now.
+func msgVisible(m *sqlenc.Msg, now int64) int64 {
+	if m.VisibleAt == 0 {
+		return now
+	}
+	return m.VisibleAt
+}

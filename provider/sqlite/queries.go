@@ -148,7 +148,8 @@ const (
 	sDeleteWork
 	sAckWork
 	sAckWorks
-	sInsertMessages
+	sInsertMessages4
+	sInsertMessages16
 	sTouchSession
 	sAbandonWork
 	sRenewWork
@@ -533,11 +534,10 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 	sAckWorks: `DELETE FROM worker_queue
 WHERE id IN (SELECT value FROM json_each(?1)) AND lock_token IN (SELECT value FROM json_each(?2)) AND locked_until > ?3
 RETURNING id, lock_token, session_id`,
-	// Enqueue messages at once, in order: ?1 JSON array of
-	// [instance, work item (a JSON text as a string), visible_at], ?2 now.
-	sInsertMessages: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?2
-FROM json_each(?1) ORDER BY key`,
+	// Enqueue 4 or 16 messages at once, in order: ?1 now, then each
+	// message's instance, work item and visible_at.
+	sInsertMessages4:  insertMessagesSQL(4),
+	sInsertMessages16: insertMessagesSQL(16),
 
 	// ?1 session, ?2 now.
 	sTouchSession: `UPDATE sessions SET last_activity_at = ?2 WHERE session_id = ?1 AND locked_until > ?2`,
@@ -748,6 +748,21 @@ func insertWorksSQL(n int, leased bool) string {
 			k := 2 + 8*i
 			fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7)
 		}
+	}
+	return b.String()
+}
+
+// insertMessagesSQL is an INSERT of n orchestrator messages: ?1 now, then
+// the instance, work item and visible_at of each.
+func insertMessagesSQL(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		k := 2 + 3*i
+		fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?1)", k, k+1, k+2)
 	}
 	return b.String()
 }
