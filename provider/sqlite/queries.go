@@ -707,19 +707,26 @@ WHERE l.expires_at <= ?1 OR i.instance_id IS NULL OR i.status IN ('Completed', '
 ORDER BY l.lock_key`,
 }
 
-// insertEventsSQL is an INSERT of n history events of one execution: ?1
-// instance, ?2 execution, ?3 now, then the id, type and data of each.
-func insertEventsSQL(n int) string {
+// valuesSQL is head followed by n rows of values, row(k) each, where k is
+// the row's first parameter: first for the first row, per more for each
+// next one.
+func valuesSQL(head string, n, first, per int, row func(k int) string) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at) VALUES ")
+	b.WriteString(head)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		k := 4 + 3*i
-		fmt.Fprintf(&b, "(?1, ?2, ?%d, ?%d, ?%d, ?3)", k, k+1, k+2)
+		b.WriteString(row(first + per*i))
 	}
 	return b.String()
+}
+
+// insertEventsSQL is an INSERT of n history events of one execution: ?1
+// instance, ?2 execution, ?3 now, then the id, type and data of each.
+func insertEventsSQL(n int) string {
+	return valuesSQL("INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at) VALUES ", n, 4, 3,
+		func(k int) string { return fmt.Sprintf("(?1, ?2, ?%d, ?%d, ?%d, ?3)", k, k+1, k+2) })
 }
 
 // insertWorksSQL is an INSERT of n worker rows. Not leased: ?1 now, then
@@ -729,42 +736,23 @@ func insertEventsSQL(n int) string {
 // row's ID (which its token ends with), instance, execution, activity,
 // session, work item, activity name and queue (as sInsertWorkLeased).
 func insertWorksSQL(n int, leased bool) string {
-	var b strings.Builder
 	if leased {
-		b.WriteString(`INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, activity_name, queue,
-    visible_at, created_at, lock_token, locked_until, attempt_count) VALUES `)
-	} else {
-		b.WriteString(`INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, activity_name, queue,
-    created_at) VALUES `)
+		return valuesSQL(`INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, activity_name, queue,
+    visible_at, created_at, lock_token, locked_until, attempt_count) VALUES `, n, 4, 8, func(k int) string {
+			return fmt.Sprintf("(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1, ?2, ?3 || ?%d, ?1, 1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7, k)
+		})
 	}
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if leased {
-			k := 4 + 8*i
-			fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1, ?2, ?3 || ?%d, ?1, 1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7, k)
-		} else {
-			k := 2 + 8*i
-			fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7)
-		}
-	}
-	return b.String()
+	return valuesSQL(`INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, activity_name, queue,
+    created_at) VALUES `, n, 2, 8, func(k int) string {
+		return fmt.Sprintf("(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7)
+	})
 }
 
 // insertMessagesSQL is an INSERT of n orchestrator messages: ?1 now, then
 // the instance, work item and visible_at of each.
 func insertMessagesSQL(n int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ")
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		k := 2 + 3*i
-		fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?1)", k, k+1, k+2)
-	}
-	return b.String()
+	return valuesSQL("INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ", n, 2, 3,
+		func(k int) string { return fmt.Sprintf("(?%d, ?%d, ?%d, ?1)", k, k+1, k+2) })
 }
 
 // instanceColumns are the columns scanned by scanInstanceInfo.
