@@ -460,6 +460,41 @@ func (w *wtx) LeaseInserted(lockMs int64) ([]*provider.WorkItemLease, error) {
 	return leases, nil
 }
 
+// insertEvents appends events to an execution's history, up to 16 in
+// one statement (a statement's fixed cost is most of a small row's
+// insert). A statement that fails (a duplicate event) wrote nothing, so
+// its events are then inserted one by one: the error names the event, as
+// it does alone.
+func (w *wtx) insertEvents(inst string, execID int64, events []sqlenc.Event) error {
+	var args []any
+	for len(events) > 0 {
+		id, n := sInsertEvent, 1
+		switch {
+		case len(events) >= 16:
+			id, n = sInsertEvents16, 16
+		case len(events) >= 4:
+			id, n = sInsertEvents4, 4
+		}
+		if n > 1 {
+			args = append(args[:0], inst, execID, w.now)
+			for _, ev := range events[:n] {
+				args = append(args, ev.ID, ev.Kind, string(ev.Data))
+			}
+			if _, err := w.exec(id, provider.ErrDuplicateEvent, args...); err == nil {
+				events = events[n:]
+				continue
+			}
+		}
+		for _, ev := range events[:n] {
+			if _, err := w.exec(sInsertEvent, provider.ErrDuplicateEvent, inst, execID, ev.ID, ev.Kind, string(ev.Data), w.now); err != nil {
+				return fmt.Errorf("appending event %d to %q execution %d: %w", ev.ID, inst, execID, err)
+			}
+		}
+		events = events[n:]
+	}
+	return nil
+}
+
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst; see
 // sqlstore.TurnTx.
 func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
@@ -503,23 +538,13 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	}
 
 	// (e) Append history, insert only.
-	for _, ev := range e.Events {
-		if _, err := w.exec(sInsertEvent, provider.ErrDuplicateEvent, inst, e.ExecutionID, ev.ID, ev.Kind, string(ev.Data), w.now); err != nil {
-			return fmt.Errorf("appending event %d to %q execution %d: %w", ev.ID, inst, e.ExecutionID, err)
-		}
+	if err := w.insertEvents(inst, e.ExecutionID, e.Events); err != nil {
+		return err
 	}
 
 	// (g) Worker items, then (h) cancellations.
-	for _, wk := range e.Work {
-		if wk.Lease && e.LeaseMs > 0 {
-			if err := w.insertLeased(wk, e.LeaseMs); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := w.insertWork(wk); err != nil {
-			return err
-		}
+	if err := w.insertWorks(e.Work, e.LeaseMs); err != nil {
+		return err
 	}
 	for _, c := range e.Canceled {
 		n, err := w.exec(sCancelActivity, nil, c.InstanceID, c.ExecutionID, c.ActivityID)
@@ -609,4 +634,41 @@ func (w *wtx) applyValues(inst string, e *sqlenc.Ack) error {
 	}
 	_, err := w.exec(sValuesBump, nil, inst)
 	return err
+}
+
+// insertMessages enqueues the completions msgs in order, several per
+// statement (as insertEvents appends events).
+func (w *wtx) insertMessages(msgs []*sqlenc.Msg) error {
+	var args []any
+	for len(msgs) > 0 {
+		n := chunk(len(msgs))
+		id := sInsertMessage
+		switch n {
+		case 16:
+			id = sInsertMessages16
+		case 4:
+			id = sInsertMessages4
+		}
+		if n == 1 {
+			args = append(args[:0], msgs[0].InstanceID, string(msgs[0].Item), msgVisible(msgs[0], w.now), w.now)
+		} else {
+			args = append(args[:0], w.now)
+			for _, m := range msgs[:n] {
+				args = append(args, m.InstanceID, string(m.Item), msgVisible(m, w.now))
+			}
+		}
+		if _, err := w.exec(id, nil, args...); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+// msgVisible is when message m becomes visible: its VisibleAt, or now.
+func msgVisible(m *sqlenc.Msg, now int64) int64 {
+	if m.VisibleAt == 0 {
+		return now
+	}
+	return m.VisibleAt
 }

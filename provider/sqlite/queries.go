@@ -1,6 +1,9 @@
 package sqlite
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
@@ -110,7 +113,14 @@ const (
 	sSetInstanceStatus
 	sSetInstanceName
 	sInsertEvent
+	sInsertEvents4
+	sInsertEvents16
 	sInsertWork
+	sInsertWorks4
+	sInsertWorks16
+	sInsertWorksLeased4
+	sInsertWorksLeased16
+	sNextWorkID
 	sInsertWorkLeased
 	sWorkExists
 	sCancelActivity
@@ -138,7 +148,8 @@ const (
 	sDeleteWork
 	sAckWork
 	sAckWorks
-	sInsertMessages
+	sInsertMessages4
+	sInsertMessages16
 	sTouchSession
 	sAbandonWork
 	sRenewWork
@@ -383,6 +394,10 @@ WHERE instance_id = ?1
 	// ?1 instance, ?2 execution, ?3 event id, ?4 type, ?5 data, ?6 now.
 	sInsertEvent: `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+	// sInsertEvent for 4 and 16 events at once (insertEvents): ?1
+	// instance, ?2 execution, ?3 now, then each event's id, type and data.
+	sInsertEvents4:  insertEventsSQL(4),
+	sInsertEvents16: insertEventsSQL(16),
 
 	// ?1 instance, ?2 execution, ?3 activity, ?4 session (NULL: none),
 	// ?5 work item, ?6 visible_at, ?7 now, ?8 and ?9 the row's activity
@@ -404,6 +419,15 @@ SELECT n, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?8 || n, ?6, 1
 FROM (SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
                  coalesce((SELECT max(id) FROM worker_queue), 0)) + 1 AS n)
 RETURNING id`,
+	// sInsertWork and sInsertWorkLeased for 4 and 16 rows at once
+	// (insertWorkRun, insertLeasedRun); see insertWorksSQL.
+	sInsertWorks4:        insertWorksSQL(4, false),
+	sInsertWorks16:       insertWorksSQL(16, false),
+	sInsertWorksLeased4:  insertWorksSQL(4, true),
+	sInsertWorksLeased16: insertWorksSQL(16, true),
+	// The ID the next worker row takes (as sInsertWorkLeased computes it).
+	sNextWorkID: `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'worker_queue'), 0),
+           coalesce((SELECT max(id) FROM worker_queue), 0)) + 1`,
 	// Which of the rows ?1 (JSON array of IDs) still exist.
 	sWorkExists: `SELECT id FROM worker_queue WHERE id IN (SELECT value FROM json_each(?1))`,
 
@@ -510,11 +534,10 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 	sAckWorks: `DELETE FROM worker_queue
 WHERE id IN (SELECT value FROM json_each(?1)) AND lock_token IN (SELECT value FROM json_each(?2)) AND locked_until > ?3
 RETURNING id, lock_token, session_id`,
-	// Enqueue messages at once, in order: ?1 JSON array of
-	// [instance, work item (a JSON text as a string), visible_at], ?2 now.
-	sInsertMessages: `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?2
-FROM json_each(?1) ORDER BY key`,
+	// Enqueue 4 or 16 messages at once, in order: ?1 now, then each
+	// message's instance, work item and visible_at.
+	sInsertMessages4:  insertMessagesSQL(4),
+	sInsertMessages16: insertMessagesSQL(16),
 
 	// ?1 session, ?2 now.
 	sTouchSession: `UPDATE sessions SET last_activity_at = ?2 WHERE session_id = ?1 AND locked_until > ?2`,
@@ -682,6 +705,54 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
 FROM execution_locks AS l LEFT JOIN instances AS i ON i.instance_id = l.instance_id
 WHERE l.expires_at <= ?1 OR i.instance_id IS NULL OR i.status IN ('Completed', 'Failed', 'Canceled')
 ORDER BY l.lock_key`,
+}
+
+// valuesSQL is head followed by n rows of values, row(k) each, where k is
+// the row's first parameter: first for the first row, per more for each
+// next one.
+func valuesSQL(head string, n, first, per int, row func(k int) string) string {
+	var b strings.Builder
+	b.WriteString(head)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row(first + per*i))
+	}
+	return b.String()
+}
+
+// insertEventsSQL is an INSERT of n history events of one execution: ?1
+// instance, ?2 execution, ?3 now, then the id, type and data of each.
+func insertEventsSQL(n int) string {
+	return valuesSQL("INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at) VALUES ", n, 4, 3,
+		func(k int) string { return fmt.Sprintf("(?1, ?2, ?%d, ?%d, ?%d, ?3)", k, k+1, k+2) })
+}
+
+// insertWorksSQL is an INSERT of n worker rows. Not leased: ?1 now, then
+// each row's instance, execution, activity, session, work item,
+// visible_at, activity name and queue (as sInsertWork). Leased: ?1
+// locked_until (and visible_at), ?2 now, ?3 the token prefix, then each
+// row's ID (which its token ends with), instance, execution, activity,
+// session, work item, activity name and queue (as sInsertWorkLeased).
+func insertWorksSQL(n int, leased bool) string {
+	if leased {
+		return valuesSQL(`INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, activity_name, queue,
+    visible_at, created_at, lock_token, locked_until, attempt_count) VALUES `, n, 4, 8, func(k int) string {
+			return fmt.Sprintf("(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1, ?2, ?3 || ?%d, ?1, 1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7, k)
+		})
+	}
+	return valuesSQL(`INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, activity_name, queue,
+    created_at) VALUES `, n, 2, 8, func(k int) string {
+		return fmt.Sprintf("(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?1)", k, k+1, k+2, k+3, k+4, k+5, k+6, k+7)
+	})
+}
+
+// insertMessagesSQL is an INSERT of n orchestrator messages: ?1 now, then
+// the instance, work item and visible_at of each.
+func insertMessagesSQL(n int) string {
+	return valuesSQL("INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ", n, 2, 3,
+		func(k int) string { return fmt.Sprintf("(?%d, ?%d, ?%d, ?1)", k, k+1, k+2) })
 }
 
 // instanceColumns are the columns scanned by scanInstanceInfo.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
@@ -288,6 +289,91 @@ func TestDuplicateEventIsErrDuplicateEvent(t *testing.T) {
 	})
 	if !errors.Is(err, provider.ErrDuplicateEvent) || provider.IsRetryable(err) {
 		t.Fatalf("ack re-appending event 2: %v, want permanent ErrDuplicateEvent", err)
+	}
+}
+
+// TestDuplicateEventInBatchNamesIt: a turn ack's events are appended
+// several per statement; one that is already there fails the ack with
+// ErrDuplicateEvent naming that event, and none of the ack's events is
+// kept.
+func TestDuplicateEventInBatchNamesIt(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "dup.db"), nil)
+	providertest.RunFirstTurn(t, p, "d")
+	if _, err := p.Enqueue(t.Context(), providertest.HammerEvent("d")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := p.ReadHistory(t.Context(), "d", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := providertest.MustFetch(t, p)
+	next := int64(len(before)) + 1
+	var evs []history.Event
+	for i := range 20 {
+		id := next + int64(i)
+		if i == 10 {
+			id = 2 // already in the history
+		}
+		evs = append(evs, history.Event{EventID: id, Kind: history.NowRecorded, TimestampMs: 1, TimeMs: 1})
+	}
+	_, err = p.AckOrchestrationItem(t.Context(), &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, History: evs})
+	if !errors.Is(err, provider.ErrDuplicateEvent) || !strings.Contains(err.Error(), "appending event 2 ") {
+		t.Fatalf("ack re-appending event 2 among 20: %v, want ErrDuplicateEvent naming event 2", err)
+	}
+	after, err := p.ReadHistory(t.Context(), "d", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("history has %d events after the failed ack, want %d", len(after), len(before))
+	}
+}
+
+// TestManyWorkItemsKeepOrder: a turn ack inserts its worker items several
+// per statement; the rows still take IDs in the items' order, leased or
+// not, each lease's token holds its own row, and a fetch finds the rest
+// in order.
+func TestManyWorkItemsKeepOrder(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "work.db"), nil)
+	if _, err := p.Enqueue(t.Context(), providertest.HammerStart("w")); err != nil {
+		t.Fatal(err)
+	}
+	it := providertest.MustFetch(t, p)
+	ack := &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1, LeaseFor: time.Minute,
+		History:  []history.Event{{EventID: 1, Kind: history.OrchestrationStarted, TimestampMs: 1, Name: "T", Input: json.RawMessage(`1`)}},
+		Metadata: provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning, Input: json.RawMessage(`1`)}}
+	// 5 not leased, 17 leased, 6 not leased: runs of 4+1, 16+1 and 4+1+1.
+	for act := int64(1); act <= 28; act++ {
+		m := providertest.HammerActivity("w", act)
+		m.Lease = act >= 6 && act <= 22
+		ack.WorkerItems = append(ack.WorkerItems, m)
+	}
+	res, err := p.AckOrchestrationItem(t.Context(), ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched, err := p.FetchWorkItems(t.Context(), provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leased) != 17 || len(fetched) != 11 {
+		t.Fatalf("%d leased, %d fetched, want 17 and 11", len(res.Leased), len(fetched))
+	}
+	all := append(append(append([]*provider.WorkItemLease{}, fetched[:5]...), res.Leased...), fetched[5:]...)
+	var last int64
+	for k, l := range all {
+		row, ok := sqlstore.TokenRow(l.LockToken)
+		if l.ActivityID != int64(k+1) || !ok || row <= last {
+			t.Fatalf("item %d: activity %d, token %q (row %d after %d): want activity %d on a later row", k, l.ActivityID, l.LockToken, row, last, k+1)
+		}
+		last = row
+	}
+	for _, l := range res.Leased {
+		if _, err := p.AckWorkItem(t.Context(), providertest.HammerCompletion(l)); err != nil {
+			t.Fatalf("acking leased activity %d: %v", l.ActivityID, err)
+		}
 	}
 }
 

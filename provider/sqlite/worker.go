@@ -78,6 +78,134 @@ func (w *wtx) insertLeased(e *sqlenc.Work, lockMs int64) error {
 	return nil
 }
 
+// insertWorks inserts a turn ack's worker items in order, those marked
+// Lease leased to the caller for leaseMs (when it is positive): each run
+// of consecutive items of one kind up to 16 per statement, as
+// insertEvents does, the rows taking the same IDs, in the same order, as
+// one statement each would give them.
+func (w *wtx) insertWorks(items []*sqlenc.Work, leaseMs int64) error {
+	for len(items) > 0 {
+		leased := items[0].Lease && leaseMs > 0
+		run := 1
+		for run < len(items) && (items[run].Lease && leaseMs > 0) == leased {
+			run++
+		}
+		var err error
+		if leased {
+			err = w.insertLeasedRun(items[:run], leaseMs)
+		} else {
+			err = w.insertWorkRun(items[:run])
+		}
+		if err != nil {
+			return err
+		}
+		items = items[run:]
+	}
+	return nil
+}
+
+// chunk is the rows of the next multi-row insert of n left: 16, 4 or 1.
+func chunk(n int) int {
+	switch {
+	case n >= 16:
+		return 16
+	case n >= 4:
+		return 4
+	}
+	return 1
+}
+
+// insertWorkRun inserts items as insertWork does each, several per
+// statement.
+func (w *wtx) insertWorkRun(items []*sqlenc.Work) error {
+	var args []any
+	for len(items) > 0 {
+		n := chunk(len(items))
+		if n == 1 {
+			if err := w.insertWork(items[0]); err != nil {
+				return err
+			}
+			items = items[1:]
+			continue
+		}
+		args = append(args[:0], w.now)
+		for _, e := range items[:n] {
+			visible := e.VisibleAt
+			if visible == 0 {
+				visible = w.now
+			}
+			name, queue := workRouteArgs(e)
+			args = append(args, e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), visible, name, queue)
+		}
+		id := sInsertWorks4
+		if n == 16 {
+			id = sInsertWorks16
+		}
+		if _, err := w.exec(id, nil, args...); err != nil {
+			return err
+		}
+		w.changes.work = true
+		items = items[n:]
+	}
+	return nil
+}
+
+// insertLeasedRun inserts items as insertLeased does each, several per
+// statement: the rows' IDs, which their tokens end with, are the next
+// ones (sNextWorkID; the single writer inserts nothing in between).
+func (w *wtx) insertLeasedRun(items []*sqlenc.Work, lockMs int64) error {
+	if len(items) < 4 {
+		for _, e := range items {
+			if err := w.insertLeased(e, lockMs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if w.leasePrefix == "" {
+		w.leasePrefix = sqlstore.NewTokenPrefix()
+		w.leaseUntil = w.p.now() + lockMs
+	}
+	var next int64
+	if err := w.query(sNextWorkID, func(r *sql.Rows) error { return r.Scan(&next) }); err != nil {
+		return err
+	}
+	var args []any
+	for len(items) > 0 {
+		n := chunk(len(items))
+		if n == 1 {
+			if err := w.insertLeased(items[0], lockMs); err != nil {
+				return err
+			}
+			items = items[1:]
+			continue
+		}
+		args = append(args[:0], w.leaseUntil, w.now, w.leasePrefix)
+		for k, e := range items[:n] {
+			name, queue := workRouteArgs(e)
+			args = append(args, next+int64(k), e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), name, queue)
+		}
+		id := sInsertWorksLeased4
+		if n == 16 {
+			id = sInsertWorksLeased16
+		}
+		if _, err := w.exec(id, nil, args...); err != nil {
+			return err
+		}
+		for k, e := range items[:n] {
+			rid := next + int64(k)
+			w.leases = append(w.leases, &provider.WorkItemLease{
+				LockToken: w.leasePrefix + strconv.FormatInt(rid, 10), LockedUntil: msTime(w.leaseUntil), AttemptCount: 1,
+				InstanceID: e.InstanceID, ExecutionID: e.ExecutionID, ActivityID: e.ActivityID, Item: e.Msg.Item,
+			})
+			w.leaseIDs = append(w.leaseIDs, rid)
+		}
+		next += int64(n)
+		items = items[n:]
+	}
+	return nil
+}
+
 // workRow is one locked worker-queue row before decoding.
 type workRow = sqlstore.WorkRow
 

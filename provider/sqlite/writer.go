@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
 
@@ -419,7 +419,7 @@ func (p *Provider) runAcks(tx sqlTxRunner, stmts *txStmts, group []sqlstore.Requ
 	}
 	var (
 		touched map[string]bool
-		msgs    [][3]any
+		msgs    []*sqlenc.Msg
 	)
 	applied := make([]bool, len(idx))
 	for k, i := range idx {
@@ -443,21 +443,11 @@ func (p *Provider) runAcks(tx sqlTxRunner, stmts *txStmts, group []sqlstore.Requ
 			}
 		}
 		if m := a.Ack.Completion; m != nil {
-			visible := m.VisibleAt
-			if visible == 0 {
-				visible = w.now
-			}
-			msgs = append(msgs, [3]any{m.InstanceID, string(m.Item), visible})
+			msgs = append(msgs, m)
 		}
 	}
-	if len(msgs) > 0 {
-		enc, err := json.Marshal(msgs)
-		if err != nil {
-			return nil
-		}
-		if _, err := w.exec(sInsertMessages, nil, string(enc), w.now); err != nil {
-			return nil
-		}
+	if err := w.insertMessages(msgs); err != nil {
+		return nil
 	}
 	// Which instances whose turn an ack may take (WorkAck.TakeTurn) still
 	// have activities queued, asked once for the group: TakeTurn leaves
