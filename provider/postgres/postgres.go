@@ -885,36 +885,6 @@ func (w *wtx) queueLockInstance(b *pgx.Batch, instance string) {
 	}
 }
 
-// sharedSQL is the SQL text of the shared code's statements.
-var sharedSQL = [sqlstore.NumQueries]string{
-	sqlstore.QInstanceCurrent: sqlInstanceCurrent,
-	sqlstore.QExecutionExists: sqlExecutionExists,
-	sqlstore.QHistory:         sqlHistory,
-	sqlstore.QQueueInstance:   sqlQueueInstance,
-	sqlstore.QQueueMessages:   sqlQueueMessages,
-	sqlstore.QQueueWork:       sqlQueueWork,
-	sqlstore.QQueueLock:       sqlQueueLock,
-	sqlstore.QQueueHeldLocks:  sqlQueueHeldLocks,
-	sqlstore.QQueueStart:      sqlQueueStart,
-	sqlstore.QLockGet:         sqlXLockGetInfo,
-	sqlstore.QLockList:        sqlXLockList,
-	sqlstore.QGetInstance:     sqlGetInstance,
-	sqlstore.QInstanceExists:  sqlInstanceExists,
-	sqlstore.QValues:          sqlValues,
-	sqlstore.QValue:           sqlValue,
-	sqlstore.QListExecutions:  sqlListExecutions,
-	sqlstore.QGetExecution:    sqlGetExecution,
-	sqlstore.QListChildren:    sqlListChildren,
-	sqlstore.QNextVisibleOrch: sqlNextVisibleOrch,
-	sqlstore.QNextVisibleWork: sqlNextVisibleWork,
-	sqlstore.QStalled:         sqlStalled,
-	sqlstore.QQueueDepths:     sqlQueueDepths,
-	sqlstore.QCounts:          sqlCounts,
-	sqlstore.QCountsByStatus:  sqlCountsByStatus,
-	sqlstore.QWorkHeartbeat:   sqlWorkHeartbeat,
-	sqlstore.QDeadLetters:     sqlDeadLetters,
-}
-
 // db is the store's side of its sqlstore.Core: reads (sqlstore.ReadDB)
 // and writes (sqlstore.WriteDB; its write transaction, wtx, implements
 // sqlstore.Tx).

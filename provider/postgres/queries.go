@@ -1,5 +1,7 @@
 package postgres
 
+import "github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+
 // All SQL of the store lives in this file and in migrations/. Tables are
 // found through the connection's search_path (the store's schema). Lists of
 // values are passed as arrays and expanded with unnest or = ANY, so every
@@ -571,14 +573,7 @@ ORDER BY l.lock_key`
 
 // Reads.
 const (
-	sqlInstanceCurrent = `SELECT current_execution_id FROM instances WHERE instance_id = $1`
-	sqlExecutionExists = `SELECT EXISTS (SELECT 1 FROM executions WHERE instance_id = $1 AND execution_id = $2)`
-	sqlHistory         = `SELECT event_data FROM history WHERE instance_id = $1 AND execution_id = $2 ORDER BY event_id`
-
-	sqlGetInstance    = `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = $1`
 	sqlInstanceStatus = `SELECT status FROM instances WHERE instance_id = $1`
-	sqlValues         = `SELECT value_key, value, updated_at FROM instance_values WHERE instance_id = $1 ORDER BY value_key`
-	sqlValue          = `SELECT value, updated_at FROM instance_values WHERE instance_id = $1 AND value_key = $2`
 	// $1 instance, $2 keys, $3 values (set), $4 keys (cleared), $5 now: an
 	// ack's value changes, each key once.
 	sqlValuesApply = `WITH s AS (
@@ -589,104 +584,11 @@ const (
     DELETE FROM instance_values WHERE instance_id = $1 AND value_key = ANY ($4::text[])
 )
 UPDATE instances SET values_version = values_version + 1 WHERE instance_id = $1`
-	sqlInstanceExists = `SELECT EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)`
-	sqlListExecutions = `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 ORDER BY e.execution_id`
-	sqlGetExecution   = `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 AND e.execution_id = $2`
-	sqlListChildren   = `SELECT instance_id FROM instances WHERE parent_instance_id = $1 ORDER BY seq`
-
-	// $1 now.
-	sqlQueueDepths = `SELECT
-  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.visible_at <= $1
-     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
-                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1))),
-  (SELECT count(*) FROM orchestrator_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
-  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.lock_token IS NOT NULL
-     AND EXISTS (SELECT 1 FROM instance_locks AS l
-                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1)),
-  (SELECT count(*) FROM worker_queue WHERE visible_at <= $1),
-  (SELECT count(*) FROM worker_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
-  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1),
-  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= $1 AND ` + unservedAt1 + `),
-  (SELECT count(*) FROM orchestrator_queue AS q JOIN instances AS i ON i.instance_id = q.instance_id WHERE q.visible_at <= $1
-     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
-                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1))
-     AND ` + orchUnservedAt1 + `)`
-
-	sqlCounts = `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
-       (SELECT count(*) FROM execution_locks)`
-	sqlCountsByStatus = `SELECT status, count(*) FROM instances GROUP BY status`
-
-	// $1 limit.
-	sqlDeadLetters = `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT $1`
-
-	// The earliest time a fetch may find what it cannot now (NULL: queue
-	// empty); each is one lookup at the low end of an index. Orchestrator:
-	// ready_at already folds in the expiry of the instance's lock (0002).
-	// Worker: a fetch moves visible_at to locked_until.
-	sqlNextVisibleOrch = `SELECT min(ready_at) FROM orchestrator_ready`
-	sqlNextVisibleWork = `SELECT min(visible_at) FROM worker_queue`
-
-	// $1 key.
-	sqlXLockGetInfo = xlockSelect + ` WHERE l.lock_key = $1`
-	sqlXLockList    = xlockSelect + ` ORDER BY l.lock_key`
 )
 
 // InstanceQueue (provider.Admin): each an index lookup by instance ID,
 // read in one snapshot. $1 instance.
-const (
-	// The instance row and the store time of the newest event of its
-	// current execution (NULL when it has none).
-	sqlQueueInstance = `SELECT i.current_execution_id, i.created_at, i.last_error_at,
-       (SELECT h.created_at FROM history AS h
-        WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-        ORDER BY h.event_id DESC LIMIT 1),
-       ` + orchUnservedAt2 + `
-FROM instances AS i WHERE i.instance_id = $1`
-	sqlQueueMessages = `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
-FROM orchestrator_queue WHERE instance_id = $1 ORDER BY id`
-	// $1 instance, $2 now (for the live routes).
-	sqlQueueWork = `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
-       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at,
-       queue, heartbeat_at, heartbeat_details, ` + unservedAt2 + `
-FROM worker_queue AS q WHERE instance_id = $1 ORDER BY id`
-	sqlQueueLock      = `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = $1`
-	sqlQueueHeldLocks = `SELECT lock_key FROM execution_locks WHERE instance_id = $1 ORDER BY lock_key`
-	// The instance's queued start, its holder and how many starts are
-	// ahead of it (a lock_queue_key range up to its row).
-	sqlQueueStart = `SELECT q.lock_key, coalesce(l.instance_id, ''), q.created_at, q.visible_at,
-       (SELECT count(*) FROM lock_queue AS a WHERE a.lock_key = q.lock_key AND a.id <= q.id)
-FROM lock_queue AS q LEFT JOIN execution_locks AS l ON l.lock_key = q.lock_key
-WHERE q.instance_id = $1 ORDER BY q.id LIMIT 1`
-
-	// StalledInstances (provider.Admin): each rule's candidates come from
-	// an index range of the rows matching it (partial indexes of migration
-	// 0003, orchestrator_ready_order, worker_queue_visible), capped at $4
-	// rows; the candidates are then checked against the instance row and
-	// the time of their newest event (a primary-key lookup). $1 cutoff
-	// (now minus the threshold), $2 minimum deliveries, $3 page size + 1,
-	// $4 cap per rule.
-	sqlStalled = `WITH candidates(instance_id) AS (
-    (SELECT instance_id FROM instances
-     WHERE last_error_at IS NOT NULL AND last_error_at <= $1 ORDER BY last_error_at LIMIT $4)
-    UNION (SELECT instance_id FROM worker_queue
-     WHERE last_error_at IS NOT NULL AND last_error_at <= $1 ORDER BY last_error_at LIMIT $4)
-    UNION (SELECT instance_id FROM worker_queue
-     WHERE attempt_count > 1 AND attempt_count >= $2 ORDER BY attempt_count DESC LIMIT $4)
-    UNION (SELECT instance_id FROM orchestrator_ready
-     WHERE ready_at <= $1 ORDER BY ready_at LIMIT $4)
-    UNION (SELECT instance_id FROM worker_queue
-     WHERE visible_at <= $1 ORDER BY visible_at LIMIT $4)
-)
-SELECT i.instance_id
-FROM candidates AS c JOIN instances AS i ON i.instance_id = c.instance_id
-WHERE i.status IN ('Pending', 'Running', 'ContinuedAsNew')
-  AND NOT EXISTS (SELECT 1 FROM instance_locks AS p WHERE p.instance_id = i.instance_id AND p.pause_reason IS NOT NULL)
-  AND coalesce((SELECT h.created_at FROM history AS h
-                WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
-                ORDER BY h.event_id DESC LIMIT 1), i.created_at) <= $1
-ORDER BY i.seq DESC
-LIMIT $3`
-)
+const ()
 
 // instanceColumns are the columns scanned by scanInstanceRow.
 const instanceColumns = `instance_id, orchestration_name, orchestration_version, status, current_execution_id,
@@ -744,9 +646,6 @@ const (
     WHERE session_id = (SELECT session_id FROM w) AND locked_until > $3
 )
 SELECT count(*) > 0 FROM w`
-
-	// $1 id, $2 token, $3 now.
-	sqlWorkHeartbeat = `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3`
 
 	// $1 worker, $2 activities, $3 queues, $4 seen_until, $5 and $6
 	// orchestration names and routes (NULL: any).
@@ -815,3 +714,101 @@ const (
   AND NOT EXISTS (SELECT 1 FROM worker_routes AS r WHERE r.seen_until > $2
     AND q.queue = ANY (r.queues) AND (q.activity_name IS NULL OR q.activity_name = ANY (r.activities)))`
 )
+
+// sharedSQL is the SQL text of the shared code's statements (sqlstore.Query).
+var sharedSQL = [sqlstore.NumQueries]string{
+	sqlstore.QInstanceCurrent: `SELECT current_execution_id FROM instances WHERE instance_id = $1`,
+	sqlstore.QExecutionExists: `SELECT EXISTS (SELECT 1 FROM executions WHERE instance_id = $1 AND execution_id = $2)`,
+	sqlstore.QHistory:         `SELECT event_data FROM history WHERE instance_id = $1 AND execution_id = $2 ORDER BY event_id`,
+	// The instance row and the store time of the newest event of its
+	// current execution (NULL when it has none).
+	sqlstore.QQueueInstance: `SELECT i.current_execution_id, i.created_at, i.last_error_at,
+       (SELECT h.created_at FROM history AS h
+        WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+        ORDER BY h.event_id DESC LIMIT 1),
+       ` + orchUnservedAt2 + `
+FROM instances AS i WHERE i.instance_id = $1`,
+	sqlstore.QQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
+FROM orchestrator_queue WHERE instance_id = $1 ORDER BY id`,
+	// $1 instance, $2 now (for the live routes).
+	sqlstore.QQueueWork: `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
+       CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at,
+       queue, heartbeat_at, heartbeat_details, ` + unservedAt2 + `
+FROM worker_queue AS q WHERE instance_id = $1 ORDER BY id`,
+	sqlstore.QQueueLock:      `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = $1`,
+	sqlstore.QQueueHeldLocks: `SELECT lock_key FROM execution_locks WHERE instance_id = $1 ORDER BY lock_key`,
+	// The instance's queued start, its holder and how many starts are
+	// ahead of it (a lock_queue_key range up to its row).
+	sqlstore.QQueueStart: `SELECT q.lock_key, coalesce(l.instance_id, ''), q.created_at, q.visible_at,
+       (SELECT count(*) FROM lock_queue AS a WHERE a.lock_key = q.lock_key AND a.id <= q.id)
+FROM lock_queue AS q LEFT JOIN execution_locks AS l ON l.lock_key = q.lock_key
+WHERE q.instance_id = $1 ORDER BY q.id LIMIT 1`,
+	// $1 key.
+	sqlstore.QLockGet:        xlockSelect + ` WHERE l.lock_key = $1`,
+	sqlstore.QLockList:       xlockSelect + ` ORDER BY l.lock_key`,
+	sqlstore.QGetInstance:    `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = $1`,
+	sqlstore.QInstanceExists: `SELECT EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)`,
+	sqlstore.QValues:         `SELECT value_key, value, updated_at FROM instance_values WHERE instance_id = $1 ORDER BY value_key`,
+	sqlstore.QValue:          `SELECT value, updated_at FROM instance_values WHERE instance_id = $1 AND value_key = $2`,
+	sqlstore.QListExecutions: `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 ORDER BY e.execution_id`,
+	sqlstore.QGetExecution:   `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = $1 AND e.execution_id = $2`,
+	sqlstore.QListChildren:   `SELECT instance_id FROM instances WHERE parent_instance_id = $1 ORDER BY seq`,
+	// The earliest time a fetch may find what it cannot now (NULL: queue
+	// empty); each is one lookup at the low end of an index. Orchestrator:
+	// ready_at already folds in the expiry of the instance's lock (0002).
+	// Worker: a fetch moves visible_at to locked_until.
+	sqlstore.QNextVisibleOrch: `SELECT min(ready_at) FROM orchestrator_ready`,
+	sqlstore.QNextVisibleWork: `SELECT min(visible_at) FROM worker_queue`,
+	// StalledInstances (provider.Admin): each rule's candidates come from
+	// an index range of the rows matching it (partial indexes of migration
+	// 0003, orchestrator_ready_order, worker_queue_visible), capped at $4
+	// rows; the candidates are then checked against the instance row and
+	// the time of their newest event (a primary-key lookup). $1 cutoff
+	// (now minus the threshold), $2 minimum deliveries, $3 page size + 1,
+	// $4 cap per rule.
+	sqlstore.QStalled: `WITH candidates(instance_id) AS (
+    (SELECT instance_id FROM instances
+     WHERE last_error_at IS NOT NULL AND last_error_at <= $1 ORDER BY last_error_at LIMIT $4)
+    UNION (SELECT instance_id FROM worker_queue
+     WHERE last_error_at IS NOT NULL AND last_error_at <= $1 ORDER BY last_error_at LIMIT $4)
+    UNION (SELECT instance_id FROM worker_queue
+     WHERE attempt_count > 1 AND attempt_count >= $2 ORDER BY attempt_count DESC LIMIT $4)
+    UNION (SELECT instance_id FROM orchestrator_ready
+     WHERE ready_at <= $1 ORDER BY ready_at LIMIT $4)
+    UNION (SELECT instance_id FROM worker_queue
+     WHERE visible_at <= $1 ORDER BY visible_at LIMIT $4)
+)
+SELECT i.instance_id
+FROM candidates AS c JOIN instances AS i ON i.instance_id = c.instance_id
+WHERE i.status IN ('Pending', 'Running', 'ContinuedAsNew')
+  AND NOT EXISTS (SELECT 1 FROM instance_locks AS p WHERE p.instance_id = i.instance_id AND p.pause_reason IS NOT NULL)
+  AND coalesce((SELECT h.created_at FROM history AS h
+                WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
+                ORDER BY h.event_id DESC LIMIT 1), i.created_at) <= $1
+ORDER BY i.seq DESC
+LIMIT $3`,
+	// $1 now.
+	sqlstore.QQueueDepths: `SELECT
+  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.visible_at <= $1
+     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1))),
+  (SELECT count(*) FROM orchestrator_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
+  (SELECT count(*) FROM orchestrator_queue AS q WHERE q.lock_token IS NOT NULL
+     AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1)),
+  (SELECT count(*) FROM worker_queue WHERE visible_at <= $1),
+  (SELECT count(*) FROM worker_queue WHERE visible_at > $1 AND (lock_token IS NULL OR locked_until <= $1)),
+  (SELECT count(*) FROM worker_queue WHERE lock_token IS NOT NULL AND locked_until > $1),
+  (SELECT count(*) FROM worker_queue AS q WHERE q.visible_at <= $1 AND ` + unservedAt1 + `),
+  (SELECT count(*) FROM orchestrator_queue AS q JOIN instances AS i ON i.instance_id = q.instance_id WHERE q.visible_at <= $1
+     AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
+                 WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > $1))
+     AND ` + orchUnservedAt1 + `)`,
+	sqlstore.QCounts: `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
+       (SELECT count(*) FROM execution_locks)`,
+	sqlstore.QCountsByStatus: `SELECT status, count(*) FROM instances GROUP BY status`,
+	// $1 id, $2 token, $3 now.
+	sqlstore.QWorkHeartbeat: `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3`,
+	// $1 limit.
+	sqlstore.QDeadLetters: `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT $1`,
+}

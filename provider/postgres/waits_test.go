@@ -123,14 +123,14 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 		name, sql string
 		args      []any
 	}{
-		{"queue instance", sqlQueueInstance, []any{"x", int64(1000)}},
+		{"queue instance", sharedSQL[sqlstore.QQueueInstance], []any{"x", int64(1000)}},
 		{"unserved turn candidates", sqlUnservedTurnCandidates, []any{int64(1000), int64(500), 16}},
-		{"queue messages", sqlQueueMessages, []any{"x"}},
-		{"queue work", sqlQueueWork, []any{"x", int64(1000)}},
-		{"queue lock", sqlQueueLock, []any{"x"}},
-		{"queue held locks", sqlQueueHeldLocks, []any{"x"}},
-		{"queue start", sqlQueueStart, []any{"x"}},
-		{"stalled", sqlStalled, []any{int64(1000), 3, 101, sqlstore.MaxStalledCandidates}},
+		{"queue messages", sharedSQL[sqlstore.QQueueMessages], []any{"x"}},
+		{"queue work", sharedSQL[sqlstore.QQueueWork], []any{"x", int64(1000)}},
+		{"queue lock", sharedSQL[sqlstore.QQueueLock], []any{"x"}},
+		{"queue held locks", sharedSQL[sqlstore.QQueueHeldLocks], []any{"x"}},
+		{"queue start", sharedSQL[sqlstore.QQueueStart], []any{"x"}},
+		{"stalled", sharedSQL[sqlstore.QStalled], []any{int64(1000), 3, 101, sqlstore.MaxStalledCandidates}},
 		{"quiet", sqlInstanceQuiet, []any{"x", int64(1), int64(2), int64(1000), int64(0)}},
 		{"turn candidates of named orchestrations", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, []string{"A", "B"}}},
 		{"turn candidates of any orchestration", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, nil}},

@@ -77,7 +77,8 @@ func orchUnservedExpr(now string) string {
 // (sqlenc.OrchestrationRoutes).
 const orchRoute = `i.orchestration_name || char(31) || i.orchestration_version`
 
-// stmtID names a statement prepared once per connection.
+// stmtID names a statement of the writer connection, prepared once on it
+// (the reader pool runs the shared statements, readerSQL).
 type stmtID int
 
 // Statements of the writer connection.
@@ -208,38 +209,6 @@ const (
 	sUnservedTurnCandidates
 
 	numWriterStmts
-)
-
-// Statements of the reader pool.
-const (
-	rInstanceCurrent stmtID = iota
-	rExecutionExists
-	rHistory
-	rGetInstance
-	rInstanceExists
-	rValues
-	rValue
-	rListExecutions
-	rGetExecution
-	rListChildren
-	rQueueDepths
-	rCounts
-	rCountsByStatus
-	rDeadLetters
-	rNextVisibleOrch
-	rNextVisibleWork
-	rXLockGet
-	rXLockList
-	rQueueInstance
-	rQueueMessages
-	rQueueWork
-	rQueueLock
-	rQueueHeldLocks
-	rQueueStart
-	rStalled
-	rWorkHeartbeat
-
-	numReaderStmts
 )
 
 // writerSQL is indexed by the writer stmtIDs.
@@ -764,22 +733,23 @@ const instanceColumns = `instance_id, orchestration_name, orchestration_version,
 const executionColumns = `e.execution_id, e.status, e.input, e.output, e.error, e.started_at, e.completed_at,
        (SELECT count(*) FROM history AS h WHERE h.instance_id = e.instance_id AND h.execution_id = e.execution_id)`
 
-// readerSQL is indexed by the reader stmtIDs.
-var readerSQL = [numReaderStmts]string{
-	rInstanceCurrent: `SELECT current_execution_id FROM instances WHERE instance_id = ?1`,
-	rExecutionExists: `SELECT count(*) FROM executions WHERE instance_id = ?1 AND execution_id = ?2`,
-	rHistory:         `SELECT event_data FROM history WHERE instance_id = ?1 AND execution_id = ?2 ORDER BY event_id`,
+// readerSQL is the SQL text of the shared code's statements
+// (sqlstore.Query), run on the reader pool.
+var readerSQL = [sqlstore.NumQueries]string{
+	sqlstore.QInstanceCurrent: `SELECT current_execution_id FROM instances WHERE instance_id = ?1`,
+	sqlstore.QExecutionExists: `SELECT count(*) FROM executions WHERE instance_id = ?1 AND execution_id = ?2`,
+	sqlstore.QHistory:         `SELECT event_data FROM history WHERE instance_id = ?1 AND execution_id = ?2 ORDER BY event_id`,
 
-	rGetInstance:    `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = ?1`,
-	rInstanceExists: `SELECT count(*) FROM instances WHERE instance_id = ?1`,
-	rValues:         `SELECT value_key, value, updated_at FROM instance_values WHERE instance_id = ?1 ORDER BY value_key`,
-	rValue:          `SELECT value, updated_at FROM instance_values WHERE instance_id = ?1 AND value_key = ?2`,
-	rListExecutions: `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 ORDER BY e.execution_id`,
-	rGetExecution:   `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 AND e.execution_id = ?2`,
-	rListChildren:   `SELECT instance_id FROM instances WHERE parent_instance_id = ?1 ORDER BY seq`,
+	sqlstore.QGetInstance:    `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = ?1`,
+	sqlstore.QInstanceExists: `SELECT count(*) FROM instances WHERE instance_id = ?1`,
+	sqlstore.QValues:         `SELECT value_key, value, updated_at FROM instance_values WHERE instance_id = ?1 ORDER BY value_key`,
+	sqlstore.QValue:          `SELECT value, updated_at FROM instance_values WHERE instance_id = ?1 AND value_key = ?2`,
+	sqlstore.QListExecutions: `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 ORDER BY e.execution_id`,
+	sqlstore.QGetExecution:   `SELECT ` + executionColumns + ` FROM executions AS e WHERE e.instance_id = ?1 AND e.execution_id = ?2`,
+	sqlstore.QListChildren:   `SELECT instance_id FROM instances WHERE parent_instance_id = ?1 ORDER BY seq`,
 
 	// ?1 now.
-	rQueueDepths: `SELECT
+	sqlstore.QQueueDepths: `SELECT
   (SELECT count(*) FROM orchestrator_queue AS q WHERE q.visible_at <= ?1
      AND NOT (q.lock_token IS NOT NULL AND EXISTS (SELECT 1 FROM instance_locks AS l
                  WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > ?1))),
@@ -796,48 +766,48 @@ var readerSQL = [numReaderStmts]string{
                  WHERE l.instance_id = q.instance_id AND l.lock_token = q.lock_token AND l.locked_until > ?1))
      AND ` + orchUnservedAt1 + `)`,
 
-	rCounts: `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
+	sqlstore.QCounts: `SELECT (SELECT count(*) FROM instances), (SELECT count(*) FROM executions), (SELECT count(*) FROM history),
        (SELECT count(*) FROM execution_locks)`,
-	rCountsByStatus: `SELECT status, count(*) FROM instances GROUP BY status`,
+	sqlstore.QCountsByStatus: `SELECT status, count(*) FROM instances GROUP BY status`,
 
 	// ?1 limit.
-	rDeadLetters: `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT ?1`,
+	sqlstore.QDeadLetters: `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT ?1`,
 
 	// The earliest time a fetch may find what it cannot now (NULL: queue
 	// empty); each is one lookup at the low end of an index. Orchestrator:
 	// ready_at already folds in the expiry of the instance's lock (0002).
 	// Worker: a fetch moves visible_at to locked_until (0001, 0004).
-	rNextVisibleOrch: `SELECT min(ready_at) FROM orchestrator_ready`,
-	rNextVisibleWork: `SELECT min(visible_at) FROM worker_queue`,
+	sqlstore.QNextVisibleOrch: `SELECT min(ready_at) FROM orchestrator_ready`,
+	sqlstore.QNextVisibleWork: `SELECT min(visible_at) FROM worker_queue`,
 
 	// ?1 key.
-	rXLockGet:  xlockSelect + ` WHERE l.lock_key = ?1`,
-	rXLockList: xlockSelect + ` ORDER BY l.lock_key`,
+	sqlstore.QLockGet:  xlockSelect + ` WHERE l.lock_key = ?1`,
+	sqlstore.QLockList: xlockSelect + ` ORDER BY l.lock_key`,
 
 	// InstanceQueue: each an index lookup by instance ID. ?1 instance.
 	// The instance row and the store time of the newest event of its
 	// current execution (NULL when it has none).
 	// ?1 instance, ?2 now (for the live routes).
-	rQueueInstance: `SELECT i.current_execution_id, i.created_at, i.last_error_at,
+	sqlstore.QQueueInstance: `SELECT i.current_execution_id, i.created_at, i.last_error_at,
        (SELECT h.created_at FROM history AS h
         WHERE h.instance_id = i.instance_id AND h.execution_id = i.current_execution_id
         ORDER BY h.event_id DESC LIMIT 1),
        ` + orchUnservedAt2 + `
 FROM instances AS i WHERE i.instance_id = ?1`,
-	rQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
+	sqlstore.QQueueMessages: `SELECT work_item, created_at, visible_at, attempt_count, lock_token IS NOT NULL
 FROM orchestrator_queue INDEXED BY orchestrator_queue_instance WHERE instance_id = ?1 ORDER BY id`,
 	// ?1 instance, ?2 now (for the live routes).
-	rQueueWork: `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
+	sqlstore.QQueueWork: `SELECT execution_id, activity_id, coalesce(session_id, ''), work_item, created_at, visible_at, attempt_count,
        CASE WHEN lock_token IS NULL THEN NULL ELSE locked_until END, last_error, last_error_at,
        queue, heartbeat_at, heartbeat_details, ` + unserved + `
 FROM worker_queue AS q INDEXED BY worker_queue_activity WHERE instance_id = ?1 ORDER BY id`,
 	// ?1 id, ?2 token, ?3 now.
-	rWorkHeartbeat:  `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
-	rQueueLock:      `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = ?1`,
-	rQueueHeldLocks: `SELECT lock_key FROM execution_locks WHERE instance_id = ?1 ORDER BY lock_key`,
+	sqlstore.QWorkHeartbeat:  `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
+	sqlstore.QQueueLock:      `SELECT locked_at, locked_until FROM instance_locks WHERE instance_id = ?1`,
+	sqlstore.QQueueHeldLocks: `SELECT lock_key FROM execution_locks WHERE instance_id = ?1 ORDER BY lock_key`,
 	// The instance's queued start, its holder and how many starts are
 	// ahead of it (lock_queue_key range up to its row).
-	rQueueStart: `SELECT q.lock_key, coalesce(l.instance_id, ''), q.created_at, q.visible_at,
+	sqlstore.QQueueStart: `SELECT q.lock_key, coalesce(l.instance_id, ''), q.created_at, q.visible_at,
        (SELECT count(*) FROM lock_queue AS a WHERE a.lock_key = q.lock_key AND a.id <= q.id)
 FROM lock_queue AS q LEFT JOIN execution_locks AS l ON l.lock_key = q.lock_key
 WHERE q.instance_id = ?1 ORDER BY q.id LIMIT 1`,
@@ -847,7 +817,7 @@ WHERE q.instance_id = ?1 ORDER BY q.id LIMIT 1`,
 	// candidates are then checked against the instance row and the time
 	// of their newest event (a primary-key lookup). ?1 cutoff (now minus
 	// the threshold), ?2 minimum deliveries, ?3 page size + 1, ?4 cap per rule.
-	rStalled: `WITH candidates(instance_id) AS (
+	sqlstore.QStalled: `WITH candidates(instance_id) AS (
     SELECT instance_id FROM (SELECT instance_id FROM instances INDEXED BY instances_last_error_at
         WHERE last_error_at IS NOT NULL AND last_error_at <= ?1 LIMIT ?4)
     UNION SELECT instance_id FROM (SELECT instance_id FROM worker_queue INDEXED BY worker_queue_last_error_at

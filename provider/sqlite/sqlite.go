@@ -112,7 +112,7 @@ type Provider struct {
 	prepMu  sync.Mutex
 	prepped atomic.Bool
 	wstmts  [numWriterStmts]*sql.Stmt
-	rstmts  [numReaderStmts]*sql.Stmt
+	rstmts  [sqlstore.NumQueries]*sql.Stmt
 
 	// Group commit (see writer.go): the leader of the writer's one lane.
 	group sqlstore.GroupCommit[*writeReq]
@@ -578,36 +578,6 @@ func jsonInts(ids []int64) string {
 	return string(append(b, ']'))
 }
 
-// sharedReads maps the shared code's statements to the reader statements.
-var sharedReads = [sqlstore.NumQueries]stmtID{
-	sqlstore.QInstanceCurrent: rInstanceCurrent,
-	sqlstore.QExecutionExists: rExecutionExists,
-	sqlstore.QHistory:         rHistory,
-	sqlstore.QQueueInstance:   rQueueInstance,
-	sqlstore.QQueueMessages:   rQueueMessages,
-	sqlstore.QQueueWork:       rQueueWork,
-	sqlstore.QQueueLock:       rQueueLock,
-	sqlstore.QQueueHeldLocks:  rQueueHeldLocks,
-	sqlstore.QQueueStart:      rQueueStart,
-	sqlstore.QLockGet:         rXLockGet,
-	sqlstore.QLockList:        rXLockList,
-	sqlstore.QGetInstance:     rGetInstance,
-	sqlstore.QInstanceExists:  rInstanceExists,
-	sqlstore.QValues:          rValues,
-	sqlstore.QValue:           rValue,
-	sqlstore.QListExecutions:  rListExecutions,
-	sqlstore.QGetExecution:    rGetExecution,
-	sqlstore.QListChildren:    rListChildren,
-	sqlstore.QNextVisibleOrch: rNextVisibleOrch,
-	sqlstore.QNextVisibleWork: rNextVisibleWork,
-	sqlstore.QStalled:         rStalled,
-	sqlstore.QQueueDepths:     rQueueDepths,
-	sqlstore.QCounts:          rCounts,
-	sqlstore.QCountsByStatus:  rCountsByStatus,
-	sqlstore.QWorkHeartbeat:   rWorkHeartbeat,
-	sqlstore.QDeadLetters:     rDeadLetters,
-}
-
 // db is the store's side of its sqlstore.Core: reads (sqlstore.ReadDB)
 // and writes (sqlstore.WriteDB; its write transaction, wtx, implements
 // sqlstore.Tx).
@@ -664,7 +634,7 @@ func (p *Provider) readQuerier(tx *sql.Tx) sqlstore.Querier {
 }
 
 func (q txQuerier) stmt(ctx context.Context, id sqlstore.Query) *sql.Stmt {
-	s := q.p.rstmts[sharedReads[id]]
+	s := q.p.rstmts[id]
 	if q.tx == nil {
 		return s
 	}

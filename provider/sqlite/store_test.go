@@ -391,8 +391,9 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	} {
 		hot = append(hot, writerSQL[id])
 	}
-	for _, id := range []stmtID{rNextVisibleOrch, rNextVisibleWork, rGetInstance,
-		rQueueInstance, rQueueMessages, rQueueWork, rQueueLock, rQueueHeldLocks, rQueueStart, rStalled} {
+	for _, id := range []sqlstore.Query{sqlstore.QNextVisibleOrch, sqlstore.QNextVisibleWork, sqlstore.QGetInstance,
+		sqlstore.QQueueInstance, sqlstore.QQueueMessages, sqlstore.QQueueWork, sqlstore.QQueueLock,
+		sqlstore.QQueueHeldLocks, sqlstore.QQueueStart, sqlstore.QStalled} {
 		hot = append(hot, readerSQL[id])
 	}
 	param := regexp.MustCompile(`\?(\d+)`)
