@@ -658,96 +658,24 @@ func TestReadyTableStaysExact(t *testing.T) {
 	}
 }
 
-// TestReadyTableExactAroundTurns checks orchestrator_ready against its
-// recomputation at every step of the paths whose lock changes set the
-// ready time from the scheduling row alone (migration 0014): a turn
-// consuming many messages while more arrive (and a timer that stays), the
-// lock renewed, expired and stolen, a dead-lettered message of a fetch
-// that keeps its lock, a pause with an event arriving, a lock row that
-// ends before the first message, and the purge of a locked instance.
+// TestReadyTableExactAroundTurns runs the shared scenario of the paths
+// whose lock changes set the ready time from the scheduling row alone
+// (migration 0014), checking orchestrator_ready after every step.
 func TestReadyTableExactAroundTurns(t *testing.T) {
 	t.Parallel()
 	clock := providertest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	p := openFresh(t, &Options{Clock: clock.Now})
-	ctx := t.Context()
-	check := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		checkReadyTable(t, p)
-	}
-	raise := func(id string, n int) {
-		t.Helper()
-		msgs := make([]*provider.OrchestratorMessage, n)
-		for i := range msgs {
-			msgs[i] = providertest.HammerEvent(id)
-		}
-		check("raise", errOf(p.Enqueue(ctx, msgs...)))
-	}
-	fetch := func(want int) *provider.OrchestrationItem {
-		t.Helper()
-		it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
-		if err != nil || it == nil || len(it.Messages) != want {
-			t.Fatalf("fetch: %v, %v; want %d messages", it, err, want)
-		}
-		checkReadyTable(t, p)
-		return it
-	}
-	consume := func(it *provider.OrchestrationItem) {
-		t.Helper()
-		_, err := p.AckOrchestrationItem(ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1})
-		check("ack", err)
-	}
-
-	check("start", errOf(p.Enqueue(ctx, providertest.HammerStart("fan"))))
-	_, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(fetch(1), 0))
-	check("first turn", err)
-	timer := providertest.HammerEvent("fan")
-	timer.VisibleAt = clock.Now().Add(time.Hour)
-	check("timer", errOf(p.Enqueue(ctx, timer)))
-	raise("fan", 20)
-	it := fetch(20)
-	raise("fan", 3) // arrive during the turn: left for the next one
-	check("renew", p.RenewOrchestrationItemLock(ctx, it.LockToken, 2*time.Minute))
-	consume(it)
-	fetch(3)
-	clock.Advance(3 * time.Minute) // the lock expires: the instance is ready again
-	checkReadyTable(t, p)
-	consume(fetch(3)) // steals the expired lock
-
-	// A fetch dead-letters an undecodable message and keeps the lock for
-	// the message after it.
-	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('fan', '{not json', 0, 0)`)
-	raise("fan", 1)
-	consume(fetch(1))
-
-	// A pause takes the lock of an instance with only a timer queued; an
-	// event arrives earlier than the timer while it is paused; a resume
-	// releases the lock.
-	check("pause", p.PauseInstance(ctx, "fan", provider.PauseInfo{Reason: "check"}))
-	raise("fan", 2)
-	check("resume", p.ResumeInstance(ctx, "fan"))
-
-	// A lock row written directly (as a copy writes pauses) that ends
-	// before the instance's first message, then moved and removed.
-	consume(fetch(2))
-	mustExec(t, p, `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at) VALUES ('fan', 'tok', 1, 1)`)
-	checkReadyTable(t, p)
-	mustExec(t, p, `UPDATE instance_locks SET locked_until = 2 WHERE instance_id = 'fan'`)
-	checkReadyTable(t, p)
-	mustExec(t, p, `DELETE FROM instance_locks WHERE instance_id = 'fan'`)
-	checkReadyTable(t, p)
-	raise("fan", 2)
-
-	// A purge of a locked instance.
-	fetch(2)
-	_, err = p.PurgeInstances(ctx, []string{"fan"}, provider.PurgeOptions{Force: true})
-	check("purge", err)
-	var n int
-	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM orchestrator_ready`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("ready rows after purging everything = %d, %v; want 0", n, err)
-	}
+	providertest.ReadyTableExact(t, p, clock, providertest.ReadyTableHooks{
+		Check: func(t *testing.T) { checkReadyTable(t, p) },
+		Exec:  func(t *testing.T, q string) { mustExec(t, p, q) },
+		Count: func(t *testing.T) int {
+			var n int
+			if err := p.pool.QueryRow(t.Context(), `SELECT count(*) FROM orchestrator_ready`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+	})
 }
 
 // A schema created before migration 0002 gets its scheduling table filled

@@ -578,77 +578,22 @@ func TestMigration0016CopiesOrchestrationsToReadyTable(t *testing.T) {
 	}
 }
 
-// TestReadyTableExactAroundTurns checks orchestrator_ready against its
-// recomputation at every step of the paths whose deletes of a locked
-// instance's messages the delete trigger skips (migration 0017): a turn
-// consuming many messages while more arrive, the last turn consuming all,
-// a dead-lettered message of a fetch that keeps its lock, and the purge of
-// a locked instance.
+// TestReadyTableExactAroundTurns runs the shared scenario of the paths
+// whose deletes of a locked instance's messages the delete trigger skips
+// (migration 0017), checking orchestrator_ready after every step.
 func TestReadyTableExactAroundTurns(t *testing.T) {
 	t.Parallel()
-	p := openFile(t, filepath.Join(t.TempDir(), "ready.db"), nil)
-	ctx := t.Context()
-	raise := func(id string, n int) {
-		t.Helper()
-		for i := range n {
-			m := &provider.OrchestratorMessage{InstanceID: id, Item: history.WorkItem{Kind: history.WorkExternalRaised,
-				InstanceID: id, Name: "ev", Data: json.RawMessage(strconv.Itoa(i))}}
-			if _, err := p.Enqueue(ctx, m); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	fetch := func(want int) *provider.OrchestrationItem {
-		t.Helper()
-		it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
-		if err != nil || it == nil || len(it.Messages) != want {
-			t.Fatalf("fetch: %v, %v; want %d messages", it, err, want)
-		}
-		checkReadyTable(t, p)
-		return it
-	}
-	consume := func(it *provider.OrchestrationItem) {
-		t.Helper()
-		if _, err := p.AckOrchestrationItem(ctx, &provider.TurnAck{LockToken: it.LockToken, ExecutionID: 1}); err != nil {
-			t.Fatal(err)
-		}
-		checkReadyTable(t, p)
-	}
-
-	if _, err := p.Enqueue(ctx, benchStart("fan")); err != nil {
-		t.Fatal(err)
-	}
-	it := fetch(1)
-	if _, err := p.AckOrchestrationItem(ctx, benchTurn(it)); err != nil {
-		t.Fatal(err)
-	}
-	checkReadyTable(t, p)
-	raise("fan", 20)
-	it = fetch(20)
-	raise("fan", 3) // arrive during the turn: left for the next one
-	checkReadyTable(t, p)
-	consume(it)
-	consume(fetch(3))
-	var ready int
-	queryCount(t, p, `SELECT count(*) FROM orchestrator_ready`, &ready)
-	if ready != 0 {
-		t.Fatalf("%d instances ready after every message was consumed, want 0", ready)
-	}
-
-	// A fetch dead-letters an undecodable message and keeps the lock for
-	// the message after it.
-	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('fan', '{not json', 0, 0)`)
-	raise("fan", 1)
-	it = fetch(1)
-	consume(it)
-
-	// A purge of a locked instance.
-	raise("fan", 2)
-	fetch(2)
-	if _, err := p.PurgeInstances(ctx, []string{"fan"}, provider.PurgeOptions{Force: true}); err != nil {
-		t.Fatal(err)
-	}
-	checkReadyTable(t, p)
+	clock := providertest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := openFile(t, filepath.Join(t.TempDir(), "ready.db"), &Options{Clock: clock.Now})
+	providertest.ReadyTableExact(t, p, clock, providertest.ReadyTableHooks{
+		Check: func(t *testing.T) { checkReadyTable(t, p) },
+		Exec:  func(t *testing.T, q string) { mustExec(t, p, q) },
+		Count: func(t *testing.T) int {
+			var n int
+			queryCount(t, p, `SELECT count(*) FROM orchestrator_ready`, &n)
+			return n
+		},
+	})
 }
 
 // TestWorkRowRouteMatchesItem checks that the activity name and queue of
