@@ -83,8 +83,9 @@ type ackBatch struct {
 	ws   []*wtx
 }
 
-// newAckBatch returns the ackBatch of group, nil unless it holds two or
-// more plain activity acks.
+// newAckBatch returns the ackBatch of group, nil if it holds no plain
+// activity ack. One ack is worth it too: its two statements replace its
+// three, and its instance is held shared.
 func newAckBatch(group []sqlstore.Request[*groupOp]) *ackBatch {
 	b := &ackBatch{group: group, at: -1}
 	for i, r := range group {
@@ -92,7 +93,7 @@ func newAckBatch(group []sqlstore.Request[*groupOp]) *ackBatch {
 			b.idx = append(b.idx, i)
 		}
 	}
-	if len(b.idx) < 2 {
+	if len(b.idx) == 0 {
 		return nil
 	}
 	b.shared = map[string]bool{}
