@@ -46,7 +46,10 @@ import (
 // them first, in one statement, in instance order, and exclusively: the
 // rows of an instance its calls lock one by one (its scheduling row, which
 // enqueuers share) are then never held by two groups at once. A call's own
-// lock statements find them held. A call run alone that declared several
+// lock statements find them held. The exception is the instances that only
+// the group's plain activity acks declare, whose rows one statement locks
+// in instance order: they are held shared (see groupacks.go for the
+// argument). A call run alone that declared several
 // instances takes them first in the same order. Fetches only try locks and
 // never wait. A call that still loses a deadlock in a group (on row locks
 // outside any instance's, such as a session's) is rolled back to its
