@@ -281,3 +281,42 @@ func TestReadyInsertLeavesUnchangedRowUnlocked(t *testing.T) {
 	}
 	checkReadyTable(t, p)
 }
+
+// TestGroupedWorkAcksTakeTheirTurns: acks of one group whose instances
+// have nothing else queued each take their instance's turn, with the
+// completion, as alone; an instance acked twice in the group has its turn
+// taken once.
+func TestGroupedWorkAcksTakeTheirTurns(t *testing.T) {
+	t.Parallel()
+	p := openForGroups(t, nil)
+	ctx := t.Context()
+	leases := leaseWork(t, p, []string{"t1", "t2"}, 1)
+	leases = append(leases, leaseWork(t, p, []string{"t2"}, 1)[0])
+	turns := make([]*provider.OrchestrationItem, len(leases))
+	var calls []func() error
+	for i, l := range leases {
+		ack := providertest.HammerCompletion(l)
+		ack.TakeTurn = &provider.FetchOptions{LockTimeout: time.Minute}
+		calls = append(calls, func() error {
+			res, err := p.AckWorkItem(ctx, ack)
+			turns[i] = res.Turn
+			return err
+		})
+	}
+	if err := errors.Join(runAsOneGroup(t, p, calls...)...); err != nil {
+		t.Fatal(err)
+	}
+	if p.groups.Load() != 1 {
+		t.Fatalf("groups = %d, want the acks committed as one group", p.groups.Load())
+	}
+	taken := map[string]int{}
+	for _, it := range turns {
+		if it != nil {
+			taken[it.InstanceID] += len(it.Messages)
+		}
+	}
+	if taken["t1"] != 1 || taken["t2"] != 2 || len(taken) != 2 {
+		t.Fatalf("turns taken with %v messages, want t1's 1 and t2's 2", taken)
+	}
+	checkReadyTable(t, p)
+}
