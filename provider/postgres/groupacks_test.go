@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -211,24 +212,12 @@ func TestGroupedWorkAckLostLockFailsAlone(t *testing.T) {
 func TestGroupedWorkAcksHoldInstancesShared(t *testing.T) {
 	t.Parallel()
 	p := openForGroups(t, &Options{LockTimeout: 2 * time.Second})
-	ctx := t.Context()
 	leases := leaseWork(t, p, []string{"h1"}, 2)
 	// h1 is ready (a message waits for it), and another transaction holds
 	// h1 shared and has enqueued a message of its own for it, as another
 	// group's acks would.
-	event := func() []string { return []string{`{"kind":"ExternalRaised"}`} }
-	mustExec(t, p, sqlInsertMessages, []string{"h1"}, event(), []int64{p.now() - 1000}, p.now())
-	other, err := p.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = other.Rollback(ctx) }()
-	if _, err := other.Exec(ctx, sqlAdvisoryLockShared, p.lockSpace, []string{"h1"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Exec(ctx, sqlInsertMessages, []string{"h1"}, event(), []int64{p.now()}, p.now()); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, p, sqlInsertMessages, []string{"h1"}, []string{`{"kind":"ExternalRaised"}`}, []int64{p.now() - 1000}, p.now())
+	other := pendingEnqueue(t, p, "h1", p.now())
 	errs := runAsOneGroup(t, p, ackCall(t, p, providertest.HammerCompletion(leases[0])),
 		ackCall(t, p, providertest.HammerCompletion(leases[1])))
 	if err := errors.Join(errs...); err != nil {
@@ -237,10 +226,7 @@ func TestGroupedWorkAcksHoldInstancesShared(t *testing.T) {
 	if p.groups.Load() != 1 {
 		t.Fatalf("groups = %d: want the acks committed as a group while another transaction holds their instance", p.groups.Load())
 	}
-	if err := other.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkReadyTable(t, p)
+	commitChecked(t, p, other)
 }
 
 // TestReadyInsertLeavesUnchangedRowUnlocked: a message that would not
@@ -259,15 +245,8 @@ func TestReadyInsertLeavesUnchangedRowUnlocked(t *testing.T) {
 	if err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error { return insert(tx, now) }); err != nil {
 		t.Fatal(err)
 	}
-	first, err := p.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = first.Rollback(ctx) }()
-	if err := insert(first, now+1000); err != nil {
-		t.Fatal(err)
-	}
-	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	first := pendingEnqueue(t, p, "u1", now+1000)
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
 			return err
 		}
@@ -276,10 +255,7 @@ func TestReadyInsertLeavesUnchangedRowUnlocked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second enqueuer: %v, want no wait for the first", err)
 	}
-	if err := first.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkReadyTable(t, p)
+	commitChecked(t, p, first)
 }
 
 // TestGroupedWorkAcksTakeTheirTurns: acks of one group whose instances
@@ -317,6 +293,36 @@ func TestGroupedWorkAcksTakeTheirTurns(t *testing.T) {
 	}
 	if taken["t1"] != 1 || taken["t2"] != 2 || len(taken) != 2 {
 		t.Fatalf("turns taken with %v messages, want t1's 1 and t2's 2", taken)
+	}
+	checkReadyTable(t, p)
+}
+
+// pendingEnqueue begins a transaction that holds instance's advisory lock
+// shared and has enqueued a message for it, visible at visible, as an
+// enqueue or a group of acks in progress would, and leaves it open (rolled
+// back at the end of the test unless committed).
+func pendingEnqueue(t *testing.T, p *Provider, instance string, visible int64) pgx.Tx {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, sqlAdvisoryLockShared, p.lockSpace, []string{instance}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sqlInsertMessages, []string{instance}, []string{`{"kind":"ExternalRaised"}`}, []int64{visible}, p.now()); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// commitChecked commits tx and checks the scheduling table.
+func commitChecked(t *testing.T, p *Provider, tx pgx.Tx) {
+	t.Helper()
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 	checkReadyTable(t, p)
 }
