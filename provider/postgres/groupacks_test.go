@@ -326,3 +326,26 @@ func commitChecked(t *testing.T, p *Provider, tx pgx.Tx) {
 	}
 	checkReadyTable(t, p)
 }
+
+// TestLoneWorkAckAsksTakeableOnce: a lone activity ack that may take its
+// instance's turn asks whether the instance is busy and tries its lock in
+// one statement, and tries it only when it is not busy (a busy instance's
+// lock, held until the commit, would only keep its other acks waiting).
+func TestLoneWorkAckAsksTakeableOnce(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr})
+	leases := leaseWork(t, p, []string{"b1"}, 2)
+	ack := providertest.HammerCompletion(leases[0])
+	ack.TakeTurn = &provider.FetchOptions{LockTimeout: time.Minute}
+	tr.snapshot()
+	if err := ackCall(t, p, ack)(); err != nil {
+		t.Fatal(err)
+	}
+	// Its batch (BEGIN, its instance's shared lock, the row's deletion,
+	// the completion, the busy question with the lock tried), then
+	// COMMIT and the notification.
+	if trips, stmts, bySQL := tr.snapshot(); trips != 2 || stmts != 7 {
+		t.Errorf("%d round trips, %d statements (%v), want 2 and 7", trips, stmts, bySQL)
+	}
+}
