@@ -46,7 +46,10 @@ import (
 // them first, in one statement, in instance order, and exclusively: the
 // rows of an instance its calls lock one by one (its scheduling row, which
 // enqueuers share) are then never held by two groups at once. A call's own
-// lock statements find them held. A call run alone that declared several
+// lock statements find them held. The exception is the instances that only
+// the group's plain activity acks declare, whose rows one statement locks
+// in instance order: they are held shared (see groupacks.go for the
+// argument). A call run alone that declared several
 // instances takes them first in the same order. Fetches only try locks and
 // never wait. A call that still loses a deadlock in a group (on row locks
 // outside any instance's, such as a session's) is rolled back to its
@@ -75,6 +78,9 @@ type groupOp struct {
 	op    string
 	locks []sqlstore.Lock
 	fn    func(w *wtx) error
+	// ack, if set, is the plain activity ack fn runs (fn is ack.All): a
+	// pipelined group applies its acks together (groupacks.go).
+	ack *sqlstore.BatchedWorkAck
 }
 
 // Savepoint statements of a group. The ones that open a call ride in the
@@ -157,13 +163,18 @@ func (r errRow) Scan(...any) error { return r.err }
 // other concurrent calls (see the comment above); locks are the instance
 // locks fn takes.
 func (p *Provider) writeGrouped(ctx context.Context, op string, locks []sqlstore.Lock, fn func(w *wtx) error) error {
+	return p.doGrouped(ctx, &groupOp{op: op, locks: locks, fn: fn})
+}
+
+// doGrouped runs r as writeGrouped does.
+func (p *Provider) doGrouped(ctx context.Context, r *groupOp) error {
+	op, locks := r.op, r.locks
 	if p.closed.Load() {
 		return fmt.Errorf("postgres: %s: %w", op, provider.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
-	r := &groupOp{op: op, locks: locks, fn: fn}
 	var err error
 	if p.group.MaxGroup == 1 || slices.ContainsFunc(locks, func(l sqlstore.Lock) bool { return l.Alone }) {
 		// Group commit is off, or the call takes key locks it could not
@@ -313,6 +324,10 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		return nil, nil, err
 	}
 	pipelined := !serial && !p.serialGroups && pipelinable(group)
+	var acks *ackBatch // the plain activity acks, applied together
+	if pipelined {
+		acks = newAckBatch(group)
+	}
 	var (
 		held  map[string]bool
 		locks *pgx.QueuedQuery
@@ -321,10 +336,14 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 		// Exclusive, also where the calls need them only shared: rows of
 		// an instance that enqueuers share (its orchestrator_ready row)
 		// are locked call by call in a group, in no global order, so two
-		// groups must never hold one instance at once.
+		// groups must never hold one instance at once. Except the
+		// instances only the group's batched acks declare, whose rows
+		// one statement locks in instance order (groupacks.go).
 		excl := make([]bool, len(ids))
-		for i := range excl {
-			excl[i] = true
+		held = make(map[string]bool, len(ids))
+		for i, id := range ids {
+			excl[i] = acks == nil || !acks.shared[id]
+			held[id] = excl[i]
 		}
 		locks = &pgx.QueuedQuery{SQL: sqlAdvisoryLockGroup, Arguments: []any{p.lockSpace, ids, excl}}
 		if !pipelined {
@@ -335,27 +354,29 @@ func (p *Provider) groupOn(conn *pgxpool.Conn, group []sqlstore.Request[*groupOp
 				return fail(err)
 			}
 		}
-		held = make(map[string]bool, len(ids))
-		for _, id := range ids {
-			held[id] = true
-		}
 	}
 	errs := make([]error, len(group))
 	ws := make([]*wtx, len(group))
 	if pipelined {
-		var rerun, serial bool
-		var checked int
-		var err error
-		errs, rerun, serial, checked, err = p.pipelineOn(tx, group, ws, locks, held)
+		calls, orig := group, func(j int) int { return j }
+		if acks != nil {
+			calls, orig = acks.calls, func(j int) int { return acks.orig[j] }
+		}
+		cws := make([]*wtx, len(calls))
+		cerrs, rerun, serial, checked, err := p.pipelineOn(tx, calls, cws, locks, held)
 		switch {
 		case err != nil:
 			return fail(err)
 		case serial:
 			return fail(errGroupSerial)
-		case checked >= 0:
-			return fail(&checkFailedError{call: checked, err: errs[checked]})
-		case rerun:
+		case checked >= 0 && orig(checked) >= 0:
+			return fail(&checkFailedError{call: orig(checked), err: cerrs[checked]})
+		case rerun || checked >= 0:
 			return fail(errGroupAborted)
+		}
+		errs, ws = cerrs, cws
+		if acks != nil {
+			errs, ws = acks.expand(cerrs, cws)
 		}
 	} else if err := p.serialOn(tx, group, errs, ws, held); err != nil {
 		return fail(err)

@@ -906,6 +906,13 @@ func (r db) WriteGrouped(ctx context.Context, op string, locks []sqlstore.Lock, 
 	return r.p.writeGrouped(ctx, op, locks, func(w *wtx) error { return fn(w) })
 }
 
+// WriteWorkAck runs a plain activity ack as WriteGrouped does; a
+// pipelined group applies the acks it holds together (groupacks.go). See
+// sqlstore.WorkAckBatcher.
+func (r db) WriteWorkAck(ctx context.Context, op string, locks []sqlstore.Lock, a *sqlstore.BatchedWorkAck) error {
+	return r.p.doGrouped(ctx, &groupOp{op: op, locks: locks, ack: a, fn: func(w *wtx) error { return a.All(w) }})
+}
+
 func (r db) WriteAlone(ctx context.Context, op string, fn func(sqlstore.Tx) error) error {
 	return r.p.writeAlone(ctx, op, func(w *wtx) error { return fn(w) })
 }

@@ -434,6 +434,46 @@ SELECT duroxide_check(count(*) > 0, '` + codeLockLost + `', 'work lock lost') FR
     OR ($2::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = $1 AND i.orchestration_name <> ''
           AND NOT (i.orchestration_name = ANY ($2::text[]))
           AND NOT (` + orchRoute + ` = ANY ($2::text[]))))`
+	// For each instance of $2 whose turn activity acks may take
+	// (WorkAck.TakeTurn): whether it is busy, as sqlInstanceHasWork asks
+	// ($3 the routes served, NULL: any), and, only when it is not,
+	// whether this transaction got its advisory lock (tried, never
+	// waited for; $1 the lock key prefix). A busy instance's lock is not
+	// tried: held until the commit, it would only keep the instance's
+	// other acks waiting. In the order of $2.
+	sqlInstancesTakeable = `SELECT c.id, b.busy,
+    CASE WHEN b.busy THEN false ELSE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0)) END
+FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord)
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.instance_id = c.id)
+    OR ($3::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = c.id AND i.orchestration_name <> ''
+          AND NOT (i.orchestration_name = ANY ($3::text[]))
+          AND NOT (` + orchRoute + ` = ANY ($3::text[]))))) AS b(busy)
+ORDER BY c.ord`
+	// The plain activity acks of a group, set-based (groupAcks): delete
+	// each acked row its token holds unexpired, refresh the sessions of
+	// the rows deleted, and enqueue the completions of the acks whose rows
+	// were deleted, in the acks' order, in one statement (the completions'
+	// insert fires the scheduling trigger once, which updates the
+	// instances' rows in instance order). Returns the rows deleted and
+	// the tokens that held them. $1 row
+	// IDs, $2 tokens, $3 completion instances (NULL: no completion), $4
+	// completion work items, $5 completion visibilities, $6 now.
+	sqlAckWorks = `WITH a AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS a(id, token, inst, item, vis, ord)
+), d AS (
+    DELETE FROM worker_queue AS q USING a
+    WHERE q.id = a.id AND q.lock_token = a.token AND q.locked_until > $6
+    RETURNING q.id, q.lock_token, q.session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $6
+    WHERE session_id IN (SELECT d.session_id FROM d) AND locked_until > $6
+), m AS (
+    INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+    SELECT a.inst, a.item, a.vis, $6 FROM a JOIN d ON d.id = a.id AND d.lock_token = a.token
+    WHERE a.inst IS NOT NULL
+    ORDER BY a.ord
+)
+SELECT d.id, d.lock_token FROM d`
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
 	// last event of that execution, no visible message and no worker row

@@ -135,6 +135,9 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 		{"turn candidates of named orchestrations", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, []string{"A", "B"}}},
 		{"turn candidates of any orchestration", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, nil}},
 		{"take turn check", sqlInstanceHasWork, []any{"x", []string{"A"}}},
+		{"take turn checks", sqlInstancesTakeable, []any{"k", []string{"x", "y"}, []string{"A"}}},
+		{"set-based work acks", sqlAckWorks, []any{[]int64{1, 2}, []string{"t1", "t2"}, []*string{nil, new(string)},
+			[]string{"", "{}"}, []int64{0, 0}, int64(1000)}},
 		{"id prefix", sqlListInstancesBase + sqlListFilterIDFrom + "$1" + sqlListFilterIDBelow + "$2" + sqlListInstancesOrderBy + "$3",
 			[]any{"order-", "order.", 101}},
 	} {

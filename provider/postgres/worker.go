@@ -166,24 +166,10 @@ func (w *wtx) AckWork(id int64, e *sqlenc.WorkAck) error {
 			// TakeTurn's first question, asked in this round trip: the
 			// shared advisory lock keeps any turn ack of the instance (the
 			// only writer of its worker rows) out until the transaction
-			// ends.
-			inst := e.Completion.InstanceID
-			b.Queue(sqlInstanceHasWork, inst, orchNamesArg(e.TakeNames)).QueryRow(func(r pgx.Row) error {
-				w.hasWork = &instanceWork{instance: inst, free: []string{}}
-				return r.Scan(&w.hasWork.busy)
-			})
-			// And its advisory lock, tried (a turn it cannot take keeps
-			// it only until the commit that follows).
-			b.Queue(sqlAdvisoryTryLock, w.p.lockSpace, []string{inst}).Query(func(r pgx.Rows) error {
-				return forEach(r, func() error {
-					var id string
-					if err := r.Scan(&id); err != nil {
-						return err
-					}
-					w.hasWork.free = append(w.hasWork.free, id)
-					return nil
-				})
-			})
+			// ends. And, if the instance is not busy, its advisory lock,
+			// tried (a turn it cannot take keeps it only until the commit
+			// that follows).
+			w.queueTakeable(b, []string{e.Completion.InstanceID}, e.TakeNames, func(k *instanceWork) { w.hasWork = k })
 		}
 	}
 	send := func() error { return w.tx.SendBatch(w.ctx, b).Close() }
@@ -211,6 +197,26 @@ type instanceWork struct {
 	instance string
 	busy     bool
 	free     []string
+}
+
+// queueTakeable queues on b the question TakeTurn asks first, for each
+// of instances (sqlInstancesTakeable: whether it is busy and, if not,
+// whether its advisory lock was got), calling got with each answer.
+func (w *wtx) queueTakeable(b *pgx.Batch, instances, names []string, got func(*instanceWork)) {
+	b.Queue(sqlInstancesTakeable, w.p.lockSpace, instances, orchNamesArg(names)).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			k := &instanceWork{free: []string{}}
+			var free bool
+			if err := r.Scan(&k.instance, &k.busy, &free); err != nil {
+				return err
+			}
+			if free {
+				k.free = append(k.free, k.instance)
+			}
+			got(k)
+			return nil
+		})
+	})
 }
 
 // AckWorkThen acks the worker row of a work ack that carries the turn its
