@@ -44,7 +44,7 @@ import (
 // call by call. Here each instance held shared has its scheduling row
 // locked by one statement only, sqlAckWorks, whose trigger upserts the
 // rows in instance order (its INSERT ... ORDER BY instance_id ... ON
-// CONFLICT), and since migration 0015 only the rows the completions
+// CONFLICT), and since migration 0016 only the rows the completions
 // change: as a lone enqueue does, holding its instances shared and
 // inserting its messages in one statement. So among the holders of shared
 // locks every transaction locks the scheduling rows of the instances it

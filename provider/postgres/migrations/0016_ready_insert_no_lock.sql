@@ -1,4 +1,4 @@
--- 0015: new messages that would not change their instance's scheduling row
+-- 0016: new messages that would not change their instance's scheduling row
 -- leave it unlocked.
 --
 -- 0014's insert trigger merged every inserted message into its instance's
