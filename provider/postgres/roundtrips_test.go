@@ -349,3 +349,45 @@ VALUES ('k', 'e', $1, $2, 3600000)`, ts, ts+3600000); err != nil {
 		t.Fatalf("the ended instance still holds %d execution locks", n)
 	}
 }
+
+// TestWorkFetchRoundTrips: a worker fetch finds and locks its rows in one
+// statement, so a fetch run alone is that statement (with its BEGIN) and
+// its COMMIT, with or without a session when it finds no row of a
+// session, whatever activity names it serves. A row of a session adds the
+// session's claim and the row's lock.
+func TestWorkFetchRoundTrips(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
+	ctx := t.Context()
+	session := &provider.SessionOptions{OwnerID: "me", LockTimeout: time.Minute}
+	for i, c := range []struct {
+		name    string
+		opts    provider.WorkFetchOptions
+		session string
+		trips   int
+	}{
+		{"no session, any name", provider.WorkFetchOptions{}, "", 2},
+		{"no session, named", provider.WorkFetchOptions{Activities: []string{"A", "B"}}, "", 2},
+		{"session, any name", provider.WorkFetchOptions{Session: session}, "", 2},
+		{"session, named", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "", 2},
+		{"session, a session's row", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "S", 4},
+	} {
+		msgs := []*provider.WorkerMessage{providertest.HammerActivity(fmt.Sprint("w", i), 1), providertest.HammerActivity(fmt.Sprint("w", i), 2)}
+		for _, m := range msgs {
+			m.SessionID = c.session
+		}
+		if err := p.enqueueWork(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		c.opts.Max, c.opts.LockTimeout = 4, time.Minute
+		tr.snapshot()
+		leases, err := p.FetchWorkItems(ctx, c.opts)
+		if err != nil || len(leases) != 2 {
+			t.Fatalf("%s: FetchWorkItems = %v, %v; want 2 leases", c.name, leases, err)
+		}
+		if trips, stmts, bySQL := tr.snapshot(); trips != c.trips {
+			t.Errorf("%s: %d round trips, %d statements (%v), want %d round trips", c.name, trips, stmts, bySQL, c.trips)
+		}
+	}
+}

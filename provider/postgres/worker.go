@@ -39,10 +39,11 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 	return rows, err
 }
 
-// FetchWork locks up to limit worker rows, oldest first, each with its
-// own token; rows another transaction is locking are skipped (FOR UPDATE
-// SKIP LOCKED), never waited for. Only rows of the given activity names
-// (nil: any) and queues are taken. See sqlstore.WorkTx.
+// FetchWork locks up to limit worker rows, oldest first (by id: the order
+// they were queued in), each with its own token; rows another transaction is locking
+// are skipped (FOR UPDATE SKIP LOCKED), never waited for. Only rows of the
+// given activity names (nil: any) and queues are taken. See
+// sqlstore.WorkTx.
 func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
 	leases, dead, err := w.fetchWork(limit, lockMs, sess, names, queues)
 	// A session's claim, or a dead-lettering, commits durably.
@@ -50,6 +51,11 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 	return leases, dead, err
 }
 
+// fetchWork finds and locks its rows in one statement (sqlFetchWork):
+// without a session, a fetch is that one round trip. With one, the rows
+// of sessions it found are leased once their sessions are claimed, and
+// rows of sessions another owner holds are skipped, the statement running
+// again for the rest while it found as many rows as it asked for.
 func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
 	until := w.now + lockMs
 	route := routeArgs(names, queues)
@@ -62,67 +68,86 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 	)
 	type candidate struct {
 		id      int64
-		session *string
+		session string
+	}
+	named := 0
+	if names != nil {
+		named = 1
 	}
 	for len(leases) < limit {
-		var cands []candidate
+		var (
+			rows  []workRow
+			cands []candidate
+		)
 		scan := func(r pgx.Rows) error {
-			var c candidate
-			if err := r.Scan(&c.id, &c.session); err != nil {
+			var (
+				wr      workRow
+				session *string
+				token   *string
+			)
+			l := &wr.Lease
+			if err := r.Scan(&wr.ID, &session, &token, &l.InstanceID, &l.ExecutionID, &l.ActivityID,
+				&l.SessionID, &wr.Data, &l.AttemptCount); err != nil {
 				return err
 			}
-			cands = append(cands, c)
+			if session != nil {
+				cands = append(cands, candidate{wr.ID, *session})
+				return nil
+			}
+			l.LockToken, l.LockedUntil = *token, msTime(until)
+			rows = append(rows, wr)
 			return nil
 		}
 		var err error
 		want := limit - len(leases)
 		if sess == nil {
-			err = w.query(sqlWorkCandidatesNoSession, scan, w.now, want, route[0], route[1])
+			err = w.query(sqlFetchWork[named][0], scan, w.now, want, route[0], route[1], prefix, until)
 		} else {
-			err = w.query(sqlWorkCandidatesSession, scan, w.now, want, sess.OwnerID, skip, route[0], route[1])
+			err = w.query(sqlFetchWork[named][1], scan, w.now, want, route[0], route[1], prefix, until, sess.OwnerID, skip)
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(cands) == 0 {
+		found := len(rows) + len(cands)
+		if found == 0 {
 			break
 		}
 		ids := make([]int64, 0, len(cands))
 		for _, c := range cands {
-			if c.session != nil {
-				// Claim the session for the owner (or refresh its lease),
-				// once per fetch; skip its rows if another owner holds it.
-				ok, seen := claimed[*c.session]
-				if !seen {
-					n, err := w.exec(sqlClaimSession, *c.session, sess.OwnerID, w.now+sqlenc.DurMs(sess.LockTimeout), w.now)
-					if err != nil {
-						return nil, nil, err
-					}
-					ok = n > 0
-					claimed[*c.session] = ok
+			// Claim the session for the owner (or refresh its lease), once
+			// per fetch; skip its rows if another owner holds it.
+			ok, seen := claimed[c.session]
+			if !seen {
+				n, err := w.exec(sqlClaimSession, c.session, sess.OwnerID, w.now+sqlenc.DurMs(sess.LockTimeout), w.now)
+				if err != nil {
+					return nil, nil, err
 				}
-				if !ok {
-					skip = append(skip, c.id)
-					continue
-				}
+				ok = n > 0
+				claimed[c.session] = ok
+			}
+			if !ok {
+				skip = append(skip, c.id)
+				continue
 			}
 			ids = append(ids, c.id)
 		}
 		if len(ids) > 0 {
-			rows, err := w.lockWork(prefix, ids, until)
+			more, err := w.lockWork(prefix, ids, until)
 			if err != nil {
 				return nil, nil, err
 			}
-			got, d, err := sqlstore.DecodeLeases(rows, func(wr *workRow, cause error) error {
-				return w.deadLetter(queueWorker, sqlDeleteWork, wr.ID, wr.Lease.InstanceID, wr.Data, cause)
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			leases, dead = append(leases, got...), append(dead, d...)
+			rows = append(rows, more...)
 		}
-		if len(cands) < want {
-			break // the query saw every visible row it could lock
+		slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.ID, b.ID) })
+		got, d, err := sqlstore.DecodeLeases(rows, func(wr *workRow, cause error) error {
+			return w.deadLetter(queueWorker, sqlDeleteWork, wr.ID, wr.Lease.InstanceID, wr.Data, cause)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		leases, dead = append(leases, got...), append(dead, d...)
+		if found < want {
+			break // the statement saw every visible row it could lock
 		}
 	}
 	return leases, dead, nil

@@ -1,0 +1,166 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
+
+// queueTables are the tables whose rows pile up with the backlog: a hot
+// statement must never read all of them.
+var queueTables = map[string]bool{"worker_queue": true, "orchestrator_queue": true, "orchestrator_ready": true}
+
+// planNode is a node of an EXPLAIN (FORMAT JSON) plan.
+type planNode struct {
+	NodeType string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Index    string     `json:"Index Name"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// unboundedReads returns what the plan reads whole of a queue table: a
+// sequential scan of one, or a scan of one under a Sort with no Limit in
+// between (the sort needs every row the scan finds, however many the
+// statement keeps).
+func unboundedReads(n planNode, sorted bool) []string {
+	var bad []string
+	if queueTables[n.Relation] {
+		switch {
+		case n.NodeType == "Seq Scan":
+			bad = append(bad, "Seq Scan on "+n.Relation)
+		case sorted:
+			bad = append(bad, "Sort over "+n.NodeType+" on "+n.Relation+" "+n.Index)
+		}
+	}
+	switch n.NodeType {
+	case "Sort", "Incremental Sort":
+		sorted = true
+	case "Limit":
+		sorted = false
+	}
+	for _, c := range n.Plans {
+		bad = append(bad, unboundedReads(c, sorted)...)
+	}
+	return bad
+}
+
+// oldWorkCandidatesSession is the worker fetch's candidate statement
+// before migration 0015: every visible row, sorted by id, then the limit.
+const oldWorkCandidatesSession = `SELECT q.id, q.session_id FROM worker_queue AS q
+WHERE q.visible_at <= $1 AND NOT (q.id = ANY ($4::bigint[]))
+  AND ($5::text[] IS NULL OR q.activity_name IS NULL OR q.activity_name = ANY ($5::text[]))
+  AND q.queue = ANY ($6::text[])
+  AND (q.session_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM sessions AS s
+        WHERE s.session_id = q.session_id AND s.locked_until > $1 AND s.owner_id <> $3))
+ORDER BY q.id
+LIMIT $2
+FOR UPDATE OF q SKIP LOCKED`
+
+// TestHotFetchPlansAreBounded: on queue tables holding thousands of
+// visible rows (and as many deleted ones), never analyzed, each hot fetch
+// statement is planned, with its arguments (a custom plan) and without
+// (the generic plan a prepared statement switches to), as index scans
+// that stop at the limit: no plan reads a queue table whole, sorts all
+// its visible rows or looks at rows of names it does not serve. The
+// worker fetch's candidates before migration 0015 are checked too, and
+// must be refused: a Bitmap Heap Scan of every visible row, sorted by id.
+func TestHotFetchPlansAreBounded(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	for _, table := range []string{"worker_queue", "orchestrator_queue", "orchestrator_ready", "instance_locks", "sessions"} {
+		mustExec(t, p, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`)
+	}
+	mustExec(t, p, `INSERT INTO worker_queue (instance_id, execution_id, activity_id, work_item, visible_at, created_at, activity_name, queue)
+SELECT 'i' || (g / 100), 1, g, repeat('x', 200), 1000 + g, 1000, CASE WHEN g % 1000 = 1 THEN 'Rare' ELSE 'Common' END, ''
+FROM generate_series(1, 20000) AS g`)
+	mustExec(t, p, `DELETE FROM worker_queue WHERE id % 2 = 0`)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) AS g`)
+	mustExec(t, p, `DELETE FROM orchestrator_queue WHERE id % 2 = 0`)
+
+	// Each statement with SQL literals for its parameters.
+	const now, limit = "100000", "16"
+	cases := []struct {
+		name, sql, args string
+	}{
+		{"work fetch, any name", sqlFetchWork[0][0], now + `, 16, NULL, '{""}', 'p', 200000`},
+		{"work fetch, any name, session", sqlFetchWork[0][1], now + `, 16, NULL, '{""}', 'p', 200000, 'me', '{}'`},
+		{"work fetch, named", sqlFetchWork[1][0], now + `, 16, '{Rare}', '{""}', 'p', 200000`},
+		{"work fetch, named, session", sqlFetchWork[1][1], now + `, 16, '{Common,Rare}', '{"",q}', 'p', 200000, 'me', '{}'`},
+		{"work fetch, rare name, session", sqlFetchWork[1][1], now + `, 16, '{Rare}', '{""}', 'p', 200000, 'me', '{}'`},
+		{"lock work", sqlLockWork, `'p', '{1,3}', 200000`},
+		{"turn candidates, any", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, NULL`},
+		{"turn candidates, named", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, '{A,B}'`},
+		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`},
+		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`},
+		{"pending starts", sqlPendingStarts, `'{i1,i3}', ` + now},
+		{"release lock", sqlReleaseLock, `'i1', 'pi1'`},
+		{"redate tagged", sqlRedateTagged, `'{i1,i3}', 'p', 200000`},
+		{"finish turn", sqlFinishTurn, `'i1', 'pi1'`},
+		{"next visible work", sharedSQL[sqlstore.QNextVisibleWork], ``},
+		{"next visible turn", sharedSQL[sqlstore.QNextVisibleOrch], ``},
+	}
+	ctx := t.Context()
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	explain := func(mode, name, sql, args string) []string {
+		t.Helper()
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = conn.Exec(ctx, `DEALLOCATE s`) }()
+		if _, err := conn.Exec(ctx, `PREPARE s AS `+sql); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		exec := `EXECUTE s`
+		if args != "" {
+			exec += `(` + args + `)`
+		}
+		var out string
+		if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+exec).Scan(&out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plans []struct {
+			Plan planNode `json:"Plan"`
+		}
+		if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+			t.Fatalf("%s: EXPLAIN output %s: %v", name, out, err)
+		}
+		bad := unboundedReads(plans[0].Plan, false)
+		if len(bad) > 0 {
+			var text []string
+			rows, err := conn.Query(ctx, `EXPLAIN `+exec)
+			if err == nil {
+				for rows.Next() {
+					var line string
+					_ = rows.Scan(&line)
+					text = append(text, line)
+				}
+				rows.Close()
+			}
+			bad = append(bad, strings.Join(text, "\n"))
+		}
+		return bad
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		for _, c := range cases {
+			if bad := explain(mode, c.name, c.sql, c.args); len(bad) > 0 {
+				t.Errorf("%s (%s) reads a queue table whole: %s", c.name, mode, strings.Join(bad, "; "))
+			}
+		}
+		// The check refuses the old statement.
+		old := now + `, 16, 'me', '{}', '{Common,Rare}', '{""}'`
+		if bad := explain(mode, "old candidates", oldWorkCandidatesSession, old); len(bad) == 0 {
+			t.Errorf("the old worker candidates (%s) pass the check", mode)
+		} else {
+			t.Logf("old worker candidates (%s): %s", mode, fmt.Sprint(bad[0]))
+		}
+	}
+}
