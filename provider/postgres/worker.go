@@ -45,9 +45,10 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 // given activity names (nil: any) and queues are taken. See
 // sqlstore.WorkTx.
 func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
-	leases, dead, err := w.fetchWork(limit, lockMs, sess, names, queues)
-	// A session's claim, or a dead-lettering, commits durably.
-	w.relaxed = sess == nil && len(dead) == 0
+	leases, dead, claims, err := w.fetchWork(limit, lockMs, sess, names, queues)
+	// A session's claim, or a dead-lettering, commits durably; a fetch
+	// with a session that claimed none wrote only leases, as one without.
+	w.relaxed = claims == 0 && len(dead) == 0
 	return leases, dead, err
 }
 
@@ -55,14 +56,13 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 // without a session, a fetch is that one round trip. With one, the rows
 // of sessions it found are leased once their sessions are claimed, and
 // rows of sessions another owner holds are skipped, the statement running
-// again for the rest while it found as many rows as it asked for.
-func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
+// again for the rest while it found as many rows as it asked for. claims
+// counts the sessions it claimed (or whose lease it refreshed).
+func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) (leases []*provider.WorkItemLease, dead []deadLetter, claims int, err error) {
 	until := w.now + lockMs
 	route := routeArgs(names, queues)
 	prefix := sqlstore.NewTokenPrefix()
 	var (
-		leases  []*provider.WorkItemLease
-		dead    []deadLetter
 		skip    = []int64{}         // rows of sessions another owner holds
 		claimed = map[string]bool{} // session -> claim succeeded, within this fetch
 	)
@@ -98,7 +98,6 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			rows = append(rows, wr)
 			return nil
 		}
-		var err error
 		want := limit - len(leases)
 		if sess == nil {
 			err = w.query(sqlFetchWork[named][0], scan, w.now, want, route[0], route[1], prefix, until)
@@ -106,7 +105,7 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			err = w.query(sqlFetchWork[named][1], scan, w.now, want, route[0], route[1], prefix, until, sess.OwnerID, skip)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		found := len(rows) + len(cands)
 		if found == 0 {
@@ -120,9 +119,12 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			if !seen {
 				n, err := w.exec(sqlClaimSession, c.session, sess.OwnerID, w.now+sqlenc.DurMs(sess.LockTimeout), w.now)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, 0, err
 				}
 				ok = n > 0
+				if ok {
+					claims++
+				}
 				claimed[c.session] = ok
 			}
 			if !ok {
@@ -134,7 +136,7 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 		if len(ids) > 0 {
 			more, err := w.lockWork(prefix, ids, until)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			rows = append(rows, more...)
 		}
@@ -143,14 +145,14 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			return w.deadLetter(queueWorker, sqlDeleteWork, wr.ID, wr.Lease.InstanceID, wr.Data, cause)
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		leases, dead = append(leases, got...), append(dead, d...)
 		if found < want {
 			break // the statement saw every visible row it could lock
 		}
 	}
-	return leases, dead, nil
+	return leases, dead, claims, nil
 }
 
 // AckWork deletes the acked worker row and enqueues its completion; see
