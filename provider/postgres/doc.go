@@ -32,7 +32,11 @@
 //
 // A worker fetch selects its rows with FOR UPDATE SKIP LOCKED: rows another
 // node is claiming are skipped, never waited for, and a fetch that loses
-// rows to another node takes the next ones.
+// rows to another node takes the next ones. It takes them oldest first (by
+// ID), reading for each queue and activity name it serves one range of an
+// index in that order (migration 0015) and stopping at its limit, and
+// locks them in the same statement; with a session option, the rows of
+// sessions it finds are leased once their sessions are claimed.
 //
 // An orchestration fetch reads the instances that have visible messages and
 // a free (or expired) instance lock, in the order they became ready (from
@@ -92,9 +96,10 @@
 // Writes are set-based and pipelined (pgx batches: many statements, one
 // round trip). A transaction's BEGIN rides at the head of its first batch,
 // and a transaction's notification rides with its COMMIT (a group's calls
-// share one). A fetch finds its candidates and tries their advisory locks
-// in one statement, then locks and tags them and loads their instance rows
-// and histories in one batch. A plain start creates its instance and
+// share one). A turn fetch finds its candidates and tries their advisory
+// locks in one statement, then locks and tags them and loads their
+// instance rows and histories in one batch; a worker fetch is one
+// statement. A plain start creates its instance and
 // queues its message in one statement. A turn ack is
 // two round trips: one batch with the advisory lock, the lock check, the
 // instance, execution and history writes (one statement, the events a
