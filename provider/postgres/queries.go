@@ -841,11 +841,17 @@ LIMIT $3`,
 // not yet leased (id, session, a NULL token and placeholders): their
 // sessions are claimed first.
 var sqlFetchWork = [2][2]string{
-	{workFetchSQL(false, false), workFetchSQL(false, true)},
-	{workFetchSQL(true, false), workFetchSQL(true, true)},
+	{workFetchSQL(false, false, false), workFetchSQL(false, true, false)},
+	{workFetchSQL(true, false, false), workFetchSQL(true, true, false)},
 }
 
-func workFetchSQL(named, session bool) string {
+// sqlFetchWorkLast holds the statements of a worker fetch with a session
+// option whose COMMIT rides with it, by whether it serves some names only:
+// sqlFetchWork's, failing with codeNotLast (rolling back) when it finds a
+// row of a session, whose claim must follow.
+var sqlFetchWorkLast = [2]string{workFetchSQL(false, true, true), workFetchSQL(true, true, true)}
+
+func workFetchSQL(named, session, last bool) string {
 	filter := workFilterNoSession
 	if session {
 		filter = workFilterSession
@@ -880,6 +886,10 @@ FROM l`
 		q += `
 UNION ALL
 SELECT c.id, c.session_id, NULL, '', 0, 0, '', NULL, 0 FROM c WHERE c.session_id IS NOT NULL`
+		if last {
+			q += `
+  AND duroxide_check(c.session_id IS NULL, '` + codeNotLast + `', 'the fetch must claim a session')`
+		}
 	}
 	return q
 }

@@ -351,10 +351,12 @@ VALUES ('k', 'e', $1, $2, 3600000)`, ts, ts+3600000); err != nil {
 }
 
 // TestWorkFetchRoundTrips: a worker fetch finds and locks its rows in one
-// statement, so a fetch run alone is that statement (with its BEGIN) and
-// its COMMIT, with or without a session when it finds no row of a
-// session, whatever activity names it serves. A row of a session adds the
-// session's claim and the row's lock.
+// statement, and run alone it sends its COMMIT with it: one round trip,
+// with or without a session option, whatever activity names it serves.
+// A row of a session adds the session's claim and the row's lock, and
+// its COMMIT then follows them: the fetch that first finds one is refused
+// (and rolled back) and runs again; fetches with a session option no
+// longer fold their COMMIT after that.
 func TestWorkFetchRoundTrips(t *testing.T) {
 	t.Parallel()
 	tr := &countingTracer{}
@@ -367,11 +369,16 @@ func TestWorkFetchRoundTrips(t *testing.T) {
 		session string
 		trips   int
 	}{
-		{"no session, any name", provider.WorkFetchOptions{}, "", 2},
-		{"no session, named", provider.WorkFetchOptions{Activities: []string{"A", "B"}}, "", 2},
-		{"session, any name", provider.WorkFetchOptions{Session: session}, "", 2},
-		{"session, named", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "", 2},
-		{"session, a session's row", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "S", 4},
+		{"no session, any name", provider.WorkFetchOptions{}, "", 1},
+		{"no session, named", provider.WorkFetchOptions{Activities: []string{"A", "B"}}, "", 1},
+		{"session, any name", provider.WorkFetchOptions{Session: session}, "", 1},
+		{"session, named", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "", 1},
+		// Refused, rolled back, run again: the statement, the claim, the
+		// lock, the COMMIT.
+		{"session, a session's row", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "S", 6},
+		{"session, a session's row again", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "S", 4},
+		{"session, rows of sessions seen", provider.WorkFetchOptions{Session: session}, "", 2},
+		{"no session, rows of sessions seen", provider.WorkFetchOptions{}, "", 1},
 	} {
 		msgs := []*provider.WorkerMessage{providertest.HammerActivity(fmt.Sprint("w", i), 1), providertest.HammerActivity(fmt.Sprint("w", i), 2)}
 		for _, m := range msgs {

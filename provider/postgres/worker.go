@@ -46,9 +46,12 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 // sqlstore.WorkTx.
 func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
 	leases, dead, claims, err := w.fetchWork(limit, lockMs, sess, names, queues)
-	// A session's claim, or a dead-lettering, commits durably; a fetch
-	// with a session that claimed none wrote only leases, as one without.
-	w.relaxed = claims == 0 && len(dead) == 0
+	if !w.committed {
+		// A session's claim, or a dead-lettering, commits durably; a fetch
+		// with a session that claimed none wrote only leases, as one
+		// without.
+		w.relaxed = claims == 0 && len(dead) == 0
+	}
 	return leases, dead, err
 }
 
@@ -58,6 +61,14 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 // rows of sessions another owner holds are skipped, the statement running
 // again for the rest while it found as many rows as it asked for. claims
 // counts the sessions it claimed (or whose lease it refreshed).
+//
+// Run alone (wtx.fold), the statement carries the transaction's COMMIT,
+// relaxed, and notifications (sendLast): the fetch is one round trip.
+// With a session option it is refused (codeNotLast, nothing written) when
+// it finds a row of a session, and runs again committing separately; the
+// store then stops folding such fetches (Provider.sessionRows). A row
+// that cannot be decoded is dead-lettered after that COMMIT, in a
+// transaction of its own.
 func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) (leases []*provider.WorkItemLease, dead []deadLetter, claims int, err error) {
 	until := w.now + lockMs
 	route := routeArgs(names, queues)
@@ -99,10 +110,23 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			return nil
 		}
 		want := limit - len(leases)
-		if sess == nil {
-			err = w.query(sqlFetchWork[named][0], scan, w.now, want, route[0], route[1], prefix, until)
+		sql, args := sqlFetchWork[named][0], []any{w.now, want, route[0], route[1], prefix, until}
+		if sess != nil {
+			sql, args = sqlFetchWork[named][1], append(args, sess.OwnerID, skip)
+		}
+		if lt, ok := w.tx.(*lazyTx); ok && w.fold && !lt.begun && (sess == nil || !w.p.sessionRows.Load()) {
+			if sess != nil {
+				sql = sqlFetchWorkLast[named]
+			}
+			b := &pgx.Batch{}
+			b.Queue(sql, args...).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scan(r) }) })
+			w.relaxed = true
+			err = w.sendLast(b)
+			if checkFailed(err, codeNotLast) {
+				w.p.sessionRows.Store(true)
+			}
 		} else {
-			err = w.query(sqlFetchWork[named][1], scan, w.now, want, route[0], route[1], prefix, until, sess.OwnerID, skip)
+			err = w.query(sql, scan, args...)
 		}
 		if err != nil {
 			return nil, nil, 0, err
@@ -148,6 +172,11 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			return nil, nil, 0, err
 		}
 		leases, dead = append(leases, got...), append(dead, d...)
+		if w.committed {
+			// The statement carried the COMMIT: a dead-lettering ran in a
+			// transaction of its own.
+			return leases, dead, 0, w.tx.(*lazyTx).Commit(w.ctx)
+		}
 		if found < want {
 			break // the statement saw every visible row it could lock
 		}
