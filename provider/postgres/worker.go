@@ -68,7 +68,7 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 // it finds a row of a session, and runs again committing separately; the
 // store then stops folding such fetches (Provider.sessionRows). A row
 // that cannot be decoded is dead-lettered after that COMMIT, in a
-// transaction of its own.
+// transaction of its own, which also fetches rows in its place.
 func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) (leases []*provider.WorkItemLease, dead []deadLetter, claims int, err error) {
 	until := w.now + lockMs
 	route := routeArgs(names, queues)
@@ -172,14 +172,15 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			return nil, nil, 0, err
 		}
 		leases, dead = append(leases, got...), append(dead, d...)
-		if w.committed {
-			// The statement carried the COMMIT: a dead-lettering ran in a
-			// transaction of its own.
-			return leases, dead, 0, w.tx.(*lazyTx).Commit(w.ctx)
-		}
 		if found < want {
 			break // the statement saw every visible row it could lock
 		}
+	}
+	if w.committed {
+		// The first statement carried the COMMIT: the dead-letterings
+		// (and the fetches that replaced their rows) ran in a transaction
+		// of their own.
+		return leases, dead, claims, w.tx.(*lazyTx).Commit(w.ctx)
 	}
 	return leases, dead, claims, nil
 }
