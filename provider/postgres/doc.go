@@ -49,9 +49,11 @@
 // the instance_locks row and tags the instance's visible messages in one
 // statement, then loads the instance rows, the histories (only the events
 // the caller does not hold, FetchOptions.Cached) and pending starts in one
-// pipelined round trip. If the clock passed the new locks' expiry while the
-// fetch ran, it re-dates them before it commits: a fetch never hands out a
-// lease that is already expired.
+// pipelined round trip, which carries the COMMIT of a fetch run alone. If
+// the clock passed the new locks' expiry while the fetch ran, it re-dates
+// them (after that COMMIT, token-checked, leaving out an instance whose
+// lock another fetch took over meanwhile): a fetch never hands out a lease
+// that is already expired.
 //
 // Candidates come from a small per-instance scheduling table
 // (orchestrator_ready, kept exact by triggers: migrations 0002 and 0014)
@@ -98,8 +100,8 @@
 // and a transaction's notification rides with its COMMIT (a group's calls
 // share one). A turn fetch finds its candidates and tries their advisory
 // locks in one statement, then locks and tags them and loads their
-// instance rows and histories in one batch; a worker fetch is one
-// statement. A plain start creates its instance and
+// instance rows and histories in one batch, which carries the COMMIT of a
+// fetch run alone; a worker fetch is one statement, with its COMMIT. A plain start creates its instance and
 // queues its message in one statement. A turn ack is
 // two round trips: one batch with the advisory lock, the lock check, the
 // instance, execution and history writes (one statement, the events a

@@ -107,8 +107,10 @@ FROM locked LEFT JOIN tagged AS t ON t.instance_id = locked.instance_id`
 
 	// Re-date the locks of a fetch whose transaction outlived them. $1
 	// instance IDs, $2 token prefix, $3 locked_until.
+	// Returns the instances re-dated.
 	sqlRedateLocks = `UPDATE instance_locks SET locked_until = $3
-WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id`
+WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id
+RETURNING instance_id`
 	sqlRedateTagged = `UPDATE orchestrator_queue SET locked_until = $3
 WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id`
 

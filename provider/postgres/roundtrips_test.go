@@ -398,3 +398,42 @@ func TestWorkFetchRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnFetchRoundTrips: a turn fetch run alone finds its candidates
+// (trying their advisory locks) in one round trip, and locks them, tags
+// their messages and reads their turns in a second, which carries its
+// COMMIT. A message that cannot be decoded is dead-lettered after that
+// COMMIT, in a transaction of its own, and the turn keeps the others.
+func TestTurnFetchRoundTrips(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
+	ctx := t.Context()
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a"), providertest.HammerStart("b")); err != nil {
+		t.Fatal(err)
+	}
+	tr.snapshot()
+	items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 4})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("FetchOrchestrationItems = %v, %v; want 2 items", items, err)
+	}
+	if trips, stmts, bySQL := tr.snapshot(); trips != 2 {
+		t.Errorf("turn fetch: %d round trips, %d statements (%v), want 2", trips, stmts, bySQL)
+	}
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("c"), providertest.HammerEvent("c")); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, p, `UPDATE orchestrator_queue SET work_item = 'not json' WHERE instance_id = 'c' AND id = (SELECT max(id) FROM orchestrator_queue WHERE instance_id = 'c')`)
+	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil || it.InstanceID != "c" || len(it.Messages) != 1 {
+		t.Fatalf("FetchOrchestrationItem = %+v, %v; want c's start alone", it, err)
+	}
+	dl, err := p.ListDeadLetters(ctx, 0)
+	if err != nil || len(dl) != 1 || dl[0].InstanceID != "c" {
+		t.Fatalf("ListDeadLetters = %v, %v; want c's event", dl, err)
+	}
+	var left int
+	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM orchestrator_queue WHERE instance_id = 'c' AND lock_token = $1`, it.LockToken).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d messages of c tagged, %v; want 1", left, err)
+	}
+}

@@ -330,7 +330,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(cached)
-	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
+	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load, false) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
@@ -338,7 +338,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
-	if err := w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
+	if items, err = w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
 		return sqlstore.Fetched{}, err
 	}
 	w.changes.orch = false // the completion's turn is taken; nothing else was queued
