@@ -40,9 +40,9 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 }
 
 // FetchWork locks up to limit worker rows, oldest first (by id: the order
-// they were queued in), each with its own token; rows another transaction is locking
-// are skipped (FOR UPDATE SKIP LOCKED), never waited for. Only rows of the
-// given activity names (nil: any) and queues are taken. See
+// they were queued in), each with its own token; rows another transaction
+// is locking are skipped (FOR UPDATE SKIP LOCKED), never waited for. Only
+// rows of the given activity names (nil: any) and queues are taken. See
 // sqlstore.WorkTx.
 func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
 	leases, dead, claims, err := w.fetchWork(limit, lockMs, sess, names, queues)
