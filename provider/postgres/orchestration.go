@@ -63,7 +63,11 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 	for len(items) < limit {
 		want := limit - len(items)
 		cands, free := []string{}, []string{}
-		err := w.query(sqlOrchCandidates, func(r pgx.Rows) error {
+		sql := sqlOrchCandidates
+		if names != nil {
+			sql = sqlOrchCandidatesNamed
+		}
+		err := w.query(sql, func(r pgx.Rows) error {
 			var id string
 			var got bool
 			if err := r.Scan(&id, &got); err != nil {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -47,6 +46,19 @@ func unboundedReads(n planNode, sorted bool) []string {
 	return bad
 }
 
+// usesIndex reports whether the plan scans index.
+func usesIndex(n planNode, index string) bool {
+	if n.Index == index {
+		return true
+	}
+	for _, c := range n.Plans {
+		if usesIndex(c, index) {
+			return true
+		}
+	}
+	return false
+}
+
 // oldWorkCandidatesSession is the worker fetch's candidate statement
 // before migration 0015: every visible row, sorted by id, then the limit.
 const oldWorkCandidatesSession = `SELECT q.id, q.session_id FROM worker_queue AS q
@@ -65,9 +77,11 @@ FOR UPDATE OF q SKIP LOCKED`
 // statement is planned, with its arguments (a custom plan) and without
 // (the generic plan a prepared statement switches to), as index scans
 // that stop at the limit: no plan reads a queue table whole, sorts all
-// its visible rows or looks at rows of names it does not serve. The
-// worker fetch's candidates before migration 0015 are checked too, and
-// must be refused: a Bitmap Heap Scan of every visible row, sorted by id.
+// its visible rows, and a fetch that serves some names only reads their
+// rows from an index by name. The statements before migration 0015 are
+// checked too, and must be refused: the worker candidates (a Bitmap Heap
+// Scan of every visible row, sorted by id) and the turn candidates of some
+// names (the ready instances of every name, filtered).
 func TestHotFetchPlansAreBounded(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
@@ -81,28 +95,32 @@ FROM generate_series(1, 20000) AS g`)
 	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
 SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) AS g`)
 	mustExec(t, p, `DELETE FROM orchestrator_queue WHERE id % 2 = 0`)
+	mustExec(t, p, `UPDATE orchestrator_ready SET orchestration_name = CASE WHEN first_id % 1000 = 1 THEN 'Rare' ELSE 'Common' END`)
 
 	// Each statement with SQL literals for its parameters.
 	const now, limit = "100000", "16"
+	// index: a fetch that serves some names only must read their rows
+	// from this index (by name), not step over the rows of other names.
 	cases := []struct {
-		name, sql, args string
+		name, sql, args, index string
 	}{
-		{"work fetch, any name", sqlFetchWork[0][0], now + `, 16, NULL, '{""}', 'p', 200000`},
-		{"work fetch, any name, session", sqlFetchWork[0][1], now + `, 16, NULL, '{""}', 'p', 200000, 'me', '{}'`},
-		{"work fetch, named", sqlFetchWork[1][0], now + `, 16, '{Rare}', '{""}', 'p', 200000`},
-		{"work fetch, named, session", sqlFetchWork[1][1], now + `, 16, '{Common,Rare}', '{"",q}', 'p', 200000, 'me', '{}'`},
-		{"work fetch, rare name, session", sqlFetchWork[1][1], now + `, 16, '{Rare}', '{""}', 'p', 200000, 'me', '{}'`},
-		{"lock work", sqlLockWork, `'p', '{1,3}', 200000`},
-		{"turn candidates, any", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, NULL`},
-		{"turn candidates, named", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, '{A,B}'`},
-		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`},
-		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`},
-		{"pending starts", sqlPendingStarts, `'{i1,i3}', ` + now},
-		{"release lock", sqlReleaseLock, `'i1', 'pi1'`},
-		{"redate tagged", sqlRedateTagged, `'{i1,i3}', 'p', 200000`},
-		{"finish turn", sqlFinishTurn, `'i1', 'pi1'`},
-		{"next visible work", sharedSQL[sqlstore.QNextVisibleWork], ``},
-		{"next visible turn", sharedSQL[sqlstore.QNextVisibleOrch], ``},
+		{"work fetch, any name", sqlFetchWork[0][0], now + `, 16, NULL, '{""}', 'p', 200000`, ""},
+		{"work fetch, any name, session", sqlFetchWork[0][1], now + `, 16, NULL, '{""}', 'p', 200000, 'me', '{}'`, ""},
+		{"work fetch, named", sqlFetchWork[1][0], now + `, 16, '{Rare}', '{""}', 'p', 200000`, "worker_queue_route"},
+		{"work fetch, named, session", sqlFetchWork[1][1], now + `, 16, '{Common,Rare}', '{"",q}', 'p', 200000, 'me', '{}'`, "worker_queue_route"},
+		{"work fetch, rare name, session", sqlFetchWork[1][1], now + `, 16, '{Rare}', '{""}', 'p', 200000, 'me', '{}'`, "worker_queue_route"},
+		{"work fetch, named, session, lone", sqlFetchWorkLast[1], now + `, 16, '{Rare}', '{""}', 'p', 200000, 'me', '{}'`, "worker_queue_route"},
+		{"lock work", sqlLockWork, `'p', '{1,3}', 200000`, ""},
+		{"turn candidates, any", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, NULL`, ""},
+		{"turn candidates, named", sqlOrchCandidatesNamed, now + `, '{}', 'k', ` + limit + `, '{Common,Rare,"B` + "\x1f" + `1.0"}'`, "orchestrator_ready_name"},
+		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`, ""},
+		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`, ""},
+		{"pending starts", sqlPendingStarts, `'{i1,i3}', ` + now, ""},
+		{"release lock", sqlReleaseLock, `'i1', 'pi1'`, ""},
+		{"redate tagged", sqlRedateTagged, `'{i1,i3}', 'p', 200000`, ""},
+		{"finish turn", sqlFinishTurn, `'i1', 'pi1'`, ""},
+		{"next visible work", sharedSQL[sqlstore.QNextVisibleWork], ``, ""},
+		{"next visible turn", sharedSQL[sqlstore.QNextVisibleOrch], ``, ""},
 	}
 	ctx := t.Context()
 	conn, err := p.pool.Acquire(ctx)
@@ -110,7 +128,7 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	explain := func(mode, name, sql, args string) []string {
+	explain := func(mode, name, sql, args, index string) []string {
 		t.Helper()
 		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
 			t.Fatal(err)
@@ -134,6 +152,9 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 			t.Fatalf("%s: EXPLAIN output %s: %v", name, out, err)
 		}
 		bad := unboundedReads(plans[0].Plan, false)
+		if index != "" && !usesIndex(plans[0].Plan, index) {
+			bad = append(bad, "no scan of "+index)
+		}
 		if len(bad) > 0 {
 			var text []string
 			rows, err := conn.Query(ctx, `EXPLAIN `+exec)
@@ -151,16 +172,21 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 	}
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		for _, c := range cases {
-			if bad := explain(mode, c.name, c.sql, c.args); len(bad) > 0 {
+			if bad := explain(mode, c.name, c.sql, c.args, c.index); len(bad) > 0 {
 				t.Errorf("%s (%s) reads a queue table whole: %s", c.name, mode, strings.Join(bad, "; "))
 			}
 		}
-		// The check refuses the old statement.
-		old := now + `, 16, 'me', '{}', '{Common,Rare}', '{""}'`
-		if bad := explain(mode, "old candidates", oldWorkCandidatesSession, old); len(bad) == 0 {
-			t.Errorf("the old worker candidates (%s) pass the check", mode)
-		} else {
-			t.Logf("old worker candidates (%s): %s", mode, fmt.Sprint(bad[0]))
+		// The check refuses the statements before migration 0015: the
+		// worker candidates, and the turn candidates of some names.
+		for _, c := range []struct{ name, sql, args, index string }{
+			{"old worker candidates", oldWorkCandidatesSession, now + `, 16, 'me', '{}', '{Common,Rare}', '{""}'`, "worker_queue_route"},
+			{"old turn candidates", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, '{Rare}'`, "orchestrator_ready_name"},
+		} {
+			if bad := explain(mode, c.name, c.sql, c.args, c.index); len(bad) == 0 {
+				t.Errorf("the %s (%s) pass the check", c.name, mode)
+			} else {
+				t.Logf("%s (%s): %s", c.name, mode, strings.Join(bad[:len(bad)-1], "; "))
+			}
 		}
 	}
 }

@@ -76,6 +76,37 @@ FROM (SELECT r.instance_id, r.ready_at, r.first_id
       LIMIT $4) AS c
 ORDER BY c.ready_at, c.first_id`
 
+	// sqlOrchCandidates for a fetch that runs only some orchestrations
+	// ($5, not NULL): for each route, the ready instances of its name read
+	// in order from orchestrator_ready_name (migration 0015), a route of
+	// a version filtering its name's rows by version, and the instances
+	// without a name (served by every fetch) likewise, merged in order. The
+	// ready instances of other orchestrations are never read, so a node
+	// that runs only some finds theirs at once behind any backlog of
+	// others'. A name's range is given as bounds on the index's leading
+	// columns (name, ready_at), ordered by them, not as an equality: on a
+	// table never analyzed the planner takes an equality to match a two
+	// hundredth of the rows, and below the limit it would sort the name's
+	// whole range instead of reading it in order; a range it takes to
+	// match a ninth.
+	//
+	// The worker fetch's ranges (workFetchSQL) are given the same way.
+	sqlOrchCandidatesNamed = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
+FROM (SELECT DISTINCT r.instance_id, r.ready_at, r.first_id
+      FROM (SELECT k.e, k.sep, CASE WHEN k.sep = 0 THEN k.e ELSE left(k.e, k.sep - 1) END AS name
+            FROM (SELECT k.e, strpos(k.e, chr(31)) AS sep FROM unnest(array_append($5::text[], '')) AS k(e)) AS k) AS k
+      CROSS JOIN LATERAL (
+          SELECT r.instance_id, r.ready_at, r.first_id
+          FROM orchestrator_ready AS r
+          WHERE r.orchestration_name >= k.name AND (r.orchestration_name, r.ready_at) <= (k.name, $1)
+            AND CASE WHEN NOT (r.instance_id = ANY ($2::text[]))
+              AND (k.sep = 0 OR r.orchestration_version = substr(k.e, k.sep + 1)) THEN true ELSE false END
+          ORDER BY r.orchestration_name, r.ready_at, r.first_id
+          LIMIT $4) AS r
+      ORDER BY r.ready_at, r.first_id
+      LIMIT $4) AS c
+ORDER BY c.ready_at, c.first_id`
+
 	// Take the locks of several instances (whose advisory locks the
 	// transaction holds): insert, or steal an expired lock; then tag every
 	// visible message of the instances locked with the instance's token and
@@ -359,6 +390,10 @@ const (
 	workRangeHead = `SELECT q.id, q.session_id FROM worker_queue AS q WHERE `
 	workRangeTail = ` THEN true ELSE false END
 ORDER BY q.id LIMIT $2 FOR UPDATE OF q SKIP LOCKED`
+	// A range of worker_queue_route, given as bounds on its leading
+	// columns and ordered by them (see sqlOrchCandidatesNamed).
+	workRangeNamedTail = ` THEN true ELSE false END
+ORDER BY q.queue, q.activity_name, q.id LIMIT $2 FOR UPDATE OF q SKIP LOCKED`
 	// The lock of the rows found (c): token $5 || id, until $6, one
 	// delivery more.
 	workLockSet = `UPDATE worker_queue AS u
@@ -863,8 +898,9 @@ func workFetchSQL(named, session, last bool) string {
 	if named {
 		scan = `SELECT c.id, c.session_id FROM (
     SELECT c.* FROM unnest($4::text[]) AS r(queue) CROSS JOIN unnest($3::text[]) AS n(name)
-    CROSS JOIN LATERAL (` + workRangeHead + `q.queue = r.queue AND q.activity_name = n.name AND q.visible_at <= $1
-      AND CASE WHEN ` + filter + workRangeTail + `) AS c
+    CROSS JOIN LATERAL (` + workRangeHead + `(q.queue, q.activity_name) >= (r.queue, n.name)
+      AND (q.queue, q.activity_name) <= (r.queue, n.name) AND q.visible_at <= $1
+      AND CASE WHEN ` + filter + workRangeNamedTail + `) AS c
     UNION ALL
     SELECT c.* FROM unnest($4::text[]) AS r(queue)
     CROSS JOIN LATERAL (` + workRangeHead + `q.queue = r.queue AND q.activity_name IS NULL AND q.visible_at <= $1

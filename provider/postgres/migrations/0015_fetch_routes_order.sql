@@ -1,4 +1,4 @@
--- 0015: the worker fetch reads its rows in order, per route.
+-- 0015: fetches read their rows in order, per route.
 --
 -- A worker fetch takes the visible rows of the activity names and queues
 -- it serves, oldest first (by id), up to its limit. It used to read every
@@ -15,3 +15,10 @@ CREATE INDEX worker_queue_route ON worker_queue (queue, activity_name, id, visib
 -- fetch serves, in id order per queue (IS NULL is not an equality the
 -- planner orders by in worker_queue_route). Empty in practice.
 CREATE INDEX worker_queue_route_unnamed ON worker_queue (queue, id, visible_at) WHERE activity_name IS NULL;
+
+-- A fetch of turns that runs only some orchestrations reads, for each,
+-- the ready instances of its name in the order they became ready (an
+-- orchestration pinned to versions filters its name's range by version),
+-- instead of every ready instance, filtered. Instances without a name are
+-- the range of ''.
+CREATE INDEX orchestrator_ready_name ON orchestrator_ready (orchestration_name, ready_at, first_id);
