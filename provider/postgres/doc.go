@@ -131,8 +131,9 @@
 // and commits once. Unless it holds two fetches of one kind, the group
 // runs its calls pipelined: all at once, each on a goroutine of its own,
 // their statements sent together in one round trip per round (a call of
-// one batch, such as an ack or an enqueue, takes one round; a fetch two,
-// and runs last), so that the server runs them exactly as one after
+// one batch, such as an ack or an enqueue, takes one round; a turn fetch
+// two, a worker fetch one unless it claims a session; fetches run last),
+// so that the server runs them exactly as one after
 // another; a call that fails after writing rolls the group back and every
 // call runs again alone, and a call that needs a further round after calls
 // behind it ran theirs makes the group run again call after call. In that
