@@ -2,8 +2,12 @@ package postgres
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
@@ -188,5 +192,92 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 				t.Logf("%s (%s): %s", c.name, mode, strings.Join(bad[:len(bad)-1], "; "))
 			}
 		}
+	}
+}
+
+// planRead sums the rows the plan nodes scanning table read (returned or
+// removed by a filter, times loops) in an EXPLAIN (ANALYZE, FORMAT JSON)
+// plan; the rows an UPDATE writes are counted where it found them.
+func planRead(node map[string]any, table string) float64 {
+	var n float64
+	if node["Relation Name"] == table && node["Node Type"] != "ModifyTable" {
+		rows, _ := node["Actual Rows"].(float64)
+		removed, _ := node["Rows Removed by Filter"].(float64)
+		rechecked, _ := node["Rows Removed by Index Recheck"].(float64)
+		loops, _ := node["Actual Loops"].(float64)
+		n += (rows + removed + rechecked) * loops
+	}
+	if kids, ok := node["Plans"].([]any); ok {
+		for _, k := range kids {
+			if m, ok := k.(map[string]any); ok {
+				n += planRead(m, table)
+			}
+		}
+	}
+	return n
+}
+
+// TestFetchesReadOnlyTheirRows: behind 10,000 visible worker rows and
+// 5,000 ready instances of a name a node does not serve, never analyzed,
+// its fetches of the name it serves read a few rows each, as do fetches
+// of any name; the statements before migration 0015 (worker candidates
+// of any name, turn candidates filtered by name) read every visible row.
+func TestFetchesReadOnlyTheirRows(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	for _, table := range []string{"worker_queue", "orchestrator_queue", "orchestrator_ready"} {
+		mustExec(t, p, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`)
+	}
+	mustExec(t, p, `INSERT INTO worker_queue (instance_id, execution_id, activity_id, work_item, visible_at, created_at, activity_name, queue)
+SELECT 'i' || g, 1, g, repeat('x', 200), 1000 + g, 1000, CASE WHEN g > 10000 THEN 'Rare' ELSE 'Common' END, ''
+FROM generate_series(1, 10003) AS g`)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 5003) AS g`)
+	mustExec(t, p, `UPDATE orchestrator_ready SET orchestration_name = CASE WHEN first_id > 5000 THEN 'Rare' ELSE 'Common' END`)
+	const now = int64(100000)
+	read := func(table, sql string, args ...any) float64 {
+		t.Helper()
+		var n float64
+		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			var out []byte
+			if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+				return err
+			}
+			var plans []struct {
+				Plan map[string]any `json:"Plan"`
+			}
+			if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+				return fmt.Errorf("EXPLAIN output %s: %v", out, err)
+			}
+			n = planRead(plans[0].Plan, table)
+			return errors.New("rolled back") // leave the rows as they were
+		})
+		if err != nil && err.Error() != "rolled back" {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name, table, sql string
+		args             []any
+	}{
+		{"work fetch of a rare name", "worker_queue", sqlFetchWork[1][1], []any{now, 4, []string{"Rare"}, []string{""}, "p", now + 1000, "me", []int64{}}},
+		{"work fetch of any name", "worker_queue", sqlFetchWork[0][0], []any{now, 4, nil, []string{""}, "p", now + 1000}},
+		{"turn candidates of a rare name", "orchestrator_ready", sqlOrchCandidatesNamed, []any{now, []string{}, "k", 4, []string{"Rare"}}},
+		{"turn candidates of any name", "orchestrator_ready", sqlOrchCandidates, []any{now, []string{}, "k", 4, nil}},
+	} {
+		// The limit's rows, found, then each locked by its primary key.
+		if n := read(c.table, c.sql, c.args...); n > 8 {
+			t.Errorf("%s read %v rows of %s, want at most 8", c.name, n, c.table)
+		}
+	}
+	if n := read("worker_queue", oldWorkCandidatesSession, now, 4, "me", []int64{}, nil, []string{""}); n < 10000 {
+		t.Errorf("the old worker candidates of any name read %v rows, want every visible one", n)
+	}
+	// The statement a fetch of some orchestrations ran before: the ready
+	// instances of every name, filtered.
+	if n := read("orchestrator_ready", sqlOrchCandidates, now, []string{}, "k", 4, []string{"Rare"}); n < 5000 {
+		t.Errorf("the turn candidates of any name, filtered, read %v rows, want every ready one", n)
 	}
 }
