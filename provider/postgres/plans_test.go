@@ -195,28 +195,6 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 	}
 }
 
-// planRead sums the rows the plan nodes scanning table read (returned or
-// removed by a filter, times loops) in an EXPLAIN (ANALYZE, FORMAT JSON)
-// plan; the rows an UPDATE writes are counted where it found them.
-func planRead(node map[string]any, table string) float64 {
-	var n float64
-	if node["Relation Name"] == table && node["Node Type"] != "ModifyTable" {
-		rows, _ := node["Actual Rows"].(float64)
-		removed, _ := node["Rows Removed by Filter"].(float64)
-		rechecked, _ := node["Rows Removed by Index Recheck"].(float64)
-		loops, _ := node["Actual Loops"].(float64)
-		n += (rows + removed + rechecked) * loops
-	}
-	if kids, ok := node["Plans"].([]any); ok {
-		for _, k := range kids {
-			if m, ok := k.(map[string]any); ok {
-				n += planRead(m, table)
-			}
-		}
-	}
-	return n
-}
-
 // TestFetchesReadOnlyTheirRows: behind 10,000 visible worker rows and
 // 5,000 ready instances of a name a node does not serve, never analyzed,
 // its fetches of the name it serves read a few rows each, as do fetches
@@ -250,7 +228,7 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 5003) 
 			if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
 				return fmt.Errorf("EXPLAIN output %s: %v", out, err)
 			}
-			n = planRead(plans[0].Plan, table)
+			n = planRows(plans[0].Plan, table)
 			return errors.New("rolled back") // leave the rows as they were
 		})
 		if err != nil && err.Error() != "rolled back" {
