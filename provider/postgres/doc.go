@@ -32,7 +32,11 @@
 //
 // A worker fetch selects its rows with FOR UPDATE SKIP LOCKED: rows another
 // node is claiming are skipped, never waited for, and a fetch that loses
-// rows to another node takes the next ones.
+// rows to another node takes the next ones. It takes them oldest first (by
+// ID), reading for each queue and activity name it serves one range of an
+// index in that order (migration 0015) and stopping at its limit, and
+// locks them in the same statement; with a session option, the rows of
+// sessions it finds are leased once their sessions are claimed.
 //
 // An orchestration fetch reads the instances that have visible messages and
 // a free (or expired) instance lock, in the order they became ready (from
@@ -45,9 +49,11 @@
 // the instance_locks row and tags the instance's visible messages in one
 // statement, then loads the instance rows, the histories (only the events
 // the caller does not hold, FetchOptions.Cached) and pending starts in one
-// pipelined round trip. If the clock passed the new locks' expiry while the
-// fetch ran, it re-dates them before it commits: a fetch never hands out a
-// lease that is already expired.
+// pipelined round trip, which carries the COMMIT of a fetch run alone. If
+// the clock passed the new locks' expiry while the fetch ran, it re-dates
+// them (after that COMMIT, token-checked, leaving out an instance whose
+// lock another fetch took over meanwhile): a fetch never hands out a lease
+// that is already expired.
 //
 // Candidates come from a small per-instance scheduling table
 // (orchestrator_ready, kept exact by triggers: migrations 0002 and 0014)
@@ -92,9 +98,10 @@
 // Writes are set-based and pipelined (pgx batches: many statements, one
 // round trip). A transaction's BEGIN rides at the head of its first batch,
 // and a transaction's notification rides with its COMMIT (a group's calls
-// share one). A fetch finds its candidates and tries their advisory locks
-// in one statement, then locks and tags them and loads their instance rows
-// and histories in one batch. A plain start creates its instance and
+// share one). A turn fetch finds its candidates and tries their advisory
+// locks in one statement, then locks and tags them and loads their
+// instance rows and histories in one batch, which carries the COMMIT of a
+// fetch run alone; a worker fetch is one statement, with its COMMIT. A plain start creates its instance and
 // queues its message in one statement. A turn ack is
 // two round trips: one batch with the advisory lock, the lock check, the
 // instance, execution and history writes (one statement, the events a
@@ -124,8 +131,9 @@
 // and commits once. Unless it holds two fetches of one kind, the group
 // runs its calls pipelined: all at once, each on a goroutine of its own,
 // their statements sent together in one round trip per round (a call of
-// one batch, such as an ack or an enqueue, takes one round; a fetch two,
-// and runs last), so that the server runs them exactly as one after
+// one batch, such as an ack or an enqueue, takes one round; a turn fetch
+// two, a worker fetch one unless it claims a session; fetches run last),
+// so that the server runs them exactly as one after
 // another; a call that fails after writing rolls the group back and every
 // call runs again alone, and a call that needs a further round after calls
 // behind it ran theirs makes the group run again call after call. In that

@@ -537,14 +537,17 @@ func TestNoCreateSchemaRefusesMissingSchema(t *testing.T) {
 	_ = p.Close()
 }
 
-// planRows sums the rows each plan node reading table returned (actual
-// rows times loops) in an EXPLAIN (ANALYZE, FORMAT JSON) plan.
+// planRows sums the rows each plan node scanning table read (returned or
+// removed by a filter, times loops) in an EXPLAIN (ANALYZE, FORMAT JSON)
+// plan; the rows an UPDATE writes are counted where it found them.
 func planRows(node map[string]any, table string) float64 {
 	var n float64
-	if node["Relation Name"] == table {
+	if node["Relation Name"] == table && node["Node Type"] != "ModifyTable" {
 		rows, _ := node["Actual Rows"].(float64)
+		removed, _ := node["Rows Removed by Filter"].(float64)
+		rechecked, _ := node["Rows Removed by Index Recheck"].(float64)
 		loops, _ := node["Actual Loops"].(float64)
-		n += rows * loops
+		n += (rows + removed + rechecked) * loops
 	}
 	if kids, ok := node["Plans"].([]any); ok {
 		for _, k := range kids {

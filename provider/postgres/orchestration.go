@@ -39,6 +39,14 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
 func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	f, err := w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
+	if w.committed {
+		// Its second batch carried its COMMIT (lockTurns): what followed
+		// ran in a transaction of its own, if anything did.
+		if err == nil {
+			err = w.tx.(*lazyTx).Commit(w.ctx)
+		}
+		return f, err
+	}
 	w.relaxed = len(f.Dead) == 0 // a dead-lettering commits durably
 	return f, err
 }
@@ -55,7 +63,11 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 	for len(items) < limit {
 		want := limit - len(items)
 		cands, free := []string{}, []string{}
-		err := w.query(sqlOrchCandidates, func(r pgx.Rows) error {
+		sql := sqlOrchCandidates
+		if names != nil {
+			sql = sqlOrchCandidatesNamed
+		}
+		err := w.query(sql, func(r pgx.Rows) error {
 			var id string
 			var got bool
 			if err := r.Scan(&id, &got); err != nil {
@@ -73,7 +85,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 		if len(cands) == 0 {
 			break
 		}
-		got, lost, d, err := w.lockTurns(cands, free, prefix, until, 1, load)
+		got, lost, d, err := w.lockTurns(cands, free, prefix, until, 1, load, len(skip) == 0 && len(items) == 0)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
@@ -91,7 +103,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
-	if err := w.redate(items, prefix, lockTimeout); err != nil {
+	if items, err = w.redate(items, prefix, lockTimeout); err != nil {
 		return sqlstore.Fetched{}, err
 	}
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
@@ -112,7 +124,7 @@ func (w *wtx) fetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(nil)
-	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0, load)
+	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0, load, false)
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
@@ -120,7 +132,7 @@ func (w *wtx) fetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
-	if err := w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
+	if items, err = w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
 		return sqlstore.Fetched{}, err
 	}
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, nil
@@ -137,23 +149,30 @@ func orchNamesArg(names []string) any {
 
 // redate moves the locks of items forward when the clock passed their
 // expiry while the transaction ran (a slow transaction, a clock that
-// jumped): a fetch never hands out a lease that is already expired.
-func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTimeout time.Duration) error {
+// jumped): a fetch never hands out a lease that is already expired. It
+// returns the items whose locks it holds: after a COMMIT that carried
+// the fetch's batch (lockTurns), an expired lock may have been taken over
+// meanwhile; that item is left out (its messages are the new holder's).
+func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTimeout time.Duration) ([]*provider.OrchestrationItem, error) {
 	now := w.p.now()
 	if len(items) == 0 || items[0].LockedUntil.UnixMilli() > now {
-		return nil
+		return items, nil
 	}
 	until := now + sqlenc.DurMs(lockTimeout)
 	ids := make([]string, len(items))
 	for i, it := range items {
 		ids[i] = it.InstanceID
+	}
+	held, err := w.queryStrings(sqlRedateLocks, ids, prefix, until)
+	if err != nil {
+		return nil, err
+	}
+	items = slices.DeleteFunc(items, func(it *provider.OrchestrationItem) bool { return !slices.Contains(held, it.InstanceID) })
+	for _, it := range items {
 		it.LockedUntil = msTime(until)
 	}
-	if _, err := w.exec(sqlRedateLocks, ids, prefix, until); err != nil {
-		return err
-	}
-	_, err := w.exec(sqlRedateTagged, ids, prefix, until)
-	return err
+	_, err = w.exec(sqlRedateTagged, ids, prefix, until)
+	return items, err
 }
 
 // lockTurns locks those of the instances cands whose lock is free or
@@ -163,7 +182,18 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 // or 0) to their deliveries: the items of their turns, without history,
 // which it reads into load in the same round trip (finishLoad). lost are
 // the candidates it did not lock or that had nothing deliverable.
-func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int, load *turnLoad) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+//
+// first: the batch is the first write of a turn fetch (FetchTurns). Run
+// alone (wtx.fold), that batch then carries the transaction's COMMIT,
+// relaxed (sendLast): a fetch that takes what its first candidates hold
+// costs two round trips. What may follow it, rarely (dead-lettering a
+// message that cannot be decoded, releasing an instance left with nothing
+// deliverable, a further round of candidates, reading again a history
+// whose cached position the store does not have, re-dating locks that
+// expired meanwhile, all token-checked), runs in a transaction of its own
+// that FetchTurns commits; its writes to an instance take the instance's
+// advisory lock again first, since the COMMIT released it.
+func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int, load *turnLoad, first bool) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	if free == nil {
 		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
 			return nil, nil, nil, err
@@ -198,15 +228,36 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	// The turns' reads, in the same round trip; what belongs to the
 	// instances not locked is not used.
 	w.queueLoad(b, load, free)
-	if err = w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+	if _, lone := w.tx.(*lazyTx); first && lone && w.fold {
+		w.relaxed = true
+		err = w.sendLast(b)
+	} else {
+		err = w.tx.SendBatch(w.ctx, b).Close()
+	}
+	if err != nil {
 		return nil, nil, nil, err
+	}
+	// relock takes again, after a COMMIT that carried the batch, the
+	// advisory lock of an instance about to be written.
+	relock := func(inst string) error {
+		if !w.committed {
+			return nil
+		}
+		return w.lockInstance(inst)
 	}
 	for _, inst := range free {
 		if !locked[inst] {
 			lost = append(lost, inst) // its lock is held: try the next one
 			continue
 		}
+		relocked := false
 		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
+			if !relocked {
+				if err := relock(inst); err != nil {
+					return err
+				}
+				relocked = true
+			}
 			return w.deadLetter(queueOrchestrator, sqlDeleteMessage, m.ID, inst, m.Data, cause)
 		})
 		if err != nil {
@@ -215,6 +266,11 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 		dead = append(dead, d...)
 		if it == nil {
 			// Nothing deliverable: release the lock and move on.
+			if !relocked {
+				if err := relock(inst); err != nil {
+					return nil, nil, nil, err
+				}
+			}
 			if _, err := w.exec(sqlReleaseLock, inst, prefix+inst); err != nil {
 				return nil, nil, nil, err
 			}

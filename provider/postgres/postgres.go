@@ -318,6 +318,11 @@ type Provider struct {
 	listenConnPID atomic.Uint32
 
 	commits atomic.Int64
+	// sessionRows: a worker fetch found rows of sessions, so fetches with
+	// a session option no longer send their COMMIT with their statement
+	// (wtx.fetchWork): one that finds such a row must claim its session
+	// first, and would be refused and run again.
+	sessionRows atomic.Bool
 	// relaxedCommits counts the commits that did not wait for the WAL
 	// flush (see wtx.relaxed), for tests.
 	relaxedCommits atomic.Int64

@@ -791,7 +791,7 @@ func TestMigration0014BackfillsFirstVisible(t *testing.T) {
 func TestTurnCandidatesFilterOnTheReadyRows(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
-	rows, err := p.pool.Query(t.Context(), "EXPLAIN "+sqlOrchCandidates, int64(1000), []string{}, "k", 16, []string{"A", "B\x1f", "B\x1f1.0.0"})
+	rows, err := p.pool.Query(t.Context(), "EXPLAIN "+sqlOrchCandidatesNamed, int64(1000), []string{}, "k", 16, []string{"A", "B\x1f", "B\x1f1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}

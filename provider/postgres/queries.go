@@ -61,14 +61,48 @@ const (
 	// instance of another name or version is skipped in the scan, on the
 	// scheduling row (migration 0013 copies each instance's name and
 	// version onto it); one without a row or a name is served by every
-	// fetch.
+	// fetch. The filters are wrapped in a CASE, whose selectivity the
+	// planner takes as 1/2 (see workFilterNoSession): as plain clauses, on
+	// a table never analyzed, they made it estimate a few rows and read
+	// and sort every ready row instead of the index range.
 	sqlOrchCandidates = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
 FROM (SELECT r.instance_id, r.ready_at, r.first_id
       FROM orchestrator_ready AS r
       WHERE r.ready_at <= $1
-        AND NOT (r.instance_id = ANY ($2::text[]))
-        AND ($5::text[] IS NULL OR r.orchestration_name = '' OR r.orchestration_name = ANY ($5::text[])
-              OR r.orchestration_name || chr(31) || r.orchestration_version = ANY ($5::text[]))
+        AND CASE WHEN NOT (r.instance_id = ANY ($2::text[]))
+          AND ($5::text[] IS NULL OR r.orchestration_name = '' OR r.orchestration_name = ANY ($5::text[])
+               OR r.orchestration_name || chr(31) || r.orchestration_version = ANY ($5::text[])) THEN true ELSE false END
+      ORDER BY r.ready_at, r.first_id
+      LIMIT $4) AS c
+ORDER BY c.ready_at, c.first_id`
+
+	// sqlOrchCandidates for a fetch that runs only some orchestrations
+	// ($5, not NULL): for each route, the ready instances of its name read
+	// in order from orchestrator_ready_name (migration 0015), a route of
+	// a version filtering its name's rows by version, and the instances
+	// without a name (served by every fetch) likewise, merged in order. The
+	// ready instances of other orchestrations are never read, so a node
+	// that runs only some finds theirs at once behind any backlog of
+	// others'. A name's range is given as bounds on the index's leading
+	// columns (name, ready_at), ordered by them, not as an equality: on a
+	// table never analyzed the planner takes an equality to match a two
+	// hundredth of the rows, and below the limit it would sort the name's
+	// whole range instead of reading it in order; a range it takes to
+	// match a ninth.
+	//
+	// The worker fetch's ranges (workFetchSQL) are given the same way.
+	sqlOrchCandidatesNamed = `SELECT c.instance_id, pg_try_advisory_xact_lock(hashtextextended($3::text || c.instance_id, 0))
+FROM (SELECT DISTINCT r.instance_id, r.ready_at, r.first_id
+      FROM (SELECT k.e, k.sep, CASE WHEN k.sep = 0 THEN k.e ELSE left(k.e, k.sep - 1) END AS name
+            FROM (SELECT k.e, strpos(k.e, chr(31)) AS sep FROM unnest(array_append($5::text[], '')) AS k(e)) AS k) AS k
+      CROSS JOIN LATERAL (
+          SELECT r.instance_id, r.ready_at, r.first_id
+          FROM orchestrator_ready AS r
+          WHERE r.orchestration_name >= k.name AND (r.orchestration_name, r.ready_at) <= (k.name, $1)
+            AND CASE WHEN NOT (r.instance_id = ANY ($2::text[]))
+              AND (k.sep = 0 OR r.orchestration_version = substr(k.e, k.sep + 1)) THEN true ELSE false END
+          ORDER BY r.orchestration_name, r.ready_at, r.first_id
+          LIMIT $4) AS r
       ORDER BY r.ready_at, r.first_id
       LIMIT $4) AS c
 ORDER BY c.ready_at, c.first_id`
@@ -104,8 +138,10 @@ FROM locked LEFT JOIN tagged AS t ON t.instance_id = locked.instance_id`
 
 	// Re-date the locks of a fetch whose transaction outlived them. $1
 	// instance IDs, $2 token prefix, $3 locked_until.
+	// Returns the instances re-dated.
 	sqlRedateLocks = `UPDATE instance_locks SET locked_until = $3
-WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id`
+WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id
+RETURNING instance_id`
 	sqlRedateTagged = `UPDATE orchestrator_queue SET locked_until = $3
 WHERE instance_id = ANY ($1::text[]) AND lock_token = $2 || instance_id`
 
@@ -322,30 +358,50 @@ SELECT count(*) > 0 FROM l`
 
 // Worker queue.
 const (
-	// Rows without a session, oldest first, skipping rows another
-	// transaction holds. $1 now, $2 limit, $3 activity names (NULL: any),
-	// $4 queues.
-	sqlWorkCandidatesNoSession = `SELECT id, NULL::text FROM worker_queue
-WHERE session_id IS NULL AND visible_at <= $1
-  AND ($3::text[] IS NULL OR activity_name IS NULL OR activity_name = ANY ($3::text[]))
-  AND queue = ANY ($4::text[])
-ORDER BY id
-LIMIT $2
-FOR UPDATE SKIP LOCKED`
-
+	// A worker fetch: the rows a fetch serves, oldest first (by id: the
+	// order they were queued in; a row whose lease expired keeps its
+	// place), up to $2, skipping rows another transaction holds (FOR
+	// UPDATE SKIP LOCKED). Each is read as an index range in id order that
+	// stops at the limit, whatever the backlog and whatever the planner's
+	// statistics: for each queue and activity name served, a range of
+	// worker_queue_route (and of worker_queue_route_unnamed for rows
+	// without a name, which every fetch serves; migration 0015), merged by
+	// id; a fetch that serves any name reads the primary key in order,
+	// filtering by queue. A range steps over the rows not visible at its
+	// head (leased or delayed: visible_at is checked in the index), as
+	// many as the activities running and waiting to be retried, not over
+	// the backlog. The other conditions are wrapped in a CASE, whose
+	// selectivity the planner takes as 1/2: as plain clauses, their
+	// default selectivities (a thousandth and less on a table never
+	// analyzed) made it estimate one row, and sort every visible row as if
+	// it were that one. Each range may lock up to $2 rows; those the merge
+	// leaves out stay locked, untouched, until the fetch commits.
+	//
+	// $1 now, $2 limit, $3 activity names (NULL: any), $4 queues, $5
+	// token prefix, $6 locked_until; with a session: $7 owner, $8 ids to
+	// skip. The fragments below are put together by workFetchSQL.
+	workFilterNoSession = `q.session_id IS NULL`
 	// Rows without a session, of sessions the owner holds, or of claimable
-	// sessions, oldest first. $1 now, $2 limit, $3 owner, $4 ids to skip,
-	// $5 activity names (NULL: any), $6 queues.
-	sqlWorkCandidatesSession = `SELECT q.id, q.session_id FROM worker_queue AS q
-WHERE q.visible_at <= $1 AND NOT (q.id = ANY ($4::bigint[]))
-  AND ($5::text[] IS NULL OR q.activity_name IS NULL OR q.activity_name = ANY ($5::text[]))
-  AND q.queue = ANY ($6::text[])
+	// sessions.
+	workFilterSession = `NOT (q.id = ANY ($8::bigint[]))
   AND (q.session_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM sessions AS s
-        WHERE s.session_id = q.session_id AND s.locked_until > $1 AND s.owner_id <> $3))
-ORDER BY q.id
-LIMIT $2
-FOR UPDATE OF q SKIP LOCKED`
+        WHERE s.session_id = q.session_id AND s.locked_until > $1 AND s.owner_id <> $7))`
+	workRangeHead = `SELECT q.id, q.session_id FROM worker_queue AS q WHERE `
+	workRangeTail = ` THEN true ELSE false END
+ORDER BY q.id LIMIT $2 FOR UPDATE OF q SKIP LOCKED`
+	// A range of worker_queue_route, given as bounds on its leading
+	// columns and ordered by them (see sqlOrchCandidatesNamed).
+	workRangeNamedTail = ` THEN true ELSE false END
+ORDER BY q.queue, q.activity_name, q.id LIMIT $2 FOR UPDATE OF q SKIP LOCKED`
+	// The lock of the rows found (c): token $5 || id, until $6, one
+	// delivery more.
+	workLockSet = `UPDATE worker_queue AS u
+SET lock_token = $5 || u.id, locked_until = $6, visible_at = $6, attempt_count = u.attempt_count + 1
+WHERE u.id = ANY (ARRAY(SELECT c.id FROM c`
+	workLockReturning = `))
+RETURNING u.id, u.lock_token, u.instance_id, u.execution_id, u.activity_id, coalesce(u.session_id, '') AS session_id,
+    u.work_item, u.attempt_count`
 
 	// Claim or refresh a session lease; 0 rows if another owner holds it.
 	// $1 session, $2 owner, $3 locked_until, $4 now.
@@ -851,4 +907,67 @@ LIMIT $3`,
 	sqlstore.QWorkHeartbeat: `SELECT heartbeat_at, heartbeat_details FROM worker_queue WHERE id = $1 AND lock_token = $2 AND locked_until > $3`,
 	// $1 limit.
 	sqlstore.QDeadLetters: `SELECT id, queue, instance_id, payload, error, dead_at FROM dead_letters ORDER BY id DESC LIMIT $1`,
+}
+
+// sqlFetchWork holds the worker fetch's statements (see
+// workFilterNoSession), by whether the fetch serves some activity names
+// only (else any) and whether it claims sessions. Each locks the rows it
+// finds that belong to no session, in the same statement, and returns
+// them (id, NULL, then the columns of sqlLockWork after the id); with a
+// session, the rows it finds of sessions follow, locked FOR UPDATE but
+// not yet leased (id, session, a NULL token and placeholders): their
+// sessions are claimed first.
+var sqlFetchWork = [2][2]string{
+	{workFetchSQL(false, false, false), workFetchSQL(false, true, false)},
+	{workFetchSQL(true, false, false), workFetchSQL(true, true, false)},
+}
+
+// sqlFetchWorkLast holds the statements of a worker fetch with a session
+// option whose COMMIT rides with it, by whether it serves some names only:
+// sqlFetchWork's, failing with codeNotLast (rolling back) when it finds a
+// row of a session, whose claim must follow.
+var sqlFetchWorkLast = [2]string{workFetchSQL(false, true, true), workFetchSQL(true, true, true)}
+
+func workFetchSQL(named, session, last bool) string {
+	filter := workFilterNoSession
+	if session {
+		filter = workFilterSession
+	}
+	scan := workRangeHead + `q.visible_at <= $1 AND $3::text[] IS NULL
+  AND CASE WHEN q.queue = ANY ($4::text[]) AND ` + filter + workRangeTail
+	if named {
+		scan = `SELECT c.id, c.session_id FROM (
+    SELECT c.* FROM unnest($4::text[]) AS r(queue) CROSS JOIN unnest($3::text[]) AS n(name)
+    CROSS JOIN LATERAL (` + workRangeHead + `(q.queue, q.activity_name) >= (r.queue, n.name)
+      AND (q.queue, q.activity_name) <= (r.queue, n.name) AND q.visible_at <= $1
+      AND CASE WHEN ` + filter + workRangeNamedTail + `) AS c
+    UNION ALL
+    SELECT c.* FROM unnest($4::text[]) AS r(queue)
+    CROSS JOIN LATERAL (` + workRangeHead + `q.queue = r.queue AND q.activity_name IS NULL AND q.visible_at <= $1
+      AND CASE WHEN ` + filter + workRangeTail + `) AS c
+) AS c
+ORDER BY c.id
+LIMIT $2`
+	}
+	lock := workLockSet
+	if session {
+		lock += ` WHERE c.session_id IS NULL`
+	}
+	q := `WITH c AS (
+` + scan + `
+), l AS (
+` + lock + workLockReturning + `
+)
+SELECT l.id, NULL::text, l.lock_token, l.instance_id, l.execution_id, l.activity_id, l.session_id, l.work_item, l.attempt_count
+FROM l`
+	if session {
+		q += `
+UNION ALL
+SELECT c.id, c.session_id, NULL, '', 0, 0, '', NULL, 0 FROM c WHERE c.session_id IS NOT NULL`
+		if last {
+			q += `
+  AND duroxide_check(c.session_id IS NULL, '` + codeNotLast + `', 'the fetch must claim a session')`
+		}
+	}
+	return q
 }

@@ -17,8 +17,9 @@ import (
 
 // TestFetchesCommitRelaxed: a transaction of fetches alone commits without
 // waiting for the WAL flush (synchronous_commit off, in its commit batch:
-// no extra round trip); enqueues, acks, a fetch claiming a session and a
-// group with any call that is not a fetch commit durably.
+// no extra round trip), also a worker fetch with a session that claims
+// none; enqueues, acks, a fetch claiming a session and a group with any
+// call that is not a fetch commit durably.
 func TestFetchesCommitRelaxed(t *testing.T) {
 	t.Parallel()
 	tr := &countingTracer{}
@@ -51,11 +52,26 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
 	}
 	relaxed("work fetch", 2)
-	if _, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute,
-		Session: &provider.SessionOptions{OwnerID: "o", LockTimeout: time.Minute}}); err != nil {
+	// A fetch with a session (as the runtime's) that claims none wrote
+	// only leases; one that claims a session commits durably.
+	session := provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute,
+		Session: &provider.SessionOptions{OwnerID: "o", LockTimeout: time.Minute}}
+	if err := p.enqueueWork(ctx, providertest.HammerActivity("b", 1)); err != nil {
 		t.Fatal(err)
 	}
-	relaxed("session fetch", 2)
+	if leases, err := p.FetchWorkItems(ctx, session); err != nil || len(leases) != 1 {
+		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
+	}
+	relaxed("session fetch of a row of no session", 3)
+	w := providertest.HammerActivity("b", 2)
+	w.SessionID = "S"
+	if err := p.enqueueWork(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if leases, err := p.FetchWorkItems(ctx, session); err != nil || len(leases) != 1 {
+		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
+	}
+	relaxed("session fetch claiming a session", 3)
 
 	// Groups: fetches alone commit relaxed; with any other call, durably.
 	fetch := &groupOp{fn: func(w *wtx) error {
@@ -82,9 +98,9 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 		}
 	}
 	group(fetch, fetch)
-	relaxed("group of fetches", 3)
+	relaxed("group of fetches", 4)
 	group(fetch, other)
-	relaxed("group of a fetch and another call", 3)
+	relaxed("group of a fetch and another call", 4)
 }
 
 // orderTracer records, per batch, whether a pg_notify was sent before the

@@ -349,3 +349,91 @@ VALUES ('k', 'e', $1, $2, 3600000)`, ts, ts+3600000); err != nil {
 		t.Fatalf("the ended instance still holds %d execution locks", n)
 	}
 }
+
+// TestWorkFetchRoundTrips: a worker fetch finds and locks its rows in one
+// statement, and run alone it sends its COMMIT with it: one round trip,
+// with or without a session option, whatever activity names it serves.
+// A row of a session adds the session's claim and the row's lock, and
+// its COMMIT then follows them: the fetch that first finds one is refused
+// (and rolled back) and runs again; fetches with a session option no
+// longer fold their COMMIT after that.
+func TestWorkFetchRoundTrips(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
+	ctx := t.Context()
+	session := &provider.SessionOptions{OwnerID: "me", LockTimeout: time.Minute}
+	for i, c := range []struct {
+		name    string
+		opts    provider.WorkFetchOptions
+		session string
+		trips   int
+	}{
+		{"no session, any name", provider.WorkFetchOptions{}, "", 1},
+		{"no session, named", provider.WorkFetchOptions{Activities: []string{"A", "B"}}, "", 1},
+		{"session, any name", provider.WorkFetchOptions{Session: session}, "", 1},
+		{"session, named", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "", 1},
+		// Refused, rolled back, run again: the statement, the claim, the
+		// lock, the COMMIT.
+		{"session, a session's row", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "S", 6},
+		{"session, a session's row again", provider.WorkFetchOptions{Session: session, Activities: []string{"A"}}, "S", 4},
+		{"session, rows of sessions seen", provider.WorkFetchOptions{Session: session}, "", 2},
+		{"no session, rows of sessions seen", provider.WorkFetchOptions{}, "", 1},
+	} {
+		msgs := []*provider.WorkerMessage{providertest.HammerActivity(fmt.Sprint("w", i), 1), providertest.HammerActivity(fmt.Sprint("w", i), 2)}
+		for _, m := range msgs {
+			m.SessionID = c.session
+		}
+		if err := p.enqueueWork(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		c.opts.Max, c.opts.LockTimeout = 4, time.Minute
+		tr.snapshot()
+		leases, err := p.FetchWorkItems(ctx, c.opts)
+		if err != nil || len(leases) != 2 {
+			t.Fatalf("%s: FetchWorkItems = %v, %v; want 2 leases", c.name, leases, err)
+		}
+		if trips, stmts, bySQL := tr.snapshot(); trips != c.trips {
+			t.Errorf("%s: %d round trips, %d statements (%v), want %d round trips", c.name, trips, stmts, bySQL, c.trips)
+		}
+	}
+}
+
+// TestTurnFetchRoundTrips: a turn fetch run alone finds its candidates
+// (trying their advisory locks) in one round trip, and locks them, tags
+// their messages and reads their turns in a second, which carries its
+// COMMIT. A message that cannot be decoded is dead-lettered after that
+// COMMIT, in a transaction of its own, and the turn keeps the others.
+func TestTurnFetchRoundTrips(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
+	ctx := t.Context()
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a"), providertest.HammerStart("b")); err != nil {
+		t.Fatal(err)
+	}
+	tr.snapshot()
+	items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 4})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("FetchOrchestrationItems = %v, %v; want 2 items", items, err)
+	}
+	if trips, stmts, bySQL := tr.snapshot(); trips != 2 {
+		t.Errorf("turn fetch: %d round trips, %d statements (%v), want 2", trips, stmts, bySQL)
+	}
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("c"), providertest.HammerEvent("c")); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, p, `UPDATE orchestrator_queue SET work_item = 'not json' WHERE instance_id = 'c' AND id = (SELECT max(id) FROM orchestrator_queue WHERE instance_id = 'c')`)
+	it, err := provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil || it.InstanceID != "c" || len(it.Messages) != 1 {
+		t.Fatalf("FetchOrchestrationItem = %+v, %v; want c's start alone", it, err)
+	}
+	dl, err := p.ListDeadLetters(ctx, 0)
+	if err != nil || len(dl) != 1 || dl[0].InstanceID != "c" {
+		t.Fatalf("ListDeadLetters = %v, %v; want c's event", dl, err)
+	}
+	var left int
+	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM orchestrator_queue WHERE instance_id = 'c' AND lock_token = $1`, it.LockToken).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d messages of c tagged, %v; want 1", left, err)
+	}
+}

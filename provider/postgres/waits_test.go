@@ -132,7 +132,7 @@ func TestWaitQueriesUseIndexes(t *testing.T) {
 		{"queue start", sharedSQL[sqlstore.QQueueStart], []any{"x"}},
 		{"stalled", sharedSQL[sqlstore.QStalled], []any{int64(1000), 3, 101, sqlstore.MaxStalledCandidates}},
 		{"quiet", sqlInstanceQuiet, []any{"x", int64(1), int64(2), int64(1000), int64(0)}},
-		{"turn candidates of named orchestrations", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, []string{"A", "B"}}},
+		{"turn candidates of named orchestrations", sqlOrchCandidatesNamed, []any{int64(1000), []string{}, "k", 16, []string{"A", "B"}}},
 		{"turn candidates of any orchestration", sqlOrchCandidates, []any{int64(1000), []string{}, "k", 16, nil}},
 		{"take turn check", sqlInstanceHasWork, []any{"x", []string{"A"}}},
 		{"take turn checks", sqlInstancesTakeable, []any{"k", []string{"x", "y"}, []string{"A"}}},

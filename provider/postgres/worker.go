@@ -39,93 +39,150 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 	return rows, err
 }
 
-// FetchWork locks up to limit worker rows, oldest first, each with its
-// own token; rows another transaction is locking are skipped (FOR UPDATE
-// SKIP LOCKED), never waited for. Only rows of the given activity names
-// (nil: any) and queues are taken. See sqlstore.WorkTx.
+// FetchWork locks up to limit worker rows, oldest first (by id: the order
+// they were queued in), each with its own token; rows another transaction
+// is locking are skipped (FOR UPDATE SKIP LOCKED), never waited for. Only
+// rows of the given activity names (nil: any) and queues are taken. See
+// sqlstore.WorkTx.
 func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
-	leases, dead, err := w.fetchWork(limit, lockMs, sess, names, queues)
-	// A session's claim, or a dead-lettering, commits durably.
-	w.relaxed = sess == nil && len(dead) == 0
+	leases, dead, claims, err := w.fetchWork(limit, lockMs, sess, names, queues)
+	if !w.committed {
+		// A session's claim, or a dead-lettering, commits durably; a fetch
+		// with a session that claimed none wrote only leases, as one
+		// without.
+		w.relaxed = claims == 0 && len(dead) == 0
+	}
 	return leases, dead, err
 }
 
-func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) ([]*provider.WorkItemLease, []deadLetter, error) {
+// fetchWork finds and locks its rows in one statement (sqlFetchWork):
+// without a session, a fetch is that one round trip. With one, the rows
+// of sessions it found are leased once their sessions are claimed, and
+// rows of sessions another owner holds are skipped, the statement running
+// again for the rest while it found as many rows as it asked for. claims
+// counts the sessions it claimed (or whose lease it refreshed).
+//
+// Run alone (wtx.fold), the statement carries the transaction's COMMIT,
+// relaxed, and notifications (sendLast): the fetch is one round trip.
+// With a session option it is refused (codeNotLast, nothing written) when
+// it finds a row of a session, and runs again committing separately; the
+// store then stops folding such fetches (Provider.sessionRows). A row
+// that cannot be decoded is dead-lettered after that COMMIT, in a
+// transaction of its own, which also fetches rows in its place.
+func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, names, queues []string) (leases []*provider.WorkItemLease, dead []deadLetter, claims int, err error) {
 	until := w.now + lockMs
 	route := routeArgs(names, queues)
 	prefix := sqlstore.NewTokenPrefix()
 	var (
-		leases  []*provider.WorkItemLease
-		dead    []deadLetter
 		skip    = []int64{}         // rows of sessions another owner holds
 		claimed = map[string]bool{} // session -> claim succeeded, within this fetch
 	)
 	type candidate struct {
 		id      int64
-		session *string
+		session string
+	}
+	named := 0
+	if names != nil {
+		named = 1
 	}
 	for len(leases) < limit {
-		var cands []candidate
+		var (
+			rows  []workRow
+			cands []candidate
+		)
 		scan := func(r pgx.Rows) error {
-			var c candidate
-			if err := r.Scan(&c.id, &c.session); err != nil {
+			var (
+				wr      workRow
+				session *string
+				token   *string
+			)
+			l := &wr.Lease
+			if err := r.Scan(&wr.ID, &session, &token, &l.InstanceID, &l.ExecutionID, &l.ActivityID,
+				&l.SessionID, &wr.Data, &l.AttemptCount); err != nil {
 				return err
 			}
-			cands = append(cands, c)
+			if session != nil {
+				cands = append(cands, candidate{wr.ID, *session})
+				return nil
+			}
+			l.LockToken, l.LockedUntil = *token, msTime(until)
+			rows = append(rows, wr)
 			return nil
 		}
-		var err error
 		want := limit - len(leases)
-		if sess == nil {
-			err = w.query(sqlWorkCandidatesNoSession, scan, w.now, want, route[0], route[1])
+		sql, args := sqlFetchWork[named][0], []any{w.now, want, route[0], route[1], prefix, until}
+		if sess != nil {
+			sql, args = sqlFetchWork[named][1], append(args, sess.OwnerID, skip)
+		}
+		if lt, ok := w.tx.(*lazyTx); ok && w.fold && !lt.begun && (sess == nil || !w.p.sessionRows.Load()) {
+			if sess != nil {
+				sql = sqlFetchWorkLast[named]
+			}
+			b := &pgx.Batch{}
+			b.Queue(sql, args...).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scan(r) }) })
+			w.relaxed = true
+			err = w.sendLast(b)
+			if checkFailed(err, codeNotLast) {
+				w.p.sessionRows.Store(true)
+			}
 		} else {
-			err = w.query(sqlWorkCandidatesSession, scan, w.now, want, sess.OwnerID, skip, route[0], route[1])
+			err = w.query(sql, scan, args...)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		if len(cands) == 0 {
+		found := len(rows) + len(cands)
+		if found == 0 {
 			break
 		}
 		ids := make([]int64, 0, len(cands))
 		for _, c := range cands {
-			if c.session != nil {
-				// Claim the session for the owner (or refresh its lease),
-				// once per fetch; skip its rows if another owner holds it.
-				ok, seen := claimed[*c.session]
-				if !seen {
-					n, err := w.exec(sqlClaimSession, *c.session, sess.OwnerID, w.now+sqlenc.DurMs(sess.LockTimeout), w.now)
-					if err != nil {
-						return nil, nil, err
-					}
-					ok = n > 0
-					claimed[*c.session] = ok
+			// Claim the session for the owner (or refresh its lease), once
+			// per fetch; skip its rows if another owner holds it.
+			ok, seen := claimed[c.session]
+			if !seen {
+				n, err := w.exec(sqlClaimSession, c.session, sess.OwnerID, w.now+sqlenc.DurMs(sess.LockTimeout), w.now)
+				if err != nil {
+					return nil, nil, 0, err
 				}
-				if !ok {
-					skip = append(skip, c.id)
-					continue
+				ok = n > 0
+				if ok {
+					claims++
 				}
+				claimed[c.session] = ok
+			}
+			if !ok {
+				skip = append(skip, c.id)
+				continue
 			}
 			ids = append(ids, c.id)
 		}
 		if len(ids) > 0 {
-			rows, err := w.lockWork(prefix, ids, until)
+			more, err := w.lockWork(prefix, ids, until)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
-			got, d, err := sqlstore.DecodeLeases(rows, func(wr *workRow, cause error) error {
-				return w.deadLetter(queueWorker, sqlDeleteWork, wr.ID, wr.Lease.InstanceID, wr.Data, cause)
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			leases, dead = append(leases, got...), append(dead, d...)
+			rows = append(rows, more...)
 		}
-		if len(cands) < want {
-			break // the query saw every visible row it could lock
+		slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.ID, b.ID) })
+		got, d, err := sqlstore.DecodeLeases(rows, func(wr *workRow, cause error) error {
+			return w.deadLetter(queueWorker, sqlDeleteWork, wr.ID, wr.Lease.InstanceID, wr.Data, cause)
+		})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		leases, dead = append(leases, got...), append(dead, d...)
+		if found < want {
+			break // the statement saw every visible row it could lock
 		}
 	}
-	return leases, dead, nil
+	if w.committed {
+		// The first statement carried the COMMIT: the dead-letterings
+		// (and the fetches that replaced their rows) ran in a transaction
+		// of their own.
+		return leases, dead, claims, w.tx.(*lazyTx).Commit(w.ctx)
+	}
+	return leases, dead, claims, nil
 }
 
 // AckWork deletes the acked worker row and enqueues its completion; see
@@ -279,7 +336,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(cached)
-	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
+	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load, false) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
@@ -287,7 +344,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	if err != nil {
 		return sqlstore.Fetched{}, err
 	}
-	if err := w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
+	if items, err = w.redate(items, prefix, time.Duration(lockMs)*time.Millisecond); err != nil {
 		return sqlstore.Fetched{}, err
 	}
 	w.changes.orch = false // the completion's turn is taken; nothing else was queued

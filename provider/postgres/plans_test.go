@@ -1,0 +1,261 @@
+package postgres
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
+
+// queueTables are the tables whose rows pile up with the backlog: a hot
+// statement must never read all of them.
+var queueTables = map[string]bool{"worker_queue": true, "orchestrator_queue": true, "orchestrator_ready": true}
+
+// planNode is a node of an EXPLAIN (FORMAT JSON) plan.
+type planNode struct {
+	NodeType string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Index    string     `json:"Index Name"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// unboundedReads returns what the plan reads whole of a queue table: a
+// sequential scan of one, or a scan of one under a Sort with no Limit in
+// between (the sort needs every row the scan finds, however many the
+// statement keeps).
+func unboundedReads(n planNode, sorted bool) []string {
+	var bad []string
+	if queueTables[n.Relation] {
+		switch {
+		case n.NodeType == "Seq Scan":
+			bad = append(bad, "Seq Scan on "+n.Relation)
+		case sorted:
+			bad = append(bad, "Sort over "+n.NodeType+" on "+n.Relation+" "+n.Index)
+		}
+	}
+	switch n.NodeType {
+	case "Sort", "Incremental Sort":
+		sorted = true
+	case "Limit":
+		sorted = false
+	}
+	for _, c := range n.Plans {
+		bad = append(bad, unboundedReads(c, sorted)...)
+	}
+	return bad
+}
+
+// usesIndex reports whether the plan scans index.
+func usesIndex(n planNode, index string) bool {
+	if n.Index == index {
+		return true
+	}
+	for _, c := range n.Plans {
+		if usesIndex(c, index) {
+			return true
+		}
+	}
+	return false
+}
+
+// oldWorkCandidatesSession is the worker fetch's candidate statement
+// before migration 0015: every visible row, sorted by id, then the limit.
+const oldWorkCandidatesSession = `SELECT q.id, q.session_id FROM worker_queue AS q
+WHERE q.visible_at <= $1 AND NOT (q.id = ANY ($4::bigint[]))
+  AND ($5::text[] IS NULL OR q.activity_name IS NULL OR q.activity_name = ANY ($5::text[]))
+  AND q.queue = ANY ($6::text[])
+  AND (q.session_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM sessions AS s
+        WHERE s.session_id = q.session_id AND s.locked_until > $1 AND s.owner_id <> $3))
+ORDER BY q.id
+LIMIT $2
+FOR UPDATE OF q SKIP LOCKED`
+
+// TestHotFetchPlansAreBounded: on queue tables holding thousands of
+// visible rows (and as many deleted ones), never analyzed, each hot fetch
+// statement is planned, with its arguments (a custom plan) and without
+// (the generic plan a prepared statement switches to), as index scans
+// that stop at the limit: no plan reads a queue table whole, sorts all
+// its visible rows, and a fetch that serves some names only reads their
+// rows from an index by name. The statements before migration 0015 are
+// checked too, and must be refused: the worker candidates (a Bitmap Heap
+// Scan of every visible row, sorted by id) and the turn candidates of some
+// names (the ready instances of every name, filtered).
+func TestHotFetchPlansAreBounded(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	for _, table := range []string{"worker_queue", "orchestrator_queue", "orchestrator_ready", "instance_locks", "sessions"} {
+		mustExec(t, p, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`)
+	}
+	mustExec(t, p, `INSERT INTO worker_queue (instance_id, execution_id, activity_id, work_item, visible_at, created_at, activity_name, queue)
+SELECT 'i' || (g / 100), 1, g, repeat('x', 200), 1000 + g, 1000, CASE WHEN g % 1000 = 1 THEN 'Rare' ELSE 'Common' END, ''
+FROM generate_series(1, 20000) AS g`)
+	mustExec(t, p, `DELETE FROM worker_queue WHERE id % 2 = 0`)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) AS g`)
+	mustExec(t, p, `DELETE FROM orchestrator_queue WHERE id % 2 = 0`)
+	mustExec(t, p, `UPDATE orchestrator_ready SET orchestration_name = CASE WHEN first_id % 1000 = 1 THEN 'Rare' ELSE 'Common' END`)
+
+	// Each statement with SQL literals for its parameters.
+	const now, limit = "100000", "16"
+	// index: a fetch that serves some names only must read their rows
+	// from this index (by name), not step over the rows of other names.
+	cases := []struct {
+		name, sql, args, index string
+	}{
+		{"work fetch, any name", sqlFetchWork[0][0], now + `, 16, NULL, '{""}', 'p', 200000`, ""},
+		{"work fetch, any name, session", sqlFetchWork[0][1], now + `, 16, NULL, '{""}', 'p', 200000, 'me', '{}'`, ""},
+		{"work fetch, named", sqlFetchWork[1][0], now + `, 16, '{Rare}', '{""}', 'p', 200000`, "worker_queue_route"},
+		{"work fetch, named, session", sqlFetchWork[1][1], now + `, 16, '{Common,Rare}', '{"",q}', 'p', 200000, 'me', '{}'`, "worker_queue_route"},
+		{"work fetch, rare name, session", sqlFetchWork[1][1], now + `, 16, '{Rare}', '{""}', 'p', 200000, 'me', '{}'`, "worker_queue_route"},
+		{"work fetch, named, session, lone", sqlFetchWorkLast[1], now + `, 16, '{Rare}', '{""}', 'p', 200000, 'me', '{}'`, "worker_queue_route"},
+		{"lock work", sqlLockWork, `'p', '{1,3}', 200000`, ""},
+		{"turn candidates, any", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, NULL`, ""},
+		{"turn candidates, named", sqlOrchCandidatesNamed, now + `, '{}', 'k', ` + limit + `, '{Common,Rare,"B` + "\x1f" + `1.0"}'`, "orchestrator_ready_name"},
+		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`, ""},
+		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`, ""},
+		{"pending starts", sqlPendingStarts, `'{i1,i3}', ` + now, ""},
+		{"release lock", sqlReleaseLock, `'i1', 'pi1'`, ""},
+		{"redate tagged", sqlRedateTagged, `'{i1,i3}', 'p', 200000`, ""},
+		{"finish turn", sqlFinishTurn, `'i1', 'pi1'`, ""},
+		{"next visible work", sharedSQL[sqlstore.QNextVisibleWork], ``, ""},
+		{"next visible turn", sharedSQL[sqlstore.QNextVisibleOrch], ``, ""},
+	}
+	ctx := t.Context()
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	explain := func(mode, name, sql, args, index string) []string {
+		t.Helper()
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = conn.Exec(ctx, `DEALLOCATE s`) }()
+		if _, err := conn.Exec(ctx, `PREPARE s AS `+sql); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		exec := `EXECUTE s`
+		if args != "" {
+			exec += `(` + args + `)`
+		}
+		var out string
+		if err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+exec).Scan(&out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plans []struct {
+			Plan planNode `json:"Plan"`
+		}
+		if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+			t.Fatalf("%s: EXPLAIN output %s: %v", name, out, err)
+		}
+		bad := unboundedReads(plans[0].Plan, false)
+		if index != "" && !usesIndex(plans[0].Plan, index) {
+			bad = append(bad, "no scan of "+index)
+		}
+		if len(bad) > 0 {
+			var text []string
+			rows, err := conn.Query(ctx, `EXPLAIN `+exec)
+			if err == nil {
+				for rows.Next() {
+					var line string
+					_ = rows.Scan(&line)
+					text = append(text, line)
+				}
+				rows.Close()
+			}
+			bad = append(bad, strings.Join(text, "\n"))
+		}
+		return bad
+	}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		for _, c := range cases {
+			if bad := explain(mode, c.name, c.sql, c.args, c.index); len(bad) > 0 {
+				t.Errorf("%s (%s) reads a queue table whole: %s", c.name, mode, strings.Join(bad, "; "))
+			}
+		}
+		// The check refuses the statements before migration 0015: the
+		// worker candidates, and the turn candidates of some names.
+		for _, c := range []struct{ name, sql, args, index string }{
+			{"old worker candidates", oldWorkCandidatesSession, now + `, 16, 'me', '{}', '{Common,Rare}', '{""}'`, "worker_queue_route"},
+			{"old turn candidates", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, '{Rare}'`, "orchestrator_ready_name"},
+		} {
+			if bad := explain(mode, c.name, c.sql, c.args, c.index); len(bad) == 0 {
+				t.Errorf("the %s (%s) pass the check", c.name, mode)
+			} else {
+				t.Logf("%s (%s): %s", c.name, mode, strings.Join(bad[:len(bad)-1], "; "))
+			}
+		}
+	}
+}
+
+// TestFetchesReadOnlyTheirRows: behind 10,000 visible worker rows and
+// 5,000 ready instances of a name a node does not serve, never analyzed,
+// its fetches of the name it serves read a few rows each, as do fetches
+// of any name; the statements before migration 0015 (worker candidates
+// of any name, turn candidates filtered by name) read every visible row.
+func TestFetchesReadOnlyTheirRows(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	for _, table := range []string{"worker_queue", "orchestrator_queue", "orchestrator_ready"} {
+		mustExec(t, p, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`)
+	}
+	mustExec(t, p, `INSERT INTO worker_queue (instance_id, execution_id, activity_id, work_item, visible_at, created_at, activity_name, queue)
+SELECT 'i' || g, 1, g, repeat('x', 200), 1000 + g, 1000, CASE WHEN g > 10000 THEN 'Rare' ELSE 'Common' END, ''
+FROM generate_series(1, 10003) AS g`)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 5003) AS g`)
+	mustExec(t, p, `UPDATE orchestrator_ready SET orchestration_name = CASE WHEN first_id > 5000 THEN 'Rare' ELSE 'Common' END`)
+	const now = int64(100000)
+	read := func(table, sql string, args ...any) float64 {
+		t.Helper()
+		var n float64
+		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			var out []byte
+			if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+				return err
+			}
+			var plans []struct {
+				Plan map[string]any `json:"Plan"`
+			}
+			if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+				return fmt.Errorf("EXPLAIN output %s: %v", out, err)
+			}
+			n = planRows(plans[0].Plan, table)
+			return errors.New("rolled back") // leave the rows as they were
+		})
+		if err != nil && err.Error() != "rolled back" {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name, table, sql string
+		args             []any
+	}{
+		{"work fetch of a rare name", "worker_queue", sqlFetchWork[1][1], []any{now, 4, []string{"Rare"}, []string{""}, "p", now + 1000, "me", []int64{}}},
+		{"work fetch of any name", "worker_queue", sqlFetchWork[0][0], []any{now, 4, nil, []string{""}, "p", now + 1000}},
+		{"turn candidates of a rare name", "orchestrator_ready", sqlOrchCandidatesNamed, []any{now, []string{}, "k", 4, []string{"Rare"}}},
+		{"turn candidates of any name", "orchestrator_ready", sqlOrchCandidates, []any{now, []string{}, "k", 4, nil}},
+	} {
+		// The limit's rows, found, then each locked by its primary key.
+		if n := read(c.table, c.sql, c.args...); n > 8 {
+			t.Errorf("%s read %v rows of %s, want at most 8", c.name, n, c.table)
+		}
+	}
+	if n := read("worker_queue", oldWorkCandidatesSession, now, 4, "me", []int64{}, nil, []string{""}); n < 10000 {
+		t.Errorf("the old worker candidates of any name read %v rows, want every visible one", n)
+	}
+	// The statement a fetch of some orchestrations ran before: the ready
+	// instances of every name, filtered.
+	if n := read("orchestrator_ready", sqlOrchCandidates, now, []string{}, "k", 4, []string{"Rare"}); n < 5000 {
+		t.Errorf("the turn candidates of any name, filtered, read %v rows, want every ready one", n)
+	}
+}
