@@ -64,12 +64,18 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 		if len(cands) == 0 {
 			break
 		}
+		// Every ready instance was among the candidates, and each is now
+		// locked here, lost to another lock or emptied: none is left.
+		last := len(cands) < candidateRows && len(cands) <= limit-len(items)
 		cands = cands[:min(len(cands), limit-len(items))]
 		got, lost, d, err := w.lockTurns(cands, prefix, until, 1)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
+		if last {
+			break
+		}
 	}
 	if len(items) == 0 {
 		return nil, nil, dead, nil

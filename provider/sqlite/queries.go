@@ -35,8 +35,12 @@ const (
 // LIMIT's value, so a LIMIT bound to the number of free slots made it
 // re-prepare the statement whenever that number changed. The fetch takes
 // as many of the candidates as it needs and asks again if they were not
-// enough.
-const candidateLimit = "16"
+// enough, unless the query returned fewer than candidateRows: it then
+// read every candidate there was, and asking again finds none.
+const (
+	candidateRows  = 16
+	candidateLimit = "16" // candidateRows, for the SQL text
+)
 
 // workRoute is the activity name and queue of a worker row, read from its
 // work item ?5 (NULL and ” when the item is not JSON).

@@ -248,6 +248,9 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 		if len(cands) == 0 {
 			break
 		}
+		// The scan reached the end of the queue: asking again from the
+		// last candidate on finds nothing.
+		last := len(cands) < candidateRows && len(cands) <= limit-len(leases)
 		cands = cands[:min(len(cands), limit-len(leases))]
 		after = cands[len(cands)-1].id
 
@@ -273,6 +276,9 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			ids = append(ids, c.id)
 		}
 		if len(ids) == 0 {
+			if last {
+				break
+			}
 			continue
 		}
 
@@ -299,6 +305,9 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			return nil, nil, err
 		}
 		leases, dead = append(leases, got...), append(dead, d...)
+		if last {
+			break
+		}
 	}
 	return leases, dead, nil
 }
