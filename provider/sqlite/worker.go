@@ -352,14 +352,14 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (bool, error) {
 		return false, err
 	}
 	inst := e.Completion.InstanceID
-	var quiet bool
-	err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet) },
+	var quiet, running bool
+	err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet, &running) },
 		inst, e.Then.ExecutionID, e.ThenAfter, w.now)
 	if err != nil {
 		return false, err
 	}
 	if quiet {
-		return true, w.ApplyTurn(inst, e.Then)
+		return true, w.applyTurn(inst, e.Then, running)
 	}
 	return false, w.insertMessage(e.Completion)
 }
