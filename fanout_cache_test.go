@@ -23,16 +23,17 @@ func TestFanOutKeepsTheCache(t *testing.T) {
 	reg := duroxide.NewRegistry()
 	duroxide.RegisterActivity(reg, "Inc", func(_ context.Context, n int) (int, error) { return n + 1, nil })
 	duroxide.RegisterOrchestration(reg, "Fan", func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
-		tasks := make([]*duroxide.Task, n)
+		tasks, results := make([]*duroxide.Task, n), make([]int, n)
 		for i := range tasks {
 			tasks[i] = ctx.ScheduleActivity("Inc", i)
 		}
-		sum := 0
-		for _, task := range tasks {
-			var v int
-			if err := task.Await(&v); err != nil {
+		for i, task := range tasks {
+			if err := task.Await(&results[i]); err != nil {
 				return 0, err
 			}
+		}
+		sum := 0
+		for _, v := range results {
 			sum += v
 		}
 		return sum, nil
