@@ -15,11 +15,12 @@ import (
 // delivers (by a fetch, or taken by an activity's ack) with the whole
 // history (full) or only what the runtime's cache lacked (partial), the
 // turns taken by activity acks, the turns committed with an activity's
-// result (fused: run on the cached execution, loading nothing), and the
+// result (fused: run on the cached execution, loading nothing), the
+// fused turns the store refused (the instance was not quiet), and the
 // activities fetched from the worker queue.
 type countingStore struct {
 	*sqlite.Provider
-	full, partial, takenTurns, fusedTurns, fetchedWork atomic.Int64
+	full, partial, takenTurns, fusedTurns, refusedFused, fetchedWork atomic.Int64
 }
 
 func (s *countingStore) count(it *provider.OrchestrationItem) {
@@ -42,6 +43,9 @@ func (s *countingStore) AckWorkItem(ctx context.Context, ack *provider.WorkAck) 
 	res, err := s.Provider.AckWorkItem(ctx, ack)
 	if err == nil && res.Then != nil {
 		s.fusedTurns.Add(1)
+	}
+	if err == nil && ack.Then != nil && res.Then == nil {
+		s.refusedFused.Add(1)
 	}
 	if err == nil && res.Turn != nil {
 		s.takenTurns.Add(1)

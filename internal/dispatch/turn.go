@@ -101,12 +101,11 @@ func (r *Runtime) runTurnWith(it *provider.OrchestrationItem, unserved string) (
 	}
 	stampTrace(d.Ack, root, tp)
 	reserved := r.reserveLeases(d.Ack)
+	h := r.cache.hold(d.Exec)
 	res, err := r.ackTurn(d.Ack)
 	if err != nil {
 		r.releaseSlots(reserved)
-		if d.Exec != nil {
-			d.Exec.Close()
-		}
+		r.cache.settle(h, d.Exec, false)
 		if errors.Is(err, provider.ErrLockLost) {
 			r.log.Info("turn lost its lock; another node will redo it", logkey.Instance, it.InstanceID)
 			return TurnLockLost, nil
@@ -117,13 +116,11 @@ func (r *Runtime) runTurnWith(it *provider.OrchestrationItem, unserved string) (
 		}
 		return TurnCommitFailed, nil
 	}
+	r.cache.settle(h, d.Exec, true)
 	r.mu.Lock()
 	delete(r.parked, it.InstanceID)
 	r.mu.Unlock()
 	r.metrics.observeFinished(d.Ack.Metadata.Status, orchestrationOf(it, d.Ack))
-	if d.Exec != nil {
-		r.cache.put(d.Exec) // closes it when there is no cache
-	}
 	// What the ack leased to this runtime runs at once, sparing a fetch.
 	r.releaseSlots(reserved - len(res.Leased))
 	for _, a := range d.CancelLocal {
@@ -142,7 +139,7 @@ func (r *Runtime) withHistory(it *provider.OrchestrationItem) (*replay.Execution
 	if it.Instance == nil || it.Instance.CurrentExecutionID == 0 {
 		return nil, nil
 	}
-	x := r.cache.take(it.InstanceID, it.Instance.CurrentExecutionID)
+	x := r.cache.take(it.InstanceID, it.Instance.CurrentExecutionID, true)
 	if it.HistoryAfter == 0 {
 		return x, nil // the engine checks x against the history (replay.ErrStale)
 	}

@@ -484,8 +484,17 @@ func (r *Runtime) fuseTurn(ack *provider.WorkAck, executionID int64) *fusedTurn 
 	if !ok || exec != executionID || last < 1 {
 		return nil
 	}
-	x := r.cache.take(inst, exec)
+	x := r.cache.take(inst, exec, false)
 	if x == nil {
+		return nil
+	}
+	if x.OpenActivities() > 1 {
+		// Another activity's result has yet to reach the execution: its
+		// worker row or its completion is in the store, which would refuse
+		// the turn (the instance is not quiet), and a refused turn costs the
+		// cached execution. The result is queued, for one turn with the
+		// others'.
+		r.cache.put(x)
 		return nil
 	}
 	h := x.History()

@@ -239,7 +239,15 @@ func (c *Context) ScheduleActivityWithRetry(name string, input json.RawMessage, 
 func (x *Execution) bind(eventID int64, kind taskKind, name, childID string) *Task {
 	t := &Task{x: x, kind: kind, eventID: eventID, name: name, childID: childID}
 	if x.nondet == nil {
+		if old := x.tasks[eventID]; old != nil && old.open {
+			old.open = false
+			x.openActivities--
+		}
 		x.tasks[eventID] = t
+		if kind == kindActivity {
+			t.open = true
+			x.openActivities++
+		}
 	}
 	return t
 }

@@ -172,6 +172,8 @@ type Task struct {
 
 	done bool
 	seq  int // index in history of the event that completed it
+	// open marks an activity task counted in Execution.openActivities.
+	open bool
 	// idle marks an event wait that lost a Select: arrivals skip it until
 	// the code awaits or selects it again.
 	idle bool
@@ -213,6 +215,10 @@ func (t *Task) complete(seq int, out json.RawMessage, fail *history.ErrorDetails
 		return
 	}
 	t.done, t.seq, t.output, t.failure = true, seq, out, fail
+	if t.open {
+		t.open = false
+		t.x.openActivities--
+	}
 	if t.onDone != nil {
 		t.onDone()
 	}
@@ -235,11 +241,13 @@ type Execution struct {
 	cfg Config
 	ctx *Context
 
-	hist      []history.Event
-	index     map[int64]int   // event ID -> position in hist
-	tasks     map[int64]*Task // scheduling event ID -> task
-	completed map[int64]bool  // scheduling event IDs with a completion in hist
-	nextID    int64
+	hist  []history.Event
+	index map[int64]int   // event ID -> position in hist
+	tasks map[int64]*Task // scheduling event ID -> task
+	// openActivities counts the activity tasks of tasks not done.
+	openActivities int
+	completed      map[int64]bool // scheduling event IDs with a completion in hist
+	nextID         int64
 
 	pos       int // next event the loop applies
 	matchPos  int // next history position to match emitted actions against
@@ -335,6 +343,10 @@ func (x *Execution) History() []history.Event { return slices.Clip(x.hist) }
 
 // Finished reports whether the code has returned (or been stopped).
 func (x *Execution) Finished() bool { return x.finished }
+
+// OpenActivities counts the activities the execution scheduled whose
+// result (or cancellation) it has not applied yet.
+func (x *Execution) OpenActivities() int { return x.openActivities }
 
 // Close stops the coroutine of an unfinished execution. It is safe to call
 // more than once.

@@ -411,3 +411,36 @@ func TestReusedWaitAcrossSelects(t *testing.T) {
 		}
 	})
 }
+
+// OpenActivities counts the activities whose result the execution has not
+// applied: scheduled ones, less those completed, failed or canceled, the
+// same live or replayed.
+func TestOpenActivities(t *testing.T) {
+	both(t, func(t *testing.T, cached bool) {
+		h := newHarness(t, cached, func(ctx *Context, in json.RawMessage) (json.RawMessage, error) {
+			a := ctx.ScheduleActivity("A", in, "")
+			b := ctx.ScheduleActivity("B", in, "")
+			c := ctx.ScheduleActivity("C", in, "")
+			ctx.Await(a)
+			ctx.Cancel(c)
+			ctx.Await(b)
+			d := ctx.ScheduleActivity("D", in, "")
+			ctx.Await(d)
+			return nil, nil
+		})
+		for i, step := range []struct {
+			msgs []history.WorkItem
+			open int
+		}{
+			{nil, 3}, // A, B, C
+			{[]history.WorkItem{done(history.WorkActivityCompleted, 2, `1`)}, 1},      // B (C canceled)
+			{[]history.WorkItem{done(history.WorkActivityFailed, 3, `no`)}, 1},        // D
+			{[]history.WorkItem{done(history.WorkActivityCompleted, 4, `"late"`)}, 1}, // C's late result changes nothing
+		} {
+			h.run(step.msgs...)
+			if got := h.live.OpenActivities(); got != step.open {
+				t.Fatalf("turn %d: %d open activities, want %d", i+1, got, step.open)
+			}
+		}
+	})
+}

@@ -64,12 +64,18 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 		if len(cands) == 0 {
 			break
 		}
+		// Every ready instance was among the candidates, and each is now
+		// locked here, lost to another lock or emptied: none is left.
+		last := len(cands) < candidateRows && len(cands) <= limit-len(items)
 		cands = cands[:min(len(cands), limit-len(items))]
 		got, lost, d, err := w.lockTurns(cands, prefix, until, 1)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
+		if last {
+			break
+		}
 	}
 	if len(items) == 0 {
 		return nil, nil, dead, nil
@@ -497,17 +503,27 @@ func (w *wtx) insertEvents(inst string, execID int64, events []sqlenc.Event) err
 
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst; see
 // sqlstore.TurnTx.
-func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
+func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error { return w.applyTurn(inst, e, false) }
+
+// applyTurn is ApplyTurn. running says the instance and the ack's
+// execution are known to be Running (AckWorkThen read it): a turn that
+// keeps the execution Running and sets none of its columns then writes
+// neither status, whose statements would change nothing.
+func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running bool) error {
+	keep := running && !e.Terminal && e.Input == nil && e.Output == nil && e.ErrJSON == nil &&
+		(e.Status == nil || e.Status == string(provider.StatusRunning))
 	// (c) Insert or update the execution; its status decides the instance's.
 	var completed any
 	if e.Terminal {
 		completed = w.now
 	}
-	var execStatus string
-	err := w.query(sUpsertExecution, func(r *sql.Rows) error { return r.Scan(&execStatus) },
-		inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed)
-	if err != nil {
-		return err
+	execStatus := string(provider.StatusRunning)
+	if !keep {
+		err := w.query(sUpsertExecution, func(r *sql.Rows) error { return r.Scan(&execStatus) },
+			inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed)
+		if err != nil {
+			return err
+		}
 	}
 	instStatus := execStatus
 	if execStatus == string(provider.StatusContinuedAsNew) {
@@ -515,15 +531,17 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	}
 
 	// (b), (d), (f) Create or update the instance.
-	_, err = w.exec(sUpsertInstance, nil, inst, e.Name, e.Version, instStatus, e.ExecutionID,
+	_, err := w.exec(sUpsertInstance, nil, inst, e.Name, e.Version, instStatus, e.ExecutionID,
 		e.Input, e.Output, e.ErrJSON, e.Custom, e.SetCustom, e.Parent, e.ParentExec, w.now)
 	if err != nil {
 		return err
 	}
 	// On an existing row, the indexed columns change only when they differ
 	// (on a row just created these match and write nothing).
-	if _, err := w.exec(sSetInstanceStatus, nil, inst, instStatus, e.ExecutionID); err != nil {
-		return err
+	if !keep {
+		if _, err := w.exec(sSetInstanceStatus, nil, inst, instStatus, e.ExecutionID); err != nil {
+			return err
+		}
 	}
 	if e.Name != nil || e.Version != nil {
 		if _, err := w.exec(sSetInstanceName, nil, inst, e.Name, e.Version); err != nil {

@@ -35,8 +35,12 @@ const (
 // LIMIT's value, so a LIMIT bound to the number of free slots made it
 // re-prepare the statement whenever that number changed. The fetch takes
 // as many of the candidates as it needs and asks again if they were not
-// enough.
-const candidateLimit = "16"
+// enough, unless the query returned fewer than candidateRows: it then
+// read every candidate there was, and asking again finds none.
+const (
+	candidateRows  = 16
+	candidateLimit = "16" // candidateRows, for the SQL text
+)
 
 // workRoute is the activity name and queue of a worker row, read from its
 // work item ?5 (NULL and ” when the item is not JSON).
@@ -661,12 +665,20 @@ SET lock_token = ?1 || id, locked_until = ?3, visible_at = ?3
 WHERE id IN (SELECT value FROM json_each(?2))
 RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(session_id, ''), work_item, attempt_count`,
 
+	// Whether nothing happened to an instance since the execution copy a
+	// fused step (WorkAck.Then) ran on (see AckWorkThen), and whether the
+	// instance and that execution are Running (the step's turn then need
+	// not write either status). ?1 instance, ?2 execution, ?3 the copy's
+	// last event, ?4 now.
 	sInstanceQuiet: `SELECT
     coalesce((SELECT current_execution_id = ?2 FROM instances WHERE instance_id = ?1), 0)
     AND NOT EXISTS (SELECT 1 FROM instance_locks WHERE instance_id = ?1 AND locked_until > ?4)
     AND coalesce((SELECT max(event_id) FROM history WHERE instance_id = ?1 AND execution_id = ?2), 0) = ?3
     AND NOT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ?1 AND visible_at <= ?4)
-    AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ?1)`,
+    AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ?1),
+  coalesce((SELECT i.status = 'Running' AND e.status = 'Running'
+            FROM instances AS i JOIN executions AS e ON e.instance_id = i.instance_id AND e.execution_id = ?2
+            WHERE i.instance_id = ?1), 0)`,
 	// Whether an instance still has queued messages. ?1 instance.
 	sInstanceHasMessages: `SELECT count(*) > 0 FROM orchestrator_ready WHERE instance_id = ?1`,
 

@@ -123,7 +123,8 @@ type Provider struct {
 	batchedAcks          atomic.Int64 // work acks runAcks applied set-based
 	writerReplaced       atomic.Int64 // broken writer connections replaced (writer.go)
 	testHookSubmit       func()
-	stats                stats // counters of Stats (stats.go)
+	testHookStmt         func(stmtID) // called with each writer statement a request runs
+	stats                stats        // counters of Stats (stats.go)
 
 	// Notifications (notify.go): subscribers, the writer connection's last
 	// data_version, how many foreign commits were seen, and the watcher.
@@ -454,6 +455,9 @@ type wtx struct {
 type txStmts [numWriterStmts]*sql.Stmt
 
 func (w *wtx) stmt(id stmtID) *sql.Stmt {
+	if w.p.testHookStmt != nil {
+		w.p.testHookStmt(id)
+	}
 	if w.stmts == nil {
 		return w.p.wstmts[id]
 	}

@@ -248,6 +248,9 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 		if len(cands) == 0 {
 			break
 		}
+		// The scan reached the end of the queue: asking again from the
+		// last candidate on finds nothing.
+		last := len(cands) < candidateRows && len(cands) <= limit-len(leases)
 		cands = cands[:min(len(cands), limit-len(leases))]
 		after = cands[len(cands)-1].id
 
@@ -273,6 +276,9 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			ids = append(ids, c.id)
 		}
 		if len(ids) == 0 {
+			if last {
+				break
+			}
 			continue
 		}
 
@@ -299,6 +305,9 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 			return nil, nil, err
 		}
 		leases, dead = append(leases, got...), append(dead, d...)
+		if last {
+			break
+		}
 	}
 	return leases, dead, nil
 }
@@ -343,14 +352,14 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (bool, error) {
 		return false, err
 	}
 	inst := e.Completion.InstanceID
-	var quiet bool
-	err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet) },
+	var quiet, running bool
+	err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet, &running) },
 		inst, e.Then.ExecutionID, e.ThenAfter, w.now)
 	if err != nil {
 		return false, err
 	}
 	if quiet {
-		return true, w.ApplyTurn(inst, e.Then)
+		return true, w.applyTurn(inst, e.Then, running)
 	}
 	return false, w.insertMessage(e.Completion)
 }
