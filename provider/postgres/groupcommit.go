@@ -467,6 +467,9 @@ func groupLocks(group []sqlstore.Request[*groupOp]) (ids []string, exclusive []b
 	mode := map[string]bool{}
 	for _, r := range group {
 		for _, l := range r.Op.locks {
+			if l.Instance == "" {
+				continue // a call that locks no instance (sqlstore.WorkFetchLocks)
+			}
 			mode[l.Instance] = mode[l.Instance] || l.Exclusive
 		}
 	}

@@ -255,3 +255,46 @@ func TestStartsDoNotJoinGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkFetchesDoNotJoinGroups: a worker fetch runs in a transaction of
+// its own (sqlstore.WorkFetchLocks marks it Alone), so an activity fetch
+// loop never waits for a group of acks to commit durably: many concurrent
+// fetches form no group, and every row is leased once.
+func TestWorkFetchesDoNotJoinGroups(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{GroupCommitLanes: 1})
+	ctx := t.Context()
+	const n = 48
+	for i := range n {
+		if err := p.enqueueWork(ctx, providertest.HammerActivity(fmt.Sprintf("w-%d", i), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	got := make([][]*provider.WorkItemLease, n)
+	for i := range n {
+		wg.Go(func() {
+			got[i], errs[i] = p.FetchWorkItems(ctx, provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute})
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+		for _, l := range got[i] {
+			if seen[l.InstanceID] {
+				t.Fatalf("%s leased twice", l.InstanceID)
+			}
+			seen[l.InstanceID] = true
+		}
+	}
+	if g := p.groups.Load(); g != 0 {
+		t.Fatalf("groups = %d, want none: worker fetches joined groups", g)
+	}
+	if len(seen) != n {
+		t.Fatalf("%d rows leased, want %d", len(seen), n)
+	}
+}

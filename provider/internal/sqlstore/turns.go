@@ -437,7 +437,7 @@ func (w Writes) FetchWorkItems(ctx context.Context, opts provider.WorkFetchOptio
 		dead   []DeadLetter
 	)
 	names, queues := FetchRoutes(opts)
-	err = w.DB.WriteGrouped(ctx, op, nil, func(tx Tx) error {
+	err = w.DB.WriteGrouped(ctx, op, WorkFetchLocks, func(tx Tx) error {
 		var err error
 		leases, dead, err = tx.FetchWork(limit, sqlenc.DurMs(opts.LockTimeout), opts.Session, names, queues)
 		return err
