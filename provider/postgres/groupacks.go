@@ -152,7 +152,7 @@ func (b *ackBatch) run(w *wtx) error {
 		insts  []*string
 		items  []string
 		vis    []int64
-		seen   = map[string]bool{}
+		seen   = map[rowToken]bool{}
 	)
 	// The instances whose turns the acks may take, by the routes they
 	// serve (one runtime's acks share them).
@@ -160,7 +160,7 @@ func (b *ackBatch) run(w *wtx) error {
 	takerNames := map[string][]string{}
 	for k, i := range b.idx {
 		a := b.group[i].Op.ack
-		key := fmt.Sprint(a.Row, ".", a.Ack.Token)
+		key := rowToken{a.Row, a.Ack.Token}
 		if seen[key] {
 			// A second ack of one row with one token finds it gone.
 			b.errs[k] = fmt.Errorf("work ack: %w", provider.ErrLockLost)
@@ -229,6 +229,12 @@ func (b *ackBatch) run(w *wtx) error {
 		b.ws[k] = aw
 	}
 	return nil
+}
+
+// rowToken is a worker row as an ack names it: its ID and lock token.
+type rowToken struct {
+	id    int64
+	token string
 }
 
 // namesKey keys the routes a TakeTurn serves (nil: any).

@@ -21,7 +21,8 @@ func isDuplicateEvent(err error) bool { return errors.Is(err, provider.ErrDuplic
 type workRow = sqlstore.WorkRow
 
 // lockWork locks the rows ids with tokens prefix+id until until and
-// returns them in id order, not yet decoded.
+// returns them, not yet decoded, in no particular order (fetchWork sorts
+// them with the rows its statement locked).
 func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, error) {
 	var rows []workRow
 	err := w.query(sqlLockWork, func(r pgx.Rows) error {
@@ -35,7 +36,6 @@ func (w *wtx) lockWork(prefix string, ids []int64, until int64) ([]workRow, erro
 		rows = append(rows, wr)
 		return nil
 	}, prefix, ids, until)
-	slices.SortFunc(rows, func(a, b workRow) int { return cmp.Compare(a.ID, b.ID) })
 	return rows, err
 }
 
