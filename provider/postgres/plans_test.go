@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -257,5 +258,58 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 5003) 
 	// instances of every name, filtered.
 	if n := read("orchestrator_ready", sqlOrchCandidates, now, []string{}, "k", 4, []string{"Rare"}); n < 5000 {
 		t.Errorf("the turn candidates of any name, filtered, read %v rows, want every ready one", n)
+	}
+}
+
+// TestQueueIndexesAreWhatHotPathsRead: every index of the two queue
+// tables is written for each row that enters it (a message, an activity),
+// and again by each update that cannot stay in place (a worker fetch
+// moves visible_at). So each index a fresh row enters is one a hot
+// statement reads: orchestrator_queue's by ID (dead-letters, purge) and by
+// instance (fetch, acks, quiet check), worker_queue's by ID, by route
+// (fetch), by activity (cancel, busy and quiet checks) and by visibility
+// (next visible time). The rest are partial indexes that rows enter only
+// in the states their readers look for. Migration 0017 dropped
+// orchestrator_queue_visible, which no hot statement reads since
+// orchestrator_ready (0002) serves the turn candidates.
+func TestQueueIndexesAreWhatHotPathsRead(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	rows, err := p.pool.Query(t.Context(), `SELECT c.relname, i.relname, x.indpred IS NOT NULL
+FROM pg_index AS x JOIN pg_class AS i ON i.oid = x.indexrelid JOIN pg_class AS c ON c.oid = x.indrelid
+WHERE x.indrelid IN ('orchestrator_queue'::regclass, 'worker_queue'::regclass)
+ORDER BY 1, 3, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var table, index string
+		var partial bool
+		if err := rows.Scan(&table, &index, &partial); err != nil {
+			t.Fatal(err)
+		}
+		if partial {
+			index += " (partial)"
+		}
+		got = append(got, table+": "+index)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"orchestrator_queue: orchestrator_queue_instance",
+		"orchestrator_queue: orchestrator_queue_pkey",
+		"worker_queue: worker_queue_activity",
+		"worker_queue: worker_queue_pkey",
+		"worker_queue: worker_queue_route",
+		"worker_queue: worker_queue_visible",
+		"worker_queue: worker_queue_last_error_at (partial)",
+		"worker_queue: worker_queue_redelivered (partial)",
+		"worker_queue: worker_queue_route_unnamed (partial)",
+		"worker_queue: worker_queue_session (partial)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("queue indexes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

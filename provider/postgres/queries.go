@@ -110,7 +110,9 @@ ORDER BY c.ready_at, c.first_id`
 	// Take the locks of several instances (whose advisory locks the
 	// transaction holds): insert, or steal an expired lock; then tag every
 	// visible message of the instances locked with the instance's token and
-	// count the delivery. Returns the tagged messages; an instance locked
+	// count the delivery (the instances' messages read by
+	// orchestrator_queue_instance, an index range each, whatever the
+	// planner's statistics). Returns the tagged messages; an instance locked
 	// without messages returns one row with a NULL id. $1 token prefix, $2
 	// instance IDs, $3 locked_until, $4 now, $5 1 (or 0 to count no
 	// delivery: FetchUnservedOrchestrationItems).
@@ -124,8 +126,7 @@ ORDER BY c.ready_at, c.first_id`
 ), tagged AS (
     UPDATE orchestrator_queue AS q
     SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + $5
-    FROM locked
-    WHERE q.instance_id = locked.instance_id AND q.visible_at <= $4
+    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $4
     RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
 )
 SELECT locked.instance_id, t.id, t.work_item, t.attempt_count
