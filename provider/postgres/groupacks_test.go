@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -348,4 +349,54 @@ func TestLoneWorkAckAsksTakeableOnce(t *testing.T) {
 	if trips, stmts, bySQL := tr.snapshot(); trips != 2 || stmts != 7 {
 		t.Errorf("%d round trips, %d statements (%v), want 2 and 7", trips, stmts, bySQL)
 	}
+}
+
+// TestGroupedWorkAcksBeforeAFetchTakeNoTurn: in a group where a call runs
+// after the plain activity acks (here a turn fetch), an ack that may take
+// its instance's turn leaves it to a fetch: the group stays pipelined and
+// commits once. Taking it was a further round of the acks' call after the
+// fetch sent its own, which rolled the group back and ran it again call
+// after call, in savepoints. The fetch behind the acks finds the
+// completion and takes the turn.
+func TestGroupedWorkAcksBeforeAFetchTakeNoTurn(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openForGroups(t, &Options{tracer: tr})
+	ctx := t.Context()
+	leases := leaseWork(t, p, []string{"f1"}, 1)
+	ack := providertest.HammerCompletion(leases[0])
+	ack.TakeTurn = &provider.FetchOptions{LockTimeout: time.Minute}
+	var (
+		taken   *provider.OrchestrationItem
+		fetched *provider.OrchestrationItem
+	)
+	tr.snapshot()
+	errs := runAsOneGroup(t, p, func() error {
+		res, err := p.AckWorkItem(ctx, ack)
+		taken = res.Turn
+		return err
+	}, func() error {
+		var err error
+		fetched, err = provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	_, _, bySQL := tr.snapshot()
+	for sql, n := range bySQL {
+		if strings.HasPrefix(sql, "SAVEPOINT") || strings.HasPrefix(sql, "ROLLBACK") {
+			t.Errorf("%d× %q: the group ran again call after call", n, sql)
+		}
+	}
+	if p.groups.Load() != 1 {
+		t.Fatalf("groups = %d, want the calls committed as one group", p.groups.Load())
+	}
+	if taken != nil {
+		t.Errorf("the ack took the turn of %s, want it left to the fetch", taken.InstanceID)
+	}
+	if fetched == nil || fetched.InstanceID != "f1" || len(fetched.Messages) != 1 {
+		t.Fatalf("fetched %+v, want f1's turn with the completion", fetched)
+	}
+	checkReadyTable(t, p)
 }
