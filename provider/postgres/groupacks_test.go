@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -399,4 +400,53 @@ func TestGroupedWorkAcksBeforeAFetchTakeNoTurn(t *testing.T) {
 		t.Fatalf("fetched %+v, want f1's turn with the completion", fetched)
 	}
 	checkReadyTable(t, p)
+}
+
+// TestTakeableAsksBusyOnce: the question activity acks ask before taking
+// their instances' turns (sqlInstancesTakeable) reads each instance's
+// worker rows once; the planner had copied the busy question into both
+// places that use its answer, scanning them twice.
+func TestTakeableAsksBusyOnce(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	leaseWork(t, p, []string{"k1", "k2"}, 2)
+	type node struct {
+		Relation string `json:"Relation Name"`
+		Loops    int    `json:"Actual Loops"`
+		Plans    []node `json:"Plans"`
+	}
+	var scans func(n node) int
+	scans = func(n node) int {
+		k := 0
+		if n.Relation == "worker_queue" {
+			k = n.Loops
+		}
+		for _, c := range n.Plans {
+			k += scans(c)
+		}
+		return k
+	}
+	for _, names := range [][]string{nil, {"Other"}} {
+		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			var out string
+			if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sqlInstancesTakeable,
+				p.lockSpace, []string{"k1", "k2"}, names).Scan(&out); err != nil {
+				return err
+			}
+			var plans []struct {
+				Plan node `json:"Plan"`
+			}
+			if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+				return fmt.Errorf("EXPLAIN output %s: %v", out, err)
+			}
+			if got := scans(plans[0].Plan); got != 2 {
+				t.Errorf("names %v: %d scans of worker_queue for 2 instances, want 2: %s", names, got, out)
+			}
+			return errors.New("rolled back") // releases the locks tried
+		})
+		if err != nil && err.Error() != "rolled back" {
+			t.Fatal(err)
+		}
+	}
 }

@@ -497,14 +497,17 @@ SELECT duroxide_check(count(*) > 0, '` + codeLockLost + `', 'work lock lost') FR
 	// whether this transaction got its advisory lock (tried, never
 	// waited for; $1 the lock key prefix). A busy instance's lock is not
 	// tried: held until the commit, it would only keep the instance's
-	// other acks waiting. In the order of $2.
+	// other acks waiting. In the order of $2. The busy question is asked
+	// once per instance: OFFSET 0 keeps the planner from pulling it up
+	// into the two places that use its answer, each then a scan of its
+	// own.
 	sqlInstancesTakeable = `SELECT c.id, b.busy,
     CASE WHEN b.busy THEN false ELSE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0)) END
 FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord)
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.instance_id = c.id)
     OR ($3::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = c.id AND i.orchestration_name <> ''
           AND NOT (i.orchestration_name = ANY ($3::text[]))
-          AND NOT (` + orchRoute + ` = ANY ($3::text[]))))) AS b(busy)
+          AND NOT (` + orchRoute + ` = ANY ($3::text[])))) OFFSET 0) AS b(busy)
 ORDER BY c.ord`
 	// The plain activity acks of a group, set-based (groupAcks): delete
 	// each acked row its token holds unexpired, refresh the sessions of
