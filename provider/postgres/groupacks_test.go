@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -347,5 +349,104 @@ func TestLoneWorkAckAsksTakeableOnce(t *testing.T) {
 	// COMMIT and the notification.
 	if trips, stmts, bySQL := tr.snapshot(); trips != 2 || stmts != 7 {
 		t.Errorf("%d round trips, %d statements (%v), want 2 and 7", trips, stmts, bySQL)
+	}
+}
+
+// TestGroupedWorkAcksBeforeAFetchTakeNoTurn: in a group where a call runs
+// after the plain activity acks (here a turn fetch), an ack that may take
+// its instance's turn leaves it to a fetch: the group stays pipelined and
+// commits once. Taking it was a further round of the acks' call after the
+// fetch sent its own, which rolled the group back and ran it again call
+// after call, in savepoints. The fetch behind the acks finds the
+// completion and takes the turn.
+func TestGroupedWorkAcksBeforeAFetchTakeNoTurn(t *testing.T) {
+	t.Parallel()
+	tr := &countingTracer{}
+	p := openForGroups(t, &Options{tracer: tr})
+	ctx := t.Context()
+	leases := leaseWork(t, p, []string{"f1"}, 1)
+	ack := providertest.HammerCompletion(leases[0])
+	ack.TakeTurn = &provider.FetchOptions{LockTimeout: time.Minute}
+	var (
+		taken   *provider.OrchestrationItem
+		fetched *provider.OrchestrationItem
+	)
+	tr.snapshot()
+	errs := runAsOneGroup(t, p, func() error {
+		res, err := p.AckWorkItem(ctx, ack)
+		taken = res.Turn
+		return err
+	}, func() error {
+		var err error
+		fetched, err = provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	_, _, bySQL := tr.snapshot()
+	for sql, n := range bySQL {
+		if strings.HasPrefix(sql, "SAVEPOINT") || strings.HasPrefix(sql, "ROLLBACK") {
+			t.Errorf("%d× %q: the group ran again call after call", n, sql)
+		}
+	}
+	if p.groups.Load() != 1 {
+		t.Fatalf("groups = %d, want the calls committed as one group", p.groups.Load())
+	}
+	if taken != nil {
+		t.Errorf("the ack took the turn of %s, want it left to the fetch", taken.InstanceID)
+	}
+	if fetched == nil || fetched.InstanceID != "f1" || len(fetched.Messages) != 1 {
+		t.Fatalf("fetched %+v, want f1's turn with the completion", fetched)
+	}
+	checkReadyTable(t, p)
+}
+
+// TestTakeableAsksBusyOnce: the question activity acks ask before taking
+// their instances' turns (sqlInstancesTakeable) reads each instance's
+// worker rows once; the planner had copied the busy question into both
+// places that use its answer, scanning them twice.
+func TestTakeableAsksBusyOnce(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	leaseWork(t, p, []string{"k1", "k2"}, 2)
+	type node struct {
+		Relation string `json:"Relation Name"`
+		Loops    int    `json:"Actual Loops"`
+		Plans    []node `json:"Plans"`
+	}
+	var scans func(n node) int
+	scans = func(n node) int {
+		k := 0
+		if n.Relation == "worker_queue" {
+			k = n.Loops
+		}
+		for _, c := range n.Plans {
+			k += scans(c)
+		}
+		return k
+	}
+	for _, names := range [][]string{nil, {"Other"}} {
+		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			var out string
+			if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sqlInstancesTakeable,
+				p.lockSpace, []string{"k1", "k2"}, names).Scan(&out); err != nil {
+				return err
+			}
+			var plans []struct {
+				Plan node `json:"Plan"`
+			}
+			if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+				return fmt.Errorf("EXPLAIN output %s: %v", out, err)
+			}
+			if got := scans(plans[0].Plan); got != 2 {
+				t.Errorf("names %v: %d scans of worker_queue for 2 instances, want 2: %s", names, got, out)
+			}
+			return errors.New("rolled back") // releases the locks tried
+		})
+		if err != nil && err.Error() != "rolled back" {
+			t.Fatal(err)
+		}
 	}
 }

@@ -323,21 +323,25 @@ func isCheckFailure(err error) bool {
 // that an activity ack's turn (WorkAck.Then) does not find the instance
 // busy with them.
 func pipelineOrder(group []sqlstore.Request[*groupOp]) []int {
-	rank := func(op *groupOp) int {
-		switch {
-		case len(op.locks) == 0:
-			return 2
-		case slices.ContainsFunc(op.locks, func(l sqlstore.Lock) bool { return l.Exclusive }):
-			return 0
-		}
-		return 1
-	}
 	order := make([]int, len(group))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return rank(group[a].Op) - rank(group[b].Op) })
+	slices.SortStableFunc(order, func(a, b int) int { return pipelineRank(group[a].Op) - pipelineRank(group[b].Op) })
 	return order
+}
+
+// pipelineRank is op's place in pipelineOrder: 0 for a call that takes an
+// instance exclusively, 1 for one that only sends messages, 2 for one
+// that declares no instance.
+func pipelineRank(op *groupOp) int {
+	switch {
+	case len(op.locks) == 0:
+		return 2
+	case slices.ContainsFunc(op.locks, func(l sqlstore.Lock) bool { return l.Exclusive }):
+		return 0
+	}
+	return 1
 }
 
 // fetchKind is the kind of a call that declares no instance (its op, a

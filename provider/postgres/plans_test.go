@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 // queueTables are the tables whose rows pile up with the backlog: a hot
@@ -257,5 +261,140 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 5003) 
 	// instances of every name, filtered.
 	if n := read("orchestrator_ready", sqlOrchCandidates, now, []string{}, "k", 4, []string{"Rare"}); n < 5000 {
 		t.Errorf("the turn candidates of any name, filtered, read %v rows, want every ready one", n)
+	}
+}
+
+// TestQueueIndexesAreWhatHotPathsRead: every index of the two queue
+// tables is written for each row that enters it (a message, an activity),
+// and again by each update that cannot stay in place (a worker fetch
+// moves visible_at). So each index a fresh row enters is one a hot
+// statement reads: orchestrator_queue's by ID (dead-letters, purge) and by
+// instance (fetch, acks, quiet check), worker_queue's by ID, by route
+// (fetch), by activity (cancel, busy and quiet checks) and by visibility
+// (next visible time). The rest are partial indexes that rows enter only
+// in the states their readers look for. Migration 0017 dropped
+// orchestrator_queue_visible, which no hot statement reads since
+// orchestrator_ready (0002) serves the turn candidates.
+func TestQueueIndexesAreWhatHotPathsRead(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	rows, err := p.pool.Query(t.Context(), `SELECT c.relname, i.relname, x.indpred IS NOT NULL
+FROM pg_index AS x JOIN pg_class AS i ON i.oid = x.indexrelid JOIN pg_class AS c ON c.oid = x.indrelid
+WHERE x.indrelid IN ('orchestrator_queue'::regclass, 'worker_queue'::regclass)
+ORDER BY 1, 3, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var table, index string
+		var partial bool
+		if err := rows.Scan(&table, &index, &partial); err != nil {
+			t.Fatal(err)
+		}
+		if partial {
+			index += " (partial)"
+		}
+		got = append(got, table+": "+index)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"orchestrator_queue: orchestrator_queue_instance",
+		"orchestrator_queue: orchestrator_queue_pkey",
+		"worker_queue: worker_queue_activity",
+		"worker_queue: worker_queue_pkey",
+		"worker_queue: worker_queue_route",
+		"worker_queue: worker_queue_visible",
+		"worker_queue: worker_queue_last_error_at (partial)",
+		"worker_queue: worker_queue_redelivered (partial)",
+		"worker_queue: worker_queue_route_unnamed (partial)",
+		"worker_queue: worker_queue_session (partial)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("queue indexes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestWorkFetchIsPlannedOnce: a worker fetch's statement (with a session
+// owner, as a runtime fetches) is planned once per connection (a generic
+// plan), not at every call as the server chose to (its planning cost as
+// much as running it), and that plan, made while the queue held a few
+// rows and was never analyzed, still reads the queue by index once it
+// holds 20,000 rows: no sequential scan of it for the rows the fetch
+// locks (the plan the server made without sqlFetchPlan's second setting).
+func TestWorkFetchIsPlannedOnce(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{MaxConns: 1}) // one connection: one plan
+	ctx := t.Context()
+	fetch := func() {
+		t.Helper()
+		_, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{Max: 4, LockTimeout: time.Minute, Activities: []string{"A"},
+			Session: &provider.SessionOptions{OwnerID: "me", LockTimeout: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Planned while the queue holds a few rows, as at a runtime's start.
+	var few []*provider.WorkerMessage
+	for a := range 3 {
+		few = append(few, providertest.HammerActivity("few", int64(a+1)))
+	}
+	if err := p.enqueueWork(ctx, few...); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		fetch()
+	}
+	var msgs []*provider.WorkerMessage
+	for a := range 20000 {
+		msgs = append(msgs, providertest.HammerActivity(fmt.Sprintf("i%d", a/100), int64(a+1)))
+	}
+	if err := p.enqueueWork(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		fetch()
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var (
+		name            string
+		generic, custom int64
+	)
+	err = conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
+		sqlFetchWorkLast[1]).Scan(&name, &generic, &custom)
+	if err != nil {
+		t.Fatalf("the fetch's prepared statement: %v", err)
+	}
+	if custom != 0 || generic != 11 {
+		t.Errorf("fetch planned %d times for 11 calls (%d generic plans), want once", custom, generic)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var out string
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	err = tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+
+		`(1000, 4, '{A}', '{""}', 'p', 200000, 'me', '{}')`).Scan(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("EXPLAIN output %s: %v", out, err)
+	}
+	if bad := unboundedReads(plans[0].Plan, false); len(bad) > 0 {
+		t.Errorf("the fetch's plan reads the queue whole: %v\n%s", bad, out)
 	}
 }

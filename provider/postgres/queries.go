@@ -110,7 +110,9 @@ ORDER BY c.ready_at, c.first_id`
 	// Take the locks of several instances (whose advisory locks the
 	// transaction holds): insert, or steal an expired lock; then tag every
 	// visible message of the instances locked with the instance's token and
-	// count the delivery. Returns the tagged messages; an instance locked
+	// count the delivery (the instances' messages read by
+	// orchestrator_queue_instance, an index range each, whatever the
+	// planner's statistics). Returns the tagged messages; an instance locked
 	// without messages returns one row with a NULL id. $1 token prefix, $2
 	// instance IDs, $3 locked_until, $4 now, $5 1 (or 0 to count no
 	// delivery: FetchUnservedOrchestrationItems).
@@ -124,8 +126,7 @@ ORDER BY c.ready_at, c.first_id`
 ), tagged AS (
     UPDATE orchestrator_queue AS q
     SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + $5
-    FROM locked
-    WHERE q.instance_id = locked.instance_id AND q.visible_at <= $4
+    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $4
     RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
 )
 SELECT locked.instance_id, t.id, t.work_item, t.attempt_count
@@ -496,14 +497,17 @@ SELECT duroxide_check(count(*) > 0, '` + codeLockLost + `', 'work lock lost') FR
 	// whether this transaction got its advisory lock (tried, never
 	// waited for; $1 the lock key prefix). A busy instance's lock is not
 	// tried: held until the commit, it would only keep the instance's
-	// other acks waiting. In the order of $2.
+	// other acks waiting. In the order of $2. The busy question is asked
+	// once per instance: OFFSET 0 keeps the planner from pulling it up
+	// into the two places that use its answer, each then a scan of its
+	// own.
 	sqlInstancesTakeable = `SELECT c.id, b.busy,
     CASE WHEN b.busy THEN false ELSE pg_try_advisory_xact_lock(hashtextextended($1::text || c.id, 0)) END
 FROM unnest($2::text[]) WITH ORDINALITY AS c(id, ord)
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM worker_queue AS q WHERE q.instance_id = c.id)
     OR ($3::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = c.id AND i.orchestration_name <> ''
           AND NOT (i.orchestration_name = ANY ($3::text[]))
-          AND NOT (` + orchRoute + ` = ANY ($3::text[]))))) AS b(busy)
+          AND NOT (` + orchRoute + ` = ANY ($3::text[])))) OFFSET 0) AS b(busy)
 ORDER BY c.ord`
 	// The plain activity acks of a group, set-based (groupAcks): delete
 	// each acked row its token holds unexpired, refresh the sessions of

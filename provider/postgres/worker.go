@@ -55,6 +55,18 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 	return leases, dead, err
 }
 
+// sqlFetchPlan heads a worker fetch's transaction: its statements use
+// the plan their prepared statement was given once on the connection
+// (generic), not one planned again at every call (custom), which the
+// server chose for the fetch statement and which cost as much as running
+// it. The plan must not depend on what the planner estimates of the queue
+// when it is made (often empty, at a runtime's start, and never analyzed
+// while autovacuum is off): sequential scans are ruled out, so that the
+// rows the fetch locks are updated through the primary key, and the
+// candidates are read as index ranges, as with custom plans (see
+// TestHotFetchPlansAreBounded). A fetch reads no table in full.
+const sqlFetchPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+
 // fetchWork finds and locks its rows in one statement (sqlFetchWork):
 // without a session, a fetch is that one round trip. With one, the rows
 // of sessions it found are leased once their sessions are claimed, and
@@ -85,6 +97,7 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 	if names != nil {
 		named = 1
 	}
+	first := true
 	for len(leases) < limit {
 		var (
 			rows  []workRow
@@ -114,11 +127,16 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 		if sess != nil {
 			sql, args = sqlFetchWork[named][1], append(args, sess.OwnerID, skip)
 		}
+		b := &pgx.Batch{}
+		if first {
+			// Planned once per connection (see sqlFetchPlan).
+			b.Queue(sqlFetchPlan)
+			first = false
+		}
 		if lt, ok := w.tx.(*lazyTx); ok && w.fold && !lt.begun && (sess == nil || !w.p.sessionRows.Load()) {
 			if sess != nil {
 				sql = sqlFetchWorkLast[named]
 			}
-			b := &pgx.Batch{}
 			b.Queue(sql, args...).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scan(r) }) })
 			w.relaxed = true
 			err = w.sendLast(b)
@@ -126,7 +144,8 @@ func (w *wtx) fetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 				w.p.sessionRows.Store(true)
 			}
 		} else {
-			err = w.query(sql, scan, args...)
+			b.Queue(sql, args...).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scan(r) }) })
+			err = w.tx.SendBatch(w.ctx, b).Close()
 		}
 		if err != nil {
 			return nil, nil, 0, err

@@ -1,0 +1,11 @@
+-- 0017: one index entry fewer written per orchestrator message.
+--
+-- orchestrator_queue_visible (0001) served the turn fetch's candidates
+-- until orchestrator_ready (0002) took them over. Since then no hot
+-- statement reads it: a fetch, a turn ack, an activity ack and the
+-- quiet check find an instance's messages by orchestrator_queue_instance,
+-- and only the queue-depth counts of Stats filter the whole queue by
+-- visibility (they count it all anyway). Every message (every activity's
+-- completion) still paid an entry in it when enqueued, and another each
+-- time a fetch's tag could not update its row in place.
+DROP INDEX orchestrator_queue_visible;
