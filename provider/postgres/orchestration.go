@@ -659,10 +659,13 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	}
 	// The execution, the instance, the history and the execution locks of
 	// a live instance, in one statement.
-	b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
-		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&t.status)
-	})
+	scan := func(r pgx.Row) error { return r.Scan(&t.status) }
+	if e.KeepsMetadata() {
+		b.Queue(sqlUpdateTurn, inst, e.ExecutionID, w.now, e.Custom, e.SetCustom, ids, kinds, datas).QueryRow(scan)
+	} else {
+		b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
+			e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas).QueryRow(scan)
+	}
 	if e.HasValues() {
 		b.Queue(sqlValuesApply, inst, e.SetKeys, e.SetValues, e.ClearKeys, w.now)
 	}

@@ -243,6 +243,48 @@ RETURNING i.status
 )
 SELECT status FROM u`
 
+	// sqlUpsertTurn for a turn that sets no metadata but the custom status
+	// (sqlenc.Ack.KeepsMetadata): the turns of a running execution but its
+	// first and its last. The execution's row, which such a turn would
+	// leave as it is, is only read (inserted Running if it is missing, as
+	// sqlUpsertTurn would), and the instance's row is updated in place,
+	// without the speculative insertion of an upsert, the identity value
+	// it draws and the row locks it writes. The instance's row exists:
+	// such a turn is applied only to an instance the ack found (the core's
+	// lock check, or the quiet check of a fused step), under its advisory
+	// lock; were it missing, the statement would return no row and fail
+	// the ack. Same result as sqlUpsertTurn. $1 instance, $2 execution,
+	// $3 now, $4 custom status, $5 1 when the custom status is set, $6
+	// event IDs, $7 event types, $8 event data.
+	sqlUpdateTurn = `WITH x AS (
+    SELECT CASE WHEN status = 'ContinuedAsNew' THEN 'Running' ELSE status END AS status
+    FROM executions WHERE instance_id = $1 AND execution_id = $2
+), e AS (
+    INSERT INTO executions (instance_id, execution_id, status, started_at)
+    SELECT $1, $2, 'Running', $3 WHERE NOT EXISTS (SELECT 1 FROM x)
+    RETURNING status
+), s AS (
+    SELECT status FROM x UNION ALL SELECT status FROM e
+), u AS (
+    UPDATE instances AS i
+    SET status = CASE WHEN i.current_execution_id <= $2 THEN s.status ELSE i.status END,
+        custom_status = CASE WHEN $5 = 1 THEN $4 ELSE i.custom_status END,
+        custom_status_version = i.custom_status_version + $5,
+        current_execution_id = greatest(i.current_execution_id, $2),
+        last_error = NULL,
+        last_error_at = NULL,
+        updated_at = $3
+    FROM s WHERE i.instance_id = $1
+    RETURNING i.status
+), h AS (
+    INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+    SELECT $1, $2, v.id, v.kind, v.data, $3 FROM unnest($6::bigint[], $7::text[], $8::text[]) AS v(id, kind, data)
+), l AS (
+    UPDATE execution_locks SET expires_at = $3 + ttl_ms
+    WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
+)
+SELECT status FROM u`
+
 	// $1 instances, $2 executions, $3 activities, $4 sessions (NULL: none),
 	// $5 work items, $6 visible_at, $7 now.
 	// The row's activity name and queue are copied from its work item

@@ -177,6 +177,24 @@ type Ack struct {
 // HasValues reports whether the ack changes the instance's values.
 func (a *Ack) HasValues() bool { return len(a.SetKeys)+len(a.ClearKeys) > 0 }
 
+// KeepsExecution reports whether the ack leaves a Running execution's row
+// as it is: it neither ends the execution nor sets its input, output or
+// error, and sets no status but Running.
+func (a *Ack) KeepsExecution() bool {
+	return !a.Terminal && a.Input == nil && a.Output == nil && a.ErrJSON == nil &&
+		(a.Status == nil || a.Status == string(provider.StatusRunning))
+}
+
+// KeepsMetadata reports whether the ack sets none of its execution's
+// columns and none of its instance's but the custom status: no status,
+// input, output, error, name or version. So do the turns of a running
+// execution that neither start nor end it. It leaves its execution's
+// row, whatever its status, as it is, and the instance's status unless
+// that differs from the execution's.
+func (a *Ack) KeepsMetadata() bool {
+	return a.KeepsExecution() && a.Status == nil && a.Name == nil && a.Version == nil
+}
+
 // EncodeAck validates and encodes a turn ack of a locked instance.
 func EncodeAck(a *provider.TurnAck) (*Ack, error) {
 	if a == nil {
