@@ -2,7 +2,12 @@ package postgres
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
@@ -121,5 +126,54 @@ func TestStayRunningTurnCreatesAMissingExecution(t *testing.T) {
 	h, err := p.ReadHistory(ctx, "a", 2)
 	if err != nil || len(h) != 1 {
 		t.Fatalf("history of execution 2: %v, %v; want the one event", h, err)
+	}
+}
+
+// TestWorkInsertsTakeRoutesFromTheMessages: the worker rows' activity
+// name and queue are passed with them, as the message they were encoded
+// from holds them (sqlenc.Work.Route), not parsed out of their JSON by
+// the server, and a leased row's ID is drawn from the identity's sequence
+// by name, not looked up in the catalog at each insert. The columns hold
+// what the JSON holds, a name that is not valid UTF-8 as the encoding
+// replaced it.
+func TestWorkInsertsTakeRoutesFromTheMessages(t *testing.T) {
+	t.Parallel()
+	for name, sql := range map[string]string{"sqlInsertWork": sqlInsertWork, "sqlInsertWorkLeased": sqlInsertWorkLeased} {
+		if strings.Contains(sql, "jsonb") || strings.Contains(sql, "pg_get_serial_sequence") {
+			t.Errorf("%s parses work items or looks the sequence up:\n%s", name, sql)
+		}
+	}
+	p := openFresh(t, &Options{MaxConns: 4})
+	ctx := t.Context()
+	plain := providertest.HammerActivity("a", 1)
+	named := providertest.HammerActivity("a", 2)
+	named.Item.Name, named.Item.Queue = "B\xff", "q"
+	if err := p.enqueueWork(ctx, plain, named); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := p.pool.Query(ctx, `SELECT activity_id, activity_name, queue,
+    activity_name IS NOT DISTINCT FROM work_item::jsonb ->> 'name' AND queue = coalesce(work_item::jsonb ->> 'queue', '')
+FROM worker_queue ORDER BY activity_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var act int64
+		var name *string
+		var queue string
+		var same bool
+		err := r.Scan(&act, &name, &queue, &same)
+		n := "NULL"
+		if name != nil {
+			n = *name
+		}
+		return fmt.Sprintf("%d %s %q %v", act, n, queue, same), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`1 A "" true`, `2 B` + "\ufffd" + ` "q" true`}
+	if !slices.Equal(got, want) {
+		t.Errorf("worker rows %q, want %q", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
@@ -314,6 +315,30 @@ type Work struct {
 	VisibleAt   int64 // 0: now
 	Lease       bool  // leased to the acking caller (TurnAck.LeaseFor)
 	Msg         *provider.WorkerMessage
+}
+
+// Route returns the activity name (nil when it has none) and the queue of
+// a worker row, as its stored work item holds them (the stores' queue
+// columns, which a migration filled from the JSON): taken from the message
+// it was encoded from rather than parsed back out of the JSON, unless a
+// field is not valid UTF-8, which the encoding replaced.
+func (w *Work) Route() (name any, queue string) {
+	it := &w.Msg.Item
+	if !utf8.ValidString(it.Name) || !utf8.ValidString(it.Queue) {
+		var route struct {
+			Name  *string `json:"name"`
+			Queue string  `json:"queue"`
+		}
+		_ = json.Unmarshal(w.Item, &route)
+		if route.Name != nil {
+			return *route.Name, route.Queue
+		}
+		return nil, route.Queue
+	}
+	if it.Name == "" {
+		return nil, it.Queue
+	}
+	return it.Name, it.Queue
 }
 
 // EncodeWork validates and encodes a worker message.
