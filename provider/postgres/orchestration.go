@@ -659,10 +659,13 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	}
 	// The execution, the instance, the history and the execution locks of
 	// a live instance, in one statement.
-	b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
-		e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&t.status)
-	})
+	scan := func(r pgx.Row) error { return r.Scan(&t.status) }
+	if e.KeepsMetadata() {
+		b.Queue(sqlUpdateTurn, inst, e.ExecutionID, w.now, e.Custom, e.SetCustom, ids, kinds, datas).QueryRow(scan)
+	} else {
+		b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
+			e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas).QueryRow(scan)
+	}
 	if e.HasValues() {
 		b.Queue(sqlValuesApply, inst, e.SetKeys, e.SetValues, e.ClearKeys, w.now)
 	}
@@ -828,18 +831,39 @@ func (w *wtx) queueFinishTurn(b *pgx.Batch, inst, token string) {
 	})
 }
 
+// workCols are the columns of worker rows to insert, one array each, as
+// sqlInsertWork and sqlInsertWorkLeased take them.
+type workCols struct {
+	is, items, queues []string
+	ss, names         []*string // NULL: none
+	es, as            []int64
+}
+
+func newWorkCols(ws []*sqlenc.Work) *workCols {
+	n := len(ws)
+	c := &workCols{is: make([]string, n), items: make([]string, n), queues: make([]string, n),
+		ss: make([]*string, n), names: make([]*string, n), es: make([]int64, n), as: make([]int64, n)}
+	for i, wk := range ws {
+		c.is[i], c.es[i], c.as[i], c.items[i] = wk.InstanceID, wk.ExecutionID, wk.ActivityID, string(wk.Item)
+		if s, ok := wk.SessionID.(string); ok {
+			c.ss[i] = &s
+		}
+		name, queue := wk.Route()
+		if s, ok := name.(string); ok {
+			c.names[i] = &s
+		}
+		c.queues[i] = queue
+	}
+	return c
+}
+
 // queueWork queues the insertion of worker rows on b; with leased set the
 // rows are inserted invisible (to be leased by the ack) and leased is
 // called with each row's ID and its index in ws.
 func (w *wtx) queueWork(b *pgx.Batch, ws []*sqlenc.Work, leased func(id int64, k int)) {
-	n := len(ws)
-	is, ss, items := make([]string, n), make([]*string, n), make([]string, n)
-	es, as, vs := make([]int64, n), make([]int64, n), make([]int64, n)
+	c := newWorkCols(ws)
+	vs := make([]int64, len(ws))
 	for i, wk := range ws {
-		is[i], es[i], as[i], items[i] = wk.InstanceID, wk.ExecutionID, wk.ActivityID, string(wk.Item)
-		if s, ok := wk.SessionID.(string); ok {
-			ss[i] = &s
-		}
 		switch {
 		case leased != nil:
 			vs[i] = w.now + 1
@@ -849,7 +873,7 @@ func (w *wtx) queueWork(b *pgx.Batch, ws []*sqlenc.Work, leased func(id int64, k
 			vs[i] = w.now
 		}
 	}
-	q := b.Queue(sqlInsertWork, is, es, as, ss, items, vs, w.now)
+	q := b.Queue(sqlInsertWork, c.is, c.es, c.as, c.ss, c.items, vs, w.now, c.names, c.queues)
 	if leased != nil {
 		q.Query(func(r pgx.Rows) error {
 			k := 0
@@ -875,16 +899,8 @@ func (w *wtx) queueLeasedWork(b *pgx.Batch, ws []*sqlenc.Work, canceled []provid
 	prefix := sqlstore.NewTokenPrefix()
 	w.leasePrefix, w.leaseFrom = prefix, w.p.now()
 	until := w.leaseFrom + lockMs
-	n := len(ws)
-	is, ss, items := make([]string, n), make([]*string, n), make([]string, n)
-	es, as := make([]int64, n), make([]int64, n)
-	for i, wk := range ws {
-		is[i], es[i], as[i], items[i] = wk.InstanceID, wk.ExecutionID, wk.ActivityID, string(wk.Item)
-		if s, ok := wk.SessionID.(string); ok {
-			ss[i] = &s
-		}
-	}
-	b.Queue(sqlInsertWorkLeased, is, es, as, ss, items, until, w.now, prefix).Query(func(r pgx.Rows) error {
+	c := newWorkCols(ws)
+	b.Queue(sqlInsertWorkLeased, c.is, c.es, c.as, c.ss, c.items, until, w.now, prefix, c.names, c.queues).Query(func(r pgx.Rows) error {
 		k := 0
 		return forEach(r, func() error {
 			var id int64

@@ -244,31 +244,77 @@ RETURNING i.status
 )
 SELECT status FROM u`
 
+	// sqlUpsertTurn for a turn that sets no metadata but the custom status
+	// (sqlenc.Ack.KeepsMetadata): the turns of a running execution but its
+	// first and its last. The execution's row, which such a turn would
+	// leave as it is, is only read (inserted Running if it is missing, as
+	// sqlUpsertTurn would), and the instance's row is updated in place,
+	// without the speculative insertion of an upsert, the identity value
+	// it draws and the row locks it writes. The instance's row exists:
+	// such a turn is applied only to an instance the ack found (the core's
+	// lock check, or the quiet check of a fused step), under its advisory
+	// lock; were it missing, the statement would return no row and fail
+	// the ack. Same result as sqlUpsertTurn. $1 instance, $2 execution,
+	// $3 now, $4 custom status, $5 1 when the custom status is set, $6
+	// event IDs, $7 event types, $8 event data.
+	sqlUpdateTurn = `WITH x AS (
+    SELECT CASE WHEN status = 'ContinuedAsNew' THEN 'Running' ELSE status END AS status
+    FROM executions WHERE instance_id = $1 AND execution_id = $2
+), e AS (
+    INSERT INTO executions (instance_id, execution_id, status, started_at)
+    SELECT $1, $2, 'Running', $3 WHERE NOT EXISTS (SELECT 1 FROM x)
+    RETURNING status
+), s AS (
+    SELECT status FROM x UNION ALL SELECT status FROM e
+), u AS (
+    UPDATE instances AS i
+    SET status = CASE WHEN i.current_execution_id <= $2 THEN s.status ELSE i.status END,
+        custom_status = CASE WHEN $5 = 1 THEN $4 ELSE i.custom_status END,
+        custom_status_version = i.custom_status_version + $5,
+        current_execution_id = greatest(i.current_execution_id, $2),
+        last_error = NULL,
+        last_error_at = NULL,
+        updated_at = $3
+    FROM s WHERE i.instance_id = $1
+    RETURNING i.status
+), h AS (
+    INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+    SELECT $1, $2, v.id, v.kind, v.data, $3 FROM unnest($6::bigint[], $7::text[], $8::text[]) AS v(id, kind, data)
+), l AS (
+    UPDATE execution_locks SET expires_at = $3 + ttl_ms
+    WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
+)
+SELECT status FROM u`
+
 	// $1 instances, $2 executions, $3 activities, $4 sessions (NULL: none),
-	// $5 work items, $6 visible_at, $7 now.
-	// The row's activity name and queue are copied from its work item
-	// (migration 0006), which the store encoded: valid JSON.
+	// $5 work items, $6 visible_at, $7 now, $8 and $9 the rows' activity
+	// names (NULL: none) and queues, as their work items hold them
+	// (migration 0006; sqlenc.Work.Route).
 	sqlInsertWork = `INSERT INTO worker_queue (instance_id, execution_id, activity_id, session_id, work_item, visible_at, created_at,
     activity_name, queue)
-SELECT w.i, w.e, w.a, w.s, w.item, w.v, $7, w.item::jsonb ->> 'name', coalesce(w.item::jsonb ->> 'queue', '')
-FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS w(i, e, a, s, item, v, ord)
+SELECT w.i, w.e, w.a, w.s, w.item, w.v, $7, w.n, w.q
+FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $8::text[], $9::text[])
+    WITH ORDINALITY AS w(i, e, a, s, item, v, n, q, ord)
 ORDER BY w.ord
 RETURNING id`
 
 	// Worker rows a turn ack leases to its caller, inserted already
 	// locked: each row takes its ID from the table's sequence first, so
 	// that its token (prefix || id, which names the row) is written with
-	// it, and a lease costs no statement after the insert. $1 to $5 and $7
-	// as sqlInsertWork, $6 locked_until (also visible_at, as a fetch sets
-	// it), $8 token prefix. Returns the IDs in the order given.
+	// it, and a lease costs no statement after the insert. The sequence
+	// is the one migration 0001 made for the identity column, named
+	// (resolved once, when the statement is prepared) rather than looked
+	// up in the catalog at each call. $1 to $5 and $7 as sqlInsertWork,
+	// $6 locked_until (also visible_at, as a fetch sets it), $8 token
+	// prefix, $9 and $10 as sqlInsertWork's $8 and $9. Returns the IDs in
+	// the order given.
 	sqlInsertWorkLeased = `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, session_id, work_item, visible_at,
     created_at, activity_name, queue, lock_token, locked_until, attempt_count)
 OVERRIDING SYSTEM VALUE
-SELECT w.id, w.i, w.e, w.a, w.s, w.item, $6, $7, w.item::jsonb ->> 'name', coalesce(w.item::jsonb ->> 'queue', ''),
-    $8 || w.id, $6, 1
-FROM (SELECT nextval((SELECT pg_get_serial_sequence('worker_queue', 'id'))) AS id, u.*
-      FROM (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
-                 WITH ORDINALITY AS u(i, e, a, s, item, ord) ORDER BY u.ord) AS u) AS w
+SELECT w.id, w.i, w.e, w.a, w.s, w.item, $6, $7, w.n, w.q, $8 || w.id, $6, 1
+FROM (SELECT nextval('worker_queue_id_seq') AS id, u.*
+      FROM (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $9::text[], $10::text[])
+                 WITH ORDINALITY AS u(i, e, a, s, item, n, q, ord) ORDER BY u.ord) AS u) AS w
 ORDER BY w.ord
 RETURNING id`
 

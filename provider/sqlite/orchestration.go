@@ -510,8 +510,7 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error { return w.applyTurn(i
 // keeps the execution Running and sets none of its columns then writes
 // neither status, whose statements would change nothing.
 func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running bool) error {
-	keep := running && !e.Terminal && e.Input == nil && e.Output == nil && e.ErrJSON == nil &&
-		(e.Status == nil || e.Status == string(provider.StatusRunning))
+	keep := running && e.KeepsExecution()
 	// (c) Insert or update the execution; its status decides the instance's.
 	var completed any
 	if e.Terminal {

@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -20,34 +18,10 @@ func (w *wtx) insertWork(e *sqlenc.Work) error {
 	if visible == 0 {
 		visible = w.now
 	}
-	name, queue := workRouteArgs(e)
+	name, queue := e.Route()
 	_, err := w.exec(sInsertWork, nil, e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), visible, w.now, name, queue)
 	w.changes.work = true
 	return err
-}
-
-// workRouteArgs returns the activity name (nil when it has none) and the
-// queue of a worker row, as its stored work item holds them (migration
-// 0010 reads them from the JSON with json_extract): taken from the
-// message it was encoded from rather than parsed back out of the JSON,
-// unless a field is not valid UTF-8, which the encoding replaced.
-func workRouteArgs(e *sqlenc.Work) (name any, queue string) {
-	it := &e.Msg.Item
-	if !utf8.ValidString(it.Name) || !utf8.ValidString(it.Queue) {
-		var route struct {
-			Name  *string `json:"name"`
-			Queue string  `json:"queue"`
-		}
-		_ = json.Unmarshal(e.Item, &route)
-		if route.Name != nil {
-			return *route.Name, route.Queue
-		}
-		return nil, route.Queue
-	}
-	if it.Name == "" {
-		return nil, it.Queue
-	}
-	return it.Name, it.Queue
 }
 
 // insertLeased inserts e as insertWork does, but leased to the caller
@@ -64,7 +38,7 @@ func (w *wtx) insertLeased(e *sqlenc.Work, lockMs int64) error {
 		w.leaseUntil = w.p.now() + lockMs
 	}
 	var id int64
-	name, queue := workRouteArgs(e)
+	name, queue := e.Route()
 	err := w.query(sInsertWorkLeased, func(r *sql.Rows) error { return r.Scan(&id) },
 		e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), w.leaseUntil, w.now, w.leasePrefix, name, queue)
 	if err != nil {
@@ -134,7 +108,7 @@ func (w *wtx) insertWorkRun(items []*sqlenc.Work) error {
 			if visible == 0 {
 				visible = w.now
 			}
-			name, queue := workRouteArgs(e)
+			name, queue := e.Route()
 			args = append(args, e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), visible, name, queue)
 		}
 		id := sInsertWorks4
@@ -182,7 +156,7 @@ func (w *wtx) insertLeasedRun(items []*sqlenc.Work, lockMs int64) error {
 		}
 		args = append(args[:0], w.leaseUntil, w.now, w.leasePrefix)
 		for k, e := range items[:n] {
-			name, queue := workRouteArgs(e)
+			name, queue := e.Route()
 			args = append(args, next+int64(k), e.InstanceID, e.ExecutionID, e.ActivityID, e.SessionID, string(e.Item), name, queue)
 		}
 		id := sInsertWorksLeased4

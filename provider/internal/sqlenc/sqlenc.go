@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
@@ -177,6 +178,24 @@ type Ack struct {
 // HasValues reports whether the ack changes the instance's values.
 func (a *Ack) HasValues() bool { return len(a.SetKeys)+len(a.ClearKeys) > 0 }
 
+// KeepsExecution reports whether the ack leaves a Running execution's row
+// as it is: it neither ends the execution nor sets its input, output or
+// error, and sets no status but Running.
+func (a *Ack) KeepsExecution() bool {
+	return !a.Terminal && a.Input == nil && a.Output == nil && a.ErrJSON == nil &&
+		(a.Status == nil || a.Status == string(provider.StatusRunning))
+}
+
+// KeepsMetadata reports whether the ack sets none of its execution's
+// columns and none of its instance's but the custom status: no status,
+// input, output, error, name or version. So do the turns of a running
+// execution that neither start nor end it. It leaves its execution's
+// row, whatever its status, as it is, and the instance's status unless
+// that differs from the execution's.
+func (a *Ack) KeepsMetadata() bool {
+	return a.KeepsExecution() && a.Status == nil && a.Name == nil && a.Version == nil
+}
+
 // EncodeAck validates and encodes a turn ack of a locked instance.
 func EncodeAck(a *provider.TurnAck) (*Ack, error) {
 	if a == nil {
@@ -296,6 +315,30 @@ type Work struct {
 	VisibleAt   int64 // 0: now
 	Lease       bool  // leased to the acking caller (TurnAck.LeaseFor)
 	Msg         *provider.WorkerMessage
+}
+
+// Route returns the activity name (nil when it has none) and the queue of
+// a worker row, as its stored work item holds them (the stores' queue
+// columns, which a migration filled from the JSON): taken from the message
+// it was encoded from rather than parsed back out of the JSON, unless a
+// field is not valid UTF-8, which the encoding replaced.
+func (w *Work) Route() (name any, queue string) {
+	it := &w.Msg.Item
+	if !utf8.ValidString(it.Name) || !utf8.ValidString(it.Queue) {
+		var route struct {
+			Name  *string `json:"name"`
+			Queue string  `json:"queue"`
+		}
+		_ = json.Unmarshal(w.Item, &route)
+		if route.Name != nil {
+			return *route.Name, route.Queue
+		}
+		return nil, route.Queue
+	}
+	if it.Name == "" {
+		return nil, it.Queue
+	}
+	return it.Name, it.Queue
 }
 
 // EncodeWork validates and encodes a worker message.
