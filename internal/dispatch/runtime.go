@@ -289,8 +289,12 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 // fetchLoop fetches work for one queue while slots are free and sleeps
 // when there is none, until woken by the store's notifications, its next
-// visible time, or the poll interval.
-func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(max int) (int, error)) {
+// visible time, or the poll interval. A fetch made because work came due
+// (the sleep ended at the store's next visible time, or that time had
+// passed when the loop looked) is prompt (provider.FetchOptions.Prompt),
+// and so are the fetches that follow it at once while they fill every
+// slot asked for: the work they take is due already.
+func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(max int, prompt bool) (int, error)) {
 	defer r.loops.Done()
 	wake, unsubscribe := r.p.Subscribe(q)
 	defer unsubscribe()
@@ -301,6 +305,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 	waker, _ := r.p.(provider.Waker)
 	errors := 0
 	idle := time.Duration(0)
+	prompt := false
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -317,7 +322,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 				break fill
 			}
 		}
-		got, err := fetch(n)
+		got, err := fetch(n, prompt)
 		for i := got; i < n; i++ {
 			<-slots
 		}
@@ -350,6 +355,8 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			// (a notification, or work coming due), not at once: an
 			// empty fetch costs a write transaction.
 		}
+		prompt = false
+		due := false // wait ends when work comes due
 		now := r.clock.Now()
 		wait := r.o.PollInterval
 		if waker != nil {
@@ -361,11 +368,13 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			default:
 				if d := next.Sub(now); d > 0 {
 					idle = 0
+					due = d <= wait
 					wait = min(d, wait)
 				} else if idle == 0 {
 					// It may have come due after the fetch looked (a timer
 					// firing just then): look again at once.
 					idle = time.Millisecond
+					prompt = true
 					continue
 				} else {
 					// Something is visible that this node cannot take (a
@@ -376,9 +385,11 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 				}
 			}
 		}
-		if !r.sleepUntil(now.Add(wait), wake, kick) {
+		ok, expired := r.sleepFor(now.Add(wait), wake, kick)
+		if !ok {
 			return
 		}
+		prompt = due && expired
 	}
 }
 
@@ -400,10 +411,17 @@ func (r *Runtime) kickWorker() {
 // armed (a fake clock advanced by a test), the timer is armed again, so the
 // deadline is not overslept by the jump.
 func (r *Runtime) sleepUntil(deadline time.Time, wake, kick <-chan struct{}) bool {
+	ok, _ := r.sleepFor(deadline, wake, kick)
+	return ok
+}
+
+// sleepFor is sleepUntil, also reporting whether the sleep reached its
+// deadline (expired) rather than ending on a wake-up.
+func (r *Runtime) sleepFor(deadline time.Time, wake, kick <-chan struct{}) (ok, expired bool) {
 	for {
 		now := r.clock.Now()
 		if !now.Before(deadline) {
-			return true
+			return true, true
 		}
 		t := r.clock.NewTimer(deadline.Sub(now))
 		if r.clock.Since(now) > time.Millisecond {
@@ -415,16 +433,16 @@ func (r *Runtime) sleepUntil(deadline time.Time, wake, kick <-chan struct{}) boo
 		select {
 		case <-t.Chan():
 			t.Stop()
-			return true
+			return true, true
 		case <-wake:
 			t.Stop()
-			return true
+			return true, false
 		case <-kick:
 			t.Stop()
-			return true
+			return true, false
 		case <-r.stopping:
 			t.Stop()
-			return false
+			return false, false
 		}
 	}
 }
