@@ -289,11 +289,14 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 // fetchLoop fetches work for one queue while slots are free and sleeps
 // when there is none, until woken by the store's notifications, its next
-// visible time, or the poll interval. A fetch made because work came due
-// (the sleep ended at the store's next visible time, or that time had
-// passed when the loop looked) is prompt (provider.FetchOptions.Prompt),
-// and so are the fetches that follow it at once while they fill every
-// slot asked for: the work they take is due already.
+// visible time, or the poll interval. A fetch made because delayed work
+// came due (the sleep ended at the store's next visible time, or the loop
+// found that time passed, having learned of a delayed message before) is
+// prompt (provider.FetchOptions.Prompt), and so are the fetches that
+// follow it at once while they fill every slot asked for: the work they
+// take is due already. Work that is visible as soon as it is sent
+// (completions, starts) is fetched in ordinary fetches, which may share a
+// group's commit.
 func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(max int, prompt bool) (int, error)) {
 	defer r.loops.Done()
 	wake, unsubscribe := r.p.Subscribe(q)
@@ -306,6 +309,10 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 	errors := 0
 	idle := time.Duration(0)
 	prompt := false
+	// delayed is the latest future visible time the store reported (a
+	// delayed message, such as a timer), kept until it reports the queue
+	// empty.
+	var delayed time.Time
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -365,16 +372,22 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			case err != nil:
 				r.log.Warn("reading next visible time failed", logkey.Queue, queueName(q), logkey.Error, err)
 			case next.IsZero():
+				delayed = time.Time{}
 			default:
 				if d := next.Sub(now); d > 0 {
+					delayed = next
 					idle = 0
 					due = d <= wait
 					wait = min(d, wait)
 				} else if idle == 0 {
 					// It may have come due after the fetch looked (a timer
 					// firing just then): look again at once.
+					// Prompt if a delayed message was known to come due
+					// by now: it, or a later one, did. Otherwise what is
+					// there was sent while the fetch ran (completions),
+					// which may share a group's commit.
 					idle = time.Millisecond
-					prompt = true
+					prompt = !delayed.IsZero()
 					continue
 				} else {
 					// Something is visible that this node cannot take (a
