@@ -289,8 +289,15 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 // fetchLoop fetches work for one queue while slots are free and sleeps
 // when there is none, until woken by the store's notifications, its next
-// visible time, or the poll interval.
-func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(max int) (int, error)) {
+// visible time, or the poll interval. A fetch made because delayed work
+// came due (the sleep ended at the store's next visible time, or the loop
+// found that time passed, having learned of a delayed message before) is
+// prompt (provider.FetchOptions.Prompt), and so are the fetches that
+// follow it at once while they fill every slot asked for: the work they
+// take is due already. Work that is visible as soon as it is sent
+// (completions, starts) is fetched in ordinary fetches, which may share a
+// group's commit.
+func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(max int, prompt bool) (int, error)) {
 	defer r.loops.Done()
 	wake, unsubscribe := r.p.Subscribe(q)
 	defer unsubscribe()
@@ -301,6 +308,11 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 	waker, _ := r.p.(provider.Waker)
 	errors := 0
 	idle := time.Duration(0)
+	prompt := false
+	// delayed is the latest future visible time the store reported (a
+	// delayed message, such as a timer), kept until it reports the queue
+	// empty.
+	var delayed time.Time
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -317,7 +329,7 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 				break fill
 			}
 		}
-		got, err := fetch(n)
+		got, err := fetch(n, prompt)
 		for i := got; i < n; i++ {
 			<-slots
 		}
@@ -350,6 +362,8 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			// (a notification, or work coming due), not at once: an
 			// empty fetch costs a write transaction.
 		}
+		prompt = false
+		due := false // wait ends when work comes due
 		now := r.clock.Now()
 		wait := r.o.PollInterval
 		if waker != nil {
@@ -358,14 +372,22 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			case err != nil:
 				r.log.Warn("reading next visible time failed", logkey.Queue, queueName(q), logkey.Error, err)
 			case next.IsZero():
+				delayed = time.Time{}
 			default:
 				if d := next.Sub(now); d > 0 {
+					delayed = next
 					idle = 0
+					due = d <= wait
 					wait = min(d, wait)
 				} else if idle == 0 {
 					// It may have come due after the fetch looked (a timer
 					// firing just then): look again at once.
+					// Prompt if a delayed message was known to come due
+					// by now: it, or a later one, did. Otherwise what is
+					// there was sent while the fetch ran (completions),
+					// which may share a group's commit.
 					idle = time.Millisecond
+					prompt = !delayed.IsZero()
 					continue
 				} else {
 					// Something is visible that this node cannot take (a
@@ -376,9 +398,11 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 				}
 			}
 		}
-		if !r.sleepUntil(now.Add(wait), wake, kick) {
+		ok, expired := r.sleepFor(now.Add(wait), wake, kick)
+		if !ok {
 			return
 		}
+		prompt = due && expired
 	}
 }
 
@@ -400,10 +424,17 @@ func (r *Runtime) kickWorker() {
 // armed (a fake clock advanced by a test), the timer is armed again, so the
 // deadline is not overslept by the jump.
 func (r *Runtime) sleepUntil(deadline time.Time, wake, kick <-chan struct{}) bool {
+	ok, _ := r.sleepFor(deadline, wake, kick)
+	return ok
+}
+
+// sleepFor is sleepUntil, also reporting whether the sleep reached its
+// deadline (expired) rather than ending on a wake-up.
+func (r *Runtime) sleepFor(deadline time.Time, wake, kick <-chan struct{}) (ok, expired bool) {
 	for {
 		now := r.clock.Now()
 		if !now.Before(deadline) {
-			return true
+			return true, true
 		}
 		t := r.clock.NewTimer(deadline.Sub(now))
 		if r.clock.Since(now) > time.Millisecond {
@@ -415,16 +446,16 @@ func (r *Runtime) sleepUntil(deadline time.Time, wake, kick <-chan struct{}) boo
 		select {
 		case <-t.Chan():
 			t.Stop()
-			return true
+			return true, true
 		case <-wake:
 			t.Stop()
-			return true
+			return true, false
 		case <-kick:
 			t.Stop()
-			return true
+			return true, false
 		case <-r.stopping:
 			t.Stop()
-			return false
+			return false, false
 		}
 	}
 }

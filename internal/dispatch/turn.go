@@ -13,11 +13,12 @@ import (
 
 // fetchTurns locks up to max instances and starts a turn for each. The
 // fetch tells the store what the cache holds, so it loads only newer
-// history, and which orchestrations this runtime registers, so it locks
-// no instance of another.
-func (r *Runtime) fetchTurns(max int) (int, error) {
+// history, which orchestrations this runtime registers, so it locks no
+// instance of another, and whether it is prompt (see fetchLoop).
+func (r *Runtime) fetchTurns(max int, prompt bool) (int, error) {
 	start := time.Now() // real time, even under a fake clock: metrics measure work
 	opts := *r.orchestrationFetch(max)
+	opts.Prompt = prompt
 	if r.cache != nil {
 		opts.Cached = r.cache.position
 	}

@@ -65,8 +65,10 @@ func ActivityInfoFrom(ctx context.Context) *ActivityInfo {
 	return info
 }
 
-// fetchActivities locks up to max activities and starts each.
-func (r *Runtime) fetchActivities(max int) (int, error) {
+// fetchActivities locks up to max activities and starts each. A worker
+// fetch never waits for a group's commit (sqlstore.WorkFetchLocks), so it
+// ignores prompt.
+func (r *Runtime) fetchActivities(max int, _ bool) (int, error) {
 	names := r.activityNames()
 	if names != nil && len(names) == 0 {
 		return 0, nil // it registers no activity: nothing to fetch

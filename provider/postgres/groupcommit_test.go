@@ -298,3 +298,47 @@ func TestWorkFetchesDoNotJoinGroups(t *testing.T) {
 		t.Fatalf("%d rows leased, want %d", len(seen), n)
 	}
 }
+
+// TestPromptFetchRunsAlone: while every group commit lane is busy, a turn
+// fetch marked prompt (provider.FetchOptions.Prompt: work came due) runs
+// at once in a transaction of its own, where an ordinary fetch queues for
+// the next group.
+func TestPromptFetchRunsAlone(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("a")); err != nil {
+		t.Fatal(err)
+	}
+	// Hold every lane, as groups committing would.
+	for range p.group.Lanes {
+		if !p.group.TryAcquire() {
+			t.Fatal("a lane is busy")
+		}
+	}
+	held := p.group.Lanes
+	defer func() {
+		for range held {
+			p.group.Release()
+		}
+	}()
+	// Bounded only so that a fetch that queues fails instead of hanging.
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	items, err := p.FetchOrchestrationItems(bounded, provider.FetchOptions{Max: 1, LockTimeout: time.Minute, Prompt: true})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("prompt FetchOrchestrationItems with every lane busy = %d items, %v; want a at once", len(items), err)
+	}
+	// An ordinary fetch queues for a lane: it runs once they are released.
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{Max: 1, LockTimeout: time.Minute})
+		done <- err
+	}()
+	for ; held > 0; held-- {
+		p.group.Release()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -13,8 +13,8 @@ type Lock struct {
 	Instance  string
 	Exclusive bool
 	// Alone, on any lock of a call, asks a store that groups calls into
-	// one transaction to run the call in a transaction of its own. Two
-	// kinds of call ask it:
+	// one transaction to run the call in a transaction of its own. These
+	// calls ask it:
 	//   - A start that takes an execution lock key or an idempotency key
 	//     takes the key's lock too, which it cannot declare (a replacing
 	//     start takes the holder's instance lock before its key's, and
@@ -33,6 +33,10 @@ type Lock struct {
 	//     durably, and an activity fetch loop waiting so idles its workers
 	//     (on PostgreSQL, fan-out ran about a third faster once worker
 	//     fetches ran alone). Its Lock names no instance.
+	//   - A prompt turn fetch (FetchLocks), made when work came due: a
+	//     group's commit it waited for would make that work late (timers
+	//     fire later). Ordinary turn fetches still group. Its Lock names
+	//     no instance.
 	Alone bool
 }
 
@@ -51,6 +55,17 @@ func SharedLocks(locks []Lock, msgs ...*sqlenc.Msg) []Lock {
 		}
 	}
 	return locks
+}
+
+// FetchLocks declares the locks of a turn fetch: none (a fetch only tries
+// instance locks), and, for a prompt fetch (provider.FetchOptions.Prompt),
+// a Lock marked Alone that names no instance, so that it does not wait
+// for a group to commit.
+func FetchLocks(prompt bool) []Lock {
+	if prompt {
+		return []Lock{{Alone: true}}
+	}
+	return nil
 }
 
 // EnqueueLocks declares the locks of an enqueue of msgs: SharedLocks,

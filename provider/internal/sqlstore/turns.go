@@ -188,7 +188,7 @@ func (w Writes) FetchOrchestrationItems(ctx context.Context, opts provider.Fetch
 	}
 	var f Fetched
 	names := sqlenc.OrchestrationRoutes(opts.Orchestrations, opts.OrchestrationVersions)
-	err = w.DB.WriteGrouped(ctx, op, nil, func(tx Tx) error {
+	err = w.DB.WriteGrouped(ctx, op, FetchLocks(opts.Prompt), func(tx Tx) error {
 		var err error
 		f, err = tx.FetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached, names)
 		return err
