@@ -619,10 +619,15 @@ WHERE instance_id = ?1 AND visible_at > ?2 AND lock_token IS NULL`,
 	// Renew a worker lock and record a heartbeat (NULL details keep the
 	// recorded ones). ?1 id, ?2 token, ?3 now, ?4 new locked_until, ?5
 	// details or NULL.
-	// Which of the instances ?1 (JSON array of IDs) have activities in
-	// the worker queue.
-	sInstancesWithWork: `SELECT value FROM json_each(?1)
-WHERE EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = json_each.value)`,
+	// Which of the instances ?1 (JSON array of IDs) may not have their
+	// turn taken with an activity's ack, as sInstanceHasWork asks of one:
+	// another activity is queued, or the orchestration is not one of ?2
+	// (JSON array; NULL: any).
+	sInstancesWithWork: `SELECT value FROM json_each(?1) AS ids
+WHERE EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ids.value)
+   OR (?2 IS NOT NULL AND EXISTS (SELECT 1 FROM instances AS i WHERE i.instance_id = ids.value AND i.orchestration_name <> ''
+          AND i.orchestration_name NOT IN (SELECT value FROM json_each(?2))
+          AND ` + orchRoute + ` NOT IN (SELECT value FROM json_each(?2))))`,
 	sHeartbeatWork: `UPDATE worker_queue
 SET locked_until = ?4, visible_at = ?4, heartbeat_at = ?3, heartbeat_details = coalesce(?5, heartbeat_details)
 WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?3

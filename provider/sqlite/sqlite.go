@@ -446,10 +446,11 @@ type wtx struct {
 	leasePrefix   string
 	leaseUntil    int64
 	leaseCanceled bool
-	// busy, when not nil, holds the instances of a group's work acks that
-	// still have activities queued (runAcks): TakeTurn takes none of
-	// their turns without asking the store again.
-	busy map[string]bool
+	// taking, when not nil, holds what runAcks asked the store for a
+	// group's work acks that may take their turn (WorkAck.TakeTurn), as
+	// TakeTurn would ask it of each: for each instance asked, whether its
+	// turn may be taken. TakeTurn does not ask again for those.
+	taking map[string]bool
 }
 
 type txStmts [numWriterStmts]*sql.Stmt

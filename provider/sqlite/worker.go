@@ -345,12 +345,15 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	// While other activities of the instance are queued or running, their
 	// results should reach one turn together: leave it to a fetch; so is
 	// the turn of an orchestration the caller does not run.
-	if w.busy[instance] {
-		return sqlstore.Fetched{}, nil
-	}
-	var busy bool
-	if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance, orchNamesArg(names)); err != nil || busy {
-		return sqlstore.Fetched{}, err
+	if may, asked := w.taking[instance]; asked {
+		if !may {
+			return sqlstore.Fetched{}, nil
+		}
+	} else {
+		var busy bool
+		if err := w.query(sInstanceHasWork, func(r *sql.Rows) error { return r.Scan(&busy) }, instance, orchNamesArg(names)); err != nil || busy {
+			return sqlstore.Fetched{}, err
+		}
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs, 1) // dated after the waits, as insertLeased

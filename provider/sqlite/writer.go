@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/duroxide/duroxide-go/internal/logkey"
@@ -449,26 +450,51 @@ func (p *Provider) runAcks(tx sqlTxRunner, stmts *txStmts, group []sqlstore.Requ
 	if err := w.insertMessages(msgs); err != nil {
 		return nil
 	}
-	// Which instances whose turn an ack may take (WorkAck.TakeTurn) still
-	// have activities queued, asked once for the group: TakeTurn leaves
-	// those to a fetch, and nothing After does adds or removes a worker row.
-	var takers []string
-	for k, i := range idx {
-		if a := group[i].Op.ack; applied[k] && a.Ack.TakeMs > 0 {
-			takers = append(takers, a.Ack.Completion.InstanceID)
-		}
+	// Whether the turns the acks may take (WorkAck.TakeTurn) can be taken,
+	// asked once for the group as TakeTurn asks it of one: nothing After
+	// does adds or removes a worker row or renames an instance. Asked once
+	// per set of orchestrations the acks serve (one, unless runtimes of
+	// different registries share the store) that two or more acks share;
+	// a lone ack's TakeTurn asks on its own.
+	type takerSet struct {
+		names  []string
+		ids    []string
+		taking map[string]bool
 	}
-	var busy map[string]bool
-	if len(takers) > 1 {
-		busy = make(map[string]bool, len(takers))
+	var sets []*takerSet
+	setOf := make([]*takerSet, len(idx))
+	for k, i := range idx {
+		a := group[i].Op.ack
+		if !applied[k] || a.Ack.TakeMs == 0 {
+			continue
+		}
+		names := a.Ack.TakeNames
+		at := slices.IndexFunc(sets, func(s *takerSet) bool {
+			return (s.names == nil) == (names == nil) && slices.Equal(s.names, names)
+		})
+		if at < 0 {
+			at = len(sets)
+			sets = append(sets, &takerSet{names: names})
+		}
+		sets[at].ids = append(sets[at].ids, a.Ack.Completion.InstanceID)
+		setOf[k] = sets[at]
+	}
+	for _, s := range sets {
+		if len(s.ids) < 2 {
+			continue
+		}
+		s.taking = make(map[string]bool, len(s.ids))
+		for _, id := range s.ids {
+			s.taking[id] = true
+		}
 		err := w.query(sInstancesWithWork, func(r *sql.Rows) error {
 			var id string
 			if err := r.Scan(&id); err != nil {
 				return err
 			}
-			busy[id] = true
+			s.taking[id] = false
 			return nil
-		}, jsonStrings(takers))
+		}, jsonStrings(s.ids), orchNamesArg(s.names))
 		if err != nil {
 			return nil
 		}
@@ -478,7 +504,10 @@ func (p *Provider) runAcks(tx sqlTxRunner, stmts *txStmts, group []sqlstore.Requ
 			continue
 		}
 		a := group[i].Op.ack
-		aw := &wtx{ctx: context.WithoutCancel(group[i].Ctx), tx: tx, p: p, now: w.now, stmts: stmts, busy: busy}
+		aw := &wtx{ctx: context.WithoutCancel(group[i].Ctx), tx: tx, p: p, now: w.now, stmts: stmts}
+		if s := setOf[k]; s != nil {
+			aw.taking = s.taking
+		}
 		aw.changes.orch = a.Ack.Completion != nil
 		txs[i] = aw
 		if err := run(func(w *wtx) error { return a.After(w) }, aw); err != nil {

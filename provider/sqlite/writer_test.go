@@ -303,3 +303,91 @@ func TestGroupAcksWorkSetBased(t *testing.T) {
 	}
 	checkReadyTable(t, p)
 }
+
+// TestGroupAcksAskTakeTurnOnce: a group of work acks that may take their
+// turns (WorkAck.TakeTurn) asks once for all of them whether those turns
+// can be taken, not once per ack, and still declines a turn while another
+// activity of the instance is queued or when the caller does not serve its
+// orchestration. An ack that serves other orchestrations than the rest of
+// its group asks on its own.
+func TestGroupAcksAskTakeTurnOnce(t *testing.T) {
+	t.Parallel()
+	p := openFile(t, filepath.Join(t.TempDir(), "take.db"), nil)
+	ctx := t.Context()
+	count := stmtCounter(t, p)
+	for round := 0; round < 20; round++ {
+		// busy has a second activity queued; other runs an orchestration
+		// the acks do not serve; free and free2 may be taken; any is taken
+		// by an ack that serves every orchestration.
+		ids := map[string]string{}
+		for _, k := range []string{"busy", "free", "free2", "other", "any"} {
+			ids[k] = fmt.Sprintf("%s-%d", k, round)
+			start := benchStart(ids[k])
+			if k == "other" {
+				start.Item.Name, start.Create.OrchestrationName = "Other", "Other"
+			}
+			if _, err := p.Enqueue(ctx, start); err != nil {
+				t.Fatal(err)
+			}
+		}
+		items, err := p.FetchOrchestrationItems(ctx, provider.FetchOptions{LockTimeout: time.Minute, Max: 5})
+		if err != nil || len(items) != 5 {
+			t.Fatalf("fetched %d turns (%v), want 5", len(items), err)
+		}
+		for _, it := range items {
+			ack := benchTurn(it)
+			if it.InstanceID == ids["other"] {
+				ack.History[0].Name, ack.Metadata.OrchestrationName = "Other", "Other"
+			}
+			if _, err := p.AckOrchestrationItem(ctx, ack); err != nil {
+				t.Fatal(err)
+			}
+		}
+		leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{LockTimeout: time.Minute, Max: 5})
+		if err != nil || len(leases) != 5 {
+			t.Fatalf("fetched %d activities (%v), want 5", len(leases), err)
+		}
+		if err := p.enqueueWork(ctx, benchActivity(ids["busy"], 4)); err != nil {
+			t.Fatal(err)
+		}
+		byInstance := map[string]int{}
+		ops := make([]func() error, len(leases))
+		results := make([]provider.WorkResult, len(leases))
+		for i, l := range leases {
+			byInstance[l.InstanceID] = i
+			a := benchCompletion(l)
+			a.TakeTurn = &provider.FetchOptions{LockTimeout: time.Minute, Orchestrations: []string{"Bench"}}
+			if l.InstanceID == ids["any"] {
+				a.TakeTurn.Orchestrations = nil
+			}
+			ops[i] = func() error {
+				var err error
+				results[i], err = p.AckWorkItem(ctx, a)
+				return err
+			}
+		}
+		count(sInstanceHasWork)
+		count(sInstancesWithWork)
+		before := p.batchedAcks.Load()
+		for i, err := range groupRound(t, p, ops) {
+			if err != nil {
+				t.Fatalf("round %d: ack %d: %v", round, i, err)
+			}
+		}
+		for k, want := range map[string]bool{"busy": false, "free": true, "free2": true, "other": false, "any": true} {
+			if got := results[byInstance[ids[k]]].Turn != nil; got != want {
+				t.Fatalf("round %d: the %s instance's turn taken: %v, want %v", round, k, got, want)
+			}
+		}
+		if p.batchedAcks.Load()-before != int64(len(ops)) {
+			continue // the acks did not run as one group: try again
+		}
+		if each, once := count(sInstanceHasWork), count(sInstancesWithWork); each != 1 || once != 1 {
+			t.Fatalf("a group of %d acks taking turns asked %d times for one and %d for the group; want 1 (the ack serving other orchestrations) and 1",
+				len(ops), each, once)
+		}
+		checkReadyTable(t, p)
+		return
+	}
+	t.Fatal("the acks never ran as one group")
+}
