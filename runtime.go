@@ -37,10 +37,13 @@ type RuntimeOptions struct {
 	// a burst of due timers fires within milliseconds instead of queueing
 	// behind a few turn slots.
 	OrchestrationConcurrency int
-	// WorkerConcurrency is how many activities run at once (default 64).
+	// WorkerConcurrency is how many activities run at once (default 512).
+	// Each running activity is a goroutine; lower it for activities that
+	// each need much memory or CPU. Many at once let their acks share
+	// commits (group commit).
 	WorkerConcurrency int
 	// FetchBatch is the most instances or activities taken per store fetch
-	// (default 16).
+	// (default 32).
 	FetchBatch int
 	// OrchestratorLockTimeout is how long a turn holds its instance lock
 	// (default 10s). The lock is renewed every third of it while the turn

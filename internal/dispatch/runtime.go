@@ -187,6 +187,19 @@ func Start(p provider.Provider, reg Registry, o Options) (*Runtime, error) {
 	return r, nil
 }
 
+// The defaults of Options.WorkerConcurrency and Options.FetchBatch. Many
+// activities in flight and large fetches let the store commit their acks
+// and fetches in large groups: with 64 activity slots and fetches of 16, a
+// 100-activity fan-out made about 9 commits per orchestration on SQLite and
+// 18 on PostgreSQL, with 512 and 32 about 3.6 and 7.7, and ran 1.7x
+// (SQLite) and 1.9x (PostgreSQL) as fast. An activity waiting for a slot is
+// a row in the store, so a larger default costs nothing until work is
+// there; an activity that holds a slot is a goroutine.
+const (
+	DefaultWorkerConcurrency = 512
+	DefaultFetchBatch        = 32
+)
+
 func (o *Options) fill() error {
 	if o.OrchestrationConcurrency < 0 || o.WorkerConcurrency < 0 || o.MaxAttempts < 0 || o.FetchBatch < 0 {
 		return fmt.Errorf("%w: concurrency, batch and attempt options must not be negative", provider.ErrInvalidArgument)
@@ -223,10 +236,10 @@ func (o *Options) fill() error {
 		o.OrchestrationConcurrency = 64
 	}
 	if o.WorkerConcurrency == 0 {
-		o.WorkerConcurrency = 64
+		o.WorkerConcurrency = DefaultWorkerConcurrency
 	}
 	if o.FetchBatch == 0 {
-		o.FetchBatch = 16
+		o.FetchBatch = DefaultFetchBatch
 	}
 	switch {
 	case o.ShutdownGrace == 0:
