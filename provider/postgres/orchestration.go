@@ -657,14 +657,22 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	for i, ev := range e.Events {
 		ids[i], kinds[i], datas[i] = ev.ID, ev.Kind, string(ev.Data)
 	}
+	// Whether the batch is the transaction's last (its COMMIT rides with
+	// it): the turn starts no instance (those are inserted after the
+	// batch). An instance that ends releases its execution locks.
+	t.last = w.fold && !slices.ContainsFunc(e.Msgs, func(m *sqlenc.Msg) bool { return m.Create != nil })
+	t.released = e.Terminal && e.Status != string(provider.StatusContinuedAsNew)
 	// The execution, the instance, the history and the execution locks of
-	// a live instance, in one statement.
+	// a live instance, in one statement, which also guards a last batch
+	// whose turn does not end its instance: were the instance left ended,
+	// its locks would be released after the batch.
+	guard := t.last && !t.released
 	scan := func(r pgx.Row) error { return r.Scan(&t.status) }
 	if e.KeepsMetadata() {
-		b.Queue(sqlUpdateTurn, inst, e.ExecutionID, w.now, e.Custom, e.SetCustom, ids, kinds, datas).QueryRow(scan)
+		b.Queue(sqlUpdateTurn, inst, e.ExecutionID, w.now, e.Custom, e.SetCustom, ids, kinds, datas, guard).QueryRow(scan)
 	} else {
 		b.Queue(sqlUpsertTurn, inst, e.ExecutionID, e.Status, e.Input, e.Output, e.ErrJSON, w.now, completed,
-			e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas).QueryRow(scan)
+			e.Name, e.Version, e.Custom, e.SetCustom, e.Parent, e.ParentExec, ids, kinds, datas, guard).QueryRow(scan)
 	}
 	if e.HasValues() {
 		b.Queue(sqlValuesApply, inst, e.SetKeys, e.SetValues, e.ClearKeys, w.now)
@@ -704,12 +712,10 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 			}
 		}
 	}
-	t.last = w.fold && len(t.creates) == 0
-	if e.Terminal && e.Status != string(provider.StatusContinuedAsNew) {
+	if t.released {
 		// An instance that ended releases its execution locks (and
 		// leaves the queues of others); afterTurn hands them over.
 		// The keys' advisory locks come first (see sqlXLockKeysOf).
-		t.released = true
 		if t.last {
 			// Nothing to hand over (it holds no lock, so the release
 			// frees no key), or the turn commits separately.
@@ -730,11 +736,6 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	// (j) Delete exactly the messages of this turn, (k) release the lock.
 	if e.Token != "" {
 		w.queueFinishTurn(b, inst, e.Token)
-	}
-	if t.last && !t.released {
-		// An instance left ended releases its locks (afterTurn), or
-		// the turn commits separately.
-		b.Queue(sqlGuardNotEnded, inst)
 	}
 	w.changes.addInstance(inst)
 	// The notification other nodes get, decided in SQL (are messages left

@@ -205,7 +205,8 @@ FROM instance_locks AS l WHERE l.instance_id = $1 FOR UPDATE`
 	// new), $4 input, $5 output, $6 error, $7 now, $8 completed_at (NULL
 	// unless terminal), $9 name, $10 version, $11 custom status, $12 1 when
 	// the custom status is set, $13 parent instance, $14 parent execution,
-	// $15 event IDs, $16 event types, $17 event data.
+	// $15 event IDs, $16 event types, $17 event data, $18 true to guard
+	// the turn's batch (turnGuardHead).
 	sqlUpsertTurn = `WITH e AS (
     INSERT INTO executions AS x (instance_id, execution_id, status, input, output, error, started_at, completed_at)
     VALUES ($1, $2, coalesce($3, 'Running'), $4, $5, $6, $7, $8)
@@ -242,7 +243,7 @@ RETURNING i.status
     UPDATE execution_locks SET expires_at = $7 + ttl_ms
     WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
 )
-SELECT status FROM u`
+` + turnGuardHead + `18` + turnGuardTail
 
 	// sqlUpsertTurn for a turn that sets no metadata but the custom status
 	// (sqlenc.Ack.KeepsMetadata): the turns of a running execution but its
@@ -256,7 +257,7 @@ SELECT status FROM u`
 	// lock; were it missing, the statement would return no row and fail
 	// the ack. Same result as sqlUpsertTurn. $1 instance, $2 execution,
 	// $3 now, $4 custom status, $5 1 when the custom status is set, $6
-	// event IDs, $7 event types, $8 event data.
+	// event IDs, $7 event types, $8 event data, $9 as sqlUpsertTurn's $18.
 	sqlUpdateTurn = `WITH x AS (
     SELECT CASE WHEN status = 'ContinuedAsNew' THEN 'Running' ELSE status END AS status
     FROM executions WHERE instance_id = $1 AND execution_id = $2
@@ -284,7 +285,7 @@ SELECT status FROM u`
     UPDATE execution_locks SET expires_at = $3 + ttl_ms
     WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
 )
-SELECT status FROM u`
+` + turnGuardHead + `9` + turnGuardTail
 
 	// $1 instances, $2 executions, $3 activities, $4 sessions (NULL: none),
 	// $5 work items, $6 visible_at, $7 now, $8 and $9 the rows' activity
@@ -526,9 +527,23 @@ WHERE s.locked_until <= $1
     WHERE session_id = (SELECT session_id FROM d) AND locked_until > $3
 )
 SELECT duroxide_check(count(*) > 0, '` + codeLockLost + `', 'work lock lost') FROM d`
-	// sqlInstanceQuiet, failing unless the instance is quiet. Same
-	// arguments.
-	sqlCheckQuiet = `SELECT duroxide_check((` + sqlInstanceQuiet + `), '` + codeNotQuiet + `', 'instance not quiet')`
+	// The check and the row's deletion of an activity ack that carries
+	// its result's turn (AckWorkThen), in one statement: sqlAckWork,
+	// failing as sqlAckWorkChecked does unless the row was deleted, and
+	// first, with codeNotQuiet, unless the instance is quiet
+	// (sqlInstanceQuiet). Every term of the quiet check reads the rows as
+	// they were before the deletion, as when it ran alone ahead of it; a
+	// failure undoes the deletion with the rest of the ack. $1 to $5 as
+	// sqlInstanceQuiet ($5 the row's ID), $6 the row's token.
+	sqlAckWorkIfQuiet = `WITH d AS (
+    DELETE FROM worker_queue WHERE id = $5 AND lock_token = $6 AND locked_until > $4 RETURNING session_id
+), s AS (
+    UPDATE sessions SET last_activity_at = $4
+    WHERE session_id = (SELECT session_id FROM d) AND locked_until > $4
+)
+SELECT CASE WHEN (` + sqlInstanceQuiet + `)
+    THEN duroxide_check((SELECT count(*) > 0 FROM d), '` + codeLockLost + `', 'work lock lost')
+    ELSE duroxide_check(false, '` + codeNotQuiet + `', 'instance not quiet') END`
 
 	// Whether a turn may not be taken with an activity's ack
 	// (WorkAck.TakeTurn): another activity of the instance is queued, or
@@ -583,7 +598,7 @@ SELECT d.id, d.lock_token FROM d`
 	// Whether nothing happened to an instance since a runtime's copy of its
 	// execution (WorkAck.Then): unlocked, $2 its current execution, $3 the
 	// last event of that execution, no visible message and no worker row
-	// but $5 (the acked activity's, deleted after the check).
+	// but $5 (the acked activity's, which sqlAckWorkIfQuiet deletes).
 	// Each term is an index lookup by instance ID. The last event is read
 	// as the first row of a backward scan of history's primary key, not
 	// as max(event_id): without planner statistics (a table never

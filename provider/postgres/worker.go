@@ -311,16 +311,16 @@ func (w *wtx) queueTakeable(b *pgx.Batch, instances, names []string, got func(*i
 // neither two acks of one session nor this ack and a turn ack canceling
 // its activity wait for each other in a cycle.
 func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error) {
-	// One round trip: the advisory lock, the quiet check, the row's
-	// deletion and the turn's writes. A check that fails fails the batch
-	// before any write: a lost lock as ErrLockLost, an instance that is
-	// not quiet as sqlstore.ErrThenNotApplied (the ack then runs again
-	// without its turn and enqueues the completion).
+	// One round trip: the advisory lock, the quiet check and the row's
+	// deletion in one statement, and the turn's writes. A check that
+	// fails fails the batch before the turn's writes, undoing the
+	// deletion: an instance that is not quiet as
+	// sqlstore.ErrThenNotApplied (the ack then runs again without its
+	// turn and enqueues the completion), else a lost lock as ErrLockLost.
 	inst := e.Completion.InstanceID
 	b := &pgx.Batch{}
 	w.queueLockInstance(b, inst)
-	b.Queue(sqlCheckQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id)
-	b.Queue(sqlAckWorkChecked, id, e.Token, w.now)
+	b.Queue(sqlAckWorkIfQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id, e.Token)
 	t := w.queueTurn(b, inst, e.Then)
 	err = w.sendTurn(b, t)
 	switch {
