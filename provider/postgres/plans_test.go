@@ -25,6 +25,7 @@ type planNode struct {
 	NodeType string     `json:"Node Type"`
 	Relation string     `json:"Relation Name"`
 	Index    string     `json:"Index Name"`
+	Cond     string     `json:"Index Cond"`
 	Plans    []planNode `json:"Plans"`
 }
 
@@ -124,6 +125,7 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`, ""},
 		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`, ""},
 		{"pending starts", sqlPendingStarts, `'{i1,i3}', ` + now, ""},
+		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`, ""},
 		{"release lock", sqlReleaseLock, `'i1', 'pi1'`, ""},
 		{"redate tagged", sqlRedateTagged, `'{i1,i3}', 'p', 200000`, ""},
 		{"finish turn", sqlFinishTurn, `'i1', 'pi1'`, ""},
@@ -396,5 +398,114 @@ func TestWorkFetchIsPlannedOnce(t *testing.T) {
 	}
 	if bad := unboundedReads(plans[0].Plan, false); len(bad) > 0 {
 		t.Errorf("the fetch's plan reads the queue whole: %v\n%s", bad, out)
+	}
+}
+
+// wholeReads returns what the plan reads whole of the tables: a
+// sequential scan of one, or an index scan of one with no index
+// condition (every entry of the index).
+func wholeReads(n planNode, tables ...string) []string {
+	var bad []string
+	if slices.Contains(tables, n.Relation) {
+		switch {
+		case n.NodeType == "Seq Scan":
+			bad = append(bad, "Seq Scan on "+n.Relation)
+		case n.Index != "" && n.Cond == "":
+			bad = append(bad, n.NodeType+" of all of "+n.Index)
+		}
+	}
+	for _, c := range n.Plans {
+		bad = append(bad, wholeReads(c, tables...)...)
+	}
+	return bad
+}
+
+// TestTurnFetchIsPlannedOnce: the reads of a turn fetch (the instances,
+// their histories, their pending starts) are planned once per connection
+// (generic plans), not at every call as the server chose to (a custom
+// plan each time, whose planning cost more than the read), and those
+// plans, made while the store held a few instances and was never
+// analyzed, still read instances and history by index ranges once they
+// hold 20,000 instances: no sequential scan and no scan of a whole index.
+func TestTurnFetchIsPlannedOnce(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{MaxConns: 1}) // one connection: one plan
+	ctx := t.Context()
+	// Planned while the store holds a few instances, as at a runtime's
+	// start: three first turns, and three turns with a history each.
+	for i := range 3 {
+		providertest.RunFirstTurn(t, p, fmt.Sprintf("few-%d", i))
+	}
+	for i := range 3 {
+		if _, err := p.Enqueue(ctx, providertest.HammerEvent(fmt.Sprintf("few-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		it := providertest.MustFetch(t, p)
+		if len(it.History) != 2 {
+			t.Fatalf("%s: history of %d events, want 2", it.InstanceID, len(it.History))
+		}
+		if _, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(t, p, `INSERT INTO instances (instance_id, orchestration_name, status, current_execution_id, created_at, updated_at)
+SELECT 'i' || g, 'T', 'Running', 1, 1000, 1000 FROM generate_series(1, 20000) AS g`)
+	// Each with the history of few-0: three events.
+	mustExec(t, p, `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+SELECT 'i' || g, 1, h.event_id, h.event_type, h.event_data, 1000
+FROM generate_series(1, 20000) AS g CROSS JOIN history AS h WHERE h.instance_id = 'few-0'`)
+	for i := range 5 {
+		if _, err := p.Enqueue(ctx, providertest.HammerEvent(fmt.Sprintf("i%d", i+1))); err != nil {
+			t.Fatal(err)
+		}
+		it := providertest.MustFetch(t, p)
+		if len(it.History) != 3 {
+			t.Fatalf("%s: history of %d events, want 3", it.InstanceID, len(it.History))
+		}
+		if err := p.AbandonOrchestrationItem(ctx, it.LockToken, provider.AbandonOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, c := range []struct{ name, sql, args string }{
+		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`},
+		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`},
+		{"pending starts", sqlPendingStarts, `'{i1,i3}', 100000`},
+	} {
+		var (
+			name            string
+			generic, custom int64
+		)
+		err := conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
+			c.sql).Scan(&name, &generic, &custom)
+		if err != nil {
+			t.Fatalf("%s: the prepared statement: %v", c.name, err)
+		}
+		if custom != 0 || generic != 11 {
+			t.Errorf("%s planned %d times for 11 calls (%d generic plans), want once", c.name, custom, generic)
+		}
+		var out string
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+`(`+c.args+`)`).Scan(&out)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plans []struct {
+			Plan planNode `json:"Plan"`
+		}
+		if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+			t.Fatalf("EXPLAIN output %s: %v", out, err)
+		}
+		if bad := wholeReads(plans[0].Plan, "instances", "history", "orchestrator_queue", "lock_queue", "execution_locks"); len(bad) > 0 {
+			t.Errorf("%s: the plan reads tables whole: %v\n%s", c.name, bad, out)
+		}
 	}
 }
