@@ -772,6 +772,9 @@ func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) er
 		}
 		return err
 	}
+	if !provider.Status(t.status).IsTerminal() {
+		w.changes.live = append(w.changes.live, inst)
+	}
 	if t.last {
 		// Committed with its batch, whose guards left nothing to do
 		// but the leases' dates.

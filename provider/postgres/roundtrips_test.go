@@ -16,6 +16,7 @@ import (
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
@@ -26,6 +27,7 @@ type countingTracer struct {
 	roundTrips int
 	statements int
 	bySQL      map[string]int
+	full       map[string]int // by the whole statement, since the last snapshot
 }
 
 func (c *countingTracer) add(sql string, trip bool) {
@@ -39,6 +41,10 @@ func (c *countingTracer) add(sql string, trip bool) {
 		c.bySQL = map[string]int{}
 	}
 	key := strings.Join(strings.Fields(sql), " ")
+	if c.full == nil {
+		c.full = map[string]int{}
+	}
+	c.full[key]++
 	if len(key) > 70 {
 		key = key[:70]
 	}
@@ -70,7 +76,7 @@ func (c *countingTracer) snapshot() (trips, stmts int, bySQL map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	trips, stmts, bySQL = c.roundTrips, c.statements, c.bySQL
-	c.roundTrips, c.statements, c.bySQL = 0, 0, nil
+	c.roundTrips, c.statements, c.bySQL, c.full = 0, 0, nil, nil
 	return trips, stmts, bySQL
 }
 
@@ -439,5 +445,57 @@ func TestTurnFetchRoundTrips(t *testing.T) {
 	var left int
 	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM orchestrator_queue WHERE instance_id = 'c' AND lock_token = $1`, it.LockToken).Scan(&left); err != nil || left != 1 {
 		t.Fatalf("%d messages of c tagged, %v; want 1", left, err)
+	}
+}
+
+// TestWaitReadsTheStatusOnlyWhenItMayHaveEnded: a client waiting for an
+// orchestration of five chained activities in the runtime's process reads
+// its status when it starts waiting and once the instance ended, not
+// after each of the turns that left it running (the store tells its end
+// watchers, provider.EndWatcher, only of changes that may have ended it).
+// It read it about seven times per orchestration before.
+func TestWaitReadsTheStatusOnlyWhenItMayHaveEnded(t *testing.T) {
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterActivity(reg, "AddOne", func(_ context.Context, n int) (int, error) { return n + 1, nil })
+	duroxide.RegisterOrchestration(reg, "Seq", func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
+		for range 5 {
+			if err := ctx.ScheduleActivity("AddOne", n).Await(&n); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+	ctx := context.Background()
+	rt, err := duroxide.StartRuntime(ctx, p, reg, &duroxide.RuntimeOptions{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rt.Shutdown(ctx) }()
+	client := duroxide.NewClient(p)
+	const n = 10
+	tr.snapshot()
+	for i := range n {
+		id := fmt.Sprintf("seq-%d", i)
+		if err := client.StartOrchestration(ctx, id, "Seq", i, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := client.WaitForOrchestration(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		if err := st.Decode(&got); err != nil || got != i+5 {
+			t.Fatalf("%s: got %d, %v; want %d", id, got, err, i+5)
+		}
+	}
+	tr.mu.Lock()
+	reads := float64(tr.full[strings.Join(strings.Fields(sharedSQL[sqlstore.QGetInstance]), " ")]) / n
+	tr.mu.Unlock()
+	// Two per orchestration; the bound leaves room for a stray wake-up
+	// (a notification of another process wakes every watcher).
+	if reads > 2.5 {
+		t.Errorf("%.1f status reads per orchestration, want at most 2.5", reads)
 	}
 }
