@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
@@ -364,29 +365,37 @@ func TestWorkFetchIsPlannedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
+	plan, out := preparedPlan(t, conn, "fetch", sqlFetchWorkLast[1], `1000, 4, '{A}', '{""}', 'p', 200000, 'me', '{}'`, 11)
+	if bad := unboundedReads(plan, false); len(bad) > 0 {
+		t.Errorf("the fetch's plan reads the queue whole: %v\n%s", bad, out)
+	}
+}
+
+// preparedPlan returns, for the statement sql prepared on conn and run
+// there calls times, its plan as a generic plan with arguments args (SQL
+// literals) and that plan as JSON, failing t unless it was planned once.
+func preparedPlan(t *testing.T, conn *pgxpool.Conn, what, sql, args string, calls int64) (planNode, string) {
+	t.Helper()
+	ctx := t.Context()
 	var (
 		name            string
 		generic, custom int64
 	)
-	err = conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
-		sqlFetchWorkLast[1]).Scan(&name, &generic, &custom)
+	err := conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
+		sql).Scan(&name, &generic, &custom)
 	if err != nil {
-		t.Fatalf("the fetch's prepared statement: %v", err)
+		t.Fatalf("%s: the prepared statement: %v", what, err)
 	}
-	if custom != 0 || generic != 11 {
-		t.Errorf("fetch planned %d times for 11 calls (%d generic plans), want once", custom, generic)
+	if custom != 0 || generic != calls {
+		t.Errorf("%s planned %d times for %d calls (%d generic plans), want once", what, custom, calls, generic)
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
 	var out string
-	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-		t.Fatal(err)
-	}
-	err = tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+
-		`(1000, 4, '{A}', '{""}', 'p', 200000, 'me', '{}')`).Scan(&out)
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+`(`+args+`)`).Scan(&out)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,9 +405,7 @@ func TestWorkFetchIsPlannedOnce(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
 		t.Fatalf("EXPLAIN output %s: %v", out, err)
 	}
-	if bad := unboundedReads(plans[0].Plan, false); len(bad) > 0 {
-		t.Errorf("the fetch's plan reads the queue whole: %v\n%s", bad, out)
-	}
+	return plans[0].Plan, out
 }
 
 // wholeReads returns what the plan reads whole of the tables: a
@@ -476,35 +483,8 @@ FROM generate_series(1, 20000) AS g CROSS JOIN history AS h WHERE h.instance_id 
 		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`},
 		{"pending starts", sqlPendingStarts, `'{i1,i3}', 100000`},
 	} {
-		var (
-			name            string
-			generic, custom int64
-		)
-		err := conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
-			c.sql).Scan(&name, &generic, &custom)
-		if err != nil {
-			t.Fatalf("%s: the prepared statement: %v", c.name, err)
-		}
-		if custom != 0 || generic != 11 {
-			t.Errorf("%s planned %d times for 11 calls (%d generic plans), want once", c.name, custom, generic)
-		}
-		var out string
-		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-				return err
-			}
-			return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+`(`+c.args+`)`).Scan(&out)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plans []struct {
-			Plan planNode `json:"Plan"`
-		}
-		if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
-			t.Fatalf("EXPLAIN output %s: %v", out, err)
-		}
-		if bad := wholeReads(plans[0].Plan, "instances", "history", "orchestrator_queue", "lock_queue", "execution_locks"); len(bad) > 0 {
+		plan, out := preparedPlan(t, conn, c.name, c.sql, c.args, 11)
+		if bad := wholeReads(plan, "instances", "history", "orchestrator_queue", "lock_queue", "execution_locks"); len(bad) > 0 {
 			t.Errorf("%s: the plan reads tables whole: %v\n%s", c.name, bad, out)
 		}
 	}
