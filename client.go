@@ -696,10 +696,17 @@ const waitRecheck = 5 * time.Second
 // Canceled, and returns its status; or until ctx ends (ctx's error). It
 // wakes when the store reports a change of the instance (at once for
 // commits made in this process, and, with the SQLite store, within its
-// ChangeCheckInterval for other processes'); it also re-reads the status
-// every few seconds in case a notification was lost.
+// ChangeCheckInterval for other processes'), but not for one the store
+// knows left it running (provider.EndWatcher: the PostgreSQL store's turns
+// committed in this process), and reads its status then; it also re-reads
+// the status every few seconds in case a notification was lost.
 func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*Status, error) {
-	wait, stop := c.p.WatchInstance(instanceID)
+	watch := c.p.WatchInstance
+	if ew, ok := c.p.(provider.EndWatcher); ok {
+		// Woken only by changes that may have ended the instance.
+		watch = ew.WatchInstanceEnd
+	}
+	wait, stop := watch(instanceID)
 	defer stop()
 	for {
 		info, err := c.instance(ctx, instanceID)

@@ -366,6 +366,19 @@ type Notifier interface {
 	WatchInstance(instanceID string) (<-chan struct{}, func())
 }
 
+// EndWatcher is implemented by a Notifier that can tell, of some changes,
+// that they left the instance live. Client.WaitForOrchestration watches
+// with it when the store has it, and so reads the instance's status only
+// when it may have ended.
+type EndWatcher interface {
+	// WatchInstanceEnd is WatchInstance, except that the channel may stay
+	// silent for changes the store knows left the instance live (neither
+	// Completed, Failed nor Canceled once committed), such as a turn of
+	// this process that ended in Running. Any other change signals it,
+	// as WatchInstance's.
+	WatchInstanceEnd(instanceID string) (<-chan struct{}, func())
+}
+
 // InstanceMeta is the stored row of an instance, as seen by a fetch.
 type InstanceMeta struct {
 	OrchestrationName    string

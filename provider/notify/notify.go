@@ -1,8 +1,9 @@
 // Package notify is the in-process half of provider.Notifier, for stores to
 // embed: a Hub hands out coalescing channels per queue and per instance and
 // signals them when the store says so. It knows nothing of databases; a
-// store calls Wake and InstanceChanged after its own commits, and WakeAll
-// when it notices that another process changed the database.
+// store calls Wake and InstanceChanged (or InstanceLive) after its own
+// commits, and WakeAll when it notices that another process changed the
+// database.
 //
 // Every channel has a buffer of one and is signalled without blocking, so a
 // slow subscriber never holds up a commit and a burst of changes reaches it
@@ -21,7 +22,14 @@ type Hub struct {
 	mu       sync.Mutex
 	orch     []chan struct{}
 	work     []chan struct{}
-	watchers map[string][]chan struct{}
+	watchers map[string][]watch
+}
+
+// watch is one instance watch; end: it is told only of changes that may
+// have ended the instance (WatchInstanceEnd).
+type watch struct {
+	ch  chan struct{}
+	end bool
 }
 
 func ping(chs []chan struct{}) {
@@ -56,20 +64,49 @@ func (h *Hub) queue(q provider.Queue) *[]chan struct{} {
 
 // WatchInstance implements provider.Notifier.
 func (h *Hub) WatchInstance(instanceID string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+	return h.watch(instanceID, false)
+}
+
+// WatchInstanceEnd implements provider.EndWatcher: its channel is not
+// signalled by InstanceLive.
+func (h *Hub) WatchInstanceEnd(instanceID string) (<-chan struct{}, func()) {
+	return h.watch(instanceID, true)
+}
+
+func (h *Hub) watch(instanceID string, end bool) (<-chan struct{}, func()) {
+	w := watch{ch: make(chan struct{}, 1), end: end}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watchers == nil {
-		h.watchers = map[string][]chan struct{}{}
+		h.watchers = map[string][]watch{}
 	}
-	h.watchers[instanceID] = append(h.watchers[instanceID], ch)
-	return ch, func() {
+	h.watchers[instanceID] = append(h.watchers[instanceID], w)
+	return w.ch, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if list := remove(h.watchers[instanceID], ch); len(list) > 0 {
+		list := h.watchers[instanceID]
+		for i, x := range list {
+			if x.ch == w.ch {
+				list = append(list[:i:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) > 0 {
 			h.watchers[instanceID] = list
 		} else {
 			delete(h.watchers, instanceID)
+		}
+	}
+}
+
+func pingWatches(list []watch, live bool) {
+	for _, w := range list {
+		if live && w.end {
+			continue
+		}
+		select {
+		case w.ch <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -94,7 +131,18 @@ func (h *Hub) Wake(q provider.Queue) {
 func (h *Hub) InstanceChanged(ids ...string) {
 	h.mu.Lock()
 	for _, id := range ids {
-		ping(h.watchers[id])
+		pingWatches(h.watchers[id], false)
+	}
+	h.mu.Unlock()
+}
+
+// InstanceLive signals the watchers of each of ids, except those that
+// wait for it to end (WatchInstanceEnd): for changes the store knows left
+// the instances live (not Completed, Failed or Canceled).
+func (h *Hub) InstanceLive(ids ...string) {
+	h.mu.Lock()
+	for _, id := range ids {
+		pingWatches(h.watchers[id], true)
 	}
 	h.mu.Unlock()
 }
@@ -107,7 +155,7 @@ func (h *Hub) WakeAll() {
 	ping(h.orch)
 	ping(h.work)
 	for _, list := range h.watchers {
-		ping(list)
+		pingWatches(list, false)
 	}
 	h.mu.Unlock()
 }

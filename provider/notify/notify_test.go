@@ -57,3 +57,36 @@ func TestHub(t *testing.T) {
 		t.Fatalf("Watching after stops = %d, want 0 (no leak per instance)", n)
 	}
 }
+
+// TestHubEndWatchers: a watch of an instance's end (WatchInstanceEnd) is
+// signalled by InstanceChanged and WakeAll, not by InstanceLive, which
+// signals the instance's other watchers.
+func TestHubEndWatchers(t *testing.T) {
+	var h Hub
+	end, stopEnd := h.WatchInstanceEnd("a")
+	all, stopAll := h.WatchInstance("a")
+	h.InstanceLive("a")
+	if pending(end) || !pending(all) {
+		t.Fatal("InstanceLive(a) must signal a's watchers, not those of its end")
+	}
+	h.InstanceChanged("a")
+	if !pending(end) || !pending(all) {
+		t.Fatal("InstanceChanged(a) must signal every watcher of a")
+	}
+	h.WakeAll()
+	if !pending(end) || !pending(all) {
+		t.Fatal("WakeAll must signal every watcher of a")
+	}
+	if n := h.Watching(); n != 2 {
+		t.Fatalf("Watching = %d, want 2", n)
+	}
+	stopEnd()
+	h.InstanceChanged("a")
+	if pending(end) || !pending(all) {
+		t.Fatal("a stopped end watch was signalled")
+	}
+	stopAll()
+	if n := h.Watching(); n != 0 {
+		t.Fatalf("Watching after stops = %d, want 0", n)
+	}
+}

@@ -52,6 +52,9 @@ const maxNotifyPayload = 7000 // PostgreSQL's limit is 8000 bytes
 type changes struct {
 	orch, work bool     // work may be fetchable on the queue
 	instances  []string // instances whose state may have changed
+	// live: those of instances whose turn left them live (not ended),
+	// as the turn's batch read their status (afterTurn).
+	live []string
 }
 
 func (c *changes) addInstance(ids ...string) { c.instances = append(c.instances, ids...) }
@@ -125,7 +128,7 @@ func (p *Provider) queueNotifyAll(b *pgx.Batch, ws ...*wtx) error {
 // notifyLocal delivers c to this process's subscribers after its
 // transaction committed.
 func (p *Provider) notifyLocal(c *changes) {
-	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances)
+	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, c.live)
 }
 
 // handleNotification wakes the subscribers a notification of another node

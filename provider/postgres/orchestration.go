@@ -209,7 +209,13 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	}
 	msgs := make(map[string][]sqlstore.TaggedMessage, len(free))
 	locked := make(map[string]bool, len(free))
+	_, lone := w.tx.(*lazyTx)
+	last := first && lone && w.fold
 	b := &pgx.Batch{}
+	// Planned once per connection (see sqlFetchPlan): the server plans
+	// the turn's reads again at every call otherwise, which costs more
+	// than running them.
+	b.Queue(sqlFetchPlan)
 	b.Queue(sqlLockAndTag, prefix, free, until, w.now, count).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var inst string
@@ -228,7 +234,13 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	// The turns' reads, in the same round trip; what belongs to the
 	// instances not locked is not used.
 	w.queueLoad(b, load, free)
-	if _, lone := w.tx.(*lazyTx); first && lone && w.fold {
+	if !last {
+		// The transaction goes on (a group's, a work ack's): what follows
+		// is planned as the connection's settings say.
+		b.Queue(sqlPlanDefault)
+		b.Queue(sqlSeqscanDefault)
+	}
+	if last {
 		w.relaxed = true
 		err = w.sendLast(b)
 	} else {
@@ -760,6 +772,9 @@ func (w *wtx) afterTurn(inst string, e *sqlenc.Ack, t *queuedTurn, err error) er
 			}
 		}
 		return err
+	}
+	if !provider.Status(t.status).IsTerminal() {
+		w.changes.live = append(w.changes.live, inst)
 	}
 	if t.last {
 		// Committed with its batch, whose guards left nothing to do

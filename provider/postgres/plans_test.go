@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
@@ -25,6 +26,7 @@ type planNode struct {
 	NodeType string     `json:"Node Type"`
 	Relation string     `json:"Relation Name"`
 	Index    string     `json:"Index Name"`
+	Cond     string     `json:"Index Cond"`
 	Plans    []planNode `json:"Plans"`
 }
 
@@ -124,6 +126,7 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`, ""},
 		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`, ""},
 		{"pending starts", sqlPendingStarts, `'{i1,i3}', ` + now, ""},
+		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`, ""},
 		{"release lock", sqlReleaseLock, `'i1', 'pi1'`, ""},
 		{"redate tagged", sqlRedateTagged, `'{i1,i3}', 'p', 200000`, ""},
 		{"finish turn", sqlFinishTurn, `'i1', 'pi1'`, ""},
@@ -362,29 +365,37 @@ func TestWorkFetchIsPlannedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
+	plan, out := preparedPlan(t, conn, "fetch", sqlFetchWorkLast[1], `1000, 4, '{A}', '{""}', 'p', 200000, 'me', '{}'`, 11)
+	if bad := unboundedReads(plan, false); len(bad) > 0 {
+		t.Errorf("the fetch's plan reads the queue whole: %v\n%s", bad, out)
+	}
+}
+
+// preparedPlan returns, for the statement sql prepared on conn and run
+// there calls times, its plan as a generic plan with arguments args (SQL
+// literals) and that plan as JSON, failing t unless it was planned once.
+func preparedPlan(t *testing.T, conn *pgxpool.Conn, what, sql, args string, calls int64) (planNode, string) {
+	t.Helper()
+	ctx := t.Context()
 	var (
 		name            string
 		generic, custom int64
 	)
-	err = conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
-		sqlFetchWorkLast[1]).Scan(&name, &generic, &custom)
+	err := conn.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
+		sql).Scan(&name, &generic, &custom)
 	if err != nil {
-		t.Fatalf("the fetch's prepared statement: %v", err)
+		t.Fatalf("%s: the prepared statement: %v", what, err)
 	}
-	if custom != 0 || generic != 11 {
-		t.Errorf("fetch planned %d times for 11 calls (%d generic plans), want once", custom, generic)
+	if custom != 0 || generic != calls {
+		t.Errorf("%s planned %d times for %d calls (%d generic plans), want once", what, custom, calls, generic)
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
 	var out string
-	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-		t.Fatal(err)
-	}
-	err = tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+
-		`(1000, 4, '{A}', '{""}', 'p', 200000, 'me', '{}')`).Scan(&out)
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+`(`+args+`)`).Scan(&out)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +405,87 @@ func TestWorkFetchIsPlannedOnce(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
 		t.Fatalf("EXPLAIN output %s: %v", out, err)
 	}
-	if bad := unboundedReads(plans[0].Plan, false); len(bad) > 0 {
-		t.Errorf("the fetch's plan reads the queue whole: %v\n%s", bad, out)
+	return plans[0].Plan, out
+}
+
+// wholeReads returns what the plan reads whole of the tables: a
+// sequential scan of one, or an index scan of one with no index
+// condition (every entry of the index).
+func wholeReads(n planNode, tables ...string) []string {
+	var bad []string
+	if slices.Contains(tables, n.Relation) {
+		switch {
+		case n.NodeType == "Seq Scan":
+			bad = append(bad, "Seq Scan on "+n.Relation)
+		case n.Index != "" && n.Cond == "":
+			bad = append(bad, n.NodeType+" of all of "+n.Index)
+		}
+	}
+	for _, c := range n.Plans {
+		bad = append(bad, wholeReads(c, tables...)...)
+	}
+	return bad
+}
+
+// TestTurnFetchIsPlannedOnce: the reads of a turn fetch (the instances,
+// their histories, their pending starts) are planned once per connection
+// (generic plans), not at every call as the server chose to (a custom
+// plan each time, whose planning cost more than the read), and those
+// plans, made while the store held a few instances and was never
+// analyzed, still read instances and history by index ranges once they
+// hold 20,000 instances: no sequential scan and no scan of a whole index.
+func TestTurnFetchIsPlannedOnce(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, &Options{MaxConns: 1}) // one connection: one plan
+	ctx := t.Context()
+	// Planned while the store holds a few instances, as at a runtime's
+	// start: three first turns, and three turns with a history each.
+	for i := range 3 {
+		providertest.RunFirstTurn(t, p, fmt.Sprintf("few-%d", i))
+	}
+	for i := range 3 {
+		if _, err := p.Enqueue(ctx, providertest.HammerEvent(fmt.Sprintf("few-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		it := providertest.MustFetch(t, p)
+		if len(it.History) != 2 {
+			t.Fatalf("%s: history of %d events, want 2", it.InstanceID, len(it.History))
+		}
+		if _, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(t, p, `INSERT INTO instances (instance_id, orchestration_name, status, current_execution_id, created_at, updated_at)
+SELECT 'i' || g, 'T', 'Running', 1, 1000, 1000 FROM generate_series(1, 20000) AS g`)
+	// Each with the history of few-0: three events.
+	mustExec(t, p, `INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+SELECT 'i' || g, 1, h.event_id, h.event_type, h.event_data, 1000
+FROM generate_series(1, 20000) AS g CROSS JOIN history AS h WHERE h.instance_id = 'few-0'`)
+	for i := range 5 {
+		if _, err := p.Enqueue(ctx, providertest.HammerEvent(fmt.Sprintf("i%d", i+1))); err != nil {
+			t.Fatal(err)
+		}
+		it := providertest.MustFetch(t, p)
+		if len(it.History) != 3 {
+			t.Fatalf("%s: history of %d events, want 3", it.InstanceID, len(it.History))
+		}
+		if err := p.AbandonOrchestrationItem(ctx, it.LockToken, provider.AbandonOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, c := range []struct{ name, sql, args string }{
+		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`},
+		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`},
+		{"pending starts", sqlPendingStarts, `'{i1,i3}', 100000`},
+	} {
+		plan, out := preparedPlan(t, conn, c.name, c.sql, c.args, 11)
+		if bad := wholeReads(plan, "instances", "history", "orchestrator_queue", "lock_queue", "execution_locks"); len(bad) > 0 {
+			t.Errorf("%s: the plan reads tables whole: %v\n%s", c.name, bad, out)
+		}
 	}
 }

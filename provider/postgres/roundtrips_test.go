@@ -16,6 +16,7 @@ import (
 	"github.com/duroxide/duroxide-go"
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
@@ -26,6 +27,7 @@ type countingTracer struct {
 	roundTrips int
 	statements int
 	bySQL      map[string]int
+	full       map[string]int // by the whole statement, since the last snapshot
 }
 
 func (c *countingTracer) add(sql string, trip bool) {
@@ -39,6 +41,10 @@ func (c *countingTracer) add(sql string, trip bool) {
 		c.bySQL = map[string]int{}
 	}
 	key := strings.Join(strings.Fields(sql), " ")
+	if c.full == nil {
+		c.full = map[string]int{}
+	}
+	c.full[key]++
 	if len(key) > 70 {
 		key = key[:70]
 	}
@@ -70,7 +76,7 @@ func (c *countingTracer) snapshot() (trips, stmts int, bySQL map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	trips, stmts, bySQL = c.roundTrips, c.statements, c.bySQL
-	c.roundTrips, c.statements, c.bySQL = 0, 0, nil
+	c.roundTrips, c.statements, c.bySQL, c.full = 0, 0, nil, nil
 	return trips, stmts, bySQL
 }
 
@@ -84,37 +90,7 @@ func (c *countingTracer) snapshot() (trips, stmts int, bySQL map[string]int) {
 func TestRoundTripsPerSequentialOrchestration(t *testing.T) {
 	tr := &countingTracer{}
 	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
-	reg := duroxide.NewRegistry()
-	duroxide.RegisterActivity(reg, "AddOne", func(_ context.Context, n int) (int, error) { return n + 1, nil })
-	duroxide.RegisterOrchestration(reg, "Seq", func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
-		for range 5 {
-			if err := ctx.ScheduleActivity("AddOne", n).Await(&n); err != nil {
-				return 0, err
-			}
-		}
-		return n, nil
-	})
-	ctx := context.Background()
-	rt, err := duroxide.StartRuntime(ctx, p, reg, &duroxide.RuntimeOptions{Logger: quietLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = rt.Shutdown(ctx) }()
-	client := duroxide.NewClient(p)
-	run := func(i int) {
-		id := fmt.Sprintf("seq-%d", i)
-		if err := client.StartOrchestration(ctx, id, "Seq", i, nil); err != nil {
-			t.Fatal(err)
-		}
-		st, err := client.WaitForOrchestration(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got int
-		if err := st.Decode(&got); err != nil || got != i+5 {
-			t.Fatalf("%s: got %d, %v; want %d", id, got, err, i+5)
-		}
-	}
+	run := runSequences(t, p)
 	// Warm up: every pooled connection prepares its statements once.
 	for i := range 5 {
 		run(i)
@@ -142,20 +118,21 @@ func TestRoundTripsPerSequentialOrchestration(t *testing.T) {
 	}
 	t.Logf("per orchestration: %.1f round trips, %.1f statements, %.1f commits (%.1f waiting for the WAL flush)",
 		float64(trips)/n, float64(stmts)/n, float64(commits)/n, float64(durable)/n)
-	// Measured: about 17 round trips and 66 statements (the client's
-	// polling reads included: about 8 of each), 8 commits (start, fetch,
-	// first turn, five activities each with its fused turn); 76
+	// Measured: about 12 round trips and 62 statements (the client's
+	// two status reads included; before it read the status after each
+	// turn: about 8 reads), 8 commits (start, fetch, first turn, five
+	// activities each with its fused turn); 18 round trips and 76
 	// statements before the turns' guard was folded into their turn
-	// statement and a fused step's quiet check into its row's deletion
-	// (sqlAckWorkIfQuiet). Before the
+	// statement, a fused step's quiet check into its row's deletion
+	// (sqlAckWorkIfQuiet) and the client's reads cut. Before the
 	// lone writes' COMMIT rode in their last batch (sendLast): about 25
 	// round trips and 70 statements; before the acks were pipelined
 	// whole: 50 round trips, 86 statements.
-	if per := float64(trips) / n; per > 21 {
-		t.Errorf("%.1f round trips per orchestration, want at most 21", per)
+	if per := float64(trips) / n; per > 14 {
+		t.Errorf("%.1f round trips per orchestration, want at most 14", per)
 	}
-	if per := float64(stmts) / n; per > 68 {
-		t.Errorf("%.1f statements per orchestration, want at most 68", per)
+	if per := float64(stmts) / n; per > 64 {
+		t.Errorf("%.1f statements per orchestration, want at most 64", per)
 	}
 	if per := float64(commits) / n; per > 9 {
 		t.Errorf("%.1f commits per orchestration, want at most 9", per)
@@ -443,5 +420,68 @@ func TestTurnFetchRoundTrips(t *testing.T) {
 	var left int
 	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM orchestrator_queue WHERE instance_id = 'c' AND lock_token = $1`, it.LockToken).Scan(&left); err != nil || left != 1 {
 		t.Fatalf("%d messages of c tagged, %v; want 1", left, err)
+	}
+}
+
+// TestWaitReadsTheStatusOnlyWhenItMayHaveEnded: a client waiting for an
+// orchestration of five chained activities in the runtime's process reads
+// its status when it starts waiting and once the instance ended, not
+// after each of the turns that left it running (the store tells its end
+// watchers, provider.EndWatcher, only of changes that may have ended it).
+// It read it about seven times per orchestration before.
+func TestWaitReadsTheStatusOnlyWhenItMayHaveEnded(t *testing.T) {
+	tr := &countingTracer{}
+	p := openFresh(t, &Options{tracer: tr, MaxConns: 4})
+	run := runSequences(t, p)
+	const n = 10
+	tr.snapshot()
+	for i := range n {
+		run(i)
+	}
+	tr.mu.Lock()
+	reads := float64(tr.full[strings.Join(strings.Fields(sharedSQL[sqlstore.QGetInstance]), " ")]) / n
+	tr.mu.Unlock()
+	// Two per orchestration; the bound leaves room for a stray wake-up
+	// (a notification of another process wakes every watcher).
+	if reads > 2.5 {
+		t.Errorf("%.1f status reads per orchestration, want at most 2.5", reads)
+	}
+}
+
+// runSequences starts a runtime on p that runs "Seq" (five chained
+// activities, each adding one), stopped when t ends, and returns a
+// function that starts orchestration i and waits for its result.
+func runSequences(t *testing.T, p *Provider) func(i int) {
+	t.Helper()
+	reg := duroxide.NewRegistry()
+	duroxide.RegisterActivity(reg, "AddOne", func(_ context.Context, n int) (int, error) { return n + 1, nil })
+	duroxide.RegisterOrchestration(reg, "Seq", func(ctx *duroxide.OrchestrationContext, n int) (int, error) {
+		for range 5 {
+			if err := ctx.ScheduleActivity("AddOne", n).Await(&n); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+	ctx := context.Background()
+	rt, err := duroxide.StartRuntime(ctx, p, reg, &duroxide.RuntimeOptions{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+	client := duroxide.NewClient(p)
+	return func(i int) {
+		id := fmt.Sprintf("seq-%d", i)
+		if err := client.StartOrchestration(ctx, id, "Seq", i, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := client.WaitForOrchestration(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		if err := st.Decode(&got); err != nil || got != i+5 {
+			t.Fatalf("%s: got %d, %v; want %d", id, got, err, i+5)
+		}
 	}
 }

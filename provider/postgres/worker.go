@@ -67,6 +67,13 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 // TestHotFetchPlansAreBounded). A fetch reads no table in full.
 const sqlFetchPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
+// sqlPlanDefault and sqlSeqscanDefault undo sqlFetchPlan for the rest of a
+// transaction that goes on after a turn fetch's reads (lockTurns).
+const (
+	sqlPlanDefault    = `SET LOCAL plan_cache_mode TO DEFAULT`
+	sqlSeqscanDefault = `SET LOCAL enable_seqscan TO DEFAULT`
+)
+
 // fetchWork finds and locks its rows in one statement (sqlFetchWork):
 // without a session, a fetch is that one round trip. With one, the rows
 // of sessions it found are leased once their sessions are claimed, and

@@ -58,6 +58,35 @@ var notifyCases = []testCase{
 		e.notNotified(other, "watcher of another instance")
 	}},
 
+	{name: "end_watchers_wake_when_the_instance_may_have_ended", run: func(e *env) {
+		ew, ok := e.p.(provider.EndWatcher)
+		if !ok {
+			return
+		}
+		e.createInstance("a")
+		end, stop := ew.WatchInstanceEnd("a")
+		e.t.Cleanup(stop)
+		all := e.watch("a")
+		turn := func(i int) *provider.OrchestrationItem {
+			e.enqueue(eventMsg("a", "go", i))
+			it := e.fetchFor("a")
+			drain(end) // the enqueue may have signalled it
+			drain(all)
+			return it
+		}
+		// A turn that leaves the instance running may or may not signal
+		// the end watcher; it signals the other.
+		e.ack(turnAck(turn(1), 1, e.externalEvent(2, "go")))
+		e.notified(all, "watcher of a after a turn that left it running")
+		a := turnAck(turn(2), 1, e.completedEvent(3, "out"))
+		a.Metadata = provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("out")}
+		e.ack(a)
+		e.notified(end, "end watcher of a after the turn that completed it")
+		e.notified(all, "watcher of a after the turn that completed it")
+		e.mustPurge(false, "a")
+		e.notified(end, "end watcher of a after its purge")
+	}},
+
 	{name: "worker_ack_with_completion_wakes_the_orchestrator_queue", run: func(e *env) {
 		e.createInstance("a")
 		e.enqueueWork(activityMsg("a", 2, ""))
@@ -211,4 +240,12 @@ func (e *env) sharing() provider.Provider {
 	}
 	e.t.Cleanup(func() { _ = p.Close() })
 	return p
+}
+
+// drain empties ch, if it holds a notification.
+func drain(ch <-chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
 }

@@ -33,7 +33,7 @@ type changes struct {
 
 // notify delivers c to the subscribers after its request committed.
 func (p *Provider) notify(c *changes) {
-	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances)
+	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, nil)
 }
 
 // checkForeignCommits reads the writer connection's data_version inside a

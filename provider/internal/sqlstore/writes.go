@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
@@ -174,6 +175,11 @@ func (n Notifications) WatchInstance(instanceID string) (<-chan struct{}, func()
 	return n.Hub.WatchInstance(instanceID)
 }
 
+// WatchInstanceEnd implements provider.EndWatcher.
+func (n Notifications) WatchInstanceEnd(instanceID string) (<-chan struct{}, func()) {
+	return n.Hub.WatchInstanceEnd(instanceID)
+}
+
 // WakeAll wakes every subscriber and instance watcher, as when another
 // process changed the store in a way this one cannot tell. Test harnesses
 // that move a fake clock use it: dispatchers sleeping on timers of the old
@@ -182,16 +188,34 @@ func (n Notifications) WakeAll() { n.Hub.WakeAll() }
 
 // Deliver wakes hub's subscribers for what one committed transaction
 // changed: work may be fetchable on the orchestrator queue (orch) or the
-// worker queue (work), and instances may have changed.
-func Deliver(hub *notify.Hub, orch, work bool, instances []string) {
+// worker queue (work), and instances may have changed; those of them also
+// in live are known to be live after the commit (provider.EndWatcher).
+func Deliver(hub *notify.Hub, orch, work bool, instances, live []string) {
 	if orch {
 		hub.Wake(provider.QueueOrchestrator)
 	}
 	if work {
 		hub.Wake(provider.QueueWorker)
 	}
-	if len(instances) > 0 {
-		hub.InstanceChanged(instances...)
+	if len(live) == 0 {
+		if len(instances) > 0 {
+			hub.InstanceChanged(instances...)
+		}
+		return
+	}
+	var changed, left []string
+	for _, id := range instances {
+		if slices.Contains(live, id) {
+			left = append(left, id)
+		} else {
+			changed = append(changed, id)
+		}
+	}
+	if len(changed) > 0 {
+		hub.InstanceChanged(changed...)
+	}
+	if len(left) > 0 {
+		hub.InstanceLive(left...)
 	}
 }
 
