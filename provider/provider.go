@@ -257,7 +257,8 @@ type FetchOptions struct {
 	// U+001F. Ignored when Orchestrations is nil.
 	OrchestrationVersions map[string][]string
 	// Prompt says the caller fetches because work came due just now (a
-	// timer fired, a delayed message became visible) and whatever delays
+	// timer fired, a delayed message became visible), or comes due within
+	// moments and is fetched only after this fetch, and whatever delays
 	// the fetch makes that work late: a store that commits concurrent
 	// writes together (group commit) runs a prompt fetch at once, in a
 	// transaction of its own, instead of queueing it behind a group's

@@ -23,9 +23,11 @@ type dueStore struct {
 	cond    *sync.Cond
 	prompts []bool // Prompt of each turn fetch, in order
 	asked   int    // orchestrator NextVisible calls
-	// next answers the next NextVisible calls, in order (then the zero
-	// time: nothing queued).
+	// next answers the next NextVisible calls, in order (then then, or
+	// the zero time when then is nil: nothing queued). Both are called
+	// with mu held.
 	next []func() time.Time
+	then func() time.Time
 }
 
 func (s *dueStore) FetchOrchestrationItems(ctx context.Context, o provider.FetchOptions) ([]*provider.OrchestrationItem, error) {
@@ -45,11 +47,34 @@ func (s *dueStore) NextVisible(ctx context.Context, q provider.Queue) (time.Time
 	s.asked++
 	s.cond.Broadcast()
 	if len(s.next) == 0 {
+		if s.then != nil {
+			return s.then(), nil
+		}
 		return time.Time{}, nil
 	}
 	f := s.next[0]
 	s.next = s.next[1:]
 	return f(), nil
+}
+
+// newDueStore opens an in-memory SQLite store wrapped in a dueStore, and
+// returns it with a function that starts an instance of orchestration O.
+func newDueStore(t *testing.T) (*dueStore, func(id string)) {
+	db, err := sqlite.Open(context.Background(), "", &sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	start := func(id string) {
+		m := &provider.OrchestratorMessage{InstanceID: id, Create: &provider.NewInstance{OrchestrationName: "O"},
+			Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "O"}}
+		if _, err := db.Enqueue(context.Background(), m); err != nil {
+			t.Error(err)
+		}
+	}
+	s := &dueStore{Provider: db}
+	s.cond = sync.NewCond(&s.mu)
+	return s, start
 }
 
 // await waits until cond holds (s.mu held while it is checked); after a
@@ -78,31 +103,19 @@ func (s *dueStore) await(t *testing.T, cond func() bool) {
 // its sleep reaches the store's next visible time, or when it finds that
 // time passed having learned of delayed work before, is prompt
 // (provider.FetchOptions.Prompt), so that a store with group commit runs
-// it at once; the first fetch, fetches woken by a notification, and
-// fetches of work visible when sent are not.
+// it at once; the first fetch, fetches woken by a notification while no
+// delayed work is near, and fetches of work visible when sent are not.
 func TestFetchAtDueTimeIsPrompt(t *testing.T) {
 	t.Parallel()
-	db, err := sqlite.Open(context.Background(), "", &sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	store, start := newDueStore(t)
 	clock := clockwork.NewFakeClock()
-	start := func(id string) {
-		m := &provider.OrchestratorMessage{InstanceID: id, Create: &provider.NewInstance{OrchestrationName: "O"},
-			Item: history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "O"}}
-		if _, err := db.Enqueue(context.Background(), m); err != nil {
-			t.Error(err)
-		}
-	}
-	store := &dueStore{Provider: db, next: []func() time.Time{
+	store.next = []func() time.Time{
 		func() time.Time { return clock.Now().Add(time.Second) }, // after fetch 1: sleep a second
 		clock.Now, // after fetch 2: due already, nothing notified
 		nil,       // after fetch 3: placeholder, see below
 		func() time.Time { start("b"); return clock.Now() }, // after fetch 4: sent meanwhile, no delayed work known
-	}}
+	}
 	store.next[2] = func() time.Time { return time.Time{} }
-	store.cond = sync.NewCond(&store.mu)
 	r, err := Start(store, activityRegistry{}, Options{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -124,5 +137,50 @@ func TestFetchAtDueTimeIsPrompt(t *testing.T) {
 	store.mu.Unlock()
 	if want := []bool{false, true, true, false, false}; !slices.Equal(got, want) {
 		t.Fatalf("Prompt of the turn fetches = %v, want %v", got, want)
+	}
+}
+
+// TestFetchNearDueTimeIsPrompt: a fetch the dispatcher makes on a
+// notification is prompt when delayed work the store reported comes due
+// within promptLead (so that it does not wait for a group's commit while
+// that work comes due), and not when the work is further off.
+func TestFetchNearDueTimeIsPrompt(t *testing.T) {
+	t.Parallel()
+	store, start := newDueStore(t)
+	clock := clockwork.NewFakeClock()
+	far, near := clock.Now().Add(time.Second), clock.Now().Add(promptLead/2)
+	store.then = func() time.Time { return far }
+	r, err := Start(store, activityRegistry{}, Options{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Shutdown(context.Background()) }()
+
+	// The first fetch found nothing; work comes due in a second. A
+	// notification wakes the loop long before: its fetch is not prompt.
+	store.await(t, func() bool { return store.asked >= 1 })
+	start("a")
+	store.await(t, func() bool { return len(store.prompts) >= 2 })
+	// From the next answer on, work comes due within promptLead: the
+	// fetches after that answer, each woken by a notification (the clock
+	// stands still), are prompt.
+	answered := -1 // fetches made before the first such answer
+	store.mu.Lock()
+	store.then = func() time.Time {
+		if answered < 0 {
+			answered = len(store.prompts)
+		}
+		return near
+	}
+	store.mu.Unlock()
+	start("b")
+	store.await(t, func() bool { return answered >= 0 })
+	start("c")
+	store.await(t, func() bool { return len(store.prompts) > answered })
+	store.mu.Lock()
+	before, after := slices.Clone(store.prompts[:answered]), slices.Clone(store.prompts[answered:])
+	store.mu.Unlock()
+	if slices.Contains(before, true) || slices.Contains(after, false) {
+		t.Fatalf("Prompt of the turn fetches = %v before work came within promptLead of due, %v after; want all false, then all true", before, after)
 	}
 }
