@@ -10,7 +10,6 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
-	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
 // A work ack that applies the turn its result causes (WorkAck.Then) of an
@@ -98,9 +97,8 @@ func TestGroupRunsWithoutSavepoints(t *testing.T) {
 	for round := 0; round < 20 && p.groups.Load() == 0; round++ {
 		var ops []func() error
 		for i := range 4 {
-			id := fmt.Sprintf("n%d-%d", round, i)
 			ops = append(ops,
-				func() error { _, err := p.Enqueue(ctx, providertest.HammerStart(id)); return err },
+				enqueueStart(p, fmt.Sprintf("n%d-%d", round, i)),
 				func() error {
 					return p.AbandonOrchestrationItem(ctx, "0123456789abcdef0123456789abcdef.nobody", provider.AbandonOptions{})
 				},
@@ -137,33 +135,24 @@ func TestGroupUndoesARequestThatFailsAfterWriting(t *testing.T) {
 	ctx := t.Context()
 	failed := errors.New("failed after writing")
 	for round := 0; round < 20 && p.redoneGroups.Load() == 0; round++ {
+		a, b := fmt.Sprintf("u%d-1", round), fmt.Sprintf("u%d-2", round)
 		ops := []func() error{
-			func() error {
-				_, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("u%d-1", round)))
-				return err
-			},
+			enqueueStart(p, a),
 			func() error {
 				return p.write(ctx, "failing", func(w *wtx) error {
-					if _, err := w.exec(sDedupInsert, nil, fmt.Sprintf("u%d-1", round), "undone", w.now); err != nil {
+					if _, err := w.exec(sDedupInsert, nil, a, "undone", w.now); err != nil {
 						return err
 					}
 					return failed
 				})
 			},
-			func() error {
-				_, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("u%d-2", round)))
-				return err
-			},
+			enqueueStart(p, b),
 		}
 		errs := groupRound(t, p, ops)
 		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], failed) {
 			t.Fatalf("round %d: errors %v, want nil, %v, nil", round, errs, failed)
 		}
-		for _, id := range []string{fmt.Sprintf("u%d-1", round), fmt.Sprintf("u%d-2", round)} {
-			if _, err := p.GetInstance(ctx, id); err != nil {
-				t.Fatalf("GetInstance(%s): %v", id, err)
-			}
-		}
+		wantInstances(t, p, a, b)
 		var n int
 		if err := p.readers.QueryRowContext(ctx, `SELECT count(*) FROM message_dedup`).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -175,15 +164,5 @@ func TestGroupUndoesARequestThatFailsAfterWriting(t *testing.T) {
 	if p.redoneGroups.Load() == 0 {
 		t.Skip("the requests never ran as a group on this machine")
 	}
-	c, err := p.Counts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := p.QueueDepths(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Instances != d.OrchestratorReady {
-		t.Fatalf("%d instances but %d queued starts: a request committed twice or not at all", c.Instances, d.OrchestratorReady)
-	}
+	wantEachInstanceQueued(t, p)
 }
