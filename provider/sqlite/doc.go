@@ -21,9 +21,12 @@
 //
 // Group commit: all writes go through one writer connection, one
 // transaction at a time. Calls that arrive while a transaction runs are
-// committed together in the next one, each in its own savepoint, so
-// concurrent callers share the cost of a commit; each still succeeds or
-// fails on its own, and none returns before its writes are committed.
+// committed together in the next one, so concurrent callers share the
+// cost of a commit; each still succeeds or fails on its own, and none
+// returns before its writes are committed. A file store runs the group
+// without savepoints: a call that fails having written nothing leaves
+// nothing to undo, and one that fails after writing makes the group roll
+// back and run again with a savepoint per call.
 // The activity results of one group are applied set-based instead: one
 // statement deletes their worker rows, one enqueues their completions.
 // Callers never see SQLITE_BUSY from contention inside one process: every

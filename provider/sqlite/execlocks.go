@@ -108,6 +108,9 @@ func (w *wtx) promoteQueuedStart(key string) (bool, error) {
 // of instance: a terminal instance frees its lock (to the queue) and
 // leaves any queue it waited in; a live one extends its lock.
 func (w *wtx) settleExecutionLocks(instance string, terminal bool) error {
+	if w.noXLocks == instance {
+		return nil // nothing to extend or release
+	}
 	if !terminal {
 		_, err := w.exec(sXLockExtend, nil, instance, w.now)
 		return err

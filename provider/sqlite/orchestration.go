@@ -421,8 +421,14 @@ func (w *wtx) InsertMessages(msgs []*sqlenc.Msg) error {
 // and whether the instance row exists; the single writer needs no
 // per-instance lock. See sqlstore.TurnTx.
 func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
-	var n int
-	err = w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&n, &exists) }, inst, token, w.now)
+	var (
+		n      int
+		xlocks bool
+	)
+	err = w.query(sCheckLock, func(r *sql.Rows) error { return r.Scan(&n, &exists, &xlocks) }, inst, token, w.now)
+	if err == nil && !xlocks {
+		w.noXLocks = inst
+	}
 	return n != 0, exists, err
 }
 
@@ -480,6 +486,8 @@ func (w *wtx) insertEvents(inst string, execID int64, events []sqlenc.Event) err
 			id, n = sInsertEvents16, 16
 		case len(events) >= 4:
 			id, n = sInsertEvents4, 4
+		case len(events) >= 2:
+			id, n = sInsertEvents2, 2
 		}
 		if n > 1 {
 			args = append(args[:0], inst, execID, w.now)
@@ -503,13 +511,17 @@ func (w *wtx) insertEvents(inst string, execID int64, events []sqlenc.Event) err
 
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst; see
 // sqlstore.TurnTx.
-func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error { return w.applyTurn(inst, e, false) }
+func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error { return w.applyTurn(inst, e, false, false) }
 
 // applyTurn is ApplyTurn. running says the instance and the ack's
 // execution are known to be Running (AckWorkThen read it): a turn that
 // keeps the execution Running and sets none of its columns then writes
-// neither status, whose statements would change nothing.
-func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running bool) error {
+// neither status, whose statements would change nothing. fused says the
+// turn is a work ack's (AckWorkThen), applied to an instance that nobody
+// held locked: no message waited for its lock to be released, so no
+// dispatcher has to look at the instance again for one (noteLeftovers);
+// the messages the turn enqueues wake them as any enqueue does.
+func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running, fused bool) error {
 	keep := running && e.KeepsExecution()
 	// (c) Insert or update the execution; its status decides the instance's.
 	var completed any
@@ -529,8 +541,13 @@ func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running bool) error {
 		instStatus = string(provider.StatusRunning)
 	}
 
-	// (b), (d), (f) Create or update the instance.
-	_, err := w.exec(sUpsertInstance, nil, inst, e.Name, e.Version, instStatus, e.ExecutionID,
+	// (b), (d), (f) Create or update the instance (it exists when the
+	// instance is known to be running).
+	upsert := sUpsertInstance
+	if running {
+		upsert = sUpdateInstance
+	}
+	_, err := w.exec(upsert, nil, inst, e.Name, e.Version, instStatus, e.ExecutionID,
 		e.Input, e.Output, e.ErrJSON, e.Custom, e.SetCustom, e.Parent, e.ParentExec, w.now)
 	if err != nil {
 		return err
@@ -591,6 +608,9 @@ func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running bool) error {
 	w.changes.instances = append(w.changes.instances, inst)
 	if err := w.settleExecutionLocks(inst, isTerminalStatus(instStatus)); err != nil {
 		return err
+	}
+	if fused {
+		return nil
 	}
 	return w.noteLeftovers(inst)
 }

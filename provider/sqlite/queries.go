@@ -81,6 +81,23 @@ func orchUnservedExpr(now string) string {
 // (sqlenc.OrchestrationRoutes).
 const orchRoute = `i.orchestration_name || char(31) || i.orchestration_version`
 
+// holdsXLocks is whether instance ?1 holds an execution lock or has a
+// start queued for one: when not, a turn that enqueues nothing has no
+// execution lock to settle (wtx.noXLocks).
+const holdsXLocks = `(EXISTS (SELECT 1 FROM execution_locks WHERE instance_id = ?1)
+    OR EXISTS (SELECT 1 FROM lock_queue WHERE instance_id = ?1))`
+
+// instanceTurnSet is what a turn sets in its instance's row (sUpsertInstance).
+const instanceTurnSet = `SET input = CASE WHEN ?5 >= current_execution_id THEN coalesce(?6, input) ELSE input END,
+    output = CASE WHEN ?5 >= current_execution_id THEN coalesce(?7, output) ELSE output END,
+    error = CASE WHEN ?5 >= current_execution_id THEN coalesce(?8, error) ELSE error END,
+    custom_status = CASE WHEN ?10 THEN ?9 ELSE custom_status END,
+    custom_status_version = custom_status_version + ?10,
+    current_execution_id = max(current_execution_id, ?5),
+    last_error = NULL,
+    last_error_at = NULL,
+    updated_at = ?13`
+
 // stmtID names a statement of the writer connection, prepared once on it
 // (the reader pool runs the shared statements, readerSQL).
 type stmtID int
@@ -115,9 +132,11 @@ const (
 	sCheckLock
 	sUpsertExecution
 	sUpsertInstance
+	sUpdateInstance
 	sSetInstanceStatus
 	sSetInstanceName
 	sInsertEvent
+	sInsertEvents2
 	sInsertEvents4
 	sInsertEvents16
 	sInsertWork
@@ -215,6 +234,31 @@ const (
 	numWriterStmts
 )
 
+// stmtKind classifies a writer statement for wtx.wrote: a query that
+// only reads, a write that returns a row for each row it changes
+// (RETURNING), or another write.
+type stmtKind uint8
+
+const (
+	stmtWrites stmtKind = iota
+	stmtReads
+	stmtReturns
+)
+
+// writerStmtKinds is indexed by the writer stmtIDs.
+var writerStmtKinds = func() (k [numWriterStmts]stmtKind) {
+	for id, q := range writerSQL {
+		q = strings.ToUpper(strings.TrimSpace(q))
+		switch {
+		case strings.HasPrefix(q, "SELECT "), strings.HasPrefix(q, "SELECT\n"):
+			k[id] = stmtReads
+		case strings.Contains(q, "RETURNING "):
+			k[id] = stmtReturns
+		}
+	}
+	return k
+}()
+
 // writerSQL is indexed by the writer stmtIDs.
 var writerSQL = [numWriterStmts]string{
 	// One request of a group commit (see writer.go).
@@ -308,7 +352,7 @@ WHERE instance_id IN (SELECT value FROM json_each(?1)) AND lock_token = ?2 || in
 
 	// Whether the lock is held, and whether the instance row exists.
 	// ?1 instance, ?2 token, ?3 now.
-	sCheckLock: `SELECT count(*), EXISTS (SELECT 1 FROM instances WHERE instance_id = ?1)
+	sCheckLock: `SELECT count(*), EXISTS (SELECT 1 FROM instances WHERE instance_id = ?1), ` + holdsXLocks + `
 FROM instance_locks WHERE instance_id = ?1 AND lock_token = ?2 AND locked_until > ?3`,
 
 	// Insert the execution or update it from the turn's metadata; returns its
@@ -340,15 +384,13 @@ RETURNING status`,
     parent_instance_id, parent_execution_id, created_at, updated_at)
 VALUES (?1, coalesce(?2, ''), coalesce(?3, ''), ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)
 ON CONFLICT (instance_id) DO UPDATE
-SET input = CASE WHEN ?5 >= current_execution_id THEN coalesce(?6, input) ELSE input END,
-    output = CASE WHEN ?5 >= current_execution_id THEN coalesce(?7, output) ELSE output END,
-    error = CASE WHEN ?5 >= current_execution_id THEN coalesce(?8, error) ELSE error END,
-    custom_status = CASE WHEN ?10 THEN ?9 ELSE custom_status END,
-    custom_status_version = custom_status_version + ?10,
-    current_execution_id = max(current_execution_id, ?5),
-    last_error = NULL,
-    last_error_at = NULL,
-    updated_at = ?13`,
+` + instanceTurnSet,
+	// sUpsertInstance for a turn of an instance known to exist (its row
+	// is updated, without the insert that the row turns into an update).
+	// Same parameters.
+	sUpdateInstance: `UPDATE instances
+` + instanceTurnSet + `
+WHERE instance_id = ?1`,
 
 	// Set the status derived from the current execution, if it changed.
 	// ?1 instance, ?2 status, ?3 execution.
@@ -369,6 +411,7 @@ WHERE instance_id = ?1
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
 	// sInsertEvent for 4 and 16 events at once (insertEvents): ?1
 	// instance, ?2 execution, ?3 now, then each event's id, type and data.
+	sInsertEvents2:  insertEventsSQL(2),
 	sInsertEvents4:  insertEventsSQL(4),
 	sInsertEvents16: insertEventsSQL(16),
 
@@ -683,7 +726,8 @@ RETURNING id, lock_token, instance_id, execution_id, activity_id, coalesce(sessi
     AND NOT EXISTS (SELECT 1 FROM worker_queue WHERE instance_id = ?1),
   coalesce((SELECT i.status = 'Running' AND e.status = 'Running'
             FROM instances AS i JOIN executions AS e ON e.instance_id = i.instance_id AND e.execution_id = ?2
-            WHERE i.instance_id = ?1), 0)`,
+            WHERE i.instance_id = ?1), 0),
+  ` + holdsXLocks,
 	// Whether an instance still has queued messages. ?1 instance.
 	sInstanceHasMessages: `SELECT count(*) > 0 FROM orchestrator_ready WHERE instance_id = ?1`,
 

@@ -120,11 +120,18 @@ type Provider struct {
 	// Group-commit statistics and a test hook run before a request is
 	// queued for the writer.
 	groups, brokenGroups atomic.Int64
+	redoneGroups         atomic.Int64 // groups run again with savepoints (writer.go)
 	batchedAcks          atomic.Int64 // work acks runAcks applied set-based
-	writerReplaced       atomic.Int64 // broken writer connections replaced (writer.go)
-	testHookSubmit       func()
-	testHookStmt         func(stmtID) // called with each writer statement a request runs
-	stats                stats        // counters of Stats (stats.go)
+	// rollbacks counts the transactions SQLite rolled back on the pinned
+	// writer connection (its rollback hook), explicitly or on an error;
+	// watched reports that the hook is registered (see "Groups without
+	// savepoints" in writer.go).
+	rollbacks      atomic.Int64
+	watched        atomic.Bool
+	writerReplaced atomic.Int64 // broken writer connections replaced (writer.go)
+	testHookSubmit func()
+	testHookStmt   func(stmtID) // called with each writer statement a request runs
+	stats          stats        // counters of Stats (stats.go)
 
 	// Notifications (notify.go): subscribers, the writer connection's last
 	// data_version, how many foreign commits were seen, and the watcher.
@@ -288,6 +295,7 @@ func (p *Provider) openDBs(ctx context.Context, o Options) error {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
 	}
 	p.wconn, p.writer = c, c
+	p.watched.Store(p.watchRollbacks(c))
 	var mode string
 	if err := c.QueryRowContext(ctx, sqlJournalMode).Scan(&mode); err != nil {
 		return fmt.Errorf("sqlite: opening %s: %w", p.path, interpretError(err, nil))
@@ -451,6 +459,16 @@ type wtx struct {
 	// TakeTurn would ask it of each: for each instance asked, whether its
 	// turn may be taken. TakeTurn does not ask again for those.
 	taking map[string]bool
+	// wrote reports that a statement of the request changed a row, or
+	// may have (it failed, or ran outside the prepared statements): a
+	// request of a group without savepoints that fails having written
+	// cannot be undone alone (see writer.go).
+	wrote bool
+	// noXLocks is an instance that a statement of the request found
+	// holding no execution lock and no start queued for one (holdsXLocks),
+	// when no execution lock or queued start was written since: its turn
+	// has no execution lock to settle.
+	noXLocks string
 }
 
 type txStmts [numWriterStmts]*sql.Stmt
@@ -490,11 +508,20 @@ type sqlTxRunner interface {
 // exec runs a statement and returns the rows it affected. conflict is what
 // a unique-constraint violation means here (nil: ErrInvalidArgument).
 func (w *wtx) exec(id stmtID, conflict error, args ...any) (int64, error) {
+	if id == sXLockInsert || id == sXLockQueueInsert {
+		w.noXLocks = ""
+	}
 	res, err := w.stmt(id).ExecContext(w.ctx, args...)
 	if err != nil {
+		w.wrote = true
 		return 0, interpretError(err, conflict)
 	}
 	n, err := res.RowsAffected()
+	if err != nil || n != 0 {
+		// A statement that changed no row of its table fired no trigger
+		// (SQLite's triggers are per row) and changed nothing.
+		w.wrote = true
+	}
 	if err != nil {
 		return 0, interpretError(err, nil)
 	}
@@ -503,7 +530,20 @@ func (w *wtx) exec(id stmtID, conflict error, args ...any) (int64, error) {
 
 // query runs a statement returning rows; scan is called for each.
 func (w *wtx) query(id stmtID, scan func(*sql.Rows) error, args ...any) error {
-	return queryRows(w.ctx, w.stmt(id), scan, args...)
+	k := writerStmtKinds[id]
+	if k == stmtReads {
+		err := queryRows(w.ctx, w.stmt(id), scan, args...)
+		w.wrote = w.wrote || err != nil
+		return err
+	}
+	// A write with RETURNING returns a row for each row it changed.
+	rows := 0
+	err := queryRows(w.ctx, w.stmt(id), func(r *sql.Rows) error {
+		rows++
+		return scan(r)
+	}, args...)
+	w.wrote = w.wrote || err != nil || rows > 0 || k != stmtReturns
+	return err
 }
 
 // queryStrings runs a statement returning one text column and collects it.

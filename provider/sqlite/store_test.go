@@ -385,6 +385,7 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 	var hot []string
 	for _, id := range []stmtID{
 		sOrchCandidates, sLockInstances, sTagMessages, sInstanceMetas, sHistoriesOf, sPendingStarts, sInstanceHasMessages, sInstanceHasWork, sInstancesWithWork, sCheckLock,
+		sInstanceQuiet, sXLockExtend, sXLockReleaseInstance, sXLockQueueDeleteInstance,
 		sDeleteTagged, sDeleteLock, sAbandonLock, sUntagMessages, sSetLastError, sRenewLock, sCancelActivity,
 		sUnservedTurnCandidates, sWorkCandidatesNoSession, sWorkCandidatesSession, sLockWork, sAckWork, sAbandonWork, sRenewWork,
 		sTouchSession, sRenewSessions, sPurgeTree, sPurgeDeleteHistory, sPurgeDeleteOrch, sPurgeDeleteWork,

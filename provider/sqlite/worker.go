@@ -326,14 +326,17 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (bool, error) {
 		return false, err
 	}
 	inst := e.Completion.InstanceID
-	var quiet, running bool
-	err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet, &running) },
+	var quiet, running, xlocks bool
+	err := w.query(sInstanceQuiet, func(r *sql.Rows) error { return r.Scan(&quiet, &running, &xlocks) },
 		inst, e.Then.ExecutionID, e.ThenAfter, w.now)
 	if err != nil {
 		return false, err
 	}
 	if quiet {
-		return true, w.applyTurn(inst, e.Then, running)
+		if !xlocks {
+			w.noXLocks = inst
+		}
+		return true, w.applyTurn(inst, e.Then, running, true)
 	}
 	return false, w.insertMessage(e.Completion)
 }

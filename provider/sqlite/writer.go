@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	msqlite "modernc.org/sqlite"
+
 	"github.com/duroxide/duroxide-go/internal/logkey"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/internal/sqlenc"
@@ -25,7 +27,8 @@ import (
 // transaction instead of each waiting for a commit of its own. Callers that arrive while a transaction runs queue up; when
 // it ends, the writer is handed to the oldest of them, which runs all the
 // queued requests (up to maxGroup) together in one transaction, each
-// inside its own savepoint, and commits once. A commit (the WAL append,
+// inside its own savepoint (on a file store, only when one of them fails
+// after it wrote: see "Groups without savepoints"), and commits once. A commit (the WAL append,
 // and with synchronous=FULL the fsync) is the dominant cost of a small
 // transaction, so concurrent callers share it, while a lone caller pays no
 // hand-over.
@@ -112,9 +115,41 @@ func (p *Provider) runAlone(r sqlstore.Request[*writeReq]) error {
 	return err
 }
 
-// runGroup runs several requests in one transaction, each in a savepoint.
+// Groups without savepoints.
+//
+// A savepoint per request costs two statements, and SQLite copies each
+// page a request is the first of the group to change into the savepoint's
+// journal. Most requests succeed, and most that fail fail before they
+// write (a lock no longer held, say). On a file store a group therefore
+// first runs without savepoints: a request that fails having written
+// nothing (wtx.wrote) leaves nothing to undo, and its error is its own.
+// If one fails after it wrote, the whole transaction is rolled back,
+// nothing of the group having committed, and the group runs again with a
+// savepoint per request, as before: each request may run twice anyway
+// (see above). SQLite's rollback hook tells whether a request's error
+// made SQLite roll the transaction back itself (the later requests would
+// otherwise run outside it): the group is then broken and each of its
+// requests runs alone, as when a savepoint statement fails.
+
+// runGroup runs several requests in one transaction (see "Groups without
+// savepoints").
 func (p *Provider) runGroup(group []sqlstore.Request[*writeReq]) []error {
 	p.groups.Add(1)
+	if p.wconn != nil && p.watched.Load() {
+		if results, ok := p.runGroupTx(group, false); ok {
+			return results
+		}
+		p.redoneGroups.Add(1)
+	}
+	results, _ := p.runGroupTx(group, true)
+	return results
+}
+
+// runGroupTx runs the requests of a group in one transaction, each in a
+// savepoint if savepoints is set. Without savepoints, it reports false
+// (having rolled the transaction back) when a request failed after it
+// wrote.
+func (p *Provider) runGroupTx(group []sqlstore.Request[*writeReq], savepoints bool) ([]error, bool) {
 	results := make([]error, len(group))
 	tx, stmts, err := p.begin()
 	if err != nil {
@@ -122,13 +157,14 @@ func (p *Provider) runGroup(group []sqlstore.Request[*writeReq]) []error {
 		for i := range results {
 			results[i] = err
 		}
-		return results
+		return results, true
 	}
 	broken := false
 	p.checkForeignCommits(&wtx{ctx: context.Background(), tx: tx, p: p, stmts: stmts})
+	rollbacks := p.rollbacks.Load()
 	txs := make([]*wtx, len(group))
 	batched := p.runAcks(tx, stmts, group, results, txs)
-	broken = batched == nil
+	broken = batched == nil || p.rollbacks.Load() != rollbacks
 	for i, r := range group {
 		if broken {
 			break
@@ -140,8 +176,23 @@ func (p *Provider) runGroup(group []sqlstore.Request[*writeReq]) []error {
 			results[i] = err
 			continue
 		}
-		w := &wtx{ctx: context.WithoutCancel(r.Ctx), tx: tx, p: p, now: p.now(), stmts: stmts}
+		w := &wtx{ctx: context.WithoutCancel(r.Ctx), p: p, now: p.now(), stmts: stmts}
 		txs[i] = w
+		if !savepoints {
+			w.tx = markingTx{tx, w}
+			err := run(r.Op.fn, w)
+			if p.rollbacks.Load() != rollbacks {
+				broken = true // SQLite ended the transaction
+				break
+			}
+			if err != nil && w.wrote {
+				p.rollback(tx)
+				return nil, false
+			}
+			results[i] = err
+			continue
+		}
+		w.tx = tx
 		if _, err := w.exec(sGroupSavepoint, nil); err != nil {
 			broken = true
 			break
@@ -171,14 +222,51 @@ func (p *Provider) runGroup(group []sqlstore.Request[*writeReq]) []error {
 		for i, r := range group {
 			results[i] = p.runAlone(r)
 		}
-		return results
+		return results, true
 	}
 	for i := range group {
 		if results[i] == nil && txs[i] != nil {
 			p.notify(&txs[i].changes)
 		}
 	}
-	return results
+	return results, true
+}
+
+// markingTx is the transaction of a request of a group without
+// savepoints: a statement it runs other than the writer's prepared ones
+// counts as a write (wtx.wrote).
+type markingTx struct {
+	sqlTxRunner
+	w *wtx
+}
+
+func (t markingTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	t.w.wrote = true
+	return t.sqlTxRunner.ExecContext(ctx, query, args...)
+}
+
+func (t markingTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.w.wrote = true
+	return t.sqlTxRunner.QueryContext(ctx, query, args...)
+}
+
+func (t markingTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	t.w.wrote = true
+	return t.sqlTxRunner.QueryRowContext(ctx, query, args...)
+}
+
+// watchRollbacks registers the rollback hook that counts c's rolled back
+// transactions (Provider.rollbacks), and reports whether it could.
+func (p *Provider) watchRollbacks(c *sql.Conn) bool {
+	err := c.Raw(func(dc any) error {
+		h, ok := dc.(msqlite.HookRegisterer)
+		if !ok {
+			return errors.New("no rollback hook")
+		}
+		h.RegisterRollbackHook(func() { p.rollbacks.Add(1) })
+		return nil
+	})
+	return err == nil
 }
 
 // begin starts a write transaction. A file store runs BEGIN IMMEDIATE on
@@ -327,6 +415,7 @@ func (p *Provider) replaceWriter() error {
 	}
 	p.wstmts = stmts
 	p.wconn, p.writer = c, c
+	p.watched.Store(p.watchRollbacks(c))
 	p.writerReplaced.Add(1)
 	p.log.Warn("sqlite: the writer connection broke and was replaced", logkey.Path, p.path)
 	// Another process may have committed while no connection watched.

@@ -96,16 +96,42 @@ func TestGroupCommitIsolatesFailingRequests(t *testing.T) {
 	if p.groups.Load() == 0 {
 		t.Skip("the requests never ran as a group on this machine")
 	}
-	c, err := p.Counts(ctx)
+	wantEachInstanceQueued(t, p)
+}
+
+// wantEachInstanceQueued checks that every instance has its start queued
+// and no start is queued for an instance that does not exist: a request
+// committed once or not at all.
+func wantEachInstanceQueued(t *testing.T, p *Provider) {
+	t.Helper()
+	c, err := p.Counts(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := p.QueueDepths(ctx)
+	d, err := p.QueueDepths(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Instances != d.OrchestratorReady {
 		t.Fatalf("%d instances but %d queued starts: a failed request leaked writes", c.Instances, d.OrchestratorReady)
+	}
+}
+
+// enqueueStart is a request of a group: it enqueues the start of id.
+func enqueueStart(p *Provider, id string) func() error {
+	return func() error {
+		_, err := p.Enqueue(context.Background(), providertest.HammerStart(id))
+		return err
+	}
+}
+
+// wantInstances checks that the instances exist.
+func wantInstances(t *testing.T, p *Provider, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := p.GetInstance(t.Context(), id); err != nil {
+			t.Fatalf("GetInstance(%s): %v", id, err)
+		}
 	}
 }
 
@@ -118,31 +144,22 @@ func TestBrokenGroupReRunsEachRequestAlone(t *testing.T) {
 	ctx := t.Context()
 	breakErr := errors.New("broke the transaction")
 	for round := 0; round < 20 && p.brokenGroups.Load() == 0; round++ {
+		a, b := fmt.Sprintf("b%d-1", round), fmt.Sprintf("b%d-2", round)
 		ops := []func() error{
-			func() error {
-				_, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-1", round)))
-				return err
-			},
+			enqueueStart(p, a),
 			func() error {
 				return p.write(ctx, "breaking", func(w *wtx) error {
 					_, _ = w.tx.ExecContext(w.ctx, "ROLLBACK")
 					return breakErr
 				})
 			},
-			func() error {
-				_, err := p.Enqueue(ctx, providertest.HammerStart(fmt.Sprintf("b%d-2", round)))
-				return err
-			},
+			enqueueStart(p, b),
 		}
 		errs := groupRound(t, p, ops)
 		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], breakErr) {
 			t.Fatalf("round %d: errors %v, want nil, %v, nil", round, errs, breakErr)
 		}
-		for _, id := range []string{fmt.Sprintf("b%d-1", round), fmt.Sprintf("b%d-2", round)} {
-			if _, err := p.GetInstance(ctx, id); err != nil {
-				t.Fatalf("GetInstance(%s): %v", id, err)
-			}
-		}
+		wantInstances(t, p, a, b)
 	}
 	if p.brokenGroups.Load() == 0 {
 		t.Skip("the requests never ran as a group on this machine")
