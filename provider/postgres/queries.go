@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+import (
+	"fmt"
+
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
+)
 
 // All SQL of the store lives in this file and in migrations/. Tables are
 // found through the connection's search_path (the store's schema). Lists of
@@ -186,13 +190,33 @@ JOIN instances AS i ON i.instance_id = c.id AND i.current_execution_id = 0`
 	sqlInsertDeadLetter = `INSERT INTO dead_letters (queue, instance_id, payload, error, dead_at) VALUES ($1, $2, $3, $4, $5)`
 )
 
-// Acking turns.
-const (
-	// The instance lock row, locked, and whether the instance row exists.
-	// $1 instance.
-	sqlCheckLock = `SELECT l.lock_token, l.locked_until, EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)
-FROM instance_locks AS l WHERE l.instance_id = $1 FOR UPDATE`
+// turnEnd is the last part of the turn statements (sqlUpsertTurn,
+// sqlUpdateTurn), after their CTE u, which writes the instance row and
+// returns the instance's status after the turn (the instance is $1 and
+// the execution $2 in both). It appends the turn's history events (the
+// parameters ids, ids+1 and ids+2: their IDs, types and data, stamped
+// with now), extends the execution locks of an instance the turn left
+// live, and returns that status, with the guard of a turn that must not
+// leave its instance ended folded in: when the parameter guard is true,
+// the statement fails with codeNotLast if the status is terminal.
+// Nothing the rest of the turn's batch writes changes the status, so this
+// is the answer a guard statement queued after the batch's writes would
+// give, in one statement fewer. The arguments are parameter numbers.
+func turnEnd(now, ids, guard int) string {
+	return fmt.Sprintf(`, h AS (
+    INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
+    SELECT $1, $2, v.id, v.kind, v.data, $%[1]d FROM unnest($%[2]d::bigint[], $%[3]d::text[], $%[4]d::text[]) AS v(id, kind, data)
+), xl AS (
+    UPDATE execution_locks SET expires_at = $%[1]d + ttl_ms
+    WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
+)
+SELECT CASE WHEN $%[5]d::bool AND status IN ('Completed', 'Failed', 'Canceled')
+    THEN duroxide_check(false, '%[6]s', 'the turn needs more round trips')::text ELSE status END
+FROM u`, now, ids, ids+1, ids+2, guard, codeNotLast)
+}
 
+// The turn statements (their shared end: turnEnd).
+var (
 	// Insert the execution or update it from the turn's metadata, then
 	// create or update the instance with the status that follows from the
 	// execution's. Fields of an older execution than the current one leave
@@ -236,14 +260,7 @@ SET orchestration_name = coalesce($9, i.orchestration_name),
     last_error_at = NULL,
     updated_at = $7
 RETURNING i.status
-), h AS (
-    INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
-    SELECT $1, $2, v.id, v.kind, v.data, $7 FROM unnest($15::bigint[], $16::text[], $17::text[]) AS v(id, kind, data)
-), x AS (
-    UPDATE execution_locks SET expires_at = $7 + ttl_ms
-    WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
-)
-` + turnGuardHead + `18` + turnGuardTail
+)` + turnEnd(7, 15, 18)
 
 	// sqlUpsertTurn for a turn that sets no metadata but the custom status
 	// (sqlenc.Ack.KeepsMetadata): the turns of a running execution but its
@@ -278,14 +295,15 @@ RETURNING i.status
         updated_at = $3
     FROM s WHERE i.instance_id = $1
     RETURNING i.status
-), h AS (
-    INSERT INTO history (instance_id, execution_id, event_id, event_type, event_data, created_at)
-    SELECT $1, $2, v.id, v.kind, v.data, $3 FROM unnest($6::bigint[], $7::text[], $8::text[]) AS v(id, kind, data)
-), l AS (
-    UPDATE execution_locks SET expires_at = $3 + ttl_ms
-    WHERE instance_id = $1 AND EXISTS (SELECT 1 FROM u WHERE u.status NOT IN ('Completed', 'Failed', 'Canceled'))
+)` + turnEnd(3, 6, 9)
 )
-` + turnGuardHead + `9` + turnGuardTail
+
+// Acking turns.
+const (
+	// The instance lock row, locked, and whether the instance row exists.
+	// $1 instance.
+	sqlCheckLock = `SELECT l.lock_token, l.locked_until, EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)
+FROM instance_locks AS l WHERE l.instance_id = $1 FOR UPDATE`
 
 	// $1 instances, $2 executions, $3 activities, $4 sessions (NULL: none),
 	// $5 work items, $6 visible_at, $7 now, $8 and $9 the rows' activity

@@ -281,7 +281,7 @@ func TestLoneCallsRoundTrips(t *testing.T) {
 // leaves its instance ended without ending it (a message consumed after
 // the end) releases the execution locks the instance still holds, as
 // when it commits separately: its batch, which would carry its COMMIT,
-// is refused by its guard (folded into its turn statement: turnGuardHead)
+// is refused by its guard (folded into its turn statement: turnEnd)
 // and runs again.
 func TestLoneTurnOfEndedInstanceReleasesItsLocks(t *testing.T) {
 	t.Parallel()

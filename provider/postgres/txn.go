@@ -194,18 +194,3 @@ const (
 	// The instance holds no execution lock. $1 instance.
 	sqlGuardNoExecutionLocks = `SELECT duroxide_check(NOT EXISTS (SELECT 1 FROM execution_locks WHERE instance_id = $1), '` + codeNotLast + `', 'the turn needs more round trips')`
 )
-
-// The last part of the turn statements (sqlUpsertTurn, sqlUpdateTurn):
-// their result, the instance's status after the turn, read from the
-// instance row they wrote (u), with the guard of a turn that must not
-// leave its instance ended folded in: when their parameter named between
-// the two parts is true, the statement fails with codeNotLast if that
-// status is terminal. Nothing the rest of the turn's batch writes changes
-// the status, so this is the answer a guard statement queued after the
-// batch's writes would give, in one statement fewer.
-const (
-	turnGuardHead = `SELECT CASE WHEN $`
-	turnGuardTail = `::bool AND status IN ('Completed', 'Failed', 'Canceled')
-    THEN duroxide_check(false, '` + codeNotLast + `', 'the turn needs more round trips')::text ELSE status END
-FROM u`
-)
