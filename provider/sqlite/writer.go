@@ -129,7 +129,12 @@ func (p *Provider) runAlone(r sqlstore.Request[*writeReq]) error {
 // (see above). SQLite's rollback hook tells whether a request's error
 // made SQLite roll the transaction back itself (the later requests would
 // otherwise run outside it): the group is then broken and each of its
-// requests runs alone, as when a savepoint statement fails.
+// requests runs alone, as when a savepoint statement fails. This relies on
+// every statement of a request going through its wtx (exec, query, or its
+// tx, which counts any other statement as a write), and on SQLite's
+// triggers being per row, so that a statement that changed no row changed
+// nothing: a request must not use the writer's statements (p.wstmts) or
+// another handle directly, nor run DDL.
 
 // runGroup runs several requests in one transaction (see "Groups without
 // savepoints").
