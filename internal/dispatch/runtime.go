@@ -113,6 +113,8 @@ type Runtime struct {
 	workSlots chan struct{}
 	// workerKick wakes the activity fetch loop (kickWorker).
 	workerKick chan struct{}
+	// pool runs the turns and activities (pool.go).
+	pool *pool
 
 	metrics metrics // what Metrics reports
 
@@ -157,14 +159,16 @@ func Start(p provider.Provider, reg Registry, o Options) (*Runtime, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
+	stopping := make(chan struct{})
 	r := &Runtime{
 		p: p, reg: reg, o: o,
 		clock:      o.Clock,
 		log:        o.Logger,
-		stopping:   make(chan struct{}),
+		stopping:   stopping,
 		orchSlots:  make(chan struct{}, o.OrchestrationConcurrency),
 		workSlots:  make(chan struct{}, o.WorkerConcurrency),
 		workerKick: make(chan struct{}, 1),
+		pool:       newPool(stopping),
 		running:    map[string]*inflight{},
 		runningOf:  map[string]int{},
 		parked:     map[string]int{},

@@ -100,8 +100,14 @@ func TestShutdownGivesBackUnstartedActivityUncounted(t *testing.T) {
 // before the runtime starts.
 func scheduleActivity(ctx context.Context, t *testing.T, store provider.Provider) {
 	t.Helper()
-	_, err := store.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: "i",
-		Item:   history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: "i", ExecutionID: 1, Name: "T"},
+	scheduleActivityOn(ctx, t, store, "i")
+}
+
+// scheduleActivityOn is scheduleActivity on instance id.
+func scheduleActivityOn(ctx context.Context, t *testing.T, store provider.Provider, id string) {
+	t.Helper()
+	_, err := store.Enqueue(ctx, &provider.OrchestratorMessage{InstanceID: id,
+		Item:   history.WorkItem{Kind: history.WorkStartOrchestration, InstanceID: id, ExecutionID: 1, Name: "T"},
 		Create: &provider.NewInstance{OrchestrationName: "T"}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +123,8 @@ func scheduleActivity(ctx context.Context, t *testing.T, store provider.Provider
 			{EventID: 2, Kind: history.ActivityScheduled, Name: "A"},
 		},
 		Metadata: provider.ExecutionMetadata{OrchestrationName: "T", Status: provider.StatusRunning},
-		WorkerItems: []*provider.WorkerMessage{{InstanceID: "i", ExecutionID: 1, ActivityID: 2,
-			Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: "i", ExecutionID: 1, ID: 2, Name: "A"}}},
+		WorkerItems: []*provider.WorkerMessage{{InstanceID: id, ExecutionID: 1, ActivityID: 2,
+			Item: history.WorkItem{Kind: history.WorkActivityExecute, InstanceID: id, ExecutionID: 1, ID: 2, Name: "A"}}},
 	})
 	if err != nil {
 		t.Fatal(err)

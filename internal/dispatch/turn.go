@@ -32,11 +32,12 @@ func (r *Runtime) fetchTurns(max int, prompt bool) (int, error) {
 	return len(items), nil
 }
 
-// startTurn runs the turn of it on its own goroutine, holding one
-// orchestration slot (taken by the caller). start is when its fetch began.
+// startTurn runs the turn of it on a goroutine of its own (from r.pool),
+// holding one orchestration slot (taken by the caller). start is when its
+// fetch began.
 func (r *Runtime) startTurn(it *provider.OrchestrationItem, start time.Time) {
 	r.work.Add(1)
-	go func() {
+	r.pool.run(func() {
 		held := true
 		defer func() {
 			if held {
@@ -51,7 +52,7 @@ func (r *Runtime) startTurn(it *provider.OrchestrationItem, start time.Time) {
 		held = false
 		<-r.orchSlots
 		r.startActivities(leased)
-	}()
+	})
 }
 
 // runTurn runs a turn and commits or abandons it, and returns the

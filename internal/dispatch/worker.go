@@ -85,15 +85,15 @@ func (r *Runtime) fetchActivities(max int, _ bool) (int, error) {
 	return len(leases), nil
 }
 
-// startActivities runs leased activities, each on its own goroutine,
-// holding one worker slot each (taken by the caller).
+// startActivities runs leased activities, each on a goroutine of its own
+// (from r.pool), holding one worker slot each (taken by the caller).
 func (r *Runtime) startActivities(leases []*provider.WorkItemLease) {
 	for _, l := range leases {
 		r.work.Add(1)
-		go func() {
+		r.pool.run(func() {
 			defer func() { <-r.workSlots }()
 			r.runActivity(l)
-		}()
+		})
 	}
 }
 
