@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/duroxide/duroxide-go/provider/sqlite"
 )
 
 // goid returns the calling goroutine's id, from its stack trace's header
@@ -104,12 +102,8 @@ func TestActivitiesReuseGoroutines(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
-	store, err := sqlite.Open(ctx, "", &sqlite.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	due, _ := newDueStore(t)
+	store := due.Provider
 	const n = 10
 	for i := range n {
 		scheduleActivityOn(ctx, t, store, fmt.Sprint("i", i))
@@ -119,7 +113,7 @@ func TestActivitiesReuseGoroutines(t *testing.T) {
 		ids <- goid(t)
 		return nil, nil
 	}}
-	r, err := Start(store, reg, Options{Logger: quiet, WorkerConcurrency: 1})
+	r, err := Start(store, reg, Options{Logger: slog.New(slog.DiscardHandler), WorkerConcurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
