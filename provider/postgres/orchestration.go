@@ -600,6 +600,7 @@ func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst,
 // whose advisory lock the transaction holds; see sqlstore.TurnTx.
 func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
+	w.relaxTurn(e)
 	b := &pgx.Batch{}
 	t := w.queueTurn(b, inst, e)
 	return w.afterTurn(inst, e, t, w.sendTurn(b, t))
@@ -611,6 +612,7 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 // before any write when the lock is lost) and the writes of ApplyTurn.
 // See sqlstore.LockedTurnApplier.
 func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
+	w.relaxTurn(e)
 	b := &pgx.Batch{}
 	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
@@ -620,6 +622,17 @@ func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
 		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
 	}
 	return w.afterTurn(inst, e, t, err)
+}
+
+// relaxTurn makes the commit of the ack of turn e relaxed (see Relaxed
+// commits) unless the turn ends its execution: a turn is deterministic
+// code run over what the store holds durably (its messages, its history),
+// so losing its ack to a server crash only means running it again, as
+// after any ack that failed. An ack that ends an execution (completed,
+// failed, canceled, continued as new) waits for the WAL flush: a client
+// waiting for the end may act on it at once.
+func (w *wtx) relaxTurn(e *sqlenc.Ack) {
+	w.relaxed = !e.Terminal
 }
 
 // sendTurn sends b, the batch of turn t: with the transaction's COMMIT if
