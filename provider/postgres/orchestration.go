@@ -404,17 +404,7 @@ func (w *wtx) queueLoad(b *pgx.Batch, l *turnLoad, ids []string) {
 	}
 	w.queueMetas(b, l, sqlInstanceMetas, ids)
 	l.histories = true
-	b.Queue(sqlHistoriesOf, ids, exs, afters).Query(func(r pgx.Rows) error {
-		return forEach(r, func() error {
-			var id string
-			var ev sqlstore.StoredEvent
-			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
-				return err
-			}
-			l.rows[id] = append(l.rows[id], ev)
-			return nil
-		})
-	})
+	b.Queue(sqlHistoriesOf, ids, exs, afters).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scanEvent(r, l.rows) }) })
 	w.queueStarts(b, l, sqlPendingStarts, ids, w.now)
 }
 
@@ -495,15 +485,7 @@ func (w *wtx) finishLoad(items []*provider.OrchestrationItem, l *turnLoad) (map[
 	}
 	if len(reload) > 0 {
 		zeros := make([]int64, len(reload))
-		err := w.readQuery(sqlHistoriesOf, func(r pgx.Rows) error {
-			var id string
-			var ev sqlstore.StoredEvent
-			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
-				return err
-			}
-			rows[id] = append(rows[id], ev)
-			return nil
-		}, reload, zeros, zeros)
+		err := w.readQuery(sqlHistoriesOf, func(r pgx.Rows) error { return scanEvent(r, rows) }, reload, zeros, zeros)
 		if err != nil {
 			return nil, err
 		}
@@ -536,15 +518,19 @@ func (w *wtx) readHistories(items []*provider.OrchestrationItem, l *turnLoad) er
 	if len(ids) == 0 {
 		return nil
 	}
-	return w.readQuery(sqlHistoriesOf, func(r pgx.Rows) error {
-		var id string
-		var ev sqlstore.StoredEvent
-		if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
-			return err
-		}
-		l.rows[id] = append(l.rows[id], ev)
-		return nil
-	}, ids, exs, afters)
+	return w.readQuery(sqlHistoriesOf, func(r pgx.Rows) error { return scanEvent(r, l.rows) }, ids, exs, afters)
+}
+
+// scanEvent appends the event of r, a row of sqlHistoriesOf, to its
+// instance's in rows.
+func scanEvent(r pgx.Rows, rows map[string][]sqlstore.StoredEvent) error {
+	var id string
+	var ev sqlstore.StoredEvent
+	if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
+		return err
+	}
+	rows[id] = append(rows[id], ev)
+	return nil
 }
 
 // readQuery runs sql, a read of a fetch, planned as the fetch's
