@@ -253,7 +253,7 @@ func (w *wtx) fetchRound(want int, skip, names []string, prefix string, until in
 	b := &pgx.Batch{}
 	// Planned once per connection (see sqlFetchPlan).
 	b.Queue(sqlFetchPlan)
-	b.Queue(sql, w.now, skip, w.p.lockSpace, want, orchNamesArg(names), prefix, until).Query(func(r pgx.Rows) error {
+	b.Queue(sql, w.now, skip, w.p.lockSpace, want, orchNamesArg(names), prefix, until, w.now).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var fetched string
 			var ord *int64

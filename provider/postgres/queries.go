@@ -1058,9 +1058,10 @@ SELECT c.id, c.session_id, NULL, '', 0, 0, '', NULL, 0 FROM c WHERE c.session_id
 
 // The first round of a turn fetch, in one statement (fetchRound): the
 // candidates of sqlOrchCandidates (or sqlOrchCandidatesNamed: their
-// parameters $1 to $5), with whether the transaction got their advisory
-// locks, are locked and their visible messages tagged as sqlLockAndTag
-// does ($6 token prefix, $7 locked_until, a delivery counted). It keeps
+// parameters $1 to $5: $1 is the latest ready time taken), with whether
+// the transaction got their advisory locks, are locked and their messages
+// visible by $1 tagged as sqlLockAndTag does ($6 token prefix, $7
+// locked_until, $8 now, a delivery counted). It keeps
 // the IDs of the instances it locked in the transaction's setting
 // duroxide.fetched (a text array), from which the statements that follow
 // it in its batch read those instances' rows (sqlFetchedMetas,
@@ -1083,10 +1084,10 @@ func fetchAndLockSQL(candidates string) string {
     FROM (` + candidates + `) AS x(instance_id, got)
 ), locked AS (
     INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
-    SELECT c.instance_id, $6 || c.instance_id, $7, $1 FROM c WHERE c.got
+    SELECT c.instance_id, $6 || c.instance_id, $7, $8 FROM c WHERE c.got
     ON CONFLICT (instance_id) DO UPDATE
     SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at
-    WHERE instance_locks.locked_until <= $1
+    WHERE instance_locks.locked_until <= $8
     RETURNING instance_id
 ), tagged AS (
     UPDATE orchestrator_queue AS q
