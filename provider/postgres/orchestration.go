@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,7 +41,7 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	f, err := w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
 	if w.committed {
-		// Its second batch carried its COMMIT (lockTurns): what followed
+		// Its first batch carried its COMMIT (fetchRound): what followed
 		// ran in a transaction of its own, if anything did.
 		if err == nil {
 			err = w.tx.(*lazyTx).Commit(w.ctx)
@@ -62,35 +63,15 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 	)
 	for len(items) < limit {
 		want := limit - len(items)
-		cands, free := []string{}, []string{}
-		sql := sqlOrchCandidates
-		if names != nil {
-			sql = sqlOrchCandidatesNamed
-		}
-		err := w.query(sql, func(r pgx.Rows) error {
-			var id string
-			var got bool
-			if err := r.Scan(&id, &got); err != nil {
-				return err
-			}
-			cands = append(cands, id)
-			if got {
-				free = append(free, id)
-			}
-			return nil
-		}, w.now, skip, w.p.lockSpace, want, orchNamesArg(names))
-		if err != nil {
-			return sqlstore.Fetched{}, err
-		}
-		if len(cands) == 0 {
-			break
-		}
-		got, lost, d, err := w.lockTurns(cands, free, prefix, until, 1, load, len(skip) == 0 && len(items) == 0)
+		got, lost, d, cands, err := w.fetchRound(want, skip, names, prefix, until, load, len(skip) == 0 && len(items) == 0)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
 		items, dead, skip = append(items, got...), append(dead, d...), append(skip, lost...)
-		if len(cands) < want && len(lost) == 0 {
+		if cands == 0 {
+			break
+		}
+		if cands < want && len(lost) == 0 {
 			// The query saw every ready instance and took them all: another
 			// would find none.
 			break
@@ -124,7 +105,7 @@ func (w *wtx) fetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(nil)
-	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0, load, false)
+	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0, load)
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
@@ -151,7 +132,7 @@ func orchNamesArg(names []string) any {
 // expiry while the transaction ran (a slow transaction, a clock that
 // jumped): a fetch never hands out a lease that is already expired. It
 // returns the items whose locks it holds: after a COMMIT that carried
-// the fetch's batch (lockTurns), an expired lock may have been taken over
+// the fetch's batch (fetchRound), an expired lock may have been taken over
 // meanwhile; that item is left out (its messages are the new holder's).
 func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTimeout time.Duration) ([]*provider.OrchestrationItem, error) {
 	now := w.p.now()
@@ -181,19 +162,10 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 // prefix+ID until until, and tags their visible messages, adding count (1,
 // or 0) to their deliveries: the items of their turns, without history,
 // which it reads into load in the same round trip (finishLoad). lost are
-// the candidates it did not lock or that had nothing deliverable.
-//
-// first: the batch is the first write of a turn fetch (FetchTurns). Run
-// alone (wtx.fold), that batch then carries the transaction's COMMIT,
-// relaxed (sendLast): a fetch that takes what its first candidates hold
-// costs two round trips. What may follow it, rarely (dead-lettering a
-// message that cannot be decoded, releasing an instance left with nothing
-// deliverable, a further round of candidates, reading again a history
-// whose cached position the store does not have, re-dating locks that
-// expired meanwhile, all token-checked), runs in a transaction of its own
-// that FetchTurns commits; its writes to an instance take the instance's
-// advisory lock again first, since the COMMIT released it.
-func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int, load *turnLoad, first bool) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+// the candidates it did not lock or that had nothing deliverable. It
+// serves the fetches of given instances (FetchUnservedTurns, TakeTurn);
+// FetchTurns finds and locks its instances in one statement (fetchRound).
+func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int, load *turnLoad) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	if free == nil {
 		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
 			return nil, nil, nil, err
@@ -209,8 +181,6 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	}
 	msgs := make(map[string][]sqlstore.TaggedMessage, len(free))
 	locked := make(map[string]bool, len(free))
-	_, lone := w.tx.(*lazyTx)
-	last := first && lone && w.fold
 	b := &pgx.Batch{}
 	// Planned once per connection (see sqlFetchPlan): the server plans
 	// the turn's reads again at every call otherwise, which costs more
@@ -234,9 +204,76 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	// The turns' reads, in the same round trip; what belongs to the
 	// instances not locked is not used.
 	w.queueLoad(b, load, free)
+	// The transaction goes on (a group's, a work ack's): what follows
+	// is planned as the connection's settings say.
+	b.Queue(sqlPlanDefault)
+	b.Queue(sqlSeqscanDefault)
+	if err = w.tx.SendBatch(w.ctx, b).Close(); err != nil {
+		return nil, nil, nil, err
+	}
+	items, lost2, dead, err := w.settleLocked(free, locked, msgs, prefix, until)
+	return items, append(lost, lost2...), dead, err
+}
+
+// fetchRound is a round of a turn fetch (FetchTurns): one statement
+// (sqlFetchAndLock) finds up to want ready instances (not in skip, of the
+// routes names), tries their advisory locks, locks those it got with
+// tokens prefix+ID until until and tags their visible messages, counting a
+// delivery; the same batch reads the instance rows and pending starts of
+// those it locked into load. Their histories are read after it, only for
+// instances that have one (finishLoad). It returns the items, the
+// candidates lost (locked elsewhere, or with nothing deliverable), the
+// messages dead-lettered and how many candidates it found.
+//
+// first: the batch is the first write of the fetch. Run alone
+// (wtx.fold), it then carries the transaction's COMMIT, relaxed
+// (sendLast): a fetch of instances without history (first turns) is one
+// round trip. What may follow it (reading the histories, on the
+// connection alone: readQuery) and, rarely, dead-lettering a message
+// that cannot be decoded, releasing an instance left with nothing
+// deliverable, a further round, re-dating locks that expired meanwhile,
+// all token-checked, runs in a transaction of its own that FetchTurns
+// commits; its writes to an instance take the instance's advisory lock
+// again first, since the COMMIT released it.
+func (w *wtx) fetchRound(want int, skip, names []string, prefix string, until int64, load *turnLoad, first bool) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, cands int, err error) {
+	type row struct {
+		ord          int64
+		inst         string
+		got, locked  bool
+		id, attempts *int64
+		data         []byte
+	}
+	var rows []row
+	_, lone := w.tx.(*lazyTx)
+	last := first && lone && w.fold
+	sql := sqlFetchAndLock
+	if names != nil {
+		sql = sqlFetchAndLockNamed
+	}
+	b := &pgx.Batch{}
+	// Planned once per connection (see sqlFetchPlan).
+	b.Queue(sqlFetchPlan)
+	b.Queue(sql, w.now, skip, w.p.lockSpace, want, orchNamesArg(names), prefix, until, w.now).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var fetched string
+			var ord *int64
+			var inst *string
+			var got, locked *bool
+			var x row
+			if err := r.Scan(&fetched, &ord, &inst, &got, &locked, &x.id, &x.data, &x.attempts); err != nil {
+				return err
+			}
+			if inst == nil {
+				return nil // no candidate
+			}
+			x.ord, x.inst, x.got, x.locked = *ord, *inst, *got, *locked
+			rows = append(rows, x)
+			return nil
+		})
+	})
+	w.queueMetas(b, load, sqlFetchedMetas)
+	w.queueStarts(b, load, sqlFetchedStarts, w.now)
 	if !last {
-		// The transaction goes on (a group's, a work ack's): what follows
-		// is planned as the connection's settings say.
 		b.Queue(sqlPlanDefault)
 		b.Queue(sqlSeqscanDefault)
 	}
@@ -247,8 +284,44 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 		err = w.tx.SendBatch(w.ctx, b).Close()
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
+	// In the candidates' order, each one's messages by ID.
+	slices.SortFunc(rows, func(a, b row) int {
+		if c := cmp.Compare(a.ord, b.ord); c != 0 || a.id == nil || b.id == nil {
+			return c
+		}
+		return cmp.Compare(*a.id, *b.id)
+	})
+	var free []string
+	msgs := map[string][]sqlstore.TaggedMessage{}
+	locked := map[string]bool{}
+	for i, x := range rows {
+		if i == 0 || rows[i-1].inst != x.inst {
+			cands++
+			if x.got {
+				free = append(free, x.inst)
+			} else {
+				lost = append(lost, x.inst) // another transaction works on it
+			}
+		}
+		if x.locked {
+			locked[x.inst] = true
+			if x.id != nil {
+				msgs[x.inst] = append(msgs[x.inst], sqlstore.TaggedMessage{ID: *x.id, Data: x.data, Attempts: int(*x.attempts)})
+			}
+		}
+	}
+	items, lost2, dead, err := w.settleLocked(free, locked, msgs, prefix, until)
+	return items, append(lost, lost2...), dead, cands, err
+}
+
+// settleLocked turns the instances a fetch's batch locked (locked, of
+// free, with their tagged messages msgs) into items: it dead-letters the
+// messages that cannot be decoded and releases an instance left with
+// nothing deliverable. lost are those of free it did not lock or
+// released.
+func (w *wtx) settleLocked(free []string, locked map[string]bool, msgs map[string][]sqlstore.TaggedMessage, prefix string, until int64) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	// relock takes again, after a COMMIT that carried the batch, the
 	// advisory lock of an instance about to be written.
 	relock := func(inst string) error {
@@ -304,6 +377,9 @@ type turnLoad struct {
 	metas       map[string]*provider.InstanceMeta
 	rows        map[string][]sqlstore.StoredEvent
 	starts      map[string]int64
+	// histories: rows holds the histories read with the instance rows
+	// (queueLoad); otherwise finishLoad reads them.
+	histories bool
 }
 
 func newTurnLoad(cached func(string) (int64, int64, bool)) *turnLoad {
@@ -326,7 +402,16 @@ func (w *wtx) queueLoad(b *pgx.Batch, l *turnLoad, ids []string) {
 		}
 		l.exs[id], l.afters[id] = exs[i], afters[i]
 	}
-	b.Queue(sqlInstanceMetas, ids).Query(func(r pgx.Rows) error {
+	w.queueMetas(b, l, sqlInstanceMetas, ids)
+	l.histories = true
+	b.Queue(sqlHistoriesOf, ids, exs, afters).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scanEvent(r, l.rows) }) })
+	w.queueStarts(b, l, sqlPendingStarts, ids, w.now)
+}
+
+// queueMetas queues on b sql, the read of instance rows (sqlInstanceMetas
+// or sqlFetchedMetas) with args, into l.
+func (w *wtx) queueMetas(b *pgx.Batch, l *turnLoad, sql string, args ...any) {
+	b.Queue(sql, args...).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var id, status string
 			m := &provider.InstanceMeta{}
@@ -339,18 +424,12 @@ func (w *wtx) queueLoad(b *pgx.Batch, l *turnLoad, ids []string) {
 			return nil
 		})
 	})
-	b.Queue(sqlHistoriesOf, ids, exs, afters).Query(func(r pgx.Rows) error {
-		return forEach(r, func() error {
-			var id string
-			var ev sqlstore.StoredEvent
-			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
-				return err
-			}
-			l.rows[id] = append(l.rows[id], ev)
-			return nil
-		})
-	})
-	b.Queue(sqlPendingStarts, ids, w.now).Query(func(r pgx.Rows) error {
+}
+
+// queueStarts queues on b sql, the read of when pending starts come due
+// (sqlPendingStarts or sqlFetchedStarts) with args, into l.
+func (w *wtx) queueStarts(b *pgx.Batch, l *turnLoad, sql string, args ...any) {
+	b.Queue(sql, args...).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var id string
 			var delayed, queued int64
@@ -372,6 +451,11 @@ func (w *wtx) queueLoad(b *pgx.Batch, l *turnLoad, ids []string) {
 // commit (sqlstore.DecodeHistories).
 func (w *wtx) finishLoad(items []*provider.OrchestrationItem, l *turnLoad) (map[string][]sqlstore.StoredEvent, error) {
 	rows := make(map[string][]sqlstore.StoredEvent, len(items))
+	if !l.histories {
+		if err := w.readHistories(items, l); err != nil {
+			return nil, err
+		}
+	}
 	var reload []string
 	for _, it := range items {
 		id := it.InstanceID
@@ -401,20 +485,72 @@ func (w *wtx) finishLoad(items []*provider.OrchestrationItem, l *turnLoad) (map[
 	}
 	if len(reload) > 0 {
 		zeros := make([]int64, len(reload))
-		err := w.query(sqlHistoriesOf, func(r pgx.Rows) error {
-			var id string
-			var ev sqlstore.StoredEvent
-			if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
-				return err
-			}
-			rows[id] = append(rows[id], ev)
-			return nil
-		}, reload, zeros, zeros)
+		err := w.readQuery(sqlHistoriesOf, func(r pgx.Rows) error { return scanEvent(r, rows) }, reload, zeros, zeros)
 		if err != nil {
 			return nil, err
 		}
 	}
 	return rows, nil
+}
+
+// readHistories reads into l the histories of those of items whose
+// instance has one (a fetch round read their rows but not their
+// histories: fetchRound), each from the position l.cached holds, in one
+// statement.
+func (w *wtx) readHistories(items []*provider.OrchestrationItem, l *turnLoad) error {
+	var ids []string
+	var exs, afters []int64
+	for _, it := range items {
+		id := it.InstanceID
+		if m := l.metas[id]; m == nil || m.CurrentExecutionID == 0 {
+			continue
+		}
+		var ex, after int64
+		if l.cached != nil {
+			if e, last, ok := l.cached(id); ok && last > 0 {
+				ex, after = e, last
+			}
+		}
+		l.exs[id], l.afters[id] = ex, after
+		ids, exs, afters = append(ids, id), append(exs, ex), append(afters, after)
+	}
+	l.histories = true
+	if len(ids) == 0 {
+		return nil
+	}
+	return w.readQuery(sqlHistoriesOf, func(r pgx.Rows) error { return scanEvent(r, l.rows) }, ids, exs, afters)
+}
+
+// scanEvent appends the event of r, a row of sqlHistoriesOf, to its
+// instance's in rows.
+func scanEvent(r pgx.Rows, rows map[string][]sqlstore.StoredEvent) error {
+	var id string
+	var ev sqlstore.StoredEvent
+	if err := r.Scan(&id, &ev.ID, &ev.Data); err != nil {
+		return err
+	}
+	rows[id] = append(rows[id], ev)
+	return nil
+}
+
+// readQuery runs sql, a read of a fetch, planned as the fetch's
+// statements are (sqlFetchPlan), and calls scan for each row: in the
+// transaction, or, after a lone fetch's batch committed it (sendLast) and
+// nothing began another, on the connection alone, in one round trip (no
+// BEGIN or COMMIT). The instances it reads are locked by the fetch's
+// tokens, so no other transaction writes their rows meanwhile.
+func (w *wtx) readQuery(sql string, scan func(pgx.Rows) error, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(sqlFetchPlan)
+	b.Queue(sql, args...).Query(func(r pgx.Rows) error { return forEach(r, func() error { return scan(r) }) })
+	if lt, ok := w.tx.(*lazyTx); ok && w.committed && !lt.begun {
+		// The batch runs as one implicit transaction: the settings are
+		// its own.
+		return lt.conn.SendBatch(w.ctx, b).Close()
+	}
+	b.Queue(sqlPlanDefault)
+	b.Queue(sqlSeqscanDefault)
+	return w.tx.SendBatch(w.ctx, b).Close()
 }
 
 // forEach calls fn for each row of r.
@@ -600,6 +736,7 @@ func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 // ApplyTurn performs steps (b) to (k) of a turn ack for instance inst,
 // whose advisory lock the transaction holds; see sqlstore.TurnTx.
 func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
+	w.relaxTurn(e)
 	b := &pgx.Batch{}
 	t := w.queueTurn(b, inst, e)
 	return w.afterTurn(inst, e, t, w.sendTurn(b, t))
@@ -611,6 +748,7 @@ func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 // before any write when the lock is lost) and the writes of ApplyTurn.
 // See sqlstore.LockedTurnApplier.
 func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
+	w.relaxTurn(e)
 	b := &pgx.Batch{}
 	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
@@ -620,6 +758,17 @@ func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
 		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
 	}
 	return w.afterTurn(inst, e, t, err)
+}
+
+// relaxTurn makes the commit of the ack of turn e relaxed (see Relaxed
+// commits) unless the turn ends its execution: a turn is deterministic
+// code run over what the store holds durably (its messages, its history),
+// so losing its ack to a server crash only means running it again, as
+// after any ack that failed. An ack that ends an execution (completed,
+// failed, canceled, continued as new) waits for the WAL flush: a client
+// waiting for the end may act on it at once.
+func (w *wtx) relaxTurn(e *sqlenc.Ack) {
+	w.relaxed = !e.Terminal
 }
 
 // sendTurn sends b, the batch of turn t: with the transaction's COMMIT if

@@ -124,6 +124,10 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 		{"turn candidates, any", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, NULL`, ""},
 		{"turn candidates, named", sqlOrchCandidatesNamed, now + `, '{}', 'k', ` + limit + `, '{Common,Rare,"B` + "\x1f" + `1.0"}'`, "orchestrator_ready_name"},
 		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`, ""},
+		{"fetch and lock, any", sqlFetchAndLock, now + `, '{}', 'k', ` + limit + `, NULL, 'p', 200000, ` + now, ""},
+		{"fetch and lock, named", sqlFetchAndLockNamed, now + `, '{}', 'k', ` + limit + `, '{Common,Rare,"B` + "\x1f" + `1.0"}', 'p', 200000, ` + now, "orchestrator_ready_name"},
+		{"fetched instance metas", sqlFetchedMetas, ``, ""},
+		{"fetched pending starts", sqlFetchedStarts, now, ""},
 		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`, ""},
 		{"pending starts", sqlPendingStarts, `'{i1,i3}', ` + now, ""},
 		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`, ""},
@@ -394,7 +398,11 @@ func preparedPlan(t *testing.T, conn *pgxpool.Conn, what, sql, args string, call
 		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+pgx.Identifier{name}.Sanitize()+`(`+args+`)`).Scan(&out)
+		exec := `EXECUTE ` + pgx.Identifier{name}.Sanitize()
+		if args != "" {
+			exec += `(` + args + `)`
+		}
+		return tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+exec).Scan(&out)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -478,12 +486,15 @@ FROM generate_series(1, 20000) AS g CROSS JOIN history AS h WHERE h.instance_id 
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	for _, c := range []struct{ name, sql, args string }{
-		{"instance metas", sqlInstanceMetas, `'{i1,i3}'`},
-		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`},
-		{"pending starts", sqlPendingStarts, `'{i1,i3}', 100000`},
+	for _, c := range []struct {
+		name, sql, args string
+		calls           int64
+	}{
+		{"instance metas", sqlFetchedMetas, ``, 11},
+		{"histories", sqlHistoriesOf, `'{i1,i3}', '{1,0}', '{2,0}'`, 8}, // read only for instances that have one
+		{"pending starts", sqlFetchedStarts, `100000`, 11},
 	} {
-		plan, out := preparedPlan(t, conn, c.name, c.sql, c.args, 11)
+		plan, out := preparedPlan(t, conn, c.name, c.sql, c.args, c.calls)
 		if bad := wholeReads(plan, "instances", "history", "orchestrator_queue", "lock_queue", "execution_locks"); len(bad) > 0 {
 			t.Errorf("%s: the plan reads tables whole: %v\n%s", c.name, bad, out)
 		}

@@ -509,8 +509,9 @@ type wtx struct {
 	// Whether other worker rows of the acked activity's instance are
 	// queued, read by AckWork's batch for TakeTurn.
 	hasWork *instanceWork
-	// relaxed: the call only took locks and leases (a fetch), which a
-	// server crash may lose without harm (see relaxCommit).
+	// relaxed: the call wrote only what a server crash may lose without
+	// harm (see Relaxed commits): locks and leases (a fetch), or a turn
+	// that does not end its execution (relaxTurn).
 	relaxed bool
 	// fold: the transaction is a lone write's (writeOn), whose last batch
 	// may carry its COMMIT (sendLast); committed: sendLast committed it.
@@ -532,7 +533,20 @@ type wtx struct {
 // flush covers the WAL of every commit before it, the fetch that took its
 // lock included. A fetch that claims a session (provider.SessionOptions)
 // commits synchronously, so a session's owner is never forgotten while it
-// runs. A group with any other call commits synchronously.
+// runs.
+//
+// A turn ack that does not end its execution commits relaxed too
+// (relaxTurn): the turn is deterministic code run over what the store
+// holds durably, so a server crash that loses its ack only makes the
+// instance run that turn again from the same messages and history, as
+// after an ack that failed. What the lost ack had started meanwhile is
+// at-least-once work already: an activity it leased may run twice (its
+// ack then fails with provider.ErrLockLost), and anything another
+// transaction durably committed after reading the ack's writes (the
+// activity's ack, a child instance's turn) flushed the ack's WAL before
+// its own. The starts, enqueues and events of clients, activity acks, and
+// turn acks that end an execution (a client waiting for the end acts on
+// it at once) commit synchronously; so does a group with any such call.
 
 // sqlRelaxCommit makes the transaction's COMMIT not wait for the WAL
 // flush; it rides in the commit's batch.

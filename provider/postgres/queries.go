@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 )
@@ -1054,3 +1055,60 @@ SELECT c.id, c.session_id, NULL, '', 0, 0, '', NULL, 0 FROM c WHERE c.session_id
 	}
 	return q
 }
+
+// The first round of a turn fetch, in one statement (fetchRound): the
+// candidates of sqlOrchCandidates (or sqlOrchCandidatesNamed: their
+// parameters $1 to $5: $1 is the latest ready time taken), with whether
+// the transaction got their advisory locks, are locked and their messages
+// visible by $1 tagged as sqlLockAndTag does ($6 token prefix, $7
+// locked_until, $8 now, a delivery counted). It keeps
+// the IDs of the instances it locked in the transaction's setting
+// duroxide.fetched (a text array), from which the statements that follow
+// it in its batch read those instances' rows (sqlFetchedMetas,
+// sqlFetchedStarts), each with a snapshot taken after the locks, as
+// before. One row per candidate and tagged message, in no order (the
+// caller orders them: a sort in the plan would sit above the queue's
+// update): the setting's value, the candidate's rank in the order the
+// instances became ready, the candidate, whether its advisory lock was
+// got, whether it was locked, and the message's ID, item and deliveries
+// (NULL without); a single row of NULLs but the first when there is no
+// candidate.
+var (
+	sqlFetchAndLock      = fetchAndLockSQL(sqlOrchCandidates)
+	sqlFetchAndLockNamed = fetchAndLockSQL(sqlOrchCandidatesNamed)
+)
+
+func fetchAndLockSQL(candidates string) string {
+	return `WITH c AS MATERIALIZED (
+    SELECT row_number() OVER () AS ord, x.instance_id, x.got
+    FROM (` + candidates + `) AS x(instance_id, got)
+), locked AS (
+    INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
+    SELECT c.instance_id, $6 || c.instance_id, $7, $8 FROM c WHERE c.got
+    ON CONFLICT (instance_id) DO UPDATE
+    SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at
+    WHERE instance_locks.locked_until <= $8
+    RETURNING instance_id
+), tagged AS (
+    UPDATE orchestrator_queue AS q
+    SET lock_token = $6 || q.instance_id, locked_until = $7, attempt_count = q.attempt_count + 1
+    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $1
+    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
+)
+SELECT k.fetched, c.ord, c.instance_id, c.got, l.instance_id IS NOT NULL, t.id, t.work_item, t.attempt_count
+FROM (SELECT set_config('duroxide.fetched', coalesce((SELECT array_agg(locked.instance_id) FROM locked), '{}')::text, true) AS fetched) AS k
+LEFT JOIN c ON true
+LEFT JOIN locked AS l ON l.instance_id = c.instance_id
+LEFT JOIN tagged AS t ON t.instance_id = l.instance_id`
+}
+
+// fetchedIDs are the instances the transaction's last sqlFetchAndLock
+// locked.
+const fetchedIDs = `current_setting('duroxide.fetched', true)::text[]`
+
+// sqlFetchedMetas is sqlInstanceMetas of the instances fetchedIDs names;
+// sqlFetchedStarts is sqlPendingStarts of them, $1 now.
+var (
+	sqlFetchedMetas  = strings.Replace(sqlInstanceMetas, "$1::text[]", fetchedIDs, 1)
+	sqlFetchedStarts = strings.NewReplacer("$1::text[]", fetchedIDs, "$2", "$1").Replace(sqlPendingStarts)
+)

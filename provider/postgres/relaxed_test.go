@@ -18,8 +18,10 @@ import (
 // TestFetchesCommitRelaxed: a transaction of fetches alone commits without
 // waiting for the WAL flush (synchronous_commit off, in its commit batch:
 // no extra round trip), also a worker fetch with a session that claims
-// none; enqueues, acks, a fetch claiming a session and a group with any
-// call that is not a fetch commit durably.
+// none, and so does a turn ack that does not end its execution;
+// enqueues, activity acks, turn acks that end an execution, a fetch
+// claiming a session and a group with any call that is not a fetch commit
+// durably.
 func TestFetchesCommitRelaxed(t *testing.T) {
 	t.Parallel()
 	tr := &countingTracer{}
@@ -46,12 +48,30 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 	if _, err := p.AckOrchestrationItem(ctx, providertest.HammerTurn(it, 0)); err != nil {
 		t.Fatal(err)
 	}
-	relaxed("turn ack", 1)
+	relaxed("turn ack that does not end its execution", 2)
+	if _, err := p.Enqueue(ctx, providertest.HammerStart("c")); err != nil {
+		t.Fatal(err)
+	}
+	it, err = provider.FetchOrchestrationItem(ctx, p, provider.FetchOptions{LockTimeout: time.Minute})
+	if err != nil || it == nil {
+		t.Fatalf("FetchOrchestrationItem = %v, %v", it, err)
+	}
+	relaxed("turn fetch", 3)
+	ending := providertest.HammerTurn(it, 2) // starts and completes its execution
+	ending.WorkerItems = nil
+	if _, err := p.AckOrchestrationItem(ctx, ending); err != nil {
+		t.Fatal(err)
+	}
+	relaxed("turn ack that ends its execution", 3)
 	leases, err := p.FetchWorkItems(ctx, provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute})
 	if err != nil || len(leases) != 1 {
 		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
 	}
-	relaxed("work fetch", 2)
+	relaxed("work fetch", 4)
+	if _, err := p.AckWorkItem(ctx, &provider.WorkAck{LockToken: leases[0].LockToken}); err != nil {
+		t.Fatal(err)
+	}
+	relaxed("activity ack", 4)
 	// A fetch with a session (as the runtime's) that claims none wrote
 	// only leases; one that claims a session commits durably.
 	session := provider.WorkFetchOptions{Max: 1, LockTimeout: time.Minute,
@@ -62,7 +82,7 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 	if leases, err := p.FetchWorkItems(ctx, session); err != nil || len(leases) != 1 {
 		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
 	}
-	relaxed("session fetch of a row of no session", 3)
+	relaxed("session fetch of a row of no session", 5)
 	w := providertest.HammerActivity("b", 2)
 	w.SessionID = "S"
 	if err := p.enqueueWork(ctx, w); err != nil {
@@ -71,7 +91,7 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 	if leases, err := p.FetchWorkItems(ctx, session); err != nil || len(leases) != 1 {
 		t.Fatalf("FetchWorkItems = %v, %v", leases, err)
 	}
-	relaxed("session fetch claiming a session", 3)
+	relaxed("session fetch claiming a session", 5)
 
 	// Groups: fetches alone commit relaxed; with any other call, durably.
 	fetch := &groupOp{fn: func(w *wtx) error {
@@ -98,9 +118,9 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 		}
 	}
 	group(fetch, fetch)
-	relaxed("group of fetches", 4)
+	relaxed("group of fetches", 6)
 	group(fetch, other)
-	relaxed("group of a fetch and another call", 4)
+	relaxed("group of a fetch and another call", 6)
 }
 
 // orderTracer records, per batch, whether a pg_notify was sent before the

@@ -68,7 +68,8 @@ func (w *wtx) FetchWork(limit int, lockMs int64, sess *provider.SessionOptions, 
 const sqlFetchPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
 // sqlPlanDefault and sqlSeqscanDefault undo sqlFetchPlan for the rest of a
-// transaction that goes on after a turn fetch's reads (lockTurns).
+// transaction that goes on after a turn fetch's reads (lockTurns,
+// fetchRound in a group).
 const (
 	sqlPlanDefault    = `SET LOCAL plan_cache_mode TO DEFAULT`
 	sqlSeqscanDefault = `SET LOCAL enable_seqscan TO DEFAULT`
@@ -362,7 +363,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(cached)
-	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load, false) // dated after the waits, as leased work
+	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
