@@ -37,8 +37,8 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 }
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
-func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
-	f, err := w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
+func (w *wtx) FetchTurns(limit int, lockMs, aheadMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+	f, err := w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, aheadMs, cached, names)
 	if w.committed {
 		// Its second batch carried its COMMIT (lockTurns): what followed
 		// ran in a transaction of its own, if anything did.
@@ -51,9 +51,9 @@ func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 	return f, err
 }
 
-func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, aheadMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	prefix := sqlstore.NewTokenPrefix()
-	until := w.now + sqlenc.DurMs(lockTimeout)
+	until := w.now + sqlenc.DurMs(lockTimeout) + aheadMs
 	var (
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
@@ -78,14 +78,14 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 				free = append(free, id)
 			}
 			return nil
-		}, w.now, skip, w.p.lockSpace, want, orchNamesArg(names))
+		}, w.now+aheadMs, skip, w.p.lockSpace, want, orchNamesArg(names))
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
 		if len(cands) == 0 {
 			break
 		}
-		got, lost, d, err := w.lockTurns(cands, free, prefix, until, 1, load, len(skip) == 0 && len(items) == 0)
+		got, lost, d, err := w.lockTurns(cands, free, prefix, until, w.now+aheadMs, 1, load, len(skip) == 0 && len(items) == 0)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
@@ -124,7 +124,7 @@ func (w *wtx) fetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(nil)
-	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0, load, false)
+	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, w.now, 0, load, false)
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
@@ -193,7 +193,7 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 // expired meanwhile, all token-checked), runs in a transaction of its own
 // that FetchTurns commits; its writes to an instance take the instance's
 // advisory lock again first, since the COMMIT released it.
-func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int, load *turnLoad, first bool) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+func (w *wtx) lockTurns(cands, free []string, prefix string, until, seen int64, count int, load *turnLoad, first bool) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	if free == nil {
 		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
 			return nil, nil, nil, err
@@ -216,17 +216,17 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	// the turn's reads again at every call otherwise, which costs more
 	// than running them.
 	b.Queue(sqlFetchPlan)
-	b.Queue(sqlLockAndTag, prefix, free, until, w.now, count).Query(func(r pgx.Rows) error {
+	b.Queue(sqlLockAndTag, prefix, free, until, w.now, count, seen).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var inst string
-			var id, attempts *int64
+			var id, attempts, visible *int64
 			var data []byte
-			if err := r.Scan(&inst, &id, &data, &attempts); err != nil {
+			if err := r.Scan(&inst, &id, &data, &attempts, &visible); err != nil {
 				return err
 			}
 			locked[inst] = true
 			if id != nil {
-				msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
+				msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts), Visible: *visible})
 			}
 			return nil
 		})
@@ -263,7 +263,7 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 			continue
 		}
 		relocked := false
-		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
+		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, w.now, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
 			if !relocked {
 				if err := relock(inst); err != nil {
 					return err
