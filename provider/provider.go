@@ -264,6 +264,15 @@ type FetchOptions struct {
 	// transaction of its own, instead of queueing it behind a group's
 	// commit. Other stores ignore it.
 	Prompt bool
+	// Ahead, when > 0, lets the fetch take messages before they are due:
+	// those visible within Ahead of the fetch's time (a timer about to
+	// fire, a delayed start), with the instance's other visible messages.
+	// Such an item's DueAt says when the last of its messages comes due;
+	// the caller holds it until then, so a fetch that takes a while is
+	// done before the work is due instead of making it late. The instance
+	// locks last LockTimeout plus Ahead. A store may ignore Ahead (and
+	// take only visible messages, leaving DueAt zero).
+	Ahead time.Duration
 }
 
 // WorkFetchOptions tunes FetchWorkItems.
@@ -418,6 +427,12 @@ type OrchestrationItem struct {
 	HistoryError error
 	// Messages are the tagged messages in enqueue order.
 	Messages []history.WorkItem
+	// DueAt, when not zero, is when the last of Messages comes due (its
+	// visible time): a fetch with FetchOptions.Ahead took it early. The
+	// turn must not be decided before then: a timer's firing, a delayed
+	// start or a cancellation delivered before its due time would run
+	// early. Zero when every message was visible at the fetch.
+	DueAt time.Time
 }
 
 // TurnAck is the result of one orchestration turn. The runtime computes

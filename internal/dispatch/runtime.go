@@ -110,6 +110,9 @@ type Runtime struct {
 	work     sync.WaitGroup // turns and activities in flight
 
 	orchSlots chan struct{}
+	// holding counts the turns waiting for their items to come due
+	// (holdUntilDue).
+	holding   atomic.Int64
 	workSlots chan struct{}
 	// workerKick wakes the activity fetch loop (kickWorker).
 	workerKick chan struct{}
@@ -398,22 +401,30 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 			case next.IsZero():
 				delayed = time.Time{}
 			default:
-				if d := next.Sub(now); d > 0 {
+				d := next.Sub(now)
+				switch {
+				case d > fetchAhead/2:
+					// Wake before it comes due, to take it early, with
+					// what comes due within fetchAhead (see fetchAhead).
 					delayed = next
 					idle = 0
-					due = d <= wait
-					wait = min(d, wait)
-				} else if idle == 0 {
+					due = d-fetchAhead/2 <= wait
+					wait = min(d-fetchAhead/2, wait)
+				case idle == 0:
 					// It may have come due after the fetch looked (a timer
-					// firing just then): look again at once.
+					// firing just then), or comes due soon: look again at
+					// once.
 					// Prompt if a delayed message was known to come due
-					// by now: it, or a later one, did. Otherwise what is
-					// there was sent while the fetch ran (completions),
-					// which may share a group's commit.
+					// by now (it, or a later one, did) or is about to.
+					// Otherwise what is there was sent while the fetch ran
+					// (completions), which may share a group's commit.
 					idle = time.Millisecond
+					if d > 0 {
+						delayed = next
+					}
 					prompt = !delayed.IsZero()
 					continue
-				} else {
+				default:
 					// Something is visible that this node cannot take (a
 					// session another node owns): back off instead of
 					// spinning. A commit that frees it notifies.
@@ -437,6 +448,20 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 // fetches took 11 ms at the median and 65 ms at the 99th percentile, while
 // timers that came due meanwhile waited for them.
 const promptLead = 100 * time.Millisecond
+
+// fetchAhead is how long before delayed work comes due the fetch loop may
+// fetch it (provider.FetchOptions.Ahead, in prompt turn fetches): the
+// store locks the instance and hands over its messages with their due
+// time (OrchestrationItem.DueAt), and the turn waits for that time (see
+// holdUntilDue) instead of starting a fetch then, so the round trips of
+// the fetch, and a commit it waits behind, no longer make a timer late.
+// The loop wakes fetchAhead/2 before the next due time, so each such
+// fetch takes what comes due over at least fetchAhead/2, not one timer
+// at a time.
+// A held turn keeps its orchestration slot: while a quarter of the slots
+// are held, fetches take only what is due, so timers coming due faster
+// than the turns run never crowd out the turns of other work.
+const fetchAhead = 50 * time.Millisecond
 
 // unreachable reports whether err says the store cannot be reached.
 func unreachable(err error) bool { return errors.Is(err, provider.ErrUnavailable) }

@@ -19,6 +19,9 @@ func (r *Runtime) fetchTurns(max int, prompt bool) (int, error) {
 	start := time.Now() // real time, even under a fake clock: metrics measure work
 	opts := *r.orchestrationFetch(max)
 	opts.Prompt = prompt
+	if prompt && r.holding.Load() < int64(cap(r.orchSlots)/4) {
+		opts.Ahead = fetchAhead
+	}
 	if r.cache != nil {
 		opts.Cached = r.cache.position
 	}
@@ -67,6 +70,15 @@ func (r *Runtime) runTurnWith(it *provider.OrchestrationItem, unserved string) (
 	rn := r.startRenewer(r.o.OrchestratorLockTimeout, func() error {
 		return r.p.RenewOrchestrationItemLock(r.io, it.LockToken, r.o.OrchestratorLockTimeout)
 	}, func(error) {})
+	if !r.holdUntilDue(it) {
+		rn.stop()
+		// Stopping: give it back, visible again when it comes due.
+		delay := max(it.DueAt.Sub(r.clock.Now()), 0)
+		if err := r.p.AbandonOrchestrationItem(r.io, it.LockToken, provider.AbandonOptions{Delay: delay, IgnoreAttempt: true}); err != nil && !errors.Is(err, provider.ErrLockLost) {
+			r.log.Warn("abandoning turn failed; its lock will expire", logkey.Instance, it.InstanceID, logkey.Error, err)
+		}
+		return TurnAbandoned, nil
+	}
 	cached, err := r.withHistory(it)
 	if err != nil {
 		rn.stop()
@@ -129,6 +141,18 @@ func (r *Runtime) runTurnWith(it *provider.OrchestrationItem, unserved string) (
 		r.cancelLocal(activityKey{a.InstanceID, a.ExecutionID, a.ActivityID})
 	}
 	return TurnCommitted, res.Leased
+}
+
+// holdUntilDue waits until the clock reads it.DueAt, for an item fetched
+// before its messages came due (see fetchAhead): the turn is never
+// decided before then. It reports false if the runtime stops first.
+func (r *Runtime) holdUntilDue(it *provider.OrchestrationItem) bool {
+	if it.DueAt.IsZero() {
+		return true
+	}
+	r.holding.Add(1)
+	defer r.holding.Add(-1)
+	return r.sleepUntil(it.DueAt, nil, nil)
 }
 
 // withHistory completes it.History when the fetch left out what the cache

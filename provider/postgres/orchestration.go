@@ -38,8 +38,8 @@ func (w *wtx) deadLetter(queue, del string, id int64, instanceID string, payload
 }
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
-func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
-	f, err := w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, cached, names)
+func (w *wtx) FetchTurns(limit int, lockMs, aheadMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+	f, err := w.fetchTurns(limit, time.Duration(lockMs)*time.Millisecond, aheadMs, cached, names)
 	if w.committed {
 		// Its first batch carried its COMMIT (fetchRound): what followed
 		// ran in a transaction of its own, if anything did.
@@ -52,9 +52,9 @@ func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 	return f, err
 }
 
-func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, aheadMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
 	prefix := sqlstore.NewTokenPrefix()
-	until := w.now + sqlenc.DurMs(lockTimeout)
+	until := w.now + sqlenc.DurMs(lockTimeout) + aheadMs
 	var (
 		items []*provider.OrchestrationItem
 		dead  []deadLetter
@@ -63,7 +63,7 @@ func (w *wtx) fetchTurns(limit int, lockTimeout time.Duration, cached func(strin
 	)
 	for len(items) < limit {
 		want := limit - len(items)
-		got, lost, d, cands, err := w.fetchRound(want, skip, names, prefix, until, load, len(skip) == 0 && len(items) == 0)
+		got, lost, d, cands, err := w.fetchRound(want, skip, names, prefix, until, w.now+aheadMs, load, len(skip) == 0 && len(items) == 0)
 		if err != nil {
 			return sqlstore.Fetched{}, err
 		}
@@ -105,7 +105,7 @@ func (w *wtx) fetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(nil)
-	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, 0, load)
+	items, _, dead, err := w.lockTurns(cands, nil, prefix, w.now+lockMs, w.now, 0, load)
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
@@ -165,7 +165,7 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockTim
 // the candidates it did not lock or that had nothing deliverable. It
 // serves the fetches of given instances (FetchUnservedTurns, TakeTurn);
 // FetchTurns finds and locks its instances in one statement (fetchRound).
-func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count int, load *turnLoad) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+func (w *wtx) lockTurns(cands, free []string, prefix string, until, seen int64, count int, load *turnLoad) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	if free == nil {
 		if free, err = w.queryStrings(sqlAdvisoryTryLock, w.p.lockSpace, cands); err != nil {
 			return nil, nil, nil, err
@@ -186,17 +186,17 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 	// the turn's reads again at every call otherwise, which costs more
 	// than running them.
 	b.Queue(sqlFetchPlan)
-	b.Queue(sqlLockAndTag, prefix, free, until, w.now, count).Query(func(r pgx.Rows) error {
+	b.Queue(sqlLockAndTag, prefix, free, until, w.now, count, seen).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var inst string
-			var id, attempts *int64
+			var id, attempts, visible *int64
 			var data []byte
-			if err := r.Scan(&inst, &id, &data, &attempts); err != nil {
+			if err := r.Scan(&inst, &id, &data, &attempts, &visible); err != nil {
 				return err
 			}
 			locked[inst] = true
 			if id != nil {
-				msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts)})
+				msgs[inst] = append(msgs[inst], sqlstore.TaggedMessage{ID: *id, Data: data, Attempts: int(*attempts), Visible: *visible})
 			}
 			return nil
 		})
@@ -235,12 +235,13 @@ func (w *wtx) lockTurns(cands, free []string, prefix string, until int64, count 
 // all token-checked, runs in a transaction of its own that FetchTurns
 // commits; its writes to an instance take the instance's advisory lock
 // again first, since the COMMIT released it.
-func (w *wtx) fetchRound(want int, skip, names []string, prefix string, until int64, load *turnLoad, first bool) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, cands int, err error) {
+func (w *wtx) fetchRound(want int, skip, names []string, prefix string, until, seen int64, load *turnLoad, first bool) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, cands int, err error) {
 	type row struct {
 		ord          int64
 		inst         string
 		got, locked  bool
 		id, attempts *int64
+		visible      *int64
 		data         []byte
 	}
 	var rows []row
@@ -253,14 +254,14 @@ func (w *wtx) fetchRound(want int, skip, names []string, prefix string, until in
 	b := &pgx.Batch{}
 	// Planned once per connection (see sqlFetchPlan).
 	b.Queue(sqlFetchPlan)
-	b.Queue(sql, w.now, skip, w.p.lockSpace, want, orchNamesArg(names), prefix, until, w.now).Query(func(r pgx.Rows) error {
+	b.Queue(sql, seen, skip, w.p.lockSpace, want, orchNamesArg(names), prefix, until, w.now).Query(func(r pgx.Rows) error {
 		return forEach(r, func() error {
 			var fetched string
 			var ord *int64
 			var inst *string
 			var got, locked *bool
 			var x row
-			if err := r.Scan(&fetched, &ord, &inst, &got, &locked, &x.id, &x.data, &x.attempts); err != nil {
+			if err := r.Scan(&fetched, &ord, &inst, &got, &locked, &x.id, &x.data, &x.attempts, &x.visible); err != nil {
 				return err
 			}
 			if inst == nil {
@@ -308,7 +309,7 @@ func (w *wtx) fetchRound(want int, skip, names []string, prefix string, until in
 		if x.locked {
 			locked[x.inst] = true
 			if x.id != nil {
-				msgs[x.inst] = append(msgs[x.inst], sqlstore.TaggedMessage{ID: *x.id, Data: x.data, Attempts: int(*x.attempts)})
+				msgs[x.inst] = append(msgs[x.inst], sqlstore.TaggedMessage{ID: *x.id, Data: x.data, Attempts: int(*x.attempts), Visible: *x.visible})
 			}
 		}
 	}
@@ -336,7 +337,7 @@ func (w *wtx) settleLocked(free []string, locked map[string]bool, msgs map[strin
 			continue
 		}
 		relocked := false
-		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
+		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, w.now, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
 			if !relocked {
 				if err := relock(inst); err != nil {
 					return err

@@ -123,7 +123,7 @@ SELECT 'i' || g, repeat('x', 200), 1000 + g, 1000 FROM generate_series(1, 6000) 
 		{"lock work", sqlLockWork, `'p', '{1,3}', 200000`, ""},
 		{"turn candidates, any", sqlOrchCandidates, now + `, '{}', 'k', ` + limit + `, NULL`, ""},
 		{"turn candidates, named", sqlOrchCandidatesNamed, now + `, '{}', 'k', ` + limit + `, '{Common,Rare,"B` + "\x1f" + `1.0"}'`, "orchestrator_ready_name"},
-		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1`, ""},
+		{"lock and tag", sqlLockAndTag, `'p', '{i1,i3}', 200000, ` + now + `, 1, ` + now, ""},
 		{"fetch and lock, any", sqlFetchAndLock, now + `, '{}', 'k', ` + limit + `, NULL, 'p', 200000, ` + now, ""},
 		{"fetch and lock, named", sqlFetchAndLockNamed, now + `, '{}', 'k', ` + limit + `, '{Common,Rare,"B` + "\x1f" + `1.0"}', 'p', 200000, ` + now, "orchestrator_ready_name"},
 		{"fetched instance metas", sqlFetchedMetas, ``, ""},

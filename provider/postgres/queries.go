@@ -120,7 +120,9 @@ ORDER BY c.ready_at, c.first_id`
 	// planner's statistics). Returns the tagged messages; an instance locked
 	// without messages returns one row with a NULL id. $1 token prefix, $2
 	// instance IDs, $3 locked_until, $4 now, $5 1 (or 0 to count no
-	// delivery: FetchUnservedOrchestrationItems).
+	// delivery: FetchUnservedOrchestrationItems), $6 the latest visible
+	// time taken: now, or later for a fetch that takes messages before
+	// they are due (provider.FetchOptions.Ahead).
 	sqlLockAndTag = `WITH locked AS (
     INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
     SELECT c.id, $1 || c.id, $3, $4 FROM unnest($2::text[]) AS c(id)
@@ -131,10 +133,10 @@ ORDER BY c.ready_at, c.first_id`
 ), tagged AS (
     UPDATE orchestrator_queue AS q
     SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + $5
-    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $4
-    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
+    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $6
+    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count, q.visible_at
 )
-SELECT locked.instance_id, t.id, t.work_item, t.attempt_count
+SELECT locked.instance_id, t.id, t.work_item, t.attempt_count, t.visible_at
 FROM locked LEFT JOIN tagged AS t ON t.instance_id = locked.instance_id`
 
 	sqlDeleteMessage = `DELETE FROM orchestrator_queue WHERE id = $1`
@@ -1070,7 +1072,7 @@ SELECT c.id, c.session_id, NULL, '', 0, 0, '', NULL, 0 FROM c WHERE c.session_id
 // caller orders them: a sort in the plan would sit above the queue's
 // update): the setting's value, the candidate's rank in the order the
 // instances became ready, the candidate, whether its advisory lock was
-// got, whether it was locked, and the message's ID, item and deliveries
+// got, whether it was locked, and the message's ID, item, deliveries and visible time
 // (NULL without); a single row of NULLs but the first when there is no
 // candidate.
 var (
@@ -1093,9 +1095,9 @@ func fetchAndLockSQL(candidates string) string {
     UPDATE orchestrator_queue AS q
     SET lock_token = $6 || q.instance_id, locked_until = $7, attempt_count = q.attempt_count + 1
     WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $1
-    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count
+    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count, q.visible_at
 )
-SELECT k.fetched, c.ord, c.instance_id, c.got, l.instance_id IS NOT NULL, t.id, t.work_item, t.attempt_count
+SELECT k.fetched, c.ord, c.instance_id, c.got, l.instance_id IS NOT NULL, t.id, t.work_item, t.attempt_count, t.visible_at
 FROM (SELECT set_config('duroxide.fetched', coalesce((SELECT array_agg(locked.instance_id) FROM locked), '{}')::text, true) AS fetched) AS k
 LEFT JOIN c ON true
 LEFT JOIN locked AS l ON l.instance_id = c.instance_id

@@ -95,7 +95,7 @@ func TestFetchesCommitRelaxed(t *testing.T) {
 
 	// Groups: fetches alone commit relaxed; with any other call, durably.
 	fetch := &groupOp{fn: func(w *wtx) error {
-		_, err := w.FetchTurns(1, 60_000, nil, nil)
+		_, err := w.FetchTurns(1, 60_000, 0, nil, nil)
 		return err
 	}}
 	other := &groupOp{fn: func(w *wtx) error {

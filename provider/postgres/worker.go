@@ -363,7 +363,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 	}
 	prefix := sqlstore.NewTokenPrefix()
 	load := newTurnLoad(cached)
-	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, 1, load) // dated after the waits, as leased work
+	items, _, dead, err := w.lockTurns([]string{instance}, free, prefix, w.p.now()+lockMs, w.now, 1, load) // dated after the waits, as leased work
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}

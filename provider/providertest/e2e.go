@@ -40,6 +40,7 @@ func e2eGroups() [][]e2eCase {
 		e2eActivityCases,
 		e2eCompositionCases,
 		e2eTimerCases,
+		e2eAheadCases,
 		e2eEventCases,
 		e2eRetryCases,
 		e2eSubOrchestrationCases,

@@ -132,6 +132,7 @@ func groups() []group {
 		{"OrchestrationRouting", orchRoutingCases},
 		{"OrchestrationVersionRouting", orchVersionRoutingCases},
 		{"OrchestrationRoutes", orchRouteCases},
+		{"FetchAhead", aheadCases},
 	}
 }
 

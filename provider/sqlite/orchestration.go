@@ -34,13 +34,13 @@ func (w *wtx) deadLetter(queue string, del stmtID, id int64, instanceID string, 
 }
 
 // FetchTurns locks up to limit ready instances; see sqlstore.TurnTx.
-func (w *wtx) FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
-	items, histories, dead, err := w.fetchTurns(limit, lockMs, cached, names)
+func (w *wtx) FetchTurns(limit int, lockMs, aheadMs int64, cached func(string) (int64, int64, bool), names []string) (sqlstore.Fetched, error) {
+	items, histories, dead, err := w.fetchTurns(limit, lockMs, aheadMs, cached, names)
 	return sqlstore.Fetched{Items: items, Histories: histories, Dead: dead}, err
 }
 
-func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
-	until := w.now + lockMs
+func (w *wtx) fetchTurns(limit int, lockMs, aheadMs int64, cached func(string) (int64, int64, bool), names []string) ([]*provider.OrchestrationItem, map[string][]sqlstore.StoredEvent, []deadLetter, error) {
+	until := w.now + lockMs + aheadMs
 	prefix := sqlstore.NewTokenPrefix()
 	var (
 		items []*provider.OrchestrationItem
@@ -57,7 +57,7 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 			}
 			cands = append(cands, id)
 			return nil
-		}, w.now, jsonStrings(skip), orchNamesArg(names))
+		}, w.now+aheadMs, jsonStrings(skip), orchNamesArg(names))
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -68,7 +68,7 @@ func (w *wtx) fetchTurns(limit int, lockMs int64, cached func(string) (int64, in
 		// locked here, lost to another lock or emptied: none is left.
 		last := len(cands) < candidateRows && len(cands) <= limit-len(items)
 		cands = cands[:min(len(cands), limit-len(items))]
-		got, lost, d, err := w.lockTurns(cands, prefix, until, 1)
+		got, lost, d, err := w.lockTurns(cands, prefix, until, w.now+aheadMs, 1)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -106,7 +106,7 @@ func (w *wtx) FetchUnservedTurns(olderMs int64, limit int, lockMs int64) (sqlsto
 		return sqlstore.Fetched{}, err
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns(cands, prefix, w.now+lockMs, 0)
+	items, _, dead, err := w.lockTurns(cands, prefix, w.now+lockMs, w.now, 0)
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}
@@ -156,7 +156,7 @@ func (w *wtx) redate(items []*provider.OrchestrationItem, prefix string, lockMs 
 // messages, adding count (1, or 0) to their deliveries: the items of their
 // turns, without history. lost are the
 // candidates it did not lock or that had nothing deliverable.
-func (w *wtx) lockTurns(cands []string, prefix string, until int64, count int) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
+func (w *wtx) lockTurns(cands []string, prefix string, until, seen int64, count int) (items []*provider.OrchestrationItem, lost []string, dead []deadLetter, err error) {
 	locked := make(map[string]bool, len(cands))
 	err = w.query(sLockInstances, func(r *sql.Rows) error {
 		var id string
@@ -185,18 +185,18 @@ func (w *wtx) lockTurns(cands []string, prefix string, until int64, count int) (
 	err = w.query(sTagMessages, func(r *sql.Rows) error {
 		var m sqlstore.TaggedMessage
 		var inst string
-		if err := r.Scan(&m.ID, &inst, &m.Data, &m.Attempts); err != nil {
+		if err := r.Scan(&m.ID, &inst, &m.Data, &m.Attempts, &m.Visible); err != nil {
 			return err
 		}
 		msgs[inst] = append(msgs[inst], m)
 		return nil
-	}, prefix, jsonStrings(lockedIDs), until, w.now, count)
+	}, prefix, jsonStrings(lockedIDs), until, seen, count)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 
 	for _, inst := range lockedIDs {
-		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
+		it, d, err := sqlstore.NewTurn(inst, prefix+inst, until, w.now, msgs[inst], func(m sqlstore.TaggedMessage, cause error) error {
 			// Untagged first: the delete trigger skips the messages of a
 			// held lock, which its release accounts for (migration 0017),
 			// and this lock may be kept for the instance's other messages.

@@ -300,12 +300,14 @@ RETURNING instance_id`,
 
 	// Tag every visible message of the locked instances with the instance's
 	// token and count the delivery. ?1 token prefix, ?2 JSON array of
-	// instance IDs, ?3 locked_until, ?4 now.
+	// instance IDs, ?3 locked_until, ?4 the latest visible time taken: now,
+	// or later for a fetch that takes messages before they are due
+	// (provider.FetchOptions.Ahead).
 	// ?5 is 1, or 0 to count no delivery (FetchUnservedOrchestrationItems).
 	sTagMessages: `UPDATE orchestrator_queue
 SET lock_token = ?1 || instance_id, locked_until = ?3, attempt_count = attempt_count + ?5
 WHERE instance_id IN (SELECT value FROM json_each(?2)) AND visible_at <= ?4
-RETURNING id, instance_id, work_item, attempt_count`,
+RETURNING id, instance_id, work_item, attempt_count, visible_at`,
 
 	sDeleteMessage: `DELETE FROM orchestrator_queue WHERE id = ?1`,
 	sUntagMessage:  `UPDATE orchestrator_queue SET lock_token = NULL, locked_until = NULL WHERE id = ?1`,

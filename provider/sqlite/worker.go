@@ -359,7 +359,7 @@ func (w *wtx) TakeTurn(instance string, lockMs int64, cached func(string) (int64
 		}
 	}
 	prefix := sqlstore.NewTokenPrefix()
-	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs, 1) // dated after the waits, as insertLeased
+	items, _, dead, err := w.lockTurns([]string{instance}, prefix, w.p.now()+lockMs, w.now, 1) // dated after the waits, as insertLeased
 	if err != nil || len(items) == 0 {
 		return sqlstore.Fetched{Dead: dead}, err
 	}

@@ -53,8 +53,11 @@ type TurnTx interface {
 	// whose orchestration name, or name and version, is one of names, and
 	// those whose name it does not know (see
 	// provider.FetchOptions.Orchestrations), skipping the others in the
-	// same candidate query: no other instance is locked or counted.
-	FetchTurns(limit int, lockMs int64, cached func(string) (int64, int64, bool), names []string) (Fetched, error)
+	// same candidate query: no other instance is locked or counted. With
+	// aheadMs > 0 it also takes messages visible within aheadMs of its
+	// time (provider.FetchOptions.Ahead; NewTurn sets their items' DueAt),
+	// locking for lockMs + aheadMs.
+	FetchTurns(limit int, lockMs, aheadMs int64, cached func(string) (int64, int64, bool), names []string) (Fetched, error)
 	// CheckTurnLock takes the instance's per-instance lock (PostgreSQL's
 	// advisory lock; nothing under SQLite's single writer) and reports
 	// whether token holds its unexpired instance lock and whether the
@@ -190,7 +193,7 @@ func (w Writes) FetchOrchestrationItems(ctx context.Context, opts provider.Fetch
 	names := sqlenc.OrchestrationRoutes(opts.Orchestrations, opts.OrchestrationVersions)
 	err = w.DB.WriteGrouped(ctx, op, FetchLocks(opts.Prompt), func(tx Tx) error {
 		var err error
-		f, err = tx.FetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), opts.Cached, names)
+		f, err = tx.FetchTurns(limit, sqlenc.DurMs(opts.LockTimeout), max(sqlenc.DurMs(opts.Ahead), 0), opts.Cached, names)
 		return err
 	})
 	if err != nil {
@@ -647,15 +650,19 @@ type TaggedMessage struct {
 	ID       int64
 	Data     []byte
 	Attempts int
+	// Visible is the message's visible time (Unix ms): after the fetch's
+	// time for a message a fetch with FetchOptions.Ahead took early.
+	Visible int64
 }
 
 // NewTurn builds the turn of instance, locked with token until untilMs,
 // from its tagged messages (any order; the turn has them in ID order),
-// without history. A message that cannot be decoded is handed to
+// without history; a message visible after nowMs (taken early, see
+// provider.FetchOptions.Ahead) sets the item's DueAt. A message that cannot be decoded is handed to
 // deadLetter, which moves it to the dead-letter list, reported in dead and
 // left out. The item is nil when nothing deliverable remains: the caller
 // releases the lock and moves on.
-func NewTurn(instance, token string, untilMs int64, msgs []TaggedMessage,
+func NewTurn(instance, token string, untilMs, nowMs int64, msgs []TaggedMessage,
 	deadLetter func(m TaggedMessage, cause error) error) (it *provider.OrchestrationItem, dead []DeadLetter, err error) {
 	slices.SortFunc(msgs, func(a, b TaggedMessage) int { return cmp.Compare(a.ID, b.ID) })
 	it = &provider.OrchestrationItem{
@@ -675,6 +682,9 @@ func NewTurn(instance, token string, untilMs int64, msgs []TaggedMessage,
 		}
 		it.Messages = append(it.Messages, wi)
 		it.AttemptCount = max(it.AttemptCount, m.Attempts)
+		if m.Visible > nowMs && m.Visible > it.DueAt.UnixMilli() {
+			it.DueAt = MsTime(m.Visible)
+		}
 	}
 	if len(it.Messages) == 0 {
 		return nil, dead, nil
