@@ -489,3 +489,60 @@ FROM generate_series(1, 20000) AS g CROSS JOIN history AS h WHERE h.instance_id 
 		}
 	}
 }
+
+// TestAckNotifyReadsOnlyTheAckedInstances: the notification of a group's
+// turn acks asks whether messages still wait for the acked instances by
+// probing orchestrator_queue_instance for each, also with the generic
+// plan a connection makes while the queue is empty: behind 3,000 messages
+// of other instances, it scans no queue table. Before, that plan read the
+// whole queue whenever none of the acked instances had a message left.
+func TestAckNotifyReadsOnlyTheAckedInstances(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	notify := func(acked ...string) (scans int64, waiting bool) {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		seqScans := func() (n int64) {
+			t.Helper()
+			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+WHERE schemaname = current_schema() AND relname = 'orchestrator_queue'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := seqScans()
+		if _, err := tx.Exec(ctx, sqlAckNotify, p.channel, "n", false, acked, acked, false); err != nil {
+			t.Fatal(err)
+		}
+		scans = seqScans() - before
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ANY ($1))`, acked).
+			Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return scans, waiting
+	}
+	// The server plans a prepared statement for its arguments five times,
+	// then settles on its generic plan: here, on an empty queue.
+	for range 8 {
+		notify("a", "b")
+	}
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT 'o' || g, repeat('x', 200), 10, 1 FROM generate_series(1, 3000) AS g`)
+	if scans, _ := notify("a", "b"); scans != 0 {
+		t.Errorf("the acks' notification scanned orchestrator_queue %d times, want none", scans)
+	}
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('b', '{}', 10, 1)`)
+	if scans, waiting := notify("a", "b"); scans != 0 || !waiting {
+		t.Errorf("with a message for b: %d scans, waiting %v; want none and true", scans, waiting)
+	}
+}
