@@ -546,3 +546,59 @@ SELECT 'o' || g, repeat('x', 200), 10, 1 FROM generate_series(1, 3000) AS g`)
 		t.Errorf("with a message for b: %d scans, waiting %v; want none and true", scans, waiting)
 	}
 }
+
+// TestGroupWorkAcksReadTheirRowsByKey: the set-based activity acks of a
+// group (queueAckWorks) find their worker rows by key, also with the
+// generic plan a connection settles on while the queue is empty: behind
+// 3,000 queued activities, the batch scans no worker_queue. Before, that
+// plan hashed the whole queue at every group's acks.
+func TestGroupWorkAcksReadTheirRowsByKey(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	ack := func(ids ...int64) (scans int64, deleted int) {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		seqScans := func() (n int64) {
+			t.Helper()
+			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+WHERE schemaname = current_schema() AND relname = 'worker_queue'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := seqScans()
+		tokens, insts, items, vis := make([]string, len(ids)), make([]*string, len(ids)), make([]string, len(ids)), make([]int64, len(ids))
+		for k, id := range ids {
+			tokens[k] = fmt.Sprint("t", id)
+		}
+		b := &pgx.Batch{}
+		queueAckWorks(b, ids, tokens, insts, items, vis, 100, func(int64, string) { deleted++ })
+		b.Queue(sqlSeqscanDefault)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			t.Fatal(err)
+		}
+		return seqScans() - before, deleted
+	}
+	// The server plans a prepared statement for its arguments five times,
+	// then settles on its generic plan: here, on an empty queue.
+	for range 8 {
+		ack(1, 2)
+	}
+	mustExec(t, p, `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, work_item, visible_at, created_at,
+    lock_token, locked_until)
+OVERRIDING SYSTEM VALUE
+SELECT g, 'i' || g, 1, 1, repeat('x', 200), 1000, 1, 't' || g, 1000 FROM generate_series(1, 3000) AS g`)
+	if scans, deleted := ack(7, 9); scans != 0 || deleted != 2 {
+		t.Errorf("the group's acks scanned worker_queue %d times and deleted %d rows; want none and 2", scans, deleted)
+	}
+}
