@@ -500,32 +500,15 @@ func TestAckNotifyReadsOnlyTheAckedInstances(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
 	ctx := t.Context()
-	conn, err := p.pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := acquireConn(t, p)
 	notify := func(acked ...string) (scans int64, waiting bool) {
 		t.Helper()
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		seqScans := func() (n int64) {
-			t.Helper()
-			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
-WHERE schemaname = current_schema() AND relname = 'orchestrator_queue'`).Scan(&n); err != nil {
+		scans = seqScansOf(t, conn, "orchestrator_queue", func(tx pgx.Tx) {
+			if _, err := tx.Exec(ctx, sqlAckNotify, p.channel, "n", false, acked, acked, false); err != nil {
 				t.Fatal(err)
 			}
-			return n
-		}
-		before := seqScans()
-		if _, err := tx.Exec(ctx, sqlAckNotify, p.channel, "n", false, acked, acked, false); err != nil {
-			t.Fatal(err)
-		}
-		scans = seqScans() - before
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ANY ($1))`, acked).
+		})
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ANY ($1))`, acked).
 			Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
@@ -556,38 +539,22 @@ func TestGroupWorkAcksReadTheirRowsByKey(t *testing.T) {
 	t.Parallel()
 	p := openFresh(t, nil)
 	ctx := t.Context()
-	conn, err := p.pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := acquireConn(t, p)
 	ack := func(ids ...int64) (scans int64, deleted int) {
 		t.Helper()
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		seqScans := func() (n int64) {
-			t.Helper()
-			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
-WHERE schemaname = current_schema() AND relname = 'worker_queue'`).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		before := seqScans()
 		tokens, insts, items, vis := make([]string, len(ids)), make([]*string, len(ids)), make([]string, len(ids)), make([]int64, len(ids))
 		for k, id := range ids {
 			tokens[k] = fmt.Sprint("t", id)
 		}
-		b := &pgx.Batch{}
-		queueAckWorks(b, ids, tokens, insts, items, vis, 100, func(int64, string) { deleted++ })
-		b.Queue(sqlSeqscanDefault)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			t.Fatal(err)
-		}
-		return seqScans() - before, deleted
+		scans = seqScansOf(t, conn, "worker_queue", func(tx pgx.Tx) {
+			b := &pgx.Batch{}
+			queueAckWorks(b, ids, tokens, insts, items, vis, 100, func(int64, string) { deleted++ })
+			b.Queue(sqlSeqscanDefault)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return scans, deleted
 	}
 	// The server plans a prepared statement for its arguments five times,
 	// then settles on its generic plan: here, on an empty queue.
@@ -601,4 +568,40 @@ SELECT g, 'i' || g, 1, 1, repeat('x', 200), 1000, 1, 't' || g, 1000 FROM generat
 	if scans, deleted := ack(7, 9); scans != 0 || deleted != 2 {
 		t.Errorf("the group's acks scanned worker_queue %d times and deleted %d rows; want none and 2", scans, deleted)
 	}
+}
+
+// acquireConn holds one of the store's connections until the test ends,
+// so that its statements are prepared and planned on that one.
+func acquireConn(t *testing.T, p *Provider) *pgxpool.Conn {
+	t.Helper()
+	conn, err := p.pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return conn
+}
+
+// seqScansOf runs run in a transaction on conn, rolled back after, and
+// returns how many sequential scans of table (in the store's schema) it
+// made.
+func seqScansOf(t *testing.T, conn *pgxpool.Conn, table string, run func(tx pgx.Tx)) int64 {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	scans := func() (n int64) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+WHERE schemaname = current_schema() AND relname = $1`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := scans()
+	run(tx)
+	return scans() - before
 }
