@@ -203,22 +203,13 @@ func (b *ackBatch) run(w *wtx) error {
 	}
 	deleted := map[int64]string{}
 	batch := &pgx.Batch{}
-	batch.Queue(sqlAckWorks, ids, tokens, insts, items, vis, w.now).Query(func(r pgx.Rows) error {
-		return forEach(r, func() error {
-			var id int64
-			var token string
-			if err := r.Scan(&id, &token); err != nil {
-				return err
-			}
-			deleted[id] = token
-			return nil
-		})
-	})
+	queueAckWorks(batch, ids, tokens, insts, items, vis, w.now, func(id int64, token string) { deleted[id] = token })
 	answers := map[string]map[string]*instanceWork{}
 	for nk, insts := range takers {
 		answers[nk] = map[string]*instanceWork{}
 		w.queueTakeable(batch, insts, takerNames[nk], func(k *instanceWork) { answers[nk][k.instance] = k })
 	}
+	batch.Queue(sqlSeqscanDefault)
 	if err := w.tx.SendBatch(w.ctx, batch).Close(); err != nil {
 		return err
 	}
@@ -262,4 +253,31 @@ func namesKey(names []string) string {
 		return ""
 	}
 	return "=" + strings.Join(names, "\x00")
+}
+
+// sqlSeqscanOff rules sequential scans out of the plans of the statements
+// that follow it in its transaction (until sqlSeqscanDefault).
+const sqlSeqscanOff = `SELECT set_config('enable_seqscan', 'off', true)`
+
+// queueAckWorks queues sqlAckWorks, calling deleted for each row it
+// deleted, behind sqlSeqscanOff: the statement joins its acks to
+// worker_queue, and the generic plan a connection settles on for it,
+// often while the queue is small and never analyzed, hashed the whole
+// queue at every call, dead rows included, instead of looking up each
+// acked row by its key. The caller queues sqlSeqscanDefault after the
+// statements that should be planned so.
+func queueAckWorks(b *pgx.Batch, ids []int64, tokens []string, insts []*string, items []string, vis []int64, now int64,
+	deleted func(id int64, token string)) {
+	b.Queue(sqlSeqscanOff)
+	b.Queue(sqlAckWorks, ids, tokens, insts, items, vis, now).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			var id int64
+			var token string
+			if err := r.Scan(&id, &token); err != nil {
+				return err
+			}
+			deleted(id, token)
+			return nil
+		})
+	})
 }

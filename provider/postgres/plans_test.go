@@ -500,3 +500,119 @@ FROM generate_series(1, 20000) AS g CROSS JOIN history AS h WHERE h.instance_id 
 		}
 	}
 }
+
+// TestAckNotifyReadsOnlyTheAckedInstances: the notification of a group's
+// turn acks asks whether messages still wait for the acked instances by
+// probing orchestrator_queue_instance for each, also with the generic
+// plan a connection makes while the queue is empty: behind 3,000 messages
+// of other instances, it scans no queue table. Before, that plan read the
+// whole queue whenever none of the acked instances had a message left.
+func TestAckNotifyReadsOnlyTheAckedInstances(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	conn := acquireConn(t, p)
+	notify := func(acked ...string) (scans int64, waiting bool) {
+		t.Helper()
+		scans = seqScansOf(t, conn, "orchestrator_queue", func(tx pgx.Tx) {
+			if _, err := tx.Exec(ctx, sqlAckNotify, p.channel, "n", false, acked, acked, false); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ANY ($1))`, acked).
+			Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return scans, waiting
+	}
+	// The server plans a prepared statement for its arguments five times,
+	// then settles on its generic plan: here, on an empty queue.
+	for range 8 {
+		notify("a", "b")
+	}
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT 'o' || g, repeat('x', 200), 10, 1 FROM generate_series(1, 3000) AS g`)
+	if scans, _ := notify("a", "b"); scans != 0 {
+		t.Errorf("the acks' notification scanned orchestrator_queue %d times, want none", scans)
+	}
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('b', '{}', 10, 1)`)
+	if scans, waiting := notify("a", "b"); scans != 0 || !waiting {
+		t.Errorf("with a message for b: %d scans, waiting %v; want none and true", scans, waiting)
+	}
+}
+
+// TestGroupWorkAcksReadTheirRowsByKey: the set-based activity acks of a
+// group (queueAckWorks) find their worker rows by key, also with the
+// generic plan a connection settles on while the queue is empty: behind
+// 3,000 queued activities, the batch scans no worker_queue. Before, that
+// plan hashed the whole queue at every group's acks.
+func TestGroupWorkAcksReadTheirRowsByKey(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	conn := acquireConn(t, p)
+	ack := func(ids ...int64) (scans int64, deleted int) {
+		t.Helper()
+		tokens, insts, items, vis := make([]string, len(ids)), make([]*string, len(ids)), make([]string, len(ids)), make([]int64, len(ids))
+		for k, id := range ids {
+			tokens[k] = fmt.Sprint("t", id)
+		}
+		scans = seqScansOf(t, conn, "worker_queue", func(tx pgx.Tx) {
+			b := &pgx.Batch{}
+			queueAckWorks(b, ids, tokens, insts, items, vis, 100, func(int64, string) { deleted++ })
+			b.Queue(sqlSeqscanDefault)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return scans, deleted
+	}
+	// The server plans a prepared statement for its arguments five times,
+	// then settles on its generic plan: here, on an empty queue.
+	for range 8 {
+		ack(1, 2)
+	}
+	mustExec(t, p, `INSERT INTO worker_queue (id, instance_id, execution_id, activity_id, work_item, visible_at, created_at,
+    lock_token, locked_until)
+OVERRIDING SYSTEM VALUE
+SELECT g, 'i' || g, 1, 1, repeat('x', 200), 1000, 1, 't' || g, 1000 FROM generate_series(1, 3000) AS g`)
+	if scans, deleted := ack(7, 9); scans != 0 || deleted != 2 {
+		t.Errorf("the group's acks scanned worker_queue %d times and deleted %d rows; want none and 2", scans, deleted)
+	}
+}
+
+// acquireConn holds one of the store's connections until the test ends,
+// so that its statements are prepared and planned on that one.
+func acquireConn(t *testing.T, p *Provider) *pgxpool.Conn {
+	t.Helper()
+	conn, err := p.pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return conn
+}
+
+// seqScansOf runs run in a transaction on conn, rolled back after, and
+// returns how many sequential scans of table (in the store's schema) it
+// made.
+func seqScansOf(t *testing.T, conn *pgxpool.Conn, table string, run func(tx pgx.Tx)) int64 {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	scans := func() (n int64) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+WHERE schemaname = current_schema() AND relname = $1`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := scans()
+	run(tx)
+	return scans() - before
+}

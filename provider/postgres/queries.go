@@ -698,8 +698,16 @@ FOR UPDATE OF l`
 	// orchestrator queue has news if messages still wait for one of the
 	// acked instances. $1 channel, $2 node, $3 work, $4 the acked
 	// instances, $5 the instances changed, $6 all (too many to name).
+	// Each instance's first message is looked up in
+	// orchestrator_queue_instance, in that index's order: the statement's
+	// generic plan, made once per connection and often while the queue is
+	// empty, would otherwise read the whole queue whenever none of the
+	// instances has a message left (the common case), as a filtered
+	// sequential scan of a table it expected to be small.
 	sqlAckNotify = `SELECT pg_notify($1::text, json_build_object('n', $2::text,
-    'o', EXISTS (SELECT 1 FROM orchestrator_queue WHERE instance_id = ANY ($4::text[])),
+    'o', EXISTS (SELECT 1 FROM unnest($4::text[]) AS a(id)
+        CROSS JOIN LATERAL (SELECT 1 FROM orchestrator_queue AS q WHERE q.instance_id = a.id
+                            ORDER BY q.instance_id, q.visible_at LIMIT 1) AS q),
     'w', $3::bool, 'i', $5::text[], 'a', $6::bool)::text)`
 	// The advisory locks of the keys whose execution locks instances $2
 	// hold, in key order ($1 the lock space). A transaction that deletes

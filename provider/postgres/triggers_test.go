@@ -139,3 +139,63 @@ func TestTurnUpdatedRowsHaveRoomOnTheirPages(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyRecomputeReadsOnlyItsInstances: when messages of an instance
+// are consumed or moved and others are left, the scheduling triggers
+// recompute its orchestrator_ready row from its own rows, read by key:
+// behind 2,000 other ready instances, none of orchestrator_ready,
+// instance_locks and instances is scanned (migration 0019; before, each
+// trigger's plan, made once per session, joined them by hashing, reading
+// each whole, dead rows included, at each call), and the row comes out
+// exact.
+func TestReadyRecomputeReadsOnlyItsInstances(t *testing.T) {
+	t.Parallel()
+	p := openFresh(t, nil)
+	ctx := t.Context()
+	mustExec(t, p, `INSERT INTO instances (instance_id, orchestration_name, status, created_at, updated_at)
+SELECT 'i' || k, 'T', 'Running', 1, 1 FROM generate_series(1, 2000) AS k`)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+SELECT 'i' || k, '{}', 10 + k, 1 FROM generate_series(1, 2000) AS k`)
+	mustExec(t, p, `INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
+SELECT 'i' || k, 't', 5000, 1 FROM generate_series(1, 1000) AS k`)
+	mustExec(t, p, `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at)
+VALUES ('x', '{}', 7, 1), ('x', '{}', 8, 1), ('x', '{}', 9, 1)`)
+	scanned := func(tx pgx.Tx) (rows int64) {
+		t.Helper()
+		err := tx.QueryRow(ctx, `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+WHERE schemaname = current_schema() AND relname IN ('orchestrator_ready', 'instance_locks', 'instances')`).Scan(&rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	for _, step := range []struct{ what, sql string }{
+		{"one of its messages consumed", `DELETE FROM orchestrator_queue WHERE instance_id = 'x' AND visible_at = 7`},
+		{"one of its messages moved", `UPDATE orchestrator_queue SET visible_at = 30 WHERE instance_id = 'x' AND visible_at = 8`},
+		{"a message added", `INSERT INTO orchestrator_queue (instance_id, work_item, visible_at, created_at) VALUES ('x', '{}', 40, 1)`},
+	} {
+		tx, err := p.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := scanned(tx)
+		if _, err := tx.Exec(ctx, step.sql); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		if n := scanned(tx) - before; n != 0 {
+			t.Errorf("%s: %d sequential scans of orchestrator_ready, instance_locks or instances, want none", step.what, n)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var readyAt, firstVisible int64
+		if err := p.pool.QueryRow(ctx, `SELECT ready_at, first_visible FROM orchestrator_ready WHERE instance_id = 'x'`).
+			Scan(&readyAt, &firstVisible); err != nil {
+			t.Fatalf("after %s: %v", step.what, err)
+		}
+		wantFirst := map[byte]int64{'D': 8, 'U': 9, 'I': 9}[step.sql[0]]
+		if readyAt != wantFirst || firstVisible != wantFirst {
+			t.Errorf("after %s: ready_at %d, first_visible %d; want %d", step.what, readyAt, firstVisible, wantFirst)
+		}
+	}
+}
