@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The suites open hundreds of fresh stores; migrating each from scratch is
@@ -163,4 +164,29 @@ func rawConn(p *Provider, f func(serializer) error) error {
 		}
 		return f(s)
 	})
+}
+
+// TestSuiteStoresStartFromTheTemplate: the stores openTestStore opens hold
+// every migration, none of them applied by that store (each was recorded
+// at the template's time, not at the store's clock).
+func TestSuiteStoresStartFromTheTemplate(t *testing.T) {
+	t.Parallel()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	for _, path := range []string{filepath.Join(t.TempDir(), "s.db"), ":memory:"} {
+		p := openTestStore(t, path, &Options{Clock: func() time.Time { return clock }, Logger: quietLogger})
+		var n, byStore int
+		err := p.writer.QueryRowContext(t.Context(),
+			"SELECT count(*), count(*) FILTER (WHERE applied_at = ?1) FROM schema_migrations", clock.UnixMilli()).Scan(&n, &byStore)
+		_ = p.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if n != len(ms) || byStore != 0 {
+			t.Errorf("%s: %d migrations recorded (want %d), %d applied by the store itself (want 0)", path, n, len(ms), byStore)
+		}
+	}
 }
