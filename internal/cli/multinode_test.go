@@ -271,17 +271,20 @@ func testMultiNodeCrash(t *testing.T, run, db string) {
 	s := openTestDB(t, db)
 	t.Cleanup(func() { _ = s.Close() })
 	client := duroxide.NewClient(s)
+	// The instances start once every node is up: started before, the
+	// first nodes (node 0 stalls after 50 activities, the second does
+	// not) could complete all of them while the last child process still
+	// starts (slow under -race), before the kill below is even considered.
+	began := time.Now()
+	nodes := make([]*node, multiNodes)
+	for i := range nodes {
+		nodes[i] = startNode(t, run, db, i)
+	}
 	for i := range multiNodeInstances {
 		name, input, _, _ := mnExpect(i)
 		if err := client.StartOrchestration(ctx, mnID(i), name, input, nil); err != nil {
 			t.Fatalf("StartOrchestration(%s): %v", mnID(i), err)
 		}
-	}
-
-	began := time.Now()
-	nodes := make([]*node, multiNodes)
-	for i := range nodes {
-		nodes[i] = startNode(t, run, db, i)
 	}
 	completed := func() int64 {
 		c, err := s.Counts(ctx)

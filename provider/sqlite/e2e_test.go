@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,11 +17,7 @@ func TestEndToEnd(t *testing.T) {
 		New: func(t testing.TB, clock func() time.Time) provider.Provider {
 			t.Helper()
 			path := filepath.Join(t.TempDir(), "e2e.db")
-			p, err := Open(context.Background(), path, &Options{Clock: clock, Logger: quietLogger})
-			if err != nil {
-				t.Fatalf("Open(%q): %v", path, err)
-			}
-			return p
+			return openTestStore(t, path, &Options{Clock: clock, Logger: quietLogger})
 		},
 	})
 }

@@ -22,11 +22,7 @@ func harness(memory bool) providertest.Harness {
 			if !memory {
 				path = filepath.Join(t.TempDir(), "store.db")
 			}
-			p, err := Open(context.Background(), path, &Options{Clock: clock.Now, Logger: quietLogger})
-			if err != nil {
-				t.Fatalf("Open(%q): %v", path, err)
-			}
-			return p
+			return openTestStore(t, path, &Options{Clock: clock.Now, Logger: quietLogger})
 		},
 		NewSharing: func(t testing.TB, pv provider.Provider, clock *providertest.Clock) provider.Provider {
 			t.Helper()
