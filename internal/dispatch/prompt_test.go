@@ -184,3 +184,66 @@ func TestFetchNearDueTimeIsPrompt(t *testing.T) {
 		t.Fatalf("Prompt of the turn fetches = %v before work came within promptLead of due, %v after; want all false, then all true", before, after)
 	}
 }
+
+// timerClock is a fake clock that records, for each timer armed on it,
+// how long it runs and how many orchestrator NextVisible calls store had
+// answered when it was armed.
+type timerClock struct {
+	*clockwork.FakeClock
+	store  *dueStore
+	timers [][2]int64 // {NextVisible calls answered, duration}
+}
+
+func (c *timerClock) NewTimer(d time.Duration) clockwork.Timer {
+	c.store.mu.Lock()
+	c.timers = append(c.timers, [2]int64{int64(c.store.asked), int64(d)})
+	c.store.cond.Broadcast()
+	c.store.mu.Unlock()
+	return c.FakeClock.NewTimer(d)
+}
+
+// TestFetchWaitsForWorkDueSoonThatItCouldNotTakeEarly: when delayed work
+// comes due within fetchAhead/2 and the fetch made at once for it took
+// nothing (the turns held for their due time fill their share of the
+// slots, so it could not take the work early), the dispatcher sleeps
+// until the work comes due, for a prompt fetch then, instead of backing
+// off from a millisecond on (which wakes it before the work is due, and
+// later and later after it).
+func TestFetchWaitsForWorkDueSoonThatItCouldNotTakeEarly(t *testing.T) {
+	t.Parallel()
+	store, _ := newDueStore(t)
+	clock := &timerClock{FakeClock: clockwork.NewFakeClock(), store: store}
+	soon := fetchAhead / 5
+	due := clock.Now().Add(soon)
+	store.then = func() time.Time { return due }
+	r, err := Start(store, activityRegistry{}, Options{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Shutdown(context.Background()) }()
+
+	// Fetch 1 found nothing; the work comes due soon, so fetch 2 follows
+	// at once and finds nothing either; then the loop sleeps: until the
+	// due time (the clock stands still).
+	var slept time.Duration
+	store.await(t, func() bool {
+		for _, tm := range clock.timers {
+			if tm[0] == 2 && time.Duration(tm[1]) <= fetchAhead {
+				slept = time.Duration(tm[1])
+				return true
+			}
+		}
+		return false
+	})
+	if slept != soon {
+		t.Fatalf("after a fetch that took nothing, the loop slept %v; want %v, until the work comes due", slept, soon)
+	}
+	clock.Advance(soon)
+	store.await(t, func() bool { return len(store.prompts) >= 3 })
+	store.mu.Lock()
+	got := slices.Clone(store.prompts[:3])
+	store.mu.Unlock()
+	if want := []bool{false, true, true}; !slices.Equal(got, want) {
+		t.Fatalf("Prompt of the turn fetches = %v, want %v (the third at the due time)", got, want)
+	}
+}

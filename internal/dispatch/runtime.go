@@ -410,6 +410,15 @@ func (r *Runtime) fetchLoop(q provider.Queue, slots chan struct{}, fetch func(ma
 					idle = 0
 					due = d-fetchAhead/2 <= wait
 					wait = min(d-fetchAhead/2, wait)
+				case d > 0 && idle != 0:
+					// It comes due soon, but the fetch just made at once
+					// did not take it early (the turns held for their due
+					// time fill their share of the slots, see fetchTurns):
+					// wake when it comes due, for a prompt fetch, instead
+					// of backing off as below.
+					delayed = next
+					due = d <= wait
+					wait = min(d, wait)
 				case idle == 0:
 					// It may have come due after the fetch looked (a timer
 					// firing just then), or comes due soon: look again at
