@@ -73,7 +73,11 @@
 // the queues it put work on (and the orchestrator queue again when messages
 // still wait for the instance it unlocked), an abandon wakes its queue, a
 // purge wakes the watchers of every purged instance. A write that rolls
-// back notifies nobody.
+// back notifies nobody. A turn that leaves its instance live (not
+// Completed, Failed or Canceled) wakes its watchers but not those of
+// WatchInstanceEnd (provider.EndWatcher), so Client.WaitForOrchestration
+// reads the status when it starts and once the instance may have ended,
+// not after every turn.
 //
 // Commits of other processes sharing the file are noticed through PRAGMA
 // data_version on the writer connection, whose value changes exactly when

@@ -29,11 +29,16 @@ import (
 type changes struct {
 	orch, work bool     // work may be fetchable on the queue
 	instances  []string // instances whose state may have changed
+	// live: those of instances that a turn left live (not Completed,
+	// Failed or Canceled); their WatchInstanceEnd watchers are not woken
+	// (provider.EndWatcher), so a WaitForOrchestration does not read the
+	// status of an instance after each of its turns.
+	live []string
 }
 
 // notify delivers c to the subscribers after its request committed.
 func (p *Provider) notify(c *changes) {
-	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, nil)
+	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, c.live)
 }
 
 // checkForeignCommits reads the writer connection's data_version inside a

@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
@@ -54,5 +57,71 @@ func TestForeignCommitSeenByTheWriter(t *testing.T) {
 	}
 	if n := p.foreignCommits.Load(); n != 1 {
 		t.Fatalf("foreign commits seen after an own commit = %d, want 1", n)
+	}
+}
+
+// A turn that leaves its instance running does not wake the instance's
+// end watchers (provider.EndWatcher, what WaitForOrchestration sleeps on):
+// only the work ack whose turn completes it does. Its plain watchers are
+// woken by both.
+func TestEndWatchersSleepThroughLiveTurns(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p := openFile(t, filepath.Join(t.TempDir(), "end.db"), nil)
+	if _, err := p.Enqueue(ctx, benchStart("e")); err != nil {
+		t.Fatal(err)
+	}
+	it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+	if err != nil || it == nil {
+		t.Fatalf("fetch: %v, %v", it, err)
+	}
+	end, stopEnd := p.WatchInstanceEnd("e")
+	defer stopEnd()
+	all, stopAll := p.WatchInstance("e")
+	defer stopAll()
+	signalled := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+
+	turn := benchTurn(it)
+	turn.WorkerItems[0].Lease = true
+	turn.LeaseFor = time.Minute
+	res, err := p.AckOrchestrationItem(ctx, turn)
+	if err != nil || len(res.Leased) != 1 {
+		t.Fatalf("turn ack: %+v, %v", res, err)
+	}
+	if signalled(end) {
+		t.Fatal("the end watcher was woken by a turn that left the instance running")
+	}
+	if !signalled(all) {
+		t.Fatal("the watcher was not woken by a turn")
+	}
+
+	ack := benchCompletion(res.Leased[0])
+	ack.Then = &provider.TurnAck{
+		ExecutionID: 1,
+		History: []history.Event{
+			{EventID: 4, Kind: history.ActivityCompleted, TimestampMs: time.Now().UnixMilli(), SourceEventID: 3, Output: json.RawMessage(`{"charged":true}`)},
+			{EventID: 5, Kind: history.OrchestrationCompleted, TimestampMs: time.Now().UnixMilli(), Output: json.RawMessage(`"done"`)},
+		},
+		Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: json.RawMessage(`"done"`)},
+	}
+	ack.ThenAfter = 3
+	if wr, err := p.AckWorkItem(ctx, ack); err != nil || wr.Then == nil {
+		t.Fatalf("fused ack: %+v, %v; want its turn applied", wr, err)
+	}
+	if !signalled(end) {
+		t.Fatal("the end watcher was not woken by the turn that completed the instance")
+	}
+	if !signalled(all) {
+		t.Fatal("the watcher was not woken by the turn that completed the instance")
+	}
+	if st, err := p.GetInstance(ctx, "e"); err != nil || st.Status != provider.StatusCompleted {
+		t.Fatalf("instance after the fused ack: %+v, %v", st, err)
 	}
 }
