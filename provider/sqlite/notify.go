@@ -13,7 +13,8 @@ import (
 // Commits made through this Provider notify at once: each write request
 // records in its wtx what it changed (changes), and the writer delivers
 // that after the transaction commits, never before and never for a request
-// that rolled back.
+// that rolled back; except that an enqueue wakes the orchestrator queue
+// when it is queued (Provider.queued in writer.go).
 //
 // Commits made by other processes (or other Provider values on the same
 // file) are noticed through PRAGMA data_version on the writer connection:
@@ -36,9 +37,11 @@ type changes struct {
 	live []string
 }
 
-// notify delivers c to the subscribers after its request committed.
-func (p *Provider) notify(c *changes) {
-	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, c.live)
+// notify delivers c to the subscribers after its request committed;
+// woken: the request woke the orchestrator queue when it was queued
+// (Provider.queued), which it need not wake again.
+func (p *Provider) notify(c *changes, woken bool) {
+	sqlstore.Deliver(&p.hub, c.orch && !woken, c.work, c.instances, c.live)
 }
 
 // checkForeignCommits reads the writer connection's data_version inside a

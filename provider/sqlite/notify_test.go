@@ -125,3 +125,46 @@ func TestEndWatchersSleepThroughLiveTurns(t *testing.T) {
 		t.Fatalf("instance after the fused ack: %+v, %v", st, err)
 	}
 }
+
+// An enqueue wakes the orchestrator queue's subscribers once it is
+// queued, before its transaction runs (so a fetch they start queues
+// behind it and may share its commit), and its commit does not wake them
+// a second time.
+func TestEnqueueWakesTheOrchestratorQueueWhenQueued(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p := openFile(t, filepath.Join(t.TempDir(), "early.db"), nil)
+	orch, stop := p.Subscribe(provider.QueueOrchestrator)
+	defer stop()
+	var inTx, checked int
+	p.testHookStmt = func(id stmtID) {
+		if id != sInsertMessage || checked > 0 {
+			return
+		}
+		checked++
+		select {
+		case <-orch:
+			inTx++
+		default:
+		}
+	}
+	t.Cleanup(func() { p.testHookStmt = nil })
+	if _, err := p.Enqueue(ctx, benchStart("q")); err != nil {
+		t.Fatal(err)
+	}
+	if checked != 1 {
+		t.Fatalf("the enqueue ran its insert %d times, want 1", checked)
+	}
+	if inTx != 1 {
+		t.Fatal("the orchestrator queue was not woken before the enqueue's transaction ran")
+	}
+	select {
+	case <-orch:
+		t.Fatal("the enqueue's commit woke the orchestrator queue again")
+	default:
+	}
+	it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
+	if err != nil || it == nil || it.InstanceID != "q" {
+		t.Fatalf("fetch after the wake: %+v, %v", it, err)
+	}
+}
