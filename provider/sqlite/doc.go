@@ -79,8 +79,10 @@
 // reads the status when it starts and once the instance may have ended,
 // not after every turn.
 //
-// An enqueue wakes the orchestrator queue's subscribers earlier: as soon
-// as it is queued for the writer, before its transaction. The fetch a
+// An enqueue that finds the writer idle wakes the orchestrator queue's
+// subscribers earlier: as soon as it is queued for the writer, before its
+// transaction (one that finds it busy waits for its commit, so that the
+// fetch it wakes takes what else was enqueued meanwhile). The fetch a
 // woken dispatcher starts then queues behind it, so it runs after the
 // enqueue and sees its messages, and, when it is queued before the
 // writer takes the enqueue's group (its leader yields its processor once

@@ -133,7 +133,10 @@ func TestEndWatchersSleepThroughLiveTurns(t *testing.T) {
 func TestEnqueueWakesTheOrchestratorQueueWhenQueued(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	p := openFile(t, filepath.Join(t.TempDir(), "early.db"), nil)
+	// No watcher: its data_version reads would hold the writer now and
+	// then, and an enqueue that finds the writer busy waits for its
+	// commit to wake anyone.
+	p := openFile(t, filepath.Join(t.TempDir(), "early.db"), &Options{ChangeCheckInterval: -1})
 	orch, stop := p.Subscribe(provider.QueueOrchestrator)
 	defer stop()
 	var inTx, checked int

@@ -71,9 +71,11 @@ type GroupCommit[T any] struct {
 	// Queued, if set, is called with each request once it is queued,
 	// before any leader can take it (so before the caller of Do that
 	// leads yields): what a request started now is ordered after it.
-	// SQLite wakes the dispatchers of an enqueue there (see its
-	// package documentation).
-	Queued func(op T)
+	// leader: the caller leads the next group (no group was running), so
+	// a request started now, while it yields, may join its group. SQLite
+	// wakes the dispatchers of an enqueue there (see its package
+	// documentation).
+	Queued func(op T, leader bool)
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when a lane is released with nothing queued
@@ -113,7 +115,7 @@ func (g *GroupCommit[T]) Do(ctx context.Context, op T) error {
 	}
 	g.mu.Unlock()
 	if g.Queued != nil {
-		g.Queued(op)
+		g.Queued(op, leader)
 	}
 	if leader {
 		g.lead()

@@ -239,10 +239,13 @@ func TestGroupCommitQueuedBeforeTheGroupIsTaken(t *testing.T) {
 	var mu sync.Mutex
 	var seen []int
 	follower := make(chan error, 1)
-	r.g.Queued = func(op int) {
+	r.g.Queued = func(op int, leader bool) {
 		mu.Lock()
 		seen = append(seen, op)
 		mu.Unlock()
+		if leader != (op == 1) {
+			t.Errorf("Queued(%d) leader %v", op, leader)
+		}
 		if op == 1 {
 			r.g.mu.Lock()
 			queued := len(r.g.pending)
