@@ -697,7 +697,7 @@ const waitRecheck = 5 * time.Second
 // wakes when the store reports a change of the instance (at once for
 // commits made in this process, and, with the SQLite store, within its
 // ChangeCheckInterval for other processes'), but not for one the store
-// knows left it running (provider.EndWatcher: the PostgreSQL store's turns
+// knows left it running (provider.EndWatcher: the SQL stores' turns
 // committed in this process), and reads its status then; it also re-reads
 // the status every few seconds in case a notification was lost.
 func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*Status, error) {

@@ -358,7 +358,12 @@ type Waker interface {
 // they are committed and before the committing call returns: an enqueue,
 // an ack that queues work or leaves messages waiting for the instance it
 // unlocks, an abandon, a purge, a lock release. A call that fails notifies
-// nobody.
+// nobody. Except: a store whose writes run in one order (SQLite's single
+// writer) may wake an enqueue's queue subscribers as soon as the enqueue
+// is queued for that order, instead of after its commit, when every
+// write started after the notification (a fetch) runs after the enqueue
+// and so sees its messages; a subscriber must then look with such a
+// write, not with a read (which may run before the commit).
 // It should also notice commits made by other processes sharing the
 // database (SQLite: PRAGMA data_version; PostgreSQL: LISTEN/NOTIFY) and
 // notify for those, at least on both queues. Notifications may be spurious

@@ -69,11 +69,27 @@
 // The store is the meeting point of the runtimes and clients that share it
 // (provider.Notifier). Its own commits notify the subscribers of this
 // process before the committing call returns: an enqueue wakes the
-// orchestrator queue and the watchers of a created instance, an ack wakes
+// watchers of a created instance, an ack wakes
 // the queues it put work on (and the orchestrator queue again when messages
 // still wait for the instance it unlocked), an abandon wakes its queue, a
 // purge wakes the watchers of every purged instance. A write that rolls
-// back notifies nobody.
+// back notifies nobody. A turn that leaves its instance live (not
+// Completed, Failed or Canceled) wakes its watchers but not those of
+// WatchInstanceEnd (provider.EndWatcher), so Client.WaitForOrchestration
+// reads the status when it starts and once the instance may have ended,
+// not after every turn.
+//
+// An enqueue that finds the writer idle wakes the orchestrator queue's
+// subscribers earlier: as soon as it is queued for the writer, before its
+// transaction (one that finds it busy waits for its commit, so that the
+// fetch it wakes takes what else was enqueued meanwhile). The fetch a
+// woken dispatcher starts then queues behind it, so it runs after the
+// enqueue and sees its messages, and, when it is queued before the
+// writer takes the enqueue's group (its leader yields its processor once
+// before it takes a group), in the same transaction: a start and the fetch of its
+// first turn share one commit. The commit does not wake them again. An
+// enqueue that rolls back (or inserts nothing) has then woken them for
+// a fetch that finds nothing.
 //
 // Commits of other processes sharing the file are noticed through PRAGMA
 // data_version on the writer connection, whose value changes exactly when

@@ -13,7 +13,8 @@ import (
 // Commits made through this Provider notify at once: each write request
 // records in its wtx what it changed (changes), and the writer delivers
 // that after the transaction commits, never before and never for a request
-// that rolled back.
+// that rolled back; except that an enqueue wakes the orchestrator queue
+// when it is queued (Provider.queued in writer.go).
 //
 // Commits made by other processes (or other Provider values on the same
 // file) are noticed through PRAGMA data_version on the writer connection:
@@ -29,11 +30,18 @@ import (
 type changes struct {
 	orch, work bool     // work may be fetchable on the queue
 	instances  []string // instances whose state may have changed
+	// live: those of instances that a turn left live (not Completed,
+	// Failed or Canceled); their WatchInstanceEnd watchers are not woken
+	// (provider.EndWatcher), so a WaitForOrchestration does not read the
+	// status of an instance after each of its turns.
+	live []string
 }
 
-// notify delivers c to the subscribers after its request committed.
-func (p *Provider) notify(c *changes) {
-	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, nil)
+// notify delivers c to the subscribers after its request committed;
+// woken: the request woke the orchestrator queue when it was queued
+// (Provider.queued), which it need not wake again.
+func (p *Provider) notify(c *changes, woken bool) {
+	sqlstore.Deliver(&p.hub, c.orch && !woken, c.work, c.instances, c.live)
 }
 
 // checkForeignCommits reads the writer connection's data_version inside a

@@ -606,6 +606,9 @@ func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running, fused bool) error {
 		}
 	}
 	w.changes.instances = append(w.changes.instances, inst)
+	if !isTerminalStatus(instStatus) {
+		w.changes.live = append(w.changes.live, inst)
+	}
 	if err := w.settleExecutionLocks(inst, isTerminalStatus(instStatus)); err != nil {
 		return err
 	}

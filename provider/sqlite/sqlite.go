@@ -161,7 +161,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Provider, error) {
 	}
 	p.Core = sqlstore.NewCore(db{p}, db{p}, &p.hub)
 	p.schedules = schedules{DB: scheduleDB{p}, Now: p.now}
-	p.group = sqlstore.GroupCommit[*writeReq]{MaxGroup: maxGroup, Lanes: 1, Run: p.runWrites, Yield: true}
+	p.group = sqlstore.GroupCommit[*writeReq]{MaxGroup: maxGroup, Lanes: 1, Run: p.runWrites, Yield: true, Queued: p.queued}
 	p.group.Init()
 	p.maintenance = p.newMaintenance()
 	if err := p.openDBs(ctx, o); err != nil {
@@ -643,6 +643,9 @@ func (r db) Write(ctx context.Context, op string, fn func(sqlstore.Tx) error) er
 // WriteGrouped is Write: every write shares the single writer's group
 // commit, and the writer needs no instance locks.
 func (r db) WriteGrouped(ctx context.Context, op string, _ []sqlstore.Lock, fn func(sqlstore.Tx) error) error {
+	if op == sqlstore.OpEnqueue {
+		return r.p.writeReq(ctx, op, &writeReq{fn: func(w *wtx) error { return fn(w) }, early: true})
+	}
 	return r.Write(ctx, op, fn)
 }
 

@@ -60,6 +60,30 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 type writeReq struct {
 	fn  func(w *wtx) error
 	ack *sqlstore.BatchedWorkAck
+	// early: an enqueue, whose orchestrator queue subscribers may be
+	// woken once it is queued (queued); woke: they were, and its commit
+	// need not wake them again.
+	early, woke bool
+}
+
+// queued is the group commit's Queued: it wakes the orchestrator queue's
+// subscribers of an enqueue as soon as the enqueue is queued, when it
+// leads the next group (the writer was idle; a busy writer's groups are
+// formed from what queued meanwhile, and an enqueue waits for its commit
+// as before: the fetch it wakes then takes whatever else was enqueued
+// with it, rather than one instance per fetch). A fetch
+// they start then queues behind it, so it runs after the enqueue, in the
+// same transaction when it arrives before the enqueue's group is taken
+// (the leader yields once first): a start and the fetch of its first
+// turn then share one commit. The enqueue's commit does not wake them
+// again (notify): each fetch started since the wake sees its messages.
+// A wake for an enqueue that rolls back, or inserts nothing, costs a
+// fetch that finds nothing.
+func (p *Provider) queued(r *writeReq, leader bool) {
+	if r.early && leader {
+		r.woke = true // read by this goroutine, which runs the group
+		p.hub.Wake(provider.QueueOrchestrator)
+	}
 }
 
 // writeReq runs r as write runs r.fn.
@@ -110,7 +134,7 @@ func (p *Provider) runAlone(r sqlstore.Request[*writeReq]) error {
 	}
 	err = interpretError(p.counted(p.commit(tx)), nil)
 	if err == nil {
-		p.notify(&w.changes)
+		p.notify(&w.changes, r.Op.woke)
 	}
 	return err
 }
@@ -231,7 +255,7 @@ func (p *Provider) runGroupTx(group []sqlstore.Request[*writeReq], savepoints bo
 	}
 	for i := range group {
 		if results[i] == nil && txs[i] != nil {
-			p.notify(&txs[i].changes)
+			p.notify(&txs[i].changes, group[i].Op.woke)
 		}
 	}
 	return results, true

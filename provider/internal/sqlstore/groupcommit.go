@@ -68,6 +68,14 @@ type GroupCommit[T any] struct {
 	// SQLite sets it: its one writer makes every extra commit a wait for
 	// all.
 	Yield bool
+	// Queued, if set, is called with each request once it is queued,
+	// before any leader can take it (so before the caller of Do that
+	// leads yields): what a request started now is ordered after it.
+	// leader: the caller leads the next group (no group was running), so
+	// a request started now, while it yields, may join its group. SQLite
+	// wakes the dispatchers of an enqueue there (see its package
+	// documentation).
+	Queued func(op T, leader bool)
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when a lane is released with nothing queued
@@ -106,6 +114,9 @@ func (g *GroupCommit[T]) Do(ctx context.Context, op T) error {
 		g.running++
 	}
 	g.mu.Unlock()
+	if g.Queued != nil {
+		g.Queued(op, leader)
+	}
 	if leader {
 		g.lead()
 		return g.outcome(r)

@@ -229,3 +229,53 @@ func TestGroupCommitLeaderYields(t *testing.T) {
 		}
 	}
 }
+
+// Queued sees each request once it is queued, before a leader takes it:
+// a request submitted from Queued joins the same group when the leader
+// yields first, and runs after it in any case.
+func TestGroupCommitQueuedBeforeTheGroupIsTaken(t *testing.T) {
+	r := newRecorder(1, 10, false)
+	r.g.Yield = true
+	var mu sync.Mutex
+	var seen []int
+	follower := make(chan error, 1)
+	r.g.Queued = func(op int, leader bool) {
+		mu.Lock()
+		seen = append(seen, op)
+		mu.Unlock()
+		if leader != (op == 1) {
+			t.Errorf("Queued(%d) leader %v", op, leader)
+		}
+		if op == 1 {
+			r.g.mu.Lock()
+			queued := len(r.g.pending)
+			r.g.mu.Unlock()
+			if queued != 1 {
+				t.Errorf("Queued(1) with %d requests queued, want 1", queued)
+			}
+			go func() { follower <- r.g.Do(context.Background(), 2) }()
+			// The follower's request is queued before this leader
+			// takes its group (the test waits for it here, rather than
+			// rely on the leader's yield).
+			r.waitQueued(t, 2)
+		}
+	}
+	if err := r.g.Do(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	called := len(seen) > 0
+	mu.Unlock()
+	if !called {
+		t.Fatal("Queued was not called")
+	}
+	if err := <-follower; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []int{1, 2}) {
+		t.Fatalf("Queued saw %v, want [1 2]", seen)
+	}
+	if len(r.groups) != 1 || !slices.Equal(r.groups[0], []int{1, 2}) {
+		t.Fatalf("groups %v, want [[1 2]]", r.groups)
+	}
+}

@@ -230,9 +230,12 @@ func (w Writes) FetchUnservedOrchestrationItems(ctx context.Context, olderThan, 
 	return f.Items, nil
 }
 
+// OpEnqueue is the op of Writes.Enqueue's write (WriteDB.WriteGrouped).
+const OpEnqueue = "enqueueing"
+
 // Enqueue inserts orchestrator messages atomically; see provider.Provider.
 func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) ([]provider.EnqueueResult, error) {
-	const op = "enqueueing"
+	const op = OpEnqueue
 	enc := make([]*sqlenc.Msg, len(msgs))
 	for i, m := range msgs {
 		e, err := sqlenc.EncodeMessage(m)
