@@ -112,33 +112,6 @@ FROM (SELECT DISTINCT r.instance_id, r.ready_at, r.first_id
       LIMIT $4) AS c
 ORDER BY c.ready_at, c.first_id`
 
-	// Take the locks of several instances (whose advisory locks the
-	// transaction holds): insert, or steal an expired lock; then tag every
-	// visible message of the instances locked with the instance's token and
-	// count the delivery (the instances' messages read by
-	// orchestrator_queue_instance, an index range each, whatever the
-	// planner's statistics). Returns the tagged messages; an instance locked
-	// without messages returns one row with a NULL id. $1 token prefix, $2
-	// instance IDs, $3 locked_until, $4 now, $5 1 (or 0 to count no
-	// delivery: FetchUnservedOrchestrationItems), $6 the latest visible
-	// time taken: now, or later for a fetch that takes messages before
-	// they are due (provider.FetchOptions.Ahead).
-	sqlLockAndTag = `WITH locked AS (
-    INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
-    SELECT c.id, $1 || c.id, $3, $4 FROM unnest($2::text[]) AS c(id)
-    ON CONFLICT (instance_id) DO UPDATE
-    SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at
-    WHERE instance_locks.locked_until <= $4
-    RETURNING instance_id
-), tagged AS (
-    UPDATE orchestrator_queue AS q
-    SET lock_token = $1 || q.instance_id, locked_until = $3, attempt_count = q.attempt_count + $5
-    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $6
-    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count, q.visible_at
-)
-SELECT locked.instance_id, t.id, t.work_item, t.attempt_count, t.visible_at
-FROM locked LEFT JOIN tagged AS t ON t.instance_id = locked.instance_id`
-
 	sqlDeleteMessage = `DELETE FROM orchestrator_queue WHERE id = $1`
 
 	// Release a lock taken for nothing, and untag what it tagged.
@@ -1066,6 +1039,45 @@ SELECT c.id, c.session_id, NULL, '', 0, 0, '', NULL, 0 FROM c WHERE c.session_id
 	return q
 }
 
+// Take the locks of several instances (whose advisory locks the
+// transaction holds): insert, or steal an expired lock; then tag every
+// visible message of the instances locked with the instance's token and
+// count the delivery (the instances' messages read by
+// orchestrator_queue_instance, an index range each, whatever the
+// planner's statistics). Returns the tagged messages; an instance locked
+// without messages returns one row with a NULL id. $1 token prefix, $2
+// instance IDs, $3 locked_until, $4 now, $5 1 (or 0 to count no
+// delivery: FetchUnservedOrchestrationItems), $6 the latest visible
+// time taken: now, or later for a fetch that takes messages before
+// they are due (provider.FetchOptions.Ahead).
+var sqlLockAndTag = `WITH ` + lockAndTagCTEs(`SELECT c.id FROM unnest($2::text[]) AS c(id)`, "$1", "$3", "$4", "$5", "$6") + `
+SELECT locked.instance_id, t.id, t.work_item, t.attempt_count, t.visible_at
+FROM locked LEFT JOIN tagged AS t ON t.instance_id = locked.instance_id`
+
+// lockAndTagCTEs are the two common table expressions that lock
+// instances and tag their messages, shared by sqlLockAndTag and
+// sqlFetchAndLock: locked (the IDs of the instances it locked: the rows
+// of ids, one column, whose lock is free or expired by now) and tagged
+// (their messages visible by seen, tagged with prefix || instance ID
+// until until, count added to their deliveries: the ID, instance, item,
+// deliveries and visible time of each). The other arguments are SQL
+// expressions (parameter references).
+func lockAndTagCTEs(ids, prefix, until, now, count, seen string) string {
+	return `locked AS (
+    INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
+    SELECT s.id, ` + prefix + ` || s.id, ` + until + `, ` + now + ` FROM (` + ids + `) AS s(id)
+    ON CONFLICT (instance_id) DO UPDATE
+    SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at
+    WHERE instance_locks.locked_until <= ` + now + `
+    RETURNING instance_id
+), tagged AS (
+    UPDATE orchestrator_queue AS q
+    SET lock_token = ` + prefix + ` || q.instance_id, locked_until = ` + until + `, attempt_count = q.attempt_count + ` + count + `
+    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= ` + seen + `
+    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count, q.visible_at
+)`
+}
+
 // The first round of a turn fetch, in one statement (fetchRound): the
 // candidates of sqlOrchCandidates (or sqlOrchCandidatesNamed: their
 // parameters $1 to $5: $1 is the latest ready time taken), with whether
@@ -1092,19 +1104,7 @@ func fetchAndLockSQL(candidates string) string {
 	return `WITH c AS MATERIALIZED (
     SELECT row_number() OVER () AS ord, x.instance_id, x.got
     FROM (` + candidates + `) AS x(instance_id, got)
-), locked AS (
-    INSERT INTO instance_locks (instance_id, lock_token, locked_until, locked_at)
-    SELECT c.instance_id, $6 || c.instance_id, $7, $8 FROM c WHERE c.got
-    ON CONFLICT (instance_id) DO UPDATE
-    SET lock_token = excluded.lock_token, locked_until = excluded.locked_until, locked_at = excluded.locked_at
-    WHERE instance_locks.locked_until <= $8
-    RETURNING instance_id
-), tagged AS (
-    UPDATE orchestrator_queue AS q
-    SET lock_token = $6 || q.instance_id, locked_until = $7, attempt_count = q.attempt_count + 1
-    WHERE q.instance_id = ANY (ARRAY(SELECT locked.instance_id FROM locked)) AND q.visible_at <= $1
-    RETURNING q.id, q.instance_id, q.work_item, q.attempt_count, q.visible_at
-)
+), ` + lockAndTagCTEs(`SELECT c.instance_id FROM c WHERE c.got`, "$6", "$7", "$8", "1", "$1") + `
 SELECT k.fetched, c.ord, c.instance_id, c.got, l.instance_id IS NOT NULL, t.id, t.work_item, t.attempt_count, t.visible_at
 FROM (SELECT set_config('duroxide.fetched', coalesce((SELECT array_agg(locked.instance_id) FROM locked), '{}')::text, true) AS fetched) AS k
 LEFT JOIN c ON true
