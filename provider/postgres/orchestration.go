@@ -739,7 +739,7 @@ func (w *wtx) CheckTurnLock(inst, token string) (held, exists bool, err error) {
 func (w *wtx) ApplyTurn(inst string, e *sqlenc.Ack) error {
 	w.relaxTurn(e)
 	b := &pgx.Batch{}
-	t := w.queueTurn(b, inst, e)
+	t := w.queueTurn(b, inst, e, nil)
 	return w.afterTurn(inst, e, t, w.sendTurn(b, t))
 }
 
@@ -753,7 +753,7 @@ func (w *wtx) ApplyLockedTurn(inst string, e *sqlenc.Ack) error {
 	b := &pgx.Batch{}
 	w.queueLockInstance(b, inst)
 	b.Queue(sqlCheckTurnLock, inst, e.Token, w.now)
-	t := w.queueTurn(b, inst, e)
+	t := w.queueTurn(b, inst, e, nil)
 	err := w.sendTurn(b, t)
 	if checkFailed(err, codeLockLost) {
 		return fmt.Errorf("turn ack for %q: %w", inst, provider.ErrLockLost)
@@ -805,8 +805,10 @@ type queuedTurn struct {
 
 // queueTurn queues on b steps (b) to (k) of a turn ack, as ApplyTurn
 // performs them, except the starts of new instances and the release of a
-// terminal instance's execution locks, which afterTurn performs.
-func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
+// terminal instance's execution locks, which afterTurn performs, and the
+// insertion of reused, a work item of e that the batch leases by other
+// means (AckWorkThen), if not nil.
+func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack, reused *sqlenc.Work) *queuedTurn {
 	t := &queuedTurn{}
 	// (b) to (f) and (g), (h) in one round trip.
 	var completed any
@@ -841,6 +843,9 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack) *queuedTurn {
 	}
 	var plain, leased []*sqlenc.Work
 	for _, wk := range e.Work {
+		if wk == reused {
+			continue
+		}
 		if wk.Lease && e.LeaseMs > 0 {
 			leased = append(leased, wk)
 		} else {
@@ -1062,9 +1067,7 @@ func (w *wtx) queueWork(b *pgx.Batch, ws []*sqlenc.Work, leased func(id int64, k
 // leases for LeaseInserted, in insertion order; rows that the same ack
 // cancels (canceled) are deleted by it and not leased.
 func (w *wtx) queueLeasedWork(b *pgx.Batch, ws []*sqlenc.Work, canceled []provider.ActivityRef, lockMs int64) {
-	prefix := sqlstore.NewTokenPrefix()
-	w.leasePrefix, w.leaseFrom = prefix, w.p.now()
-	until := w.leaseFrom + lockMs
+	prefix, until := w.startLeases(lockMs)
 	c := newWorkCols(ws)
 	b.Queue(sqlInsertWorkLeased, c.is, c.es, c.as, c.ss, c.items, until, w.now, prefix, c.names, c.queues).Query(func(r pgx.Rows) error {
 		k := 0
@@ -1080,14 +1083,30 @@ func (w *wtx) queueLeasedWork(b *pgx.Batch, ws []*sqlenc.Work, canceled []provid
 			}) {
 				return nil
 			}
-			sess, _ := wk.SessionID.(string)
-			w.leases = append(w.leases, &provider.WorkItemLease{
-				LockToken: prefix + strconv.FormatInt(id, 10), LockedUntil: msTime(until), AttemptCount: 1,
-				InstanceID: wk.InstanceID, ExecutionID: wk.ExecutionID, ActivityID: wk.ActivityID,
-				SessionID: sess, Item: wk.Msg.Item,
-			})
+			w.noteLease(prefix, until, id, wk)
 			return nil
 		})
+	})
+}
+
+// startLeases starts the leases of the worker rows an ack leases to its
+// caller for lockMs, dated from the clock read now (after the lock waits
+// of the ack, which come before its ApplyTurn): it returns their token
+// prefix and their expiry. The ack leases rows with them once.
+func (w *wtx) startLeases(lockMs int64) (prefix string, until int64) {
+	prefix = sqlstore.NewTokenPrefix()
+	w.leasePrefix, w.leaseFrom = prefix, w.p.now()
+	return prefix, w.leaseFrom + lockMs
+}
+
+// noteLease notes for LeaseInserted the lease of worker row id, which
+// holds wk, under a token of prefix (startLeases) until until.
+func (w *wtx) noteLease(prefix string, until, id int64, wk *sqlenc.Work) {
+	sess, _ := wk.SessionID.(string)
+	w.leases = append(w.leases, &provider.WorkItemLease{
+		LockToken: prefix + strconv.FormatInt(id, 10), LockedUntil: msTime(until), AttemptCount: 1,
+		InstanceID: wk.InstanceID, ExecutionID: wk.ExecutionID, ActivityID: wk.ActivityID,
+		SessionID: sess, Item: wk.Msg.Item,
 	})
 }
 

@@ -534,7 +534,33 @@ SELECT duroxide_check(count(*) > 0, '` + codeLockLost + `', 'work lock lost') FR
 ), s AS (
     UPDATE sessions SET last_activity_at = $4
     WHERE session_id = (SELECT session_id FROM d) AND locked_until > $4
-)
+)` + ackIfQuietTail
+	// sqlAckWorkIfQuiet for a turn that leases exactly one activity to
+	// the acking caller (TurnAck.LeaseFor) and cancels none: the acked
+	// row is not deleted but becomes that activity's row, leased, in
+	// place (its ID kept, a new token: $12 || id), so the step writes one
+	// row version instead of a deletion and an insertion, in one
+	// statement fewer. What it writes is what sqlInsertWorkLeased would
+	// insert, but the row's ID, which only orders the queue. The session
+	// refreshed is the acked row's, read as it was before the update (the
+	// statement's snapshot). $1 to $6 as sqlAckWorkIfQuiet; the new
+	// activity's $7 execution, $8 activity ID, $9 session (NULL: none),
+	// $10 work item, $11 locked_until (also visible_at), $12 token
+	// prefix, $13 and $14 its name (NULL: none) and queue.
+	sqlAckWorkIfQuietReuse = `WITH d AS (
+    UPDATE worker_queue
+    SET instance_id = $1, execution_id = $7, activity_id = $8, session_id = $9, work_item = $10, visible_at = $11,
+        created_at = $4, activity_name = $13, queue = $14, lock_token = $12 || id, locked_until = $11, attempt_count = 1,
+        last_error = NULL, last_error_at = NULL, heartbeat_at = NULL, heartbeat_details = NULL
+    WHERE id = $5 AND lock_token = $6 AND locked_until > $4 RETURNING id
+), s AS (
+    UPDATE sessions SET last_activity_at = $4
+    WHERE session_id = (SELECT o.session_id FROM worker_queue AS o WHERE o.id = $5) AND locked_until > $4
+      AND EXISTS (SELECT 1 FROM d)
+)` + ackIfQuietTail
+	// The end of sqlAckWorkIfQuiet and sqlAckWorkIfQuietReuse: the quiet
+	// check, then whether d wrote the acked row.
+	ackIfQuietTail = `
 SELECT CASE WHEN (` + sqlInstanceQuiet + `)
     THEN duroxide_check((SELECT count(*) > 0 FROM d), '` + codeLockLost + `', 'work lock lost')
     ELSE duroxide_check(false, '` + codeNotQuiet + `', 'instance not quiet') END`

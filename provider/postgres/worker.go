@@ -328,9 +328,24 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 	inst := e.Completion.InstanceID
 	b := &pgx.Batch{}
 	w.queueLockInstance(b, inst)
-	b.Queue(sqlAckWorkIfQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id, e.Token)
-	t := w.queueTurn(b, inst, e.Then)
+	reuse := reusableLease(e.Then)
+	var prefix string
+	var until int64
+	if reuse != nil {
+		// The acked row becomes the one activity the turn leases to
+		// the caller (sqlAckWorkIfQuietReuse).
+		c := newWorkCols([]*sqlenc.Work{reuse})
+		prefix, until = w.startLeases(e.Then.LeaseMs)
+		b.Queue(sqlAckWorkIfQuietReuse, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id, e.Token,
+			c.es[0], c.as[0], c.ss[0], c.items[0], until, prefix, c.names[0], c.queues[0])
+	} else {
+		b.Queue(sqlAckWorkIfQuiet, inst, e.Then.ExecutionID, e.ThenAfter, w.now, id, e.Token)
+	}
+	t := w.queueTurn(b, inst, e.Then, reuse)
 	err = w.sendTurn(b, t)
+	if err == nil && reuse != nil {
+		w.noteLease(prefix, until, id, reuse)
+	}
 	switch {
 	case checkFailed(err, codeLockLost):
 		return false, fmt.Errorf("work ack: %w", provider.ErrLockLost)
@@ -338,6 +353,26 @@ func (w *wtx) AckWorkThen(id int64, e *sqlenc.WorkAck) (applied bool, err error)
 		return false, fmt.Errorf("work ack for %q: %w", inst, sqlstore.ErrThenNotApplied)
 	}
 	return true, w.afterTurn(inst, e.Then, t, err)
+}
+
+// reusableLease returns the one activity turn e leases to the acking
+// caller, if it leases exactly one and cancels none: the row of the
+// activity whose ack carries e can become it (AckWorkThen). Else nil.
+func reusableLease(e *sqlenc.Ack) *sqlenc.Work {
+	if e.LeaseMs <= 0 || len(e.Canceled) > 0 {
+		return nil
+	}
+	var one *sqlenc.Work
+	for _, wk := range e.Work {
+		if !wk.Lease {
+			continue
+		}
+		if one != nil {
+			return nil
+		}
+		one = wk
+	}
+	return one
 }
 
 // TakeTurn locks instance, if its lock is free and no other transaction

@@ -62,6 +62,34 @@ var thenCases = []testCase{
 		mustEqual(e.t, "next result delivered", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkActivityCompleted})
 	}},
 
+	{name: "then_leased_activity_returns_to_the_queue_when_its_lock_expires", run: func(e *env) {
+		// A crash after the ack: the activity the turn leased is run
+		// again, by whoever fetches it once its lock expired, with its
+		// own work item; neither the acked activity's token nor the
+		// expired lease's is good any more.
+		l := e.activityRunning()
+		res := e.ackWork(e.thenAck(l, 2))
+		if res.Then == nil || len(res.Then.Leased) != 1 {
+			e.t.Fatal("the turn of a quiet instance was not applied with its lease")
+		}
+		leased := res.Then.Leased[0]
+		if leased.LockToken == l.LockToken {
+			e.t.Fatal("the leased activity has the acked activity's token")
+		}
+		e.fetchWorkNone(workOpts())
+		e.expireLocks()
+		f := e.fetchWork()
+		e.wantCount("redelivered activity", int(f.ActivityID), 4)
+		e.wantCount("redelivery attempt", f.AttemptCount, 2)
+		mustEqual(e.t, "redelivered item", f.Item.Name, leased.Item.Name)
+		e.fetchWorkNone(workOpts())
+		e.lockLost(e.ackWorkErr(&provider.WorkAck{LockToken: l.LockToken, Completion: completionMsg("a", 2, "ok")}), "second ack of activity 2")
+		e.lockLost(e.p.RenewWorkItemLock(e.ctx, leased.LockToken, lockTimeout), "renewal of the expired lease")
+		e.lockLost(e.ackWorkErr(&provider.WorkAck{LockToken: leased.LockToken, Completion: completionMsg("a", 4, "ok")}), "ack of the expired lease")
+		e.ackWork(&provider.WorkAck{LockToken: f.LockToken, Completion: completionMsg("a", 4, "ok")})
+		mustEqual(e.t, "result delivered once", kinds(e.fetchFor("a").Messages), []history.WorkItemKind{history.WorkActivityCompleted})
+	}},
+
 	{name: "then_not_applied_when_a_message_waits", run: func(e *env) {
 		l := e.activityRunning()
 		e.enqueue(eventMsg("a", "early", 1))
