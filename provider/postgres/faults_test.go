@@ -292,8 +292,10 @@ func TestStatementTimeoutBoundsAStuckCall(t *testing.T) {
 	hp := newHoldProxy(t)
 	schema := freshSchema(t)
 	openSchema(t, schema, nil) // migrates
+	// No idle connections kept open: hp.Drop below drops every proxied
+	// connection, and the call after it must find only fresh ones.
 	a, err := Open(t.Context(), hp.dsn(t), &Options{Schema: schema, Logger: quietLogger, NoListen: true,
-		StatementTimeout: 300 * time.Millisecond})
+		StatementTimeout: 300 * time.Millisecond, MinConns: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,16 @@ type Options struct {
 	// listener for notifications uses one more connection of its own.
 	MaxConns int32
 
+	// MinConns is how many pooled connections the store keeps open, warm
+	// (see the package documentation: each connection runs the store's
+	// triggers once, rolled back, before it serves a call). Open returns
+	// once they are established and warm, so the first calls after a
+	// start find them ready, and the pool replaces one that closes (its
+	// lifetime ended, it broke) in the background. A negative value keeps
+	// none open: connections are then opened, and warmed, by the calls
+	// that need them. Default: 4 (or MaxConns, if smaller).
+	MinConns int32
+
 	// Clock is the source of every time the store compares or records (lock
 	// expiry, message visibility, timestamps). Default: time.Now. The
 	// server's clock is never used, so the nodes sharing a database must
@@ -142,6 +152,8 @@ type Options struct {
 const (
 	DefaultSchema         = "duroxide"
 	DefaultMaxConns int32 = 10
+	// DefaultMinConns is the default of Options.MinConns.
+	DefaultMinConns int32 = 4
 	// DefaultListenRetryMax is the default of Options.ListenRetryMax.
 	DefaultListenRetryMax = 5 * time.Second
 	// DefaultConnectTimeout is the default of Options.ConnectTimeout.
@@ -194,6 +206,14 @@ func (o *Options) withDefaults() (Options, error) {
 		r.MaxConns = DefaultMaxConns
 	case r.MaxConns < 0:
 		return r, fmt.Errorf("postgres: invalid Options.MaxConns %d: must not be negative", r.MaxConns)
+	}
+	switch {
+	case r.MinConns == 0:
+		r.MinConns = min(DefaultMinConns, r.MaxConns)
+	case r.MinConns < 0:
+		r.MinConns = 0
+	case r.MinConns > r.MaxConns:
+		return r, fmt.Errorf("postgres: invalid Options.MinConns %d: must be at most MaxConns %d", r.MinConns, r.MaxConns)
 	}
 	switch {
 	case r.ListenRetryMax == 0:
@@ -317,6 +337,9 @@ type Provider struct {
 	// it is down), for tests that terminate it.
 	listenConnPID atomic.Uint32
 
+	// warm: the warming of the pool's connections (warm.go).
+	warm warmState
+
 	commits atomic.Int64
 	// sessionRows: a worker fetch found rows of sessions, so fetches with
 	// a session option no longer send their COMMIT with their statement
@@ -358,7 +381,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		return nil, fmt.Errorf("postgres: parsing the connection string: %w", err)
 	}
 	cfg.MaxConns = o.MaxConns
-	cfg.MinConns = 0
+	cfg.MinConns = o.MinConns
 	// Every connection works in the store's schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
 	if o.tracer != nil {
@@ -381,6 +404,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 	p.group.Init()
 	p.listenCfg = cfg.ConnConfig.Copy()
 	p.maintenance = p.newMaintenance()
+	// Connections are warmed before they serve (warm.go), once the schema
+	// is ready.
+	cfg.AfterConnect = p.afterConnect
+	cfg.PrepareConn = p.prepareConn
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connecting: %w", interpretError(err, nil))
@@ -395,12 +422,24 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 			pool.Close()
 			return nil, err
 		}
+	} else if p.warmReadiness(ctx) {
+		p.warm.setReady(false)
 	}
-	if !o.NoListen {
-		if err := p.startListener(ctx); err != nil {
-			pool.Close()
-			return nil, err
+	// The listening connection opens while the pool's connections warm.
+	listened := make(chan error, 1)
+	if o.NoListen {
+		listened <- nil
+	} else {
+		go func() { listened <- p.startListener(ctx) }()
+	}
+	werr := p.warmPool(ctx, int(o.MinConns))
+	if err := <-listened; err != nil || werr != nil {
+		p.stopListener()
+		pool.Close()
+		if err == nil {
+			err = fmt.Errorf("postgres: warming connections: %w", werr)
 		}
+		return nil, err
 	}
 	return p, nil
 }
@@ -446,10 +485,7 @@ func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
 		p.group.Close()
-		if p.listenStop != nil {
-			p.listenStop()
-			<-p.listenDone
-		}
+		p.stopListener()
 		p.pool.Close()
 	})
 	return nil
