@@ -40,20 +40,9 @@ func (c *connectCounter) count() int {
 // trigger function once per trigger), and duroxide_check.
 func hotFunctions(t *testing.T, q querier, schema string) []string {
 	t.Helper()
-	var want []string
-	err := queryRows(context.Background(), q, `SELECT p.oid::regprocedure::text FROM pg_trigger AS g JOIN pg_proc AS p ON p.oid = g.tgfoid
+	want := queryTexts(t, q, `SELECT p.oid::regprocedure::text FROM pg_trigger AS g JOIN pg_proc AS p ON p.oid = g.tgfoid
 WHERE g.tgrelid IN (SELECT oid FROM pg_class WHERE relnamespace = $1::regnamespace) AND NOT g.tgisinternal
-UNION ALL SELECT $2 ORDER BY 1`, func(r pgx.Rows) error {
-		var f string
-		if err := r.Scan(&f); err != nil {
-			return err
-		}
-		want = append(want, f)
-		return nil
-	}, pgx.Identifier{schema}.Sanitize(), "duroxide_check(boolean,text,text)")
-	if err != nil {
-		t.Fatal(err)
-	}
+UNION ALL SELECT $2 ORDER BY 1`, pgx.Identifier{schema}.Sanitize(), "duroxide_check(boolean,text,text)")
 	if len(want) < 2 {
 		t.Fatalf("hot functions: %v", want)
 	}
@@ -64,20 +53,21 @@ UNION ALL SELECT $2 ORDER BY 1`, func(r pgx.Rows) error {
 // compiled (each keeps a memory context named after it).
 func compiledFunctions(t *testing.T, conn *pgx.Conn) []string {
 	t.Helper()
-	var got []string
-	err := queryRows(context.Background(), conn, `SELECT ident FROM pg_backend_memory_contexts WHERE name = 'PL/pgSQL function' ORDER BY 1`,
-		func(r pgx.Rows) error {
-			var f string
-			if err := r.Scan(&f); err != nil {
-				return err
-			}
-			got = append(got, f)
-			return nil
-		})
+	return queryTexts(t, conn, `SELECT ident FROM pg_backend_memory_contexts WHERE name = 'PL/pgSQL function' ORDER BY 1`)
+}
+
+// queryTexts runs sql, which returns one text column, and collects it.
+func queryTexts(t *testing.T, q querier, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // missingFrom returns the elements of want (with their multiplicity)
@@ -171,19 +161,8 @@ func TestOpenWarmsConnections(t *testing.T) {
 func checkNoRows(t *testing.T, p *Provider) {
 	t.Helper()
 	ctx := context.Background()
-	var tables []string
-	err := queryRows(ctx, p.pool, `SELECT relname FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind = 'r' AND relname <> 'schema_migrations' ORDER BY 1`,
-		func(r pgx.Rows) error {
-			var s string
-			if err := r.Scan(&s); err != nil {
-				return err
-			}
-			tables = append(tables, s)
-			return nil
-		}, pgx.Identifier{p.schema}.Sanitize())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tables := queryTexts(t, p.pool, `SELECT relname::text FROM pg_class WHERE relnamespace = $1::regnamespace AND relkind = 'r' AND relname <> 'schema_migrations' ORDER BY 1`,
+		pgx.Identifier{p.schema}.Sanitize())
 	if len(tables) < 10 {
 		t.Fatalf("tables: %v", tables)
 	}
