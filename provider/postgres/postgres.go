@@ -338,7 +338,7 @@ type Provider struct {
 	listenConnPID atomic.Uint32
 
 	// warm: the warming of the pool's connections (warm.go).
-	warm warmState
+	warm *warmState
 
 	commits atomic.Int64
 	// sessionRows: a worker fetch found rows of sessions, so fetches with
@@ -381,7 +381,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		return nil, fmt.Errorf("postgres: parsing the connection string: %w", err)
 	}
 	cfg.MaxConns = o.MaxConns
-	cfg.MinConns = o.MinConns
+	// The pool opens its MinConns connections at once, in the background;
+	// they wait for Open's setup (warm.go), which needs one more.
+	cfg.MinConns = min(o.MinConns, o.MaxConns-1)
 	// Every connection works in the store's schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
 	if o.tracer != nil {
@@ -397,6 +399,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		channel:   channelName(o.Schema),
 		retryMax:  o.ListenRetryMax,
 		callLimit: callLimit(o.StatementTimeout),
+		warm:      newWarmState(),
 	}
 	p.Core = sqlstore.NewCore(db{p}, db{p}, &p.hub)
 	p.schedules = schedules{DB: scheduleDB{p}, Now: p.now}
@@ -406,6 +409,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 	p.maintenance = p.newMaintenance()
 	// Connections are warmed before they serve (warm.go), once the schema
 	// is ready.
+	cfg.BeforeConnect = p.beforeConnect
 	cfg.AfterConnect = p.afterConnect
 	cfg.PrepareConn = p.prepareConn
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -413,34 +417,31 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		return nil, fmt.Errorf("postgres: connecting: %w", interpretError(err, nil))
 	}
 	p.pool = pool
-	if err := p.ensureSchema(ctx, !o.NoCreateSchema); err != nil {
+	fail := func(err error) (*Provider, error) {
+		p.warm.decide()
 		pool.Close()
 		return nil, err
+	}
+	setup := context.WithValue(ctx, setupConn{}, true)
+	if err := p.ensureSchema(setup, !o.NoCreateSchema); err != nil {
+		return fail(err)
 	}
 	if !o.NoMigrate {
-		if err := p.Migrate(ctx); err != nil {
-			pool.Close()
-			return nil, err
+		if err := p.Migrate(setup); err != nil {
+			return fail(err)
 		}
-	} else if p.warmReadiness(ctx) {
+	} else if p.warmReadiness(setup) {
 		p.warm.setReady(false)
 	}
-	// The listening connection opens while the pool's connections warm.
-	listened := make(chan error, 1)
-	if o.NoListen {
-		listened <- nil
-	} else {
-		go func() { listened <- p.startListener(ctx) }()
-	}
-	werr := p.warmPool(ctx, int(o.MinConns))
-	if err := <-listened; err != nil || werr != nil {
-		p.stopListener()
-		pool.Close()
-		if err == nil {
-			err = fmt.Errorf("postgres: warming connections: %w", werr)
+	if !o.NoListen {
+		if err := p.startListener(ctx); err != nil {
+			return fail(err)
 		}
-		return nil, err
 	}
+	// The pool's background connections connect now and join it warm;
+	// the one the setup used warms in the background too.
+	p.warm.decide()
+	p.warmIdle()
 	return p, nil
 }
 
@@ -486,6 +487,7 @@ func (p *Provider) Close() error {
 		p.closed.Store(true)
 		p.group.Close()
 		p.stopListener()
+		p.warm.stop()
 		p.pool.Close()
 	})
 	return nil

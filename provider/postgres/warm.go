@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/duroxide/duroxide-go/internal/logkey"
 )
@@ -71,8 +70,12 @@ ROLLBACK`
 
 // warmState is what the warm-up of connections needs to know.
 type warmState struct {
-	// mu guards gen and ready.
+	// mu guards the fields below.
 	mu sync.Mutex
+	// decided is closed once Open knows whether the schema is ready
+	// (or failed): connections the pool opens in the background wait
+	// for it, so they join the pool warm.
+	decided chan struct{}
 	// ready: the schema is migrated to this release's version, so a
 	// warm-up can run.
 	ready bool
@@ -80,8 +83,18 @@ type warmState struct {
 	// warmed before one is warmed again (what it compiled was
 	// invalidated).
 	gen int
-	// warmups counts the warm-ups run, for tests.
+	// warmups counts the warm-ups run, and each closes and replaces
+	// warmed, for tests.
 	warmups int
+	warmed  chan struct{}
+
+	// cancel and wg stop Open's background warm-up (warmIdle).
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newWarmState() *warmState {
+	return &warmState{decided: make(chan struct{}), warmed: make(chan struct{})}
 }
 
 // warmGen returns whether a warm-up can run and the current generation.
@@ -100,6 +113,41 @@ func (w *warmState) setReady(applied bool) {
 	w.ready = true
 	if applied {
 		w.gen++
+	}
+}
+
+// decide releases the connections waiting for Open to know whether the
+// schema is ready. It is idempotent.
+func (w *warmState) decide() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-w.decided:
+	default:
+		close(w.decided)
+	}
+}
+
+// setupConn marks the context of Open's own calls before it decided
+// (schema creation, migrations): a connection they open must not wait
+// for the decision.
+type setupConn struct{}
+
+// beforeConnect is the pool's BeforeConnect hook: a connection the pool
+// opens in the background (Options.MinConns) before Open decided whether
+// the schema is ready waits for the decision before it connects, so it
+// neither competes with Open's setup nor joins the pool cold. One that
+// Open's own setup opens does not wait (it is warmed when it is next
+// acquired).
+func (p *Provider) beforeConnect(ctx context.Context, _ *pgx.ConnConfig) error {
+	if ctx.Value(setupConn{}) != nil {
+		return nil
+	}
+	select {
+	case <-p.warm.decided:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -150,6 +198,8 @@ func (p *Provider) warmConn(ctx context.Context, conn *pgx.Conn) error {
 	_, err := conn.PgConn().Exec(ctx, sql).ReadAll()
 	p.warm.mu.Lock()
 	p.warm.warmups++
+	close(p.warm.warmed)
+	p.warm.warmed = make(chan struct{})
 	p.warm.mu.Unlock()
 	if err == nil {
 		conn.PgConn().CustomData()[warmKey] = gen
@@ -170,36 +220,27 @@ func (p *Provider) warmConn(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// warmPool makes the pool hold n warm connections: it acquires n at once
-// (each new one is warmed as it connects, each idle one not yet warm as it
-// is acquired) and releases them. A failure only costs the warmth: calls
-// then warm their connections themselves.
-func (p *Provider) warmPool(ctx context.Context, n int) error {
-	if n <= 0 {
-		return nil
-	}
-	if ready, _ := p.warm.warmGen(); !ready {
-		return nil
-	}
-	conns := make([]*pgxpool.Conn, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conns[i], errs[i] = p.pool.Acquire(ctx)
-		}()
-	}
-	wg.Wait()
-	for i, c := range conns {
-		if c != nil {
+// warmIdle warms, in the background, the pool's idle connections that
+// are not warm yet (the one Open's setup used): it takes them all, which
+// warms them (prepareConn), and gives them back. Close stops it.
+func (p *Provider) warmIdle() {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.warm.cancel = cancel
+	p.warm.wg.Add(1)
+	go func() {
+		defer p.warm.wg.Done()
+		for _, c := range p.pool.AcquireAllIdle(ctx) {
 			c.Release()
-		} else if ctx.Err() == nil {
-			p.log.Warn("postgres: opening a warm connection failed", logkey.Error, errs[i])
 		}
+	}()
+}
+
+// stop stops warmIdle's warm-up and waits for it.
+func (w *warmState) stop() {
+	if w.cancel != nil {
+		w.cancel()
 	}
-	return ctx.Err()
+	w.wg.Wait()
 }
 
 // warmReadiness tells whether the schema is at this release's version,
