@@ -181,9 +181,10 @@
 // Every pooled connection runs, before it serves a call, the store's
 // triggers and PL/pgSQL functions once, in a transaction that is rolled
 // back, so the server compiles them then rather than during the
-// connection's first calls (warm.go). Open returns with Options.MinConns
-// connections open and warm, once the schema is migrated; see
-// docs/postgres.md, "Warm connections".
+// connection's first calls (warm.go). The pool keeps Options.MinConns
+// connections open, opened in the background once Open has migrated the
+// schema, each joining the pool warm; see docs/postgres.md, "Warm
+// connections".
 //
 // # Migrations
 //

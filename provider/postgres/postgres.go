@@ -45,12 +45,13 @@ type Options struct {
 
 	// MinConns is how many pooled connections the store keeps open, warm
 	// (see the package documentation: each connection runs the store's
-	// triggers once, rolled back, before it serves a call). Open returns
-	// once they are established and warm, so the first calls after a
-	// start find them ready, and the pool replaces one that closes (its
-	// lifetime ended, it broke) in the background. A negative value keeps
-	// none open: connections are then opened, and warmed, by the calls
-	// that need them. Default: 4 (or MaxConns, if smaller).
+	// triggers once, rolled back, before it serves a call). Once Open has
+	// set up the schema, the pool opens them in the background, each
+	// joining it once warm, so the first calls after a start find them
+	// ready; it replaces one that closes (its lifetime ended, it broke)
+	// in the background too. A negative value keeps none open:
+	// connections are then opened, and warmed, by the calls that need
+	// them. Default: 4 (or MaxConns, if smaller).
 	MinConns int32
 
 	// Clock is the source of every time the store compares or records (lock

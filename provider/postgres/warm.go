@@ -37,16 +37,17 @@ import (
 // A connection is warmed when it is established (AfterConnect), or, if it
 // was established before the schema was ready (the connection that ran
 // the migrations, or one opened with Options.NoMigrate before Migrate),
-// when it is next acquired (PrepareConn). Open keeps Options.MinConns
-// connections open and returns once they are warm, so the first calls
-// after a start find them ready.
+// when it is next acquired (PrepareConn). The pool keeps
+// Options.MinConns connections open; those it opens while Open sets up
+// the schema wait until Open is done with it (BeforeConnect), then
+// connect, warm, and join the pool warm.
 
 // warmKey is the key of a connection's custom data holding the warm-up
 // generation it ran at.
 const warmKey = "duroxide.warm"
 
-// warmSQL fires each trigger of the store's tables, and calls each of its
-// other PL/pgSQL functions, once, for the instance ID $id (a fresh one per
+// warmSQL fires each trigger of the store's tables, and calls
+// duroxide_check, once, for the instance ID $id (a fresh one per
 // warm-up, so nothing else writes its rows), with visibilities and lock
 // expiries in the far future (no fetch looks that far ahead), and rolls it
 // all back. It is one simple-protocol query: one round trip, nothing
