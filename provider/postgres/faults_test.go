@@ -300,6 +300,9 @@ func TestStatementTimeoutBoundsAStuckCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeAfterDrop(hp, a)
+	// The connection Open's setup used warms in the background: once it
+	// is back in the pool, it is the one the held call takes.
+	waitWarmups(t, a, 1)
 	done := holdMidTransaction(t, context.Background(), a, hp, "i1")
 	err = waitDone(t, done, "a store call on a silent connection")
 	if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
