@@ -23,6 +23,10 @@ func OpenPostgres(ctx context.Context, spec Spec, mode Mode, logger *slog.Logger
 		NoMigrate:      mode == NoMigrate,
 		NoCreateSchema: !mode.createsSchema(),
 		Logger:         logger,
+		// Only the stores that serve (serve, bench, the target of copy)
+		// keep warm connections open; a one-shot command opens none
+		// ahead of its calls.
+		MinConns: minConns(mode),
 	})
 	if errors.Is(err, postgres.ErrSchemaNotFound) {
 		return nil, &RedactedError{Msg: fmt.Sprintf(
@@ -33,6 +37,15 @@ func OpenPostgres(ctx context.Context, spec Spec, mode Mode, logger *slog.Logger
 		return nil, connectProblem(err)
 	}
 	return p, nil
+}
+
+// minConns is Options.MinConns for a store opened in mode: the default
+// for Create, none for the one-shot commands.
+func minConns(mode Mode) int32 {
+	if mode == Create {
+		return 0
+	}
+	return -1
 }
 
 // connectProblem shortens a failure to connect to its cause: the driver

@@ -120,3 +120,17 @@ func TestRedactPasswordFieldOnly(t *testing.T) {
 		t.Fatalf("wrapErr:\n got %s\nwant %s", msg, wantMsg)
 	}
 }
+
+// TestMinConnsByMode: only a store opened to serve (Create: serve, bench,
+// the target of copy) keeps warm PostgreSQL connections open; one-shot
+// commands keep none.
+func TestMinConnsByMode(t *testing.T) {
+	for _, c := range []struct {
+		mode Mode
+		want int32
+	}{{Create, 0}, {Existing, -1}, {CreateFile, -1}, {NoMigrate, -1}} {
+		if got := minConns(c.mode); got != c.want {
+			t.Errorf("minConns(%v) = %d, want %d", c.mode, got, c.want)
+		}
+	}
+}

@@ -176,6 +176,16 @@
 // one index lookup), dispatchers sleep until work can exist instead of
 // polling.
 //
+// # Warm connections
+//
+// Every pooled connection runs, before it serves a call, the store's
+// triggers and PL/pgSQL functions once, in a transaction that is rolled
+// back, so the server compiles them then rather than during the
+// connection's first calls (warm.go). The pool keeps Options.MinConns
+// connections open, opened in the background once Open has migrated the
+// schema, each joining the pool warm; see docs/postgres.md, "Warm
+// connections".
+//
 // # Migrations
 //
 // Schema migrations are numbered SQL files embedded from migrations/. Open

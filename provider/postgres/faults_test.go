@@ -292,12 +292,17 @@ func TestStatementTimeoutBoundsAStuckCall(t *testing.T) {
 	hp := newHoldProxy(t)
 	schema := freshSchema(t)
 	openSchema(t, schema, nil) // migrates
+	// No idle connections kept open: hp.Drop below drops every proxied
+	// connection, and the call after it must find only fresh ones.
 	a, err := Open(t.Context(), hp.dsn(t), &Options{Schema: schema, Logger: quietLogger, NoListen: true,
-		StatementTimeout: 300 * time.Millisecond})
+		StatementTimeout: 300 * time.Millisecond, MinConns: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeAfterDrop(hp, a)
+	// The connection Open's setup used warms in the background: once it
+	// is back in the pool, it is the one the held call takes.
+	waitWarmups(t, a, 1)
 	done := holdMidTransaction(t, context.Background(), a, hp, "i1")
 	err = waitDone(t, done, "a store call on a silent connection")
 	if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {

@@ -82,6 +82,9 @@ func (p *Provider) Migrate(ctx context.Context) error {
 	if err != nil {
 		return p.fail(op, err)
 	}
+	// Connections can be warmed now; those warmed before a migration are
+	// warmed again (warm.go).
+	p.warm.setReady(len(applied) > 0)
 	for _, name := range applied {
 		p.log.Info("postgres: applied schema migration", logkey.Migration, name, logkey.Path, p.schema)
 	}

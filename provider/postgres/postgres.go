@@ -43,6 +43,17 @@ type Options struct {
 	// listener for notifications uses one more connection of its own.
 	MaxConns int32
 
+	// MinConns is how many pooled connections the store keeps open, warm
+	// (see the package documentation: each connection runs the store's
+	// triggers once, rolled back, before it serves a call). Once Open has
+	// set up the schema, the pool opens them in the background, each
+	// joining it once warm, so the first calls after a start find them
+	// ready; it replaces one that closes (its lifetime ended, it broke)
+	// in the background too. A negative value keeps none open:
+	// connections are then opened, and warmed, by the calls that need
+	// them. Default: 4 (or MaxConns, if smaller).
+	MinConns int32
+
 	// Clock is the source of every time the store compares or records (lock
 	// expiry, message visibility, timestamps). Default: time.Now. The
 	// server's clock is never used, so the nodes sharing a database must
@@ -142,6 +153,8 @@ type Options struct {
 const (
 	DefaultSchema         = "duroxide"
 	DefaultMaxConns int32 = 10
+	// DefaultMinConns is the default of Options.MinConns.
+	DefaultMinConns int32 = 4
 	// DefaultListenRetryMax is the default of Options.ListenRetryMax.
 	DefaultListenRetryMax = 5 * time.Second
 	// DefaultConnectTimeout is the default of Options.ConnectTimeout.
@@ -194,6 +207,14 @@ func (o *Options) withDefaults() (Options, error) {
 		r.MaxConns = DefaultMaxConns
 	case r.MaxConns < 0:
 		return r, fmt.Errorf("postgres: invalid Options.MaxConns %d: must not be negative", r.MaxConns)
+	}
+	switch {
+	case r.MinConns == 0:
+		r.MinConns = min(DefaultMinConns, r.MaxConns)
+	case r.MinConns < 0:
+		r.MinConns = 0
+	case r.MinConns > r.MaxConns:
+		return r, fmt.Errorf("postgres: invalid Options.MinConns %d: must be at most MaxConns %d", r.MinConns, r.MaxConns)
 	}
 	switch {
 	case r.ListenRetryMax == 0:
@@ -317,6 +338,9 @@ type Provider struct {
 	// it is down), for tests that terminate it.
 	listenConnPID atomic.Uint32
 
+	// warm: the warming of the pool's connections (warm.go).
+	warm *warmState
+
 	commits atomic.Int64
 	// sessionRows: a worker fetch found rows of sessions, so fetches with
 	// a session option no longer send their COMMIT with their statement
@@ -358,7 +382,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		return nil, fmt.Errorf("postgres: parsing the connection string: %w", err)
 	}
 	cfg.MaxConns = o.MaxConns
-	cfg.MinConns = 0
+	// The pool opens its MinConns connections at once, in the background;
+	// they wait for Open's setup (warm.go), which needs one more.
+	cfg.MinConns = min(o.MinConns, o.MaxConns-1)
 	// Every connection works in the store's schema.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
 	if o.tracer != nil {
@@ -374,6 +400,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 		channel:   channelName(o.Schema),
 		retryMax:  o.ListenRetryMax,
 		callLimit: callLimit(o.StatementTimeout),
+		warm:      newWarmState(),
 	}
 	p.Core = sqlstore.NewCore(db{p}, db{p}, &p.hub)
 	p.schedules = schedules{DB: scheduleDB{p}, Now: p.now}
@@ -381,27 +408,41 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Provider, error) {
 	p.group.Init()
 	p.listenCfg = cfg.ConnConfig.Copy()
 	p.maintenance = p.newMaintenance()
+	// Connections are warmed before they serve (warm.go), once the schema
+	// is ready.
+	cfg.BeforeConnect = p.beforeConnect
+	cfg.AfterConnect = p.afterConnect
+	cfg.PrepareConn = p.prepareConn
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connecting: %w", interpretError(err, nil))
 	}
 	p.pool = pool
-	if err := p.ensureSchema(ctx, !o.NoCreateSchema); err != nil {
+	fail := func(err error) (*Provider, error) {
+		p.warm.decide()
 		pool.Close()
 		return nil, err
 	}
+	setup := context.WithValue(ctx, setupConn{}, true)
+	if err := p.ensureSchema(setup, !o.NoCreateSchema); err != nil {
+		return fail(err)
+	}
 	if !o.NoMigrate {
-		if err := p.Migrate(ctx); err != nil {
-			pool.Close()
-			return nil, err
+		if err := p.Migrate(setup); err != nil {
+			return fail(err)
 		}
+	} else if p.warmReadiness(setup) {
+		p.warm.setReady(false)
 	}
 	if !o.NoListen {
 		if err := p.startListener(ctx); err != nil {
-			pool.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
+	// The pool's background connections connect now and join it warm;
+	// the one the setup used warms in the background too.
+	p.warm.decide()
+	p.warmIdle()
 	return p, nil
 }
 
@@ -446,10 +487,8 @@ func (p *Provider) Close() error {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
 		p.group.Close()
-		if p.listenStop != nil {
-			p.listenStop()
-			<-p.listenDone
-		}
+		p.stopListener()
+		p.warm.stop()
 		p.pool.Close()
 	})
 	return nil

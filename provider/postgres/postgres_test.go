@@ -32,6 +32,7 @@ func TestOpenRejectsInvalidOptions(t *testing.T) {
 		{"negative group", Options{GroupCommitMax: -1}},
 		{"lanes above the pool", Options{MaxConns: 3, GroupCommitLanes: 4}},
 		{"negative lanes", Options{GroupCommitLanes: -1}},
+		{"warm connections above the pool", Options{MaxConns: 3, MinConns: 4}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
