@@ -9,6 +9,7 @@ import (
 
 	"github.com/duroxide/duroxide-go/history"
 	"github.com/duroxide/duroxide-go/provider"
+	"github.com/duroxide/duroxide-go/provider/internal/sqlstore"
 	"github.com/duroxide/duroxide-go/provider/providertest"
 )
 
@@ -169,5 +170,47 @@ func TestEnqueueWakesTheOrchestratorQueueWhenQueued(t *testing.T) {
 	it, err := provider.FetchOrchestrationItem(ctx, p, benchFetch)
 	if err != nil || it == nil || it.InstanceID != "q" {
 		t.Fatalf("fetch after the wake: %+v, %v", it, err)
+	}
+}
+
+// Only an enqueue, which the core runs through WriteEnqueue, wakes the
+// orchestrator queue early: any other grouped write, whatever its op is
+// called, wakes its subscribers only once it committed.
+func TestOnlyWriteEnqueueWakesEarly(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p := openFile(t, filepath.Join(t.TempDir(), "late.db"), &Options{ChangeCheckInterval: -1})
+	orch, stop := p.Subscribe(provider.QueueOrchestrator)
+	defer stop()
+	var _ sqlstore.EnqueueWriter = db{p}
+	woken := func() bool {
+		select {
+		case <-orch:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, op := range []string{"enqueueing", "writing"} {
+		ran := false
+		err := db{p}.WriteGrouped(ctx, op, nil, func(sqlstore.Tx) error {
+			ran = true
+			if woken() {
+				t.Errorf("WriteGrouped(%q) woke the orchestrator queue before its transaction ran", op)
+			}
+			return nil
+		})
+		if err != nil || !ran {
+			t.Fatalf("WriteGrouped(%q): ran %v, %v", op, ran, err)
+		}
+	}
+	err := db{p}.WriteEnqueue(ctx, "enqueueing", nil, func(sqlstore.Tx) error {
+		if !woken() {
+			t.Error("WriteEnqueue did not wake the orchestrator queue before its transaction ran")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

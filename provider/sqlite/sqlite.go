@@ -643,10 +643,13 @@ func (r db) Write(ctx context.Context, op string, fn func(sqlstore.Tx) error) er
 // WriteGrouped is Write: every write shares the single writer's group
 // commit, and the writer needs no instance locks.
 func (r db) WriteGrouped(ctx context.Context, op string, _ []sqlstore.Lock, fn func(sqlstore.Tx) error) error {
-	if op == sqlstore.OpEnqueue {
-		return r.p.writeReq(ctx, op, &writeReq{fn: func(w *wtx) error { return fn(w) }, early: true})
-	}
 	return r.Write(ctx, op, fn)
+}
+
+// WriteEnqueue is WriteGrouped for an enqueue (sqlstore.EnqueueWriter):
+// it may wake the orchestrator queue once queued (Provider.queued).
+func (r db) WriteEnqueue(ctx context.Context, op string, _ []sqlstore.Lock, fn func(sqlstore.Tx) error) error {
+	return r.p.writeReq(ctx, op, &writeReq{fn: func(w *wtx) error { return fn(w) }, early: true})
 }
 
 // WriteWorkAck runs a work ack in the single writer's group commit, where

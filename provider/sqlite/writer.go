@@ -60,7 +60,7 @@ func (p *Provider) write(ctx context.Context, op string, fn func(w *wtx) error) 
 type writeReq struct {
 	fn  func(w *wtx) error
 	ack *sqlstore.BatchedWorkAck
-	// early: an enqueue, whose orchestrator queue subscribers may be
+	// early: an enqueue (db.WriteEnqueue), whose orchestrator queue subscribers may be
 	// woken once it is queued (queued); woke: they were, and its commit
 	// need not wake them again.
 	early, woke bool

@@ -230,12 +230,9 @@ func (w Writes) FetchUnservedOrchestrationItems(ctx context.Context, olderThan, 
 	return f.Items, nil
 }
 
-// OpEnqueue is the op of Writes.Enqueue's write (WriteDB.WriteGrouped).
-const OpEnqueue = "enqueueing"
-
 // Enqueue inserts orchestrator messages atomically; see provider.Provider.
 func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessage) ([]provider.EnqueueResult, error) {
-	const op = OpEnqueue
+	const op = "enqueueing"
 	enc := make([]*sqlenc.Msg, len(msgs))
 	for i, m := range msgs {
 		e, err := sqlenc.EncodeMessage(m)
@@ -250,7 +247,11 @@ func (w Writes) Enqueue(ctx context.Context, msgs ...*provider.OrchestratorMessa
 		}
 		return nil, nil
 	}
-	err := w.DB.WriteGrouped(ctx, op, EnqueueLocks(enc...), func(tx Tx) error {
+	write := w.DB.WriteGrouped
+	if e, ok := w.DB.(EnqueueWriter); ok {
+		write = e.WriteEnqueue
+	}
+	err := write(ctx, op, EnqueueLocks(enc...), func(tx Tx) error {
 		ins, err := dedup(tx, enc)
 		if err != nil || len(ins) == 0 {
 			return err

@@ -45,6 +45,15 @@ type WriteDB interface {
 	LogDeadLetters(dead []DeadLetter)
 }
 
+// EnqueueWriter is implemented by a WriteDB that treats Writes.Enqueue's
+// write apart: it runs fn as WriteGrouped does, and may wake the
+// orchestrator queue's subscribers once the enqueue is queued in its single
+// write order (provider.Notifier), before it commits. Enqueue calls it
+// instead of WriteGrouped when the store implements it.
+type EnqueueWriter interface {
+	WriteEnqueue(ctx context.Context, op string, locks []Lock, fn func(Tx) error) error
+}
+
 // Tx is one write transaction of a store: the steps of the shared write
 // calls, each written in the store's dialect (one statement or several,
 // batched where the store can). Steps return driver errors untranslated;
