@@ -559,10 +559,8 @@ func (w *wtx) applyTurn(inst string, e *sqlenc.Ack, running, fused bool) error {
 			return err
 		}
 	}
-	if e.Name != nil || e.Version != nil {
-		if _, err := w.exec(sSetInstanceName, nil, inst, e.Name, e.Version); err != nil {
-			return err
-		}
+	if err := w.setInstanceName(inst, e.Name, e.Version); err != nil {
+		return err
 	}
 
 	if e.HasValues() {
@@ -711,4 +709,23 @@ func msgVisible(m *sqlenc.Msg, now int64) int64 {
 		return now
 	}
 	return m.VisibleAt
+}
+
+// setInstanceName sets the instance's name and version when given
+// (strings; nil: unchanged) and changed. A version that changed under an unchanged name
+// (an instance started without a version, whose first turn resolved it)
+// is set alone, leaving the name's index entry as it is (see
+// sSetInstanceVersion); otherwise both are set when either changed.
+func (w *wtx) setInstanceName(inst string, name, version any) error {
+	if version != nil {
+		n, err := w.exec(sSetInstanceVersion, nil, inst, name, version)
+		if err != nil || n > 0 || name == nil {
+			return err
+		}
+	}
+	if name == nil {
+		return nil
+	}
+	_, err := w.exec(sSetInstanceName, nil, inst, name, version)
+	return err
 }
