@@ -59,6 +59,17 @@
 // instance locks, or the worker queue's earliest visible_at, which a fetch
 // moves to the row's lock expiry.
 //
+// What a commit costs is mostly the pages it appends to the WAL (a frame
+// each, written with two pwrite calls) and its statements. The writes
+// therefore avoid pages they need not touch: an indexed column is
+// assigned only when its value changes (assigning it, even to its old
+// value, rewrites its index entry), so the first turn of an instance
+// started without a version sets the version alone and leaves the name's
+// index out of the commit. A file store's checkpointer keeps space
+// allocated past the WAL's end (Linux), so that commits write their
+// frames into allocated blocks instead of growing the file, which costs
+// about twice as much per frame (see checkpoint.go).
+//
 // A fetch loads only the history its caller does not already hold
 // (provider.FetchOptions.Cached): one range read of the history's primary
 // key from the cached event on, so a turn of a long orchestration costs the
