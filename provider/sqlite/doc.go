@@ -65,10 +65,7 @@
 // assigned only when its value changes (assigning it, even to its old
 // value, rewrites its index entry), so the first turn of an instance
 // started without a version sets the version alone and leaves the name's
-// index out of the commit. A file store's checkpointer keeps space
-// allocated past the WAL's end (Linux), so that commits write their
-// frames into allocated blocks instead of growing the file, which costs
-// about twice as much per frame (see checkpoint.go).
+// index out of the commit.
 //
 // A fetch loads only the history its caller does not already hold
 // (provider.FetchOptions.Cached): one range read of the history's primary
