@@ -23,6 +23,22 @@ func oneStepRegistry() *duroxide.Registry {
 	return reg
 }
 
+// startAndWait starts orchestration name with input as instance id and
+// waits for its end.
+func startAndWait(t testing.TB, client *duroxide.Client, id, name string, input any) *duroxide.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := client.StartOrchestration(ctx, id, name, input, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := client.WaitForOrchestration(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // statementCount returns how many times the tracer saw the statement sql
 // since its last snapshot.
 func statementCount(tr *countingTracer, sql string) int {
@@ -47,17 +63,7 @@ func TestWaitTakesTheEndedRowFromItsCommit(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
 	client := duroxide.NewClient(p)
-	run := func(i int) *duroxide.Status {
-		id := fmt.Sprint("one-", i)
-		if err := client.StartOrchestration(ctx, id, "One", i, nil); err != nil {
-			t.Fatal(err)
-		}
-		st, err := client.WaitForOrchestration(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	run := func(i int) *duroxide.Status { return startAndWait(t, client, fmt.Sprint("one-", i), "One", i) }
 	run(0)
 	const n = 10
 	tr.snapshot()
@@ -105,20 +111,12 @@ func TestWaitOnAnotherNodeReadsTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
 	client := duroxide.NewClient(b)
 	for i := range 3 {
 		id := fmt.Sprint("far-", i)
 		trA.snapshot()
 		trB.snapshot()
-		if err := client.StartOrchestration(ctx, id, "One", i, nil); err != nil {
-			t.Fatal(err)
-		}
-		st, err := client.WaitForOrchestration(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := startAndWait(t, client, id, "One", i)
 		var got int
 		if st.State != duroxide.StateCompleted || st.Decode(&got) != nil || got != i {
 			t.Fatalf("%s: %+v, want Completed with %d", id, st, i)
