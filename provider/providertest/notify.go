@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
@@ -85,6 +86,60 @@ var notifyCases = []testCase{
 		e.notified(all, "watcher of a after the turn that completed it")
 		e.mustPurge(false, "a")
 		e.notified(end, "end watcher of a after its purge")
+	}},
+
+	{name: "end_status_watchers_get_the_ended_row_or_a_signal", run: func(e *env) {
+		ew, ok := e.p.(provider.EndStatusWatcher)
+		if !ok {
+			return
+		}
+		e.createInstance("a")
+		end, stop := ew.WatchInstanceEndStatus("a")
+		e.t.Cleanup(stop)
+		take := func(what string) (*provider.InstanceInfo, bool) {
+			e.t.Helper()
+			select {
+			case in := <-end:
+				if in != nil && (in.InstanceID != "a" || !in.Status.IsTerminal()) {
+					e.t.Fatalf("%s: handed %+v, want a's ended row or nil", what, in)
+				}
+				return in, true
+			default:
+				return nil, false
+			}
+		}
+		turn := func(i int) *provider.OrchestrationItem {
+			e.enqueue(eventMsg("a", "go", i))
+			it := e.fetchFor("a")
+			take("after an enqueue") // it may have signalled
+			return it
+		}
+		// A turn that leaves the instance running hands over no row.
+		e.ack(turnAck(turn(1), 1, e.externalEvent(2, "go")))
+		if in, _ := take("after a turn that left it running"); in != nil {
+			e.t.Fatalf("a turn that left the instance running handed over %+v", in)
+		}
+		a := turnAck(turn(2), 1, e.completedEvent(3, "out"))
+		a.Metadata = provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("out")}
+		e.ack(a)
+		in, ok := take("after the turn that completed it")
+		if !ok {
+			e.t.Fatal("end status watcher of a: no value after the turn that completed it")
+		}
+		if in != nil {
+			// What it hands over is what a read finds.
+			read, err := e.p.GetInstance(e.ctx, "a")
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if !reflect.DeepEqual(in, read) {
+				e.t.Fatalf("handed over %+v, a read finds %+v", in, read)
+			}
+		}
+		e.mustPurge(false, "a")
+		if _, ok := take("after its purge"); !ok {
+			e.t.Fatal("end status watcher of a: no value after its purge")
+		}
 	}},
 
 	{name: "worker_ack_with_completion_wakes_the_orchestrator_queue", run: func(e *env) {
