@@ -68,20 +68,13 @@ var notifyCases = []testCase{
 		end, stop := ew.WatchInstanceEnd("a")
 		e.t.Cleanup(stop)
 		all := e.watch("a")
-		turn := func(i int) *provider.OrchestrationItem {
-			e.enqueue(eventMsg("a", "go", i))
-			it := e.fetchFor("a")
-			drain(end) // the enqueue may have signalled it
-			drain(all)
-			return it
-		}
+		// The enqueue may have signalled them.
+		settle := func() { drain(end); drain(all) }
 		// A turn that leaves the instance running may or may not signal
 		// the end watcher; it signals the other.
-		e.ack(turnAck(turn(1), 1, e.externalEvent(2, "go")))
+		e.ack(turnAck(e.eventTurn("a", 1, settle), 1, e.externalEvent(2, "go")))
 		e.notified(all, "watcher of a after a turn that left it running")
-		a := turnAck(turn(2), 1, e.completedEvent(3, "out"))
-		a.Metadata = provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("out")}
-		e.ack(a)
+		e.ack(e.completingAck(e.eventTurn("a", 2, settle)))
 		e.notified(end, "end watcher of a after the turn that completed it")
 		e.notified(all, "watcher of a after the turn that completed it")
 		e.mustPurge(false, "a")
@@ -89,11 +82,11 @@ var notifyCases = []testCase{
 	}},
 
 	{name: "end_status_watchers_get_the_ended_row_or_a_signal", run: func(e *env) {
+		e.createInstance("a")
 		ew, ok := e.p.(provider.EndStatusWatcher)
 		if !ok {
 			return
 		}
-		e.createInstance("a")
 		end, stop := ew.WatchInstanceEndStatus("a")
 		e.t.Cleanup(stop)
 		take := func(what string) (*provider.InstanceInfo, bool) {
@@ -108,20 +101,13 @@ var notifyCases = []testCase{
 				return nil, false
 			}
 		}
-		turn := func(i int) *provider.OrchestrationItem {
-			e.enqueue(eventMsg("a", "go", i))
-			it := e.fetchFor("a")
-			take("after an enqueue") // it may have signalled
-			return it
-		}
+		settle := func() { take("after an enqueue") } // it may have signalled
 		// A turn that leaves the instance running hands over no row.
-		e.ack(turnAck(turn(1), 1, e.externalEvent(2, "go")))
+		e.ack(turnAck(e.eventTurn("a", 1, settle), 1, e.externalEvent(2, "go")))
 		if in, _ := take("after a turn that left it running"); in != nil {
 			e.t.Fatalf("a turn that left the instance running handed over %+v", in)
 		}
-		a := turnAck(turn(2), 1, e.completedEvent(3, "out"))
-		a.Metadata = provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("out")}
-		e.ack(a)
+		e.ack(e.completingAck(e.eventTurn("a", 2, settle)))
 		in, ok := take("after the turn that completed it")
 		if !ok {
 			e.t.Fatal("end status watcher of a: no value after the turn that completed it")
@@ -295,6 +281,25 @@ func (e *env) sharing() provider.Provider {
 	}
 	e.t.Cleanup(func() { _ = p.Close() })
 	return p
+}
+
+// eventTurn enqueues event "go" number i for instance id, fetches the
+// turn it makes, and calls settle (which drains what the enqueue may have
+// signalled).
+func (e *env) eventTurn(id string, i int, settle func()) *provider.OrchestrationItem {
+	e.t.Helper()
+	e.enqueue(eventMsg(id, "go", i))
+	it := e.fetchFor(id)
+	settle()
+	return it
+}
+
+// completingAck is the ack of it (the instance's second turn) that
+// completes the instance with output "out".
+func (e *env) completingAck(it *provider.OrchestrationItem) *provider.TurnAck {
+	a := turnAck(it, 1, e.completedEvent(3, "out"))
+	a.Metadata = provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("out")}
+	return a
 }
 
 // drain empties ch, if it holds a notification.
