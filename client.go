@@ -699,14 +699,26 @@ const waitRecheck = 5 * time.Second
 // ChangeCheckInterval for other processes'), but not for one the store
 // knows left it running (provider.EndWatcher: the SQL stores' turns
 // committed in this process), and reads its status then; it also re-reads
-// the status every few seconds in case a notification was lost.
+// the status every few seconds in case a notification was lost. When a
+// commit of this process ended the instance and the store handed its row
+// to the waiter (provider.EndStatusWatcher: the PostgreSQL store reads it
+// in that commit's round trip), it returns that row's status without
+// reading it again.
 func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*Status, error) {
-	watch := c.p.WatchInstance
-	if ew, ok := c.p.(provider.EndWatcher); ok {
+	var (
+		wait  <-chan struct{}
+		ended <-chan *provider.InstanceInfo
+		stop  func()
+	)
+	switch w := c.p.(type) {
+	case provider.EndStatusWatcher:
+		ended, stop = w.WatchInstanceEndStatus(instanceID)
+	case provider.EndWatcher:
 		// Woken only by changes that may have ended the instance.
-		watch = ew.WatchInstanceEnd
+		wait, stop = w.WatchInstanceEnd(instanceID)
+	default:
+		wait, stop = c.p.WatchInstance(instanceID)
 	}
-	wait, stop := watch(instanceID)
 	defer stop()
 	for {
 		info, err := c.instance(ctx, instanceID)
@@ -722,6 +734,13 @@ func (c *Client) WaitForOrchestration(ctx context.Context, instanceID string) (*
 			t.Stop()
 			return nil, ctx.Err()
 		case <-wait:
+		case in := <-ended:
+			if in != nil && in.InstanceID == instanceID {
+				if st := statusOf(in); st.State.IsTerminal() {
+					t.Stop()
+					return st, nil
+				}
+			}
 		case <-t.C:
 		}
 		t.Stop()

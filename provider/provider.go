@@ -394,6 +394,22 @@ type EndWatcher interface {
 	WatchInstanceEnd(instanceID string) (<-chan struct{}, func())
 }
 
+// EndStatusWatcher is implemented by a Notifier that can hand a watcher
+// the row of an instance that a commit of this process ended, so that
+// Client.WaitForOrchestration need not read it. The SQL stores implement
+// it; the PostgreSQL store hands rows over, the SQLite store does not
+// (its channel only ever carries nil).
+type EndStatusWatcher interface {
+	// WatchInstanceEndStatus is WatchInstanceEnd whose channel carries,
+	// instead of a bare signal, either nil ("the instance may have
+	// changed: read it") or the instance's row as a commit of this
+	// process that ended it left it: Completed, Failed or Canceled,
+	// committed durably, read once that commit returned. A value
+	// replaces a pending nil, so a watcher that reads its channel sees
+	// the row rather than the signal before it.
+	WatchInstanceEndStatus(instanceID string) (<-chan *InstanceInfo, func())
+}
+
 // InstanceMeta is the stored row of an instance, as seen by a fetch.
 type InstanceMeta struct {
 	OrchestrationName    string

@@ -26,10 +26,44 @@ type Hub struct {
 }
 
 // watch is one instance watch; end: it is told only of changes that may
-// have ended the instance (WatchInstanceEnd).
+// have ended the instance (WatchInstanceEnd). A watch of
+// WatchInstanceEndStatus has info instead of ch.
 type watch struct {
-	ch  chan struct{}
-	end bool
+	ch   chan struct{}
+	info chan *provider.InstanceInfo
+	end  bool
+}
+
+// signal tells w of a change, handing it in when the change is known to
+// have ended the instance (a WatchInstanceEndStatus watch): the row
+// replaces what the watch's buffer holds, if anything; a bare signal
+// (nil) never replaces a value.
+func (w watch) signal(in *provider.InstanceInfo) {
+	if w.info == nil {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+		return
+	}
+	select {
+	case w.info <- in:
+		return
+	default:
+	}
+	if in == nil {
+		return
+	}
+	// Senders hold the hub's lock: once the buffer is drained (here or
+	// by the watcher) only this send can fill it.
+	select {
+	case <-w.info:
+	default:
+	}
+	select {
+	case w.info <- in:
+	default:
+	}
 }
 
 func ping(chs []chan struct{}) {
@@ -73,20 +107,33 @@ func (h *Hub) WatchInstanceEnd(instanceID string) (<-chan struct{}, func()) {
 	return h.watch(instanceID, true)
 }
 
+// WatchInstanceEndStatus implements provider.EndStatusWatcher: a
+// WatchInstanceEnd watch whose channel carries nil for a change, or the
+// instance's row when the store reports it ended (InstanceEnded).
+func (h *Hub) WatchInstanceEndStatus(instanceID string) (<-chan *provider.InstanceInfo, func()) {
+	w := watch{info: make(chan *provider.InstanceInfo, 1), end: true}
+	return w.info, h.add(instanceID, w)
+}
+
 func (h *Hub) watch(instanceID string, end bool) (<-chan struct{}, func()) {
 	w := watch{ch: make(chan struct{}, 1), end: end}
+	return w.ch, h.add(instanceID, w)
+}
+
+// add registers w and returns the function that ends it.
+func (h *Hub) add(instanceID string, w watch) func() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watchers == nil {
 		h.watchers = map[string][]watch{}
 	}
 	h.watchers[instanceID] = append(h.watchers[instanceID], w)
-	return w.ch, func() {
+	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		list := h.watchers[instanceID]
 		for i, x := range list {
-			if x.ch == w.ch {
+			if x.ch == w.ch && x.info == w.info {
 				list = append(list[:i:i], list[i+1:]...)
 				break
 			}
@@ -104,10 +151,7 @@ func pingWatches(list []watch, live bool) {
 		if live && w.end {
 			continue
 		}
-		select {
-		case w.ch <- struct{}{}:
-		default:
-		}
+		w.signal(nil)
 	}
 }
 
@@ -145,6 +189,38 @@ func (h *Hub) InstanceLive(ids ...string) {
 		pingWatches(h.watchers[id], true)
 	}
 	h.mu.Unlock()
+}
+
+// InstanceEnded signals the watchers of each instance of ins, which a
+// commit of this process ended (Completed, Failed or Canceled, committed
+// durably) and left as ins shows, handing the row to the
+// WatchInstanceEndStatus watches.
+func (h *Hub) InstanceEnded(ins ...*provider.InstanceInfo) {
+	h.mu.Lock()
+	for _, in := range ins {
+		for _, w := range h.watchers[in.InstanceID] {
+			w.signal(in)
+		}
+	}
+	h.mu.Unlock()
+}
+
+// EndStatusWatched returns those of ids that a WatchInstanceEndStatus
+// watch waits for: the instances whose rows a store should read once it
+// ended them, to hand them over (InstanceEnded).
+func (h *Hub) EndStatusWatched(ids []string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		for _, w := range h.watchers[id] {
+			if w.info != nil {
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // WakeAll signals every subscriber of both queues and every instance

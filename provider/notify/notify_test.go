@@ -90,3 +90,59 @@ func TestHubEndWatchers(t *testing.T) {
 		t.Fatalf("Watching after stops = %d, want 0", n)
 	}
 }
+
+// TestEndStatusWatch: a WatchInstanceEndStatus watch gets nil for a
+// change, nothing for a change that left its instance live, and the row
+// InstanceEnded hands over, which replaces a pending nil and is never
+// replaced by one; only such watches count for EndStatusWatched.
+func TestEndStatusWatch(t *testing.T) {
+	var h Hub
+	ch, stop := h.WatchInstanceEndStatus("a")
+	plain, stopPlain := h.WatchInstanceEnd("a")
+	_, stopB := h.WatchInstanceEnd("b")
+	take := func() (*provider.InstanceInfo, bool) {
+		select {
+		case in := <-ch:
+			return in, true
+		default:
+			return nil, false
+		}
+	}
+	if got := h.EndStatusWatched([]string{"a", "b", "c"}); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("EndStatusWatched = %v, want [a]", got)
+	}
+	h.InstanceLive("a")
+	if _, ok := take(); ok {
+		t.Fatal("InstanceLive signalled an end status watch")
+	}
+	h.InstanceChanged("a")
+	if in, ok := take(); !ok || in != nil {
+		t.Fatalf("InstanceChanged: got %v, %v; want nil", in, ok)
+	}
+	if !pending(plain) {
+		t.Fatal("InstanceChanged did not signal a plain end watch")
+	}
+	done := &provider.InstanceInfo{InstanceID: "a", Status: provider.StatusCompleted}
+	h.InstanceChanged("a") // a nil pending...
+	h.InstanceEnded(done)  // ...replaced by the row
+	h.InstanceChanged("a") // which a later nil does not replace
+	if in, ok := take(); !ok || in != done {
+		t.Fatalf("after InstanceEnded: got %v, %v; want the row", in, ok)
+	}
+	if _, ok := take(); ok {
+		t.Fatal("more than one value pending")
+	}
+	if !pending(plain) {
+		t.Fatal("InstanceEnded did not signal a plain end watch")
+	}
+	h.WakeAll()
+	if in, ok := take(); !ok || in != nil {
+		t.Fatalf("WakeAll: got %v, %v; want nil", in, ok)
+	}
+	stop()
+	stopPlain()
+	stopB()
+	if n := h.Watching(); n != 0 || len(h.EndStatusWatched([]string{"a"})) != 0 {
+		t.Fatalf("after stops: Watching = %d, EndStatusWatched(a) = %v", n, h.EndStatusWatched([]string{"a"}))
+	}
+}

@@ -163,9 +163,10 @@
 // # Notifications
 //
 // Each committed transaction that changed something calls pg_notify on
-// the schema's channel inside the transaction, so PostgreSQL delivers it to
-// the other nodes only when it commits; the JSON payload names the sending
-// node, the queues that may have work and the instances that changed.
+// the schema's channel right after its COMMIT, in the COMMIT's round trip,
+// so the other nodes hear of it only once it is visible; the JSON payload
+// names the sending node, the queues that may have work and the instances
+// that changed.
 // Every Provider listens on a dedicated connection (not from the pool),
 // ignores its own notifications (its subscribers were woken in-process,
 // through an embedded notify.Hub) and wakes its subscribers and watchers
@@ -175,6 +176,15 @@
 // NextVisible (provider.Waker: the earliest visible message or lock expiry,
 // one index lookup), dispatchers sleep until work can exist instead of
 // polling.
+//
+// A turn that ends its execution (Completed, Failed, Canceled) of an
+// instance that a client of this process waits for
+// (provider.EndStatusWatcher, which Client.WaitForOrchestration uses) also
+// reads the instance's row right after its COMMIT, in the same round trip,
+// and hands it to the waiter, which returns it without reading the status
+// itself: one round trip and one wake-up less between the end and the
+// wait's return. The commit waited for the WAL flush, so the row is
+// durable. Waiters on other nodes are told by the notification and read.
 //
 // # Warm connections
 //

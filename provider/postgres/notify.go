@@ -55,6 +55,13 @@ type changes struct {
 	// live: those of instances whose turn left them live (not ended),
 	// as the turn's batch read their status (afterTurn).
 	live []string
+	// ending: those of instances whose turn ends their execution
+	// (Completed, Failed, Canceled: the commit waits for the WAL flush);
+	// ended: the rows of those a waiter of this process watches
+	// (provider.EndStatusWatcher), read right after the COMMIT
+	// (queueEndedRows).
+	ending []string
+	ended  []*provider.InstanceInfo
 }
 
 func (c *changes) addInstance(ids ...string) { c.instances = append(c.instances, ids...) }
@@ -119,16 +126,77 @@ func (p *Provider) queueNotifyAll(b *pgx.Batch, ws ...*wtx) error {
 	}
 	if orch || len(ask) == 0 {
 		b.Queue(`SELECT pg_notify($1, $2)`, p.channel, string(raw))
-		return nil
+	} else {
+		b.Queue(sqlAckNotify, p.channel, p.node, work, ask, pl.Instances, pl.All)
 	}
-	b.Queue(sqlAckNotify, p.channel, p.node, work, ask, pl.Instances, pl.All)
+	p.queueEndedRows(b, ws)
 	return nil
+}
+
+// sqlEndedRows reads the rows of instances that a transaction ended, right
+// after its COMMIT (in a transaction of its own, in the COMMIT's round
+// trip). $1 instance IDs.
+const sqlEndedRows = `SELECT ` + instanceColumns + ` FROM instances WHERE instance_id = ANY($1)
+   AND status IN ('Completed', 'Failed', 'Canceled')`
+
+// queueEndedRows queues on b, which follows the COMMIT of the
+// transactions ws, the read of the rows of the instances whose execution
+// they end and for which a waiter of this process is watching
+// (provider.EndStatusWatcher): notifyLocal hands them over, so that
+// Client.WaitForOrchestration returns without reading the status itself,
+// a round trip and a wake-up later. The read costs no round trip of its
+// own, and is queued only when someone waits. It runs after the COMMIT
+// returned, so it sees what the transactions committed, durably (a turn
+// that ends its execution waits for the WAL flush, and so does its
+// group): a row it finds Completed, Failed or Canceled is what a read of
+// the waiter would have found; a row it does not find (purged meanwhile,
+// or a commit that failed) is not handed over, and the waiter, signalled
+// as before, reads.
+func (p *Provider) queueEndedRows(b *pgx.Batch, ws []*wtx) {
+	var ending []string
+	for _, w := range ws {
+		if w != nil {
+			ending = append(ending, w.changes.ending...)
+		}
+	}
+	if len(ending) == 0 {
+		return
+	}
+	ids := p.hub.EndStatusWatched(ending)
+	if len(ids) == 0 {
+		return
+	}
+	b.Queue(sqlEndedRows, ids).Query(func(r pgx.Rows) error {
+		return forEach(r, func() error {
+			in, err := sqlstore.ScanInstanceInfo(r)
+			if err != nil {
+				return nil // not handed over: the waiter reads it
+			}
+			for _, w := range ws {
+				if w != nil && slices.Contains(w.changes.ending, in.InstanceID) {
+					w.changes.ended = append(w.changes.ended, in)
+					break
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // notifyLocal delivers c to this process's subscribers after its
 // transaction committed.
 func (p *Provider) notifyLocal(c *changes) {
-	sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, c.live)
+	if len(c.ended) == 0 {
+		sqlstore.Deliver(&p.hub, c.orch, c.work, c.instances, c.live)
+		return
+	}
+	// The instances whose rows were read signal their watchers with
+	// them, the others as usual.
+	rest := slices.DeleteFunc(slices.Clone(c.instances), func(id string) bool {
+		return slices.ContainsFunc(c.ended, func(in *provider.InstanceInfo) bool { return in.InstanceID == id })
+	})
+	sqlstore.Deliver(&p.hub, c.orch, c.work, rest, c.live)
+	p.hub.InstanceEnded(c.ended...)
 }
 
 // handleNotification wakes the subscribers a notification of another node

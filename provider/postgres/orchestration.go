@@ -905,6 +905,9 @@ func (w *wtx) queueTurn(b *pgx.Batch, inst string, e *sqlenc.Ack, reused *sqlenc
 		w.queueFinishTurn(b, inst, e.Token)
 	}
 	w.changes.addInstance(inst)
+	if e.Terminal && e.Status != string(provider.StatusContinuedAsNew) {
+		w.changes.ending = append(w.changes.ending, inst)
+	}
 	// The notification other nodes get, decided in SQL (are messages left
 	// for the instance?), unless starts or lock hand-overs follow (a
 	// last batch has none to follow).

@@ -504,13 +504,7 @@ func runSequences(t *testing.T, p *Provider) func(i int) {
 	client := duroxide.NewClient(p)
 	return func(i int) {
 		id := fmt.Sprintf("seq-%d", i)
-		if err := client.StartOrchestration(ctx, id, "Seq", i, nil); err != nil {
-			t.Fatal(err)
-		}
-		st, err := client.WaitForOrchestration(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := startAndWait(t, client, id, "Seq", i)
 		var got int
 		if err := st.Decode(&got); err != nil || got != i+5 {
 			t.Fatalf("%s: got %d, %v; want %d", id, got, err, i+5)

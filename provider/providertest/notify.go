@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/duroxide/duroxide-go/provider"
@@ -67,24 +68,64 @@ var notifyCases = []testCase{
 		end, stop := ew.WatchInstanceEnd("a")
 		e.t.Cleanup(stop)
 		all := e.watch("a")
-		turn := func(i int) *provider.OrchestrationItem {
-			e.enqueue(eventMsg("a", "go", i))
-			it := e.fetchFor("a")
-			drain(end) // the enqueue may have signalled it
-			drain(all)
-			return it
-		}
+		// The enqueue may have signalled them.
+		settle := func() { drain(end); drain(all) }
 		// A turn that leaves the instance running may or may not signal
 		// the end watcher; it signals the other.
-		e.ack(turnAck(turn(1), 1, e.externalEvent(2, "go")))
+		e.ack(turnAck(e.eventTurn("a", 1, settle), 1, e.externalEvent(2, "go")))
 		e.notified(all, "watcher of a after a turn that left it running")
-		a := turnAck(turn(2), 1, e.completedEvent(3, "out"))
-		a.Metadata = provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("out")}
-		e.ack(a)
+		e.ack(e.completingAck(e.eventTurn("a", 2, settle)))
 		e.notified(end, "end watcher of a after the turn that completed it")
 		e.notified(all, "watcher of a after the turn that completed it")
 		e.mustPurge(false, "a")
 		e.notified(end, "end watcher of a after its purge")
+	}},
+
+	{name: "end_status_watchers_get_the_ended_row_or_a_signal", run: func(e *env) {
+		e.createInstance("a")
+		ew, ok := e.p.(provider.EndStatusWatcher)
+		if !ok {
+			return
+		}
+		end, stop := ew.WatchInstanceEndStatus("a")
+		e.t.Cleanup(stop)
+		take := func(what string) (*provider.InstanceInfo, bool) {
+			e.t.Helper()
+			select {
+			case in := <-end:
+				if in != nil && (in.InstanceID != "a" || !in.Status.IsTerminal()) {
+					e.t.Fatalf("%s: handed %+v, want a's ended row or nil", what, in)
+				}
+				return in, true
+			default:
+				return nil, false
+			}
+		}
+		settle := func() { take("after an enqueue") } // it may have signalled
+		// A turn that leaves the instance running hands over no row.
+		e.ack(turnAck(e.eventTurn("a", 1, settle), 1, e.externalEvent(2, "go")))
+		if in, _ := take("after a turn that left it running"); in != nil {
+			e.t.Fatalf("a turn that left the instance running handed over %+v", in)
+		}
+		e.ack(e.completingAck(e.eventTurn("a", 2, settle)))
+		in, ok := take("after the turn that completed it")
+		if !ok {
+			e.t.Fatal("end status watcher of a: no value after the turn that completed it")
+		}
+		if in != nil {
+			// What it hands over is what a read finds.
+			read, err := e.p.GetInstance(e.ctx, "a")
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if !reflect.DeepEqual(in, read) {
+				e.t.Fatalf("handed over %+v, a read finds %+v", in, read)
+			}
+		}
+		e.mustPurge(false, "a")
+		if _, ok := take("after its purge"); !ok {
+			e.t.Fatal("end status watcher of a: no value after its purge")
+		}
 	}},
 
 	{name: "worker_ack_with_completion_wakes_the_orchestrator_queue", run: func(e *env) {
@@ -240,6 +281,25 @@ func (e *env) sharing() provider.Provider {
 	}
 	e.t.Cleanup(func() { _ = p.Close() })
 	return p
+}
+
+// eventTurn enqueues event "go" number i for instance id, fetches the
+// turn it makes, and calls settle (which drains what the enqueue may have
+// signalled).
+func (e *env) eventTurn(id string, i int, settle func()) *provider.OrchestrationItem {
+	e.t.Helper()
+	e.enqueue(eventMsg(id, "go", i))
+	it := e.fetchFor(id)
+	settle()
+	return it
+}
+
+// completingAck is the ack of it (the instance's second turn) that
+// completes the instance with output "out".
+func (e *env) completingAck(it *provider.OrchestrationItem) *provider.TurnAck {
+	a := turnAck(it, 1, e.completedEvent(3, "out"))
+	a.Metadata = provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: js("out")}
+	return a
 }
 
 // drain empties ch, if it holds a notification.

@@ -189,6 +189,12 @@ func (n Notifications) WatchInstanceEnd(instanceID string) (<-chan struct{}, fun
 	return n.Hub.WatchInstanceEnd(instanceID)
 }
 
+// WatchInstanceEndStatus implements provider.EndStatusWatcher (the
+// rows come from stores that hand them to the hub: notify.Hub.InstanceEnded).
+func (n Notifications) WatchInstanceEndStatus(instanceID string) (<-chan *provider.InstanceInfo, func()) {
+	return n.Hub.WatchInstanceEndStatus(instanceID)
+}
+
 // WakeAll wakes every subscriber and instance watcher, as when another
 // process changed the store in a way this one cannot tell. Test harnesses
 // that move a fake clock use it: dispatchers sleeping on timers of the old
