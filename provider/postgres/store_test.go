@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/duroxide/duroxide-go/provider"
 	"github.com/duroxide/duroxide-go/provider/providertest"
@@ -61,8 +63,22 @@ func freshSchema(t testing.TB) string {
 			return
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", name, err)
+		// A backend whose client went away (a test that cut its
+		// connections, a warm-up the pool was running when the store
+		// closed) can still hold the schema's tables for a moment, and
+		// DROP SCHEMA, which locks them one by one, can deadlock with
+		// it; the server then aborts one of the two. Try again: the
+		// other backend is gone by then.
+		for attempt := 1; ; attempt++ {
+			_, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+			var pe *pgconn.PgError
+			if err != nil && attempt < 5 && errors.As(err, &pe) && pe.Code == "40P01" {
+				continue
+			}
+			if err != nil {
+				t.Errorf("dropping schema %s: %v", name, err)
+			}
+			return
 		}
 	})
 	return name
