@@ -92,7 +92,9 @@ func TestRefusedWriteWakesSkippingFetch(t *testing.T) {
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = rt.Shutdown(sctx)
+		if err := rt.Shutdown(sctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
 	})
 	for spy.empty.Load() < 2 {
 		<-spy.fetched
