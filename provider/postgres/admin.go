@@ -125,6 +125,7 @@ func (w *wtx) PurgeTree(instanceIDs []string) ([]string, error) {
 			return tree, nil
 		}
 		slices.Sort(fresh)
+		w.locked = true
 		if _, err := w.exec(sqlAdvisoryLockMany, w.p.lockSpace, fresh); err != nil {
 			return nil, err
 		}

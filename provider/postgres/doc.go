@@ -75,7 +75,13 @@
 // This serializes an enqueue with the ack of a turn of the same instance,
 // closing a lost wake-up: without it a message committed between an ack's
 // check for waiting messages and its commit would be seen by neither the
-// ack nor the fetch its notification triggers. Row upserts that race
+// ack nor the fetch its notification triggers. A fetch that skips an
+// instance counts on the holder of its lock to notify when it ends: a
+// commit notifies what it changed, and a write of this store that took
+// an instance's lock and then rolled back (a refused rewind, pause or
+// resume, a failed enqueue or ack) wakes this process's orchestration
+// dispatchers, which look again; other nodes' look again after a short
+// back-off. Row upserts that race
 // (instance locks, execution locks, idempotency keys) happen under these
 // locks, so concurrent children completing into one parent only share its
 // lock and never deadlock on it. Execution lock keys and idempotency keys

@@ -19,7 +19,10 @@ import (
 // Notifications (provider.Notifier).
 //
 // Commits made through this Provider notify its own subscribers at once,
-// after the commit (never for a transaction that rolled back). Every write
+// after the commit. A transaction that rolled back notifies nobody, except
+// that one which took an instance's advisory lock wakes this process's
+// orchestrator subscribers: a fetch may have skipped the instance while it
+// held the lock (wakeSkipped). Every write
 // transaction that changed something also calls pg_notify on the store's
 // channel right after its COMMIT, in the same round trip (the statements
 // follow the COMMIT in its pipeline, each in a transaction of its own), so

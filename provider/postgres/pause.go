@@ -67,6 +67,8 @@ LIMIT 1`,
 type pgTx struct {
 	tx        pgx.Tx
 	lockSpace string
+	// w is the write transaction tx belongs to (nil for a read).
+	w *wtx
 }
 
 func (t pgTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
@@ -88,11 +90,14 @@ func (t pgTx) Each(ctx context.Context, q string, scan func(sqlstore.Row) error,
 // LockInstance takes the instance's advisory lock exclusively, as every
 // transaction that changes its lock row does.
 func (t pgTx) LockInstance(ctx context.Context, instanceID string) error {
+	if t.w != nil {
+		return t.w.lockInstance(instanceID)
+	}
 	_, err := t.tx.Exec(ctx, sqlAdvisoryLock, t.lockSpace+instanceID)
 	return err
 }
 
-func (w *wtx) shared() pgTx { return pgTx{tx: w.tx, lockSpace: w.p.lockSpace} }
+func (w *wtx) shared() pgTx { return pgTx{tx: w.tx, lockSpace: w.p.lockSpace, w: w} }
 
 // PauseInstance implements provider.Pauser.
 func (p *Provider) PauseInstance(ctx context.Context, instanceID string, info provider.PauseInfo) error {

@@ -364,6 +364,10 @@ type Provider struct {
 	// transaction (see guardConn); 0: only the caller's context does.
 	callLimit time.Duration
 
+	// afterInstanceLock, set by tests, runs in a write transaction once
+	// it holds an instance's advisory lock (wtx.lockInstance).
+	afterInstanceLock func(instanceID string)
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -555,6 +559,9 @@ type wtx struct {
 	// fold: the transaction is a lone write's (writeOn), whose last batch
 	// may carry its COMMIT (sendLast); committed: sendLast committed it.
 	fold, committed bool
+	// locked: the transaction took (or queued the taking of) the advisory
+	// lock of an instance, exclusive or shared; see wakeSkipped.
+	locked bool
 }
 
 // Relaxed commits.
@@ -708,6 +715,7 @@ func (p *Provider) writeOnce(ctx context.Context, conn *pgxpool.Conn, fn func(w 
 	w := &wtx{ctx: tctx, tx: tx, p: p, now: p.now(), fold: fold}
 	if err := fn(w); err != nil {
 		_ = tx.Rollback(tctx)
+		p.wakeSkipped(w, err)
 		return err
 	}
 	if w.committed {
@@ -728,6 +736,7 @@ func (p *Provider) writeOnce(ctx context.Context, conn *pgxpool.Conn, fn func(w 
 		return err
 	}
 	if err := tx.CommitBatch(tctx, b, after); err != nil {
+		p.wakeSkipped(w, err)
 		return err
 	}
 	if w.relaxed {
@@ -736,6 +745,24 @@ func (p *Provider) writeOnce(ctx context.Context, conn *pgxpool.Conn, fn func(w 
 	p.commits.Add(1)
 	p.notifyLocal(&w.changes)
 	return nil
+}
+
+// wakeSkipped wakes this process's orchestrator subscribers after w, a
+// transaction that took an instance's advisory lock, ended without
+// committing. An orchestration fetch only tries that lock and skips an
+// instance another transaction holds, counting on the holder's commit to
+// notify what it changed; a holder that rolls back (a refused rewind,
+// pause or resume, a failed enqueue or ack) notifies nothing, and a
+// dispatcher whose fetch skipped a ready instance then would sleep until
+// its next poll, or, on a clock that does not move, for ever. Other nodes
+// are not told: their fetch loops look again after a short back-off.
+// A call that ended with err and runs again at once (a guard of its last
+// batch refused, or its work ack's turn was not applied) wakes nobody
+// yet: it notifies when it ends.
+func (p *Provider) wakeSkipped(w *wtx, err error) {
+	if w.locked && !checkFailed(err, codeNotLast) && !errors.Is(err, sqlstore.ErrThenNotApplied) {
+		p.hub.Wake(provider.QueueOrchestrator)
+	}
 }
 
 // single runs fn, one statement that is atomic on its own (it changes
@@ -912,6 +939,7 @@ func (w *wtx) lockInstancesShared(b *pgx.Batch, instances []string) error {
 	if w.sharedHeld == nil {
 		w.sharedHeld = map[string]bool{}
 	}
+	w.locked = true
 	for _, id := range ids {
 		w.sharedHeld[id] = true
 	}
@@ -931,14 +959,21 @@ func (w *wtx) lockInstance(instance string) error {
 	if w.groupHeld[instance] {
 		return nil // its group holds it, exclusively
 	}
-	_, err := w.tx.Exec(w.ctx, sqlAdvisoryLock, w.p.lockSpace+instance)
-	return err
+	w.locked = true
+	if _, err := w.tx.Exec(w.ctx, sqlAdvisoryLock, w.p.lockSpace+instance); err != nil {
+		return err
+	}
+	if h := w.p.afterInstanceLock; h != nil {
+		h(instance)
+	}
+	return nil
 }
 
 // queueLockInstance queues on b the taking of instance's advisory lock, as
 // lockInstance takes it.
 func (w *wtx) queueLockInstance(b *pgx.Batch, instance string) {
 	if !w.groupHeld[instance] {
+		w.locked = true
 		b.Queue(sqlAdvisoryLock, w.p.lockSpace+instance)
 	}
 }

@@ -199,9 +199,53 @@ func (e *e2e) wait(id string) *duroxide.Status {
 	st, err := e.c.WaitForOrchestration(ctx, id)
 	if err != nil {
 		cur, _ := e.c.GetStatus(e.ctx, id)
-		e.t.Fatalf("WaitForOrchestration(%s): %v (last status %s)", id, err, describeStatus(cur))
+		e.t.Fatalf("WaitForOrchestration(%s): %v (last status %s)\n%s", id, err, describeStatus(cur), e.diagnose(id))
 	}
 	return st
+}
+
+// diagnose describes what the store holds for id, for the message of a
+// wait that timed out: its executions, the end of its current history,
+// its queued messages and activities, its instance lock, and the queues'
+// depths.
+func (e *e2e) diagnose(id string) string {
+	var b strings.Builder
+	if ex, err := e.c.ListExecutions(e.ctx, id); err != nil {
+		fmt.Fprintf(&b, "executions: %v\n", err)
+	} else {
+		for _, x := range ex {
+			fmt.Fprintf(&b, "execution %d: %s, %d events\n", x.ExecutionID, x.Status, x.EventCount)
+		}
+	}
+	if h, err := e.c.GetHistory(e.ctx, id, 0); err != nil {
+		fmt.Fprintf(&b, "history: %v\n", err)
+	} else {
+		fmt.Fprintf(&b, "current history: %v\n", eventKinds(h[max(0, len(h)-8):]))
+	}
+	now := e.fc.Now()
+	if q, err := e.admin().InstanceQueue(e.ctx, id); err != nil {
+		fmt.Fprintf(&b, "queue: %v\n", err)
+	} else {
+		for _, m := range q.Messages {
+			fmt.Fprintf(&b, "message %s exec %d id %d: visible %s, attempts %d, locked %t\n",
+				m.Item.Kind, m.Item.ExecutionID, m.Item.ID, m.VisibleAt.Sub(now), m.Attempts, m.Locked)
+		}
+		for _, a := range q.Activities {
+			lock := "unlocked"
+			if !a.LockedUntil.IsZero() {
+				lock = "locked until " + a.LockedUntil.Sub(now).String()
+			}
+			fmt.Fprintf(&b, "activity %s exec %d id %d: visible %s, attempts %d, %s\n",
+				a.Name, a.ExecutionID, a.ActivityID, a.VisibleAt.Sub(now), a.Attempts, lock)
+		}
+		if l := q.InstanceLock; l != nil {
+			fmt.Fprintf(&b, "instance lock until %s\n", l.LockedUntil.Sub(now))
+		}
+	}
+	if d, err := e.admin().QueueDepths(e.ctx); err == nil {
+		fmt.Fprintf(&b, "queues: %+v (times relative to the fake clock, at %s)", d, now.Sub(e2eStart))
+	}
+	return b.String()
 }
 
 // result waits for id, requires it Completed, and decodes its output.
