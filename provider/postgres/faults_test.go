@@ -301,8 +301,12 @@ func TestStatementTimeoutBoundsAStuckCall(t *testing.T) {
 	}
 	defer closeAfterDrop(hp, a)
 	// The connection Open's setup used warms in the background: once it
-	// is back in the pool, it is the one the held call takes.
+	// is back in the pool, it is the one the held call takes. (The
+	// warm-up's count rises before the connection goes back: wait for
+	// the background task itself, or the held call may open a second
+	// connection, left idle for hp.Drop to cut under the next call.)
 	waitWarmups(t, a, 1)
+	a.warm.wg.Wait()
 	done := holdMidTransaction(t, context.Background(), a, hp, "i1")
 	err = waitDone(t, done, "a store call on a silent connection")
 	if !errors.Is(err, provider.ErrUnavailable) || !provider.IsRetryable(err) {
